@@ -1,0 +1,48 @@
+// precision-lab-cli: the command-line front end (DESIGN.md "Command line").
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+#include "cli/commands.h"
+
+namespace {
+void print_usage(std::FILE* out) {
+  std::fputs(
+      "usage: precision-lab-cli <command> [options]\n"
+      "\n"
+      "commands:\n"
+      "  run      [--config FILE.json] [--recipe R] [--model mlp|cnn|transformer]\n"
+      "           [--dataset fashion-mnist|spirals|tiny-gradients|DIR] [--epochs N | --steps N]\n"
+      "           [--batch N] [--optimizer sgd|adam|adamw] [--lr X] [--seed N]\n"
+      "           [--backend auto|cpu|cuda] --out DIR\n"
+      "           more: --momentum --weight-decay --schedule constant|cosine --warmup N --clip X\n"
+      "                 --threads N --eval-every N --stats-every N --widths 256,128\n"
+      "                 --loss-scale none|static|dynamic --loss-scale-init X --growth-factor X\n"
+      "                 --backoff-factor X --growth-interval N\n"
+      "  compare  --recipes fp32,fp16,mixed-fp16 [the options of run] --out DIR\n"
+      "  formats  [--value X]   table of the number formats, or X in every format with its bits\n",
+      out);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage(stderr);
+    return 2;
+  }
+  const char* cmd = argv[1];
+  try {
+    if (std::strcmp(cmd, "formats") == 0) return cli::cmd_formats(argc - 1, argv + 1);
+    if (std::strcmp(cmd, "run") == 0) return cli::cmd_run(argc - 1, argv + 1, false);
+    if (std::strcmp(cmd, "compare") == 0) return cli::cmd_run(argc - 1, argv + 1, true);
+    if (std::strcmp(cmd, "--help") == 0 || std::strcmp(cmd, "-h") == 0 || std::strcmp(cmd, "help") == 0) {
+      print_usage(stdout);
+      return 0;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "precision-lab-cli: %s\n", e.what());
+    return 1;
+  }
+  std::fprintf(stderr, "precision-lab-cli: unknown command '%s' (try --help)\n", cmd);
+  return 2;
+}

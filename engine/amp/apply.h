@@ -1,0 +1,30 @@
+// Applying precision to a model: each leaf's LayerPrecision and each
+// parameter's master / weight / grad tensors.
+#pragma once
+
+#include <string>
+
+#include "amp/precision.h"
+
+namespace engine {
+
+class Layer;
+class Model;
+struct Recipe;
+
+// Sets every leaf's precision from the recipe and lays out its parameters:
+// with master weights, `master` holds FP32 values and `weight` a copy in the
+// layer's compute format; without, `weight` (in the compute format) is the
+// copy the optimizer updates. The values' source of truth is kept: master
+// if present, else weight (decoded), so this can run mid-training (a
+// precision change at a step boundary). Trainer thread only.
+void apply_recipe(Model& model, const Recipe& recipe);
+// Changes one leaf's precision the same way; throws std::invalid_argument
+// naming the layer when no leaf has that name.
+void apply_layer_precision(Model& model, const std::string& layer, const LayerPrecision& p,
+                           bool master_weights);
+// Re-rounds `weight` from `master` after an optimizer step (layers with
+// master weights only).
+void refresh_weights(Model& model);
+
+}  // namespace engine

@@ -1,0 +1,84 @@
+// Recipe presets, following PyTorch autocast's op lists.
+#include "amp/recipe.h"
+
+#include <cstring>
+#include <stdexcept>
+
+#include "nn/layer.h"
+
+namespace engine {
+
+LayerRole layer_role(const Layer& l) {
+  if (l.is_matmul()) return LayerRole::Matmul;
+  const char* k = l.kind();
+  if (std::strcmp(k, "layernorm") == 0 || std::strcmp(k, "softmax") == 0) return LayerRole::Norm;
+  return LayerRole::Elementwise;
+}
+
+LayerPrecision Recipe::precision_for(const Layer& l) const {
+  if (auto it = overrides.find(l.name()); it != overrides.end()) return it->second;
+  switch (layer_role(l)) {
+    case LayerRole::Matmul: return matmul;
+    case LayerRole::Norm: return norm;
+    case LayerRole::Elementwise: return elementwise;
+  }
+  return matmul;
+}
+
+const std::vector<std::string>& recipe_names() {
+  static const std::vector<std::string> names = {"fp32", "fp16", "mixed-fp16", "mixed-bf16", "fp8", "custom"};
+  return names;
+}
+
+namespace {
+LayerPrecision all(Format f, Format acc = Format::FP32) { return {f, f, acc, f}; }
+}  // namespace
+
+Recipe make_recipe(std::string_view name) {
+  Recipe r;
+  r.name = std::string(name);
+  const LayerPrecision fp32 = all(Format::FP32);
+  if (name == "fp32" || name == "custom") {
+    // custom starts from fp32; the per-layer table (overrides) changes it.
+    r.matmul = r.norm = r.elementwise = fp32;
+    r.master_weights = false;
+    r.scaling.mode = ScalingMode::None;
+  } else if (name == "fp16") {
+    // A model cast with .half(): everything FP16, weights updated in FP16,
+    // no master copy and no loss scaling. GEMMs still accumulate in FP32
+    // (Tensor Core semantics); norms/softmax compute and store FP16.
+    r.matmul = r.norm = r.elementwise = all(Format::FP16);
+    r.master_weights = false;
+    r.scaling.mode = ScalingMode::None;
+  } else if (name == "mixed-fp16") {
+    // torch.autocast(float16) + GradScaler: FP16 GEMMs with FP32 accumulate,
+    // norms and softmax in FP32, FP32 master weights, dynamic loss scaling.
+    r.matmul = all(Format::FP16);
+    r.elementwise = all(Format::FP16);
+    r.norm = fp32;
+    r.master_weights = true;
+    r.scaling.mode = ScalingMode::Dynamic;
+  } else if (name == "mixed-bf16") {
+    // BF16 has FP32's exponent range: no loss scaling needed.
+    r.matmul = all(Format::BF16);
+    r.elementwise = all(Format::BF16);
+    r.norm = fp32;
+    r.master_weights = true;
+    r.scaling.mode = ScalingMode::None;
+  } else if (name == "fp8") {
+    // Transformer Engine style: E4M3 GEMM inputs forward, E5M2 gradients,
+    // FP32 accumulate; GEMM outputs and everything else stay FP32.
+    r.matmul = {Format::E4M3, Format::FP32, Format::FP32, Format::E5M2};
+    r.elementwise = fp32;
+    r.norm = fp32;
+    r.master_weights = true;
+    r.scaling.mode = ScalingMode::Dynamic;
+  } else {
+    std::string list;
+    for (const auto& n : recipe_names()) list += (list.empty() ? "" : ", ") + n;
+    throw std::invalid_argument("unknown recipe '" + std::string(name) + "' (expected one of " + list + ")");
+  }
+  return r;
+}
+
+}  // namespace engine

@@ -1,0 +1,77 @@
+// Layer: a forward/backward pair with an explicit context of saved activations.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "amp/precision.h"
+#include "nn/parameter.h"
+#include "tensor/tensor.h"
+
+namespace engine {
+
+class Backend;
+
+// What forward() saved for backward(): owned by the caller (the Model),
+// created by the layer. bytes() is the saved-activation memory.
+struct Context {
+  virtual ~Context() = default;
+  virtual std::size_t bytes() const = 0;
+};
+
+// Non-finite values a layer saw in its last forward/backward (the overflow
+// attribution of DESIGN.md). Counted only when Layer::track_nonfinite.
+struct NonfiniteCounts {
+  std::int64_t activation = 0;       // in the output of forward
+  std::int64_t activation_grad = 0;  // in dx produced by backward
+  std::int64_t weight_grad = 0;      // in this layer's parameter gradients
+};
+
+// A layer of the model. Called from the trainer thread only.
+//
+// Precision contract: forward rounds its input and weights to
+// precision().compute (weights: Parameter::weight is already in it), runs the
+// op with precision().accumulate, and writes y in precision().storage.
+// backward rounds dy to precision().grad, writes dx in precision().grad and
+// parameter gradients rounded to precision().grad and stored in grad's format.
+// For FP32 everywhere this is plain FP32 training with no extra copies.
+class Layer {
+ public:
+  explicit Layer(std::string name) : m_name(std::move(name)) {}
+  virtual ~Layer() = default;
+
+  const std::string& name() const { return m_name; }
+  virtual const char* kind() const = 0;  // "linear", "conv2d", "layernorm", ...
+  // Output shape for an input shape (batch first); throws std::invalid_argument
+  // naming the layer when the input does not fit.
+  virtual Shape output_shape(const Shape& in) const = 0;
+
+  virtual std::unique_ptr<Context> make_context() const = 0;
+  virtual void forward(Backend& be, const Tensor& x, Tensor& y, Context& ctx) = 0;
+  // dx == nullptr: the input gradient is not needed (first layer).
+  virtual void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) = 0;
+
+  virtual std::vector<Parameter*> parameters() { return {}; }
+  // Leaf layers for the precision table; a composite (a transformer block)
+  // returns its children, a leaf returns {this}.
+  virtual std::vector<Layer*> leaves() { return {this}; }
+  // Whether the layer is a GEMM/conv layer (low precision under autocast) or
+  // a norm/softmax/loss-side layer (kept FP32 by mixed recipes).
+  virtual bool is_matmul() const { return false; }
+
+  const LayerPrecision& precision() const { return m_precision; }
+  virtual void set_precision(const LayerPrecision& p) { m_precision = p; }
+
+  bool track_nonfinite = false;
+  NonfiniteCounts nonfinite;
+
+ protected:
+  LayerPrecision m_precision;
+
+ private:
+  std::string m_name;
+};
+
+}  // namespace engine

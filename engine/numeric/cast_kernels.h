@@ -1,0 +1,27 @@
+// Internal: the ISA-specific bulk cast kernels behind cast.h. Each lives in a
+// file compiled with its own -m flags (sources.cmake) and may only be called
+// after cast_path_supported() said the CPU has that ISA.
+#pragma once
+
+#include <cstddef>
+
+#include "numeric/format.h"
+
+namespace engine::cast_kernels {
+
+// Each returns false, doing nothing, when it has no kernel for the format in
+// that direction; the caller then runs the scalar loop. Round-to-nearest-even
+// only (stochastic casts always take the scalar loop).
+bool f16c_covers(Format f, bool from_f32);
+bool f16c_from_f32(Format to, const float* src, void* dst, std::size_t n, bool saturate);
+bool f16c_to_f32(Format from, const void* src, float* dst, std::size_t n);
+bool f16c_quantize(Format f, float* x, std::size_t n, bool saturate);
+
+// use_bf16_insn: FP32 -> BF16 through VCVTNEPS2BF16 (AVX512-BF16 path).
+bool avx512_covers(Format f, bool from_f32);
+bool avx512_from_f32(Format to, const float* src, void* dst, std::size_t n, bool saturate,
+                     bool use_bf16_insn);
+bool avx512_to_f32(Format from, const void* src, float* dst, std::size_t n);
+bool avx512_quantize(Format f, float* x, std::size_t n, bool saturate);
+
+}  // namespace engine::cast_kernels

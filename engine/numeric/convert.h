@@ -1,0 +1,44 @@
+// Scalar reference conversions between FP32 and every format: the ground truth
+// the vectorized casts, the CUDA kernels and the tests are held to.
+#pragma once
+
+#include <cstdint>
+
+#include "numeric/format.h"
+
+namespace engine {
+
+// Round-to-nearest-even, subnormals kept, signed zeros kept, NaN stays NaN
+// (quiet). IEEE formats overflow to +-inf. E4M3 overflows to NaN unless
+// `saturate`, which clamps finite overflow (and +-inf) to +-448; E5M2 with
+// `saturate` clamps finite overflow to +-57344 (inf stays inf), as
+// Transformer Engine's saturating casts do. Matches numpy float16,
+// torch.bfloat16 and ml_dtypes float8_e4m3fn / float8_e5m2 casts bit for bit.
+std::uint16_t fp32_to_fp16(float x);
+std::uint16_t fp32_to_bf16(float x);
+std::uint8_t fp32_to_e5m2(float x, bool saturate = false);
+std::uint8_t fp32_to_e4m3(float x, bool saturate = false);
+float round_to_tf32(float x);  // RNE to 10 mantissa bits, result in an FP32 container
+
+// Exact decodes.
+float fp16_to_fp32(std::uint16_t h);
+float bf16_to_fp32(std::uint16_t b);
+float e5m2_to_fp32(std::uint8_t v);
+float e4m3_to_fp32(std::uint8_t v);
+
+// Stochastic rounding: rounds up with probability equal to the discarded
+// fraction of an ulp, using the low bits of `random` (uniform 32-bit). Same
+// overflow/NaN rules as above. Reproducible: a function of (x, random) only.
+std::uint16_t fp32_to_fp16_sr(float x, std::uint32_t random);
+std::uint16_t fp32_to_bf16_sr(float x, std::uint32_t random);
+std::uint8_t fp32_to_e5m2_sr(float x, std::uint32_t random, bool saturate = false);
+std::uint8_t fp32_to_e4m3_sr(float x, std::uint32_t random, bool saturate = false);
+
+// Generic by format: the encoded bit pattern (FP32/TF32: the 32-bit pattern
+// of the rounded float) and its decode.
+std::uint32_t encode(Format f, float x, bool saturate = false);
+float decode(Format f, std::uint32_t bits);
+// Value of x after rounding to f (encode then decode).
+float quantize(Format f, float x, bool saturate = false);
+
+}  // namespace engine

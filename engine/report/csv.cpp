@@ -1,0 +1,211 @@
+// CSV export: RFC 4180, locale-independent numbers, atomic writes.
+#include "report/csv.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <system_error>
+
+namespace engine {
+
+namespace fs = std::filesystem;
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+std::string csv_number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  // std::to_chars: shortest representation that round-trips, never locale-dependent.
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+namespace {
+
+std::string num(double v) { return csv_number(v); }
+std::string num(std::int64_t v) { return std::to_string(v); }
+std::string num(int v) { return std::to_string(v); }
+std::string flag(bool b) { return b ? "1" : "0"; }
+
+class Row {
+ public:
+  Row& operator<<(const std::string& s) {
+    if (!m_first) m_line += ',';
+    m_line += csv_field(s);
+    m_first = false;
+    return *this;
+  }
+  std::string line() const { return m_line + "\r\n"; }
+
+ private:
+  std::string m_line;
+  bool m_first = true;
+};
+
+// Writes `content` to dir/name through a temporary file and a rename.
+void write_atomically(const fs::path& dir, const std::string& name, const std::string& content) {
+  const fs::path final_path = dir / name;
+  const fs::path tmp = dir / ("." + name + ".tmp");
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error(tmp.string() + ": cannot create file");
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    out.flush();
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw std::runtime_error(final_path.string() + ": write failed (disk full?)");
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, final_path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw std::runtime_error(final_path.string() + ": cannot rename into place: " + ec.message());
+  }
+}
+
+}  // namespace
+
+void export_runs(const std::string& dir_s, const std::vector<RunExport>& runs) {
+  const fs::path dir(dir_s);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) throw std::runtime_error(dir_s + ": cannot create output folder");
+
+  // Build every file in memory first: nothing is renamed into place until
+  // all contents exist.
+  std::string steps, evals, events, summary;
+  {
+    Row h;
+    for (const char* c : {"run_id", "recipe", "step", "epoch", "loss", "loss_scale", "overflow", "skipped",
+                          "grad_norm", "lr", "mem_weights", "mem_master", "mem_grads", "mem_optimizer",
+                          "mem_activations", "mem_workspace", "mem_total", "rss", "wall_ms",
+                          "samples_per_second", "train_accuracy"})
+      h << c;
+    steps = h.line();
+  }
+  evals = "run_id,recipe,step,epoch,val_loss,val_accuracy\r\n";
+  events = "run_id,recipe,step,kind,layer,tensor,count\r\n";
+  summary =
+      "run_id,recipe,model,dataset,backend,steps,final_loss,val_loss,val_accuracy,overflow_steps,"
+      "skipped_steps,final_loss_scale,peak_memory_bytes,wall_seconds,samples_per_second\r\n";
+  for (const RunExport& r : runs) {
+    for (const StepMetrics& m : r.steps) {
+      Row row;
+      row << num(r.run_id) << r.recipe << num(m.step) << num(m.epoch) << num(m.loss) << num(m.loss_scale)
+          << flag(m.overflow) << flag(m.skipped) << num(m.grad_norm) << num(m.lr) << num(m.mem.weights)
+          << num(m.mem.master) << num(m.mem.grads) << num(m.mem.optimizer) << num(m.mem.activations)
+          << num(m.mem.workspace) << num(m.mem.total()) << num(m.rss) << num(m.wall_ms)
+          << num(m.samples_per_second) << num(m.train_accuracy);
+      steps += row.line();
+    }
+    for (const EvalMetrics& e : r.evals) {
+      Row row;
+      row << num(r.run_id) << r.recipe << num(e.step) << num(e.epoch) << num(e.val_loss) << num(e.val_accuracy);
+      evals += row.line();
+    }
+    for (const Event& e : r.events) {
+      Row row;
+      row << num(r.run_id) << r.recipe << num(e.step) << e.kind << e.layer << e.tensor << num(e.count);
+      events += row.line();
+    }
+    const RunSummary& s = r.summary;
+    Row row;
+    row << num(r.run_id) << r.recipe << s.model << s.dataset << s.backend << num(s.steps) << num(s.final_loss)
+        << num(s.val_loss) << num(s.val_accuracy) << num(s.overflow_steps) << num(s.skipped_steps)
+        << num(s.final_loss_scale) << num(s.peak_memory_bytes) << num(s.wall_seconds)
+        << num(s.samples_per_second);
+    summary += row.line();
+  }
+  std::string config;
+  if (!runs.empty()) {
+    RunConfig c = runs.front().config;
+    if (runs.size() > 1) {
+      c.compare.clear();
+      for (const RunExport& r : runs) c.compare.push_back(r.config.recipe);
+    }
+    config = to_json(c);
+  }
+  write_atomically(dir, "steps.csv", steps);
+  write_atomically(dir, "evals.csv", evals);
+  write_atomically(dir, "events.csv", events);
+  write_atomically(dir, "summary.csv", summary);
+  if (!config.empty()) write_atomically(dir, "config.json", config);
+}
+
+int CsvTable::column(const std::string& name) const {
+  for (std::size_t i = 0; i < header.size(); ++i)
+    if (header[i] == name) return static_cast<int>(i);
+  return -1;
+}
+
+CsvTable read_csv(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  CsvTable t;
+  std::vector<std::string> rec;
+  std::string field;
+  bool quoted = false, any = false;
+  auto end_record = [&] {
+    rec.push_back(field);
+    field.clear();
+    if (t.header.empty()) t.header = rec;
+    else t.rows.push_back(rec);
+    rec.clear();
+    any = false;
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"') {
+        if (i + 1 < text.size() && text[i + 1] == '"') {
+          field += '"';
+          ++i;
+        } else {
+          quoted = false;
+        }
+      } else {
+        field += c;
+      }
+      continue;
+    }
+    if (c == '"') {
+      quoted = true;
+      any = true;
+    } else if (c == ',') {
+      rec.push_back(field);
+      field.clear();
+      any = true;
+    } else if (c == '\r') {
+      // part of CRLF
+    } else if (c == '\n') {
+      end_record();
+    } else {
+      field += c;
+      any = true;
+    }
+  }
+  if (quoted) throw std::runtime_error(path + ": unterminated quoted field");
+  if (any || !field.empty()) end_record();
+  return t;
+}
+
+}  // namespace engine

@@ -1,0 +1,2 @@
+# engine/report: CSV export.
+target_sources(engine_train PRIVATE report/csv.cpp)

@@ -1,0 +1,2 @@
+# engine/tensor: Tensor storage.
+target_sources(engine_core PRIVATE tensor/tensor.cpp)

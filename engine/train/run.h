@@ -1,0 +1,88 @@
+// Run: one training run (model, data, recipe, optimizer, loss scaler) and its
+// step loop; the Trainer drives one or more of them on its thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "amp/recipe.h"
+#include "train/metrics.h"
+#include "train/run_config.h"
+
+namespace engine {
+
+class Backend;
+class Model;
+class Optimizer;
+class BatchSampler;
+struct DatasetPair;
+
+// Not thread-safe: built and stepped by one thread (the trainer's). After the
+// trainer has joined, any thread may read the history.
+class Run {
+ public:
+  Run(int id, const RunConfig& config, std::shared_ptr<const DatasetPair> data, Backend& backend);
+  ~Run();
+
+  int id() const { return m_id; }
+  const RunConfig& config() const { return m_config; }
+  const Recipe& recipe() const { return m_recipe; }
+  Model& model() { return *m_model; }
+  std::int64_t steps_done() const { return m_step; }
+  std::int64_t total_steps() const { return m_total_steps; }
+  std::int64_t steps_per_epoch() const { return m_steps_per_epoch; }
+  bool finished() const { return m_step >= m_total_steps; }
+  bool is_classification() const;
+
+  // One training step. Appends its StepMetrics (and any events, gradient
+  // statistics) to `out` and to the history.
+  void step(std::vector<Record>& out);
+  // Whether an evaluation is due after the step just taken.
+  bool eval_due() const;
+  // Loss and accuracy on the test split; appended to `out` and history.
+  EvalMetrics evaluate(std::vector<Record>& out);
+  RunSummary summary() const;
+
+  // Step-boundary changes (the trainer calls them between steps).
+  void set_layer_precision(const std::string& layer, const LayerPrecision& p);
+  void set_loss_scaler(const LossScalerConfig& c);
+
+  // History (full, for CSV export).
+  const std::vector<StepMetrics>& steps() const { return m_steps; }
+  const std::vector<EvalMetrics>& evals() const { return m_evals; }
+  const std::vector<Event>& events() const { return m_events; }
+
+  std::string backend_name() const;
+  MemoryBytes memory() const;
+
+ private:
+  struct Impl;
+  void record_overflow_events(std::int64_t step, std::vector<Record>& out);
+  void gradient_statistics(std::int64_t step, float loss_scale, std::vector<Record>& out);
+
+  int m_id;
+  RunConfig m_config;
+  Recipe m_recipe;
+  std::shared_ptr<const DatasetPair> m_data;
+  Backend& m_backend;
+  std::unique_ptr<Model> m_model;
+  std::unique_ptr<Impl> m_impl;
+  std::int64_t m_step = 0;
+  std::int64_t m_total_steps = 0;
+  std::int64_t m_steps_per_epoch = 0;
+  std::int64_t m_overflow_steps = 0;
+  std::int64_t m_skipped_steps = 0;
+  std::int64_t m_peak_memory = 0;
+  double m_wall_seconds = 0.0;
+  std::int64_t m_samples = 0;
+  std::vector<StepMetrics> m_steps;
+  std::vector<EvalMetrics> m_evals;
+  std::vector<Event> m_events;
+};
+
+// Process resident set size in bytes (Linux /proc/self/statm), 0 if unknown.
+std::int64_t process_rss_bytes();
+
+}  // namespace engine

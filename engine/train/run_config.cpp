@@ -1,0 +1,292 @@
+// RunConfig: JSON parsing with strict keys, CLI values, validation.
+#include "train/run_config.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "amp/recipe.h"
+#include "numeric/format.h"
+
+namespace engine {
+
+using nlohmann::json;
+
+namespace {
+
+[[noreturn]] void fail(const std::string& origin, const std::string& what) {
+  throw std::runtime_error(origin + ": " + what);
+}
+
+std::int64_t parse_int(const std::string& origin, const std::string& key, const std::string& v) {
+  errno = 0;
+  char* end = nullptr;
+  const long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno == ERANGE)
+    fail(origin, "'" + key + "' must be an integer (got '" + v + "')");
+  return x;
+}
+
+double parse_double(const std::string& origin, const std::string& key, const std::string& v) {
+  errno = 0;
+  char* end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(x))
+    fail(origin, "'" + key + "' must be a finite number (got '" + v + "')");
+  return x;
+}
+
+ScalingMode parse_mode(const std::string& origin, const std::string& key, const std::string& v) {
+  if (v == "none") return ScalingMode::None;
+  if (v == "static") return ScalingMode::Static;
+  if (v == "dynamic") return ScalingMode::Dynamic;
+  fail(origin, "'" + key + "' must be none, static or dynamic (got '" + v + "')");
+}
+
+Format parse_fmt(const std::string& origin, const std::string& key, const std::string& v) {
+  auto f = parse_format(v);
+  if (!f) fail(origin, "'" + key + "' is not a format: '" + v + "' (fp32, tf32, bf16, fp16, e5m2, e4m3)");
+  return *f;
+}
+
+std::string scalar_string(const std::string& origin, const std::string& key, const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer() || v.is_number_unsigned()) return std::to_string(v.get<long long>());
+  if (v.is_number_float()) {
+    std::ostringstream s;
+    s.precision(17);
+    s << v.get<double>();
+    return s.str();
+  }
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  fail(origin, "'" + key + "' must be a string or a number");
+}
+
+void parse_layers(RunConfig& c, const json& j, const std::string& origin) {
+  if (!j.is_object()) fail(origin, "'layers' must be an object of layer name -> precision");
+  for (const auto& [name, spec] : j.items()) {
+    const std::string base = "layers." + name;
+    LayerPrecision p;
+    if (spec.is_string()) {
+      const Format f = parse_fmt(origin, base, spec.get<std::string>());
+      p = {f, f, Format::FP32, f};
+    } else if (spec.is_object()) {
+      bool have_grad = false;
+      for (const auto& [k, v] : spec.items()) {
+        const std::string key = base + "." + k;
+        if (!v.is_string()) fail(origin, "'" + key + "' must be a format name");
+        const Format f = parse_fmt(origin, key, v.get<std::string>());
+        if (k == "compute") p.compute = f;
+        else if (k == "storage") p.storage = f;
+        else if (k == "accumulate") p.accumulate = f;
+        else if (k == "grad") { p.grad = f; have_grad = true; }
+        else fail(origin, "unknown key '" + key + "' (expected compute, storage, accumulate, grad)");
+      }
+      if (!have_grad) p.grad = p.compute == Format::E4M3 ? Format::E5M2 : p.compute;
+    } else {
+      fail(origin, "'" + base + "' must be a format name or an object");
+    }
+    c.layers[name] = p;
+  }
+}
+
+}  // namespace
+
+void set_config_value(RunConfig& c, const std::string& key_in, const std::string& v,
+                      const std::string& origin) {
+  std::string key = key_in;
+  for (char& ch : key)
+    if (ch == '-') ch = '_';
+  auto I = [&] { return parse_int(origin, key, v); };
+  auto D = [&] { return parse_double(origin, key, v); };
+  if (key == "recipe") c.recipe = v;
+  else if (key == "model") c.model = v;
+  else if (key == "dataset") c.dataset = v;
+  else if (key == "epochs") c.epochs = I();
+  else if (key == "steps") c.steps = I();
+  else if (key == "batch") c.batch = I();
+  else if (key == "optimizer") c.optimizer = v;
+  else if (key == "lr") c.lr = D();
+  else if (key == "momentum") c.momentum = D();
+  else if (key == "weight_decay") c.weight_decay = D();
+  else if (key == "schedule") c.schedule = v;
+  else if (key == "warmup") c.warmup = I();
+  else if (key == "clip") c.clip = D();
+  else if (key == "seed") {
+    const std::int64_t s = I();
+    if (s < 0) fail(origin, "'seed' must be >= 0 (got " + v + ")");
+    c.seed = static_cast<std::uint64_t>(s);
+  } else if (key == "backend") c.backend = v;
+  else if (key == "threads") c.threads = I();
+  else if (key == "eval_every") c.eval_every = I();
+  else if (key == "stats_every") c.stats_every = I();
+  else if (key == "widths") {
+    c.widths.clear();
+    std::stringstream ss(v);
+    std::string item;
+    while (std::getline(ss, item, ',')) c.widths.push_back(parse_int(origin, key, item));
+  } else if (key == "loss_scale" || key == "loss_scale_mode") {
+    c.loss_scale.mode = parse_mode(origin, key, v);
+    c.loss_scale_set = true;
+  } else if (key == "loss_scale_init" || key == "init_scale") {
+    c.loss_scale.init_scale = D();
+    c.loss_scale_set = true;
+  } else if (key == "growth_factor") {
+    c.loss_scale.growth_factor = D();
+    c.loss_scale_set = true;
+  } else if (key == "backoff_factor") {
+    c.loss_scale.backoff_factor = D();
+    c.loss_scale_set = true;
+  } else if (key == "growth_interval") {
+    c.loss_scale.growth_interval = I();
+    c.loss_scale_set = true;
+  } else {
+    fail(origin, "unknown key '" + key_in + "'");
+  }
+}
+
+void validate(const RunConfig& c, const std::string& origin) {
+  auto range = [&](const char* key, bool ok, const std::string& what) {
+    if (!ok) fail(origin, std::string("'") + key + "' " + what);
+  };
+  try {
+    (void)make_recipe(c.recipe);
+  } catch (const std::invalid_argument& e) {
+    fail(origin, "'recipe': " + std::string(e.what()));
+  }
+  range("model", c.model == "mlp" || c.model == "cnn" || c.model == "transformer",
+        "must be mlp, cnn or transformer (got '" + c.model + "')");
+  range("dataset", !c.dataset.empty(), "must not be empty");
+  range("epochs", c.epochs >= 1 && c.epochs <= 100000, "must be in 1..100000 (got " + std::to_string(c.epochs) + ")");
+  range("steps", c.steps >= 0 && c.steps <= 100000000, "must be in 0..100000000 (got " + std::to_string(c.steps) + ")");
+  range("batch", c.batch >= 1 && c.batch <= 65536, "must be in 1..65536 (got " + std::to_string(c.batch) + ")");
+  range("optimizer", c.optimizer == "sgd" || c.optimizer == "adam" || c.optimizer == "adamw",
+        "must be sgd, adam or adamw (got '" + c.optimizer + "')");
+  range("lr", c.lr > 0.0 && c.lr <= 10.0, "must be in (0, 10]");
+  range("momentum", c.momentum >= 0.0 && c.momentum < 1.0, "must be in [0, 1)");
+  range("weight_decay", c.weight_decay >= 0.0 && c.weight_decay < 1.0, "must be in [0, 1)");
+  range("schedule", c.schedule == "constant" || c.schedule == "cosine",
+        "must be constant or cosine (got '" + c.schedule + "')");
+  range("warmup", c.warmup >= 0, "must be >= 0");
+  range("clip", c.clip >= 0.0, "must be >= 0 (0 turns clipping off)");
+  range("backend", c.backend == "auto" || c.backend == "cpu" || c.backend == "cuda",
+        "must be auto, cpu or cuda (got '" + c.backend + "')");
+  range("threads", c.threads >= 0 && c.threads <= 1024, "must be in 0..1024");
+  range("eval_every", c.eval_every >= 0, "must be >= 0");
+  range("stats_every", c.stats_every >= 0, "must be >= 0");
+  for (const auto& r : c.compare) {
+    try {
+      (void)make_recipe(r);
+    } catch (const std::invalid_argument& e) {
+      fail(origin, "'compare': " + std::string(e.what()));
+    }
+  }
+  for (auto w : c.widths) range("widths", w >= 1 && w <= 65536, "entries must be in 1..65536");
+  try {
+    validate(c.loss_scale);
+  } catch (const std::invalid_argument& e) {
+    fail(origin, e.what());
+  }
+}
+
+RunConfig parse_run_config(const std::string& text, const std::string& origin) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    // nlohmann's message names the byte offset; keep it on one line.
+    std::string msg = e.what();
+    for (char& ch : msg)
+      if (ch == '\n') ch = ' ';
+    fail(origin, "not valid JSON: " + msg);
+  }
+  if (!j.is_object()) fail(origin, "the config must be a JSON object");
+  RunConfig c;
+  for (const auto& [key, v] : j.items()) {
+    if (key == "layers") {
+      parse_layers(c, v, origin);
+    } else if (key == "loss_scale" && v.is_object()) {
+      for (const auto& [k, sv] : v.items()) {
+        const std::string full = "loss_scale." + k;
+        const std::string s = scalar_string(origin, full, sv);
+        if (k == "mode") set_config_value(c, "loss_scale", s, origin);
+        else if (k == "init") set_config_value(c, "loss_scale_init", s, origin);
+        else if (k == "growth_factor" || k == "backoff_factor" || k == "growth_interval")
+          set_config_value(c, k, s, origin);
+        else fail(origin, "unknown key '" + full + "'");
+      }
+    } else if (key == "widths" && v.is_array()) {
+      c.widths.clear();
+      for (const auto& w : v) {
+        if (!w.is_number_integer()) fail(origin, "'widths' must be an array of integers");
+        c.widths.push_back(w.get<std::int64_t>());
+      }
+    } else if (key == "compare" && v.is_array()) {
+      c.compare.clear();
+      for (const auto& r : v) {
+        if (!r.is_string()) fail(origin, "'compare' must be an array of recipe names");
+        c.compare.push_back(r.get<std::string>());
+      }
+    } else if (key == "out") {
+      // Accepted for convenience (config.json written by a run names it); ignored here.
+    } else {
+      set_config_value(c, key, scalar_string(origin, key, v), origin);
+    }
+  }
+  validate(c, origin);
+  return c;
+}
+
+RunConfig load_run_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open config file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_run_config(ss.str(), path);
+}
+
+std::string to_json(const RunConfig& c) {
+  json j;
+  j["recipe"] = c.recipe;
+  j["model"] = c.model;
+  j["dataset"] = c.dataset;
+  j["epochs"] = c.epochs;
+  j["steps"] = c.steps;
+  j["batch"] = c.batch;
+  j["optimizer"] = c.optimizer;
+  j["lr"] = c.lr;
+  j["momentum"] = c.momentum;
+  j["weight_decay"] = c.weight_decay;
+  j["schedule"] = c.schedule;
+  j["warmup"] = c.warmup;
+  j["clip"] = c.clip;
+  j["seed"] = c.seed;
+  j["backend"] = c.backend;
+  j["threads"] = c.threads;
+  j["eval_every"] = c.eval_every;
+  j["stats_every"] = c.stats_every;
+  if (!c.widths.empty()) j["widths"] = c.widths;
+  if (!c.compare.empty()) j["compare"] = c.compare;
+  if (c.loss_scale_set) {
+    j["loss_scale"] = {{"mode", scaling_mode_key(c.loss_scale.mode)},
+                       {"init", c.loss_scale.init_scale},
+                       {"growth_factor", c.loss_scale.growth_factor},
+                       {"backoff_factor", c.loss_scale.backoff_factor},
+                       {"growth_interval", c.loss_scale.growth_interval}};
+  }
+  if (!c.layers.empty()) {
+    json l = json::object();
+    for (const auto& [name, p] : c.layers)
+      l[name] = {{"compute", format_key(p.compute)}, {"storage", format_key(p.storage)},
+                 {"accumulate", format_key(p.accumulate)}, {"grad", format_key(p.grad)}};
+    j["layers"] = l;
+  }
+  return j.dump(2) + "\n";
+}
+
+}  // namespace engine

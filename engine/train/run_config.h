@@ -1,0 +1,54 @@
+// RunConfig: everything needed to repeat a run; read from JSON or the CLI.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "amp/loss_scaler.h"
+#include "amp/precision.h"
+
+namespace engine {
+
+struct RunConfig {
+  std::string recipe = "fp32";
+  std::string model = "mlp";             // mlp | cnn | transformer
+  std::string dataset = "fashion-mnist"; // fashion-mnist | spirals | tiny-gradients | a folder
+  std::int64_t epochs = 1;               // used when steps == 0
+  std::int64_t steps = 0;                // > 0: stop after this many steps
+  std::int64_t batch = 128;
+  std::string optimizer = "sgd";         // sgd | adam | adamw
+  double lr = 0.05;
+  double momentum = 0.9;                 // sgd
+  double weight_decay = 0.0;
+  std::string schedule = "constant";     // constant | cosine
+  std::int64_t warmup = 0;               // cosine warm-up steps
+  double clip = 0.0;                     // max global grad norm; 0 = off
+  std::uint64_t seed = 0;
+  std::string backend = "auto";          // auto | cpu | cuda
+  std::int64_t threads = 0;              // 0 = all cores
+  std::int64_t eval_every = 0;           // steps between evaluations; 0 = once per epoch
+  std::int64_t stats_every = 100;        // steps between gradient statistics
+  std::vector<std::int64_t> widths;      // mlp hidden widths (empty = model default)
+  LossScalerConfig loss_scale;           // mode/init/... (recipe default unless set)
+  bool loss_scale_set = false;           // true when the config or CLI set any loss_scale field
+  std::map<std::string, LayerPrecision> layers;  // per-layer overrides (custom recipe)
+  std::vector<std::string> compare;      // recipes run side by side (compare); empty for run
+};
+
+// Parses a JSON config file. Unknown keys and out-of-range values are
+// rejected with a one-line std::runtime_error naming the file and the key:
+//   "run.json: unknown key 'lerning_rate'"
+RunConfig load_run_config(const std::string& path);
+// Same, from a JSON string; `origin` names the source in errors.
+RunConfig parse_run_config(const std::string& json_text, const std::string& origin);
+// Sets one key from its string form (the CLI's --key value); same checks.
+void set_config_value(RunConfig& c, const std::string& key, const std::string& value,
+                      const std::string& origin);
+// Range checks of the whole config; throws naming the field.
+void validate(const RunConfig& c, const std::string& origin);
+// The JSON written to config.json (round-trips through parse_run_config).
+std::string to_json(const RunConfig& c);
+
+}  // namespace engine

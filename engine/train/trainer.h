@@ -1,0 +1,107 @@
+// Trainer: runs one or more Runs on its own thread, step by step, with
+// cooperative controls and a bounded queue of records for the UI or CLI.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "amp/loss_scaler.h"
+#include "amp/precision.h"
+#include "train/metrics.h"
+#include "train/run_config.h"
+
+namespace engine {
+
+class Backend;
+class Run;
+
+// Usage (any one controlling thread):
+//   Trainer t;
+//   t.add_run(cfg_a); t.add_run(cfg_b);   // validated now; built on the thread
+//   t.start();
+//   while (t.active()) { t.drain(records); ... }   // or wait()
+//
+// Several runs advance round-robin, one step each in turn, so a comparison
+// is side by side. Runs with the same dataset and seed share the loaded data
+// and see the same initial weights and batch order.
+//
+// Controls (any thread; they never block on the engine): pause() and stop()
+// take effect at the next step boundary — within one step's time; step_once()
+// advances every unfinished run by one step while paused. Precision and
+// loss-scaler changes are queued and applied at the next step boundary.
+// The engine thread never blocks on the consumer: when the queue is full the
+// oldest records are dropped and counted (dropped()); every run also keeps
+// its full history, readable after wait().
+class Trainer {
+ public:
+  explicit Trainer(std::size_t queue_capacity = std::size_t{1} << 20);
+  ~Trainer();  // stops and joins
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // Before start(). Validates the config (throws std::runtime_error naming
+  // the field) and returns the run id (0, 1, ...).
+  int add_run(const RunConfig& config);
+  void start();
+
+  void pause();
+  void resume();
+  void step_once();
+  void stop();
+  // Blocks until the engine thread has finished (all runs done, stopped, or failed).
+  void wait();
+  bool active() const { return m_active.load(std::memory_order_acquire); }
+  bool paused() const { return m_paused.load(std::memory_order_acquire); }
+
+  void set_layer_precision(int run_id, const std::string& layer, const LayerPrecision& p);
+  void set_loss_scaler(int run_id, const LossScalerConfig& c);
+
+  // Moves up to `max` queued records into `out` (appends). Any thread;
+  // holds the queue lock only for the move.
+  std::size_t drain(std::vector<Record>& out, std::size_t max = SIZE_MAX);
+  std::uint64_t dropped() const { return m_dropped.load(std::memory_order_relaxed); }
+
+  // After wait(): the runs (history, summary). Null for a run that failed to build.
+  const Run* run(int id) const;
+  int run_count() const { return static_cast<int>(m_configs.size()); }
+  const RunConfig& config(int id) const { return m_configs[static_cast<std::size_t>(id)]; }
+
+ private:
+  void thread_main();
+  void push(std::vector<Record>& batch);
+  void apply_commands();
+
+  std::vector<RunConfig> m_configs;
+  std::vector<std::unique_ptr<Run>> m_runs;
+  std::unique_ptr<Backend> m_backend;
+  std::thread m_thread;
+
+  std::atomic<bool> m_active{false};
+  std::atomic<bool> m_paused{false};
+  std::atomic<bool> m_stop{false};
+  std::atomic<std::int64_t> m_step_budget{0};
+  std::mutex m_control_mutex;
+  std::condition_variable m_control_cv;
+
+  struct Command {
+    int run_id;
+    std::function<void(Run&)> apply;
+  };
+  std::mutex m_command_mutex;
+  std::vector<Command> m_commands;
+
+  std::mutex m_queue_mutex;
+  std::deque<Record> m_queue;
+  std::size_t m_capacity;
+  std::atomic<std::uint64_t> m_dropped{0};
+};
+
+}  // namespace engine

@@ -1,0 +1,111 @@
+// CSV export: RFC 4180 quoting, round-trip numbers, locale independence,
+// atomic files.
+#include <gtest/gtest.h>
+
+#include <clocale>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "report/csv.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+fs::path temp_dir(const char* name) {
+  fs::path p = fs::temp_directory_path() / ("pl_csv_" + std::string(name) + "_" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  return p;
+}
+
+engine::RunExport sample_run() {
+  engine::RunExport r;
+  r.run_id = 0;
+  r.recipe = "mixed-fp16";
+  r.config.recipe = "mixed-fp16";
+  for (int i = 1; i <= 3; ++i) {
+    engine::StepMetrics m;
+    m.step = i;
+    m.loss = 1.0 / 3.0 * i;
+    m.loss_scale = 65536.0;
+    m.overflow = i == 2;
+    m.skipped = i == 2;
+    m.grad_norm = 0.1 + i;
+    m.lr = 0.05;
+    m.mem.weights = 1000 * i;
+    m.wall_ms = 1.25;
+    r.steps.push_back(m);
+  }
+  r.evals.push_back({0, 3, 0, 0.5, 0.875});
+  r.events.push_back({0, 2, "overflow", "fc1, \"first\"", "weight_grad", 12});
+  r.summary.recipe = "mixed-fp16";
+  r.summary.steps = 3;
+  r.summary.final_loss = 1.0;
+  return r;
+}
+}  // namespace
+
+TEST(Csv, QuotesOnlyWhenNeeded) {
+  EXPECT_EQ(engine::csv_field("fc1"), "fc1");
+  EXPECT_EQ(engine::csv_field("a,b"), "\"a,b\"");
+  EXPECT_EQ(engine::csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(engine::csv_field("two\nlines"), "\"two\nlines\"");
+}
+
+TEST(Csv, NumbersRoundTripAndIgnoreLocale) {
+  for (double v : {0.1, 1.0 / 3.0, 6.103515625e-05, 65504.0, 1e-300, -2.5}) {
+    const std::string s = engine::csv_number(v);
+    EXPECT_EQ(std::strtod(s.c_str(), nullptr), v) << s;
+  }
+  EXPECT_EQ(engine::csv_number(std::nan("")), "nan");
+  EXPECT_EQ(engine::csv_number(-INFINITY), "-inf");
+  // A locale with a decimal comma must not change the output.
+  if (std::setlocale(LC_ALL, "de_DE.UTF-8") || std::setlocale(LC_ALL, "fr_FR.UTF-8")) {
+    EXPECT_EQ(engine::csv_number(0.5), "0.5");
+    std::setlocale(LC_ALL, "C");
+  }
+}
+
+TEST(Csv, ExportWritesTheDesignColumnsAndReadsBackEqual) {
+  const fs::path dir = temp_dir("export");
+  const engine::RunExport run = sample_run();
+  engine::export_runs(dir.string(), {run});
+  for (const char* f : {"steps.csv", "evals.csv", "events.csv", "summary.csv", "config.json"})
+    EXPECT_TRUE(fs::exists(dir / f)) << f;
+  const engine::CsvTable steps = engine::read_csv((dir / "steps.csv").string());
+  for (const char* col : {"run_id", "recipe", "step", "epoch", "loss", "loss_scale", "overflow", "skipped",
+                          "grad_norm", "lr", "mem_weights", "mem_master", "mem_grads", "mem_optimizer",
+                          "mem_activations", "mem_total", "wall_ms"})
+    EXPECT_GE(steps.column(col), 0) << col;
+  ASSERT_EQ(steps.rows.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(std::strtod(steps.rows[i][static_cast<std::size_t>(steps.column("loss"))].c_str(), nullptr),
+              run.steps[i].loss);
+    EXPECT_EQ(steps.rows[i][static_cast<std::size_t>(steps.column("overflow"))], i == 1 ? "1" : "0");
+  }
+  const engine::CsvTable events = engine::read_csv((dir / "events.csv").string());
+  ASSERT_EQ(events.rows.size(), 1u);
+  EXPECT_EQ(events.rows[0][static_cast<std::size_t>(events.column("layer"))], "fc1, \"first\"");
+  const engine::CsvTable summary = engine::read_csv((dir / "summary.csv").string());
+  for (const char* col : {"run_id", "recipe", "model", "dataset", "backend", "steps", "final_loss", "val_accuracy",
+                          "overflow_steps", "skipped_steps", "final_loss_scale", "peak_memory_bytes",
+                          "wall_seconds", "samples_per_second"})
+    EXPECT_GE(summary.column(col), 0) << col;
+  fs::remove_all(dir);
+}
+
+TEST(Csv, FailedExportLeavesNoHalfFiles) {
+  const fs::path dir = temp_dir("fail");
+  fs::create_directories(dir);
+  // A directory where steps.csv should go makes the rename fail.
+  fs::create_directories(dir / "steps.csv");
+  EXPECT_THROW(engine::export_runs(dir.string(), {sample_run()}), std::runtime_error);
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    EXPECT_EQ(name.find(".tmp"), std::string::npos) << "left " << name;
+  }
+  EXPECT_TRUE(fs::is_directory(dir / "steps.csv"));
+  fs::remove_all(dir);
+}

@@ -1,0 +1,105 @@
+// RunConfig: strict JSON keys, range checks by name, CLI values, round trip.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "train/run_config.h"
+
+using engine::parse_run_config;
+using engine::RunConfig;
+
+namespace {
+std::string error_of(const std::string& json) {
+  try {
+    parse_run_config(json, "cfg.json");
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(RunConfig, ParsesTheKeysOfTheCli) {
+  const RunConfig c = parse_run_config(
+      R"({"recipe":"mixed-fp16","model":"cnn","dataset":"spirals","epochs":3,"batch":64,
+          "optimizer":"adam","lr":0.001,"seed":7,"backend":"cpu",
+          "loss_scale":{"mode":"static","init":1024,"growth_interval":10},
+          "layers":{"fc1":"fp16","fc2":{"compute":"bf16","accumulate":"fp32"}}})",
+      "cfg.json");
+  EXPECT_EQ(c.recipe, "mixed-fp16");
+  EXPECT_EQ(c.model, "cnn");
+  EXPECT_EQ(c.dataset, "spirals");
+  EXPECT_EQ(c.epochs, 3);
+  EXPECT_EQ(c.batch, 64);
+  EXPECT_EQ(c.optimizer, "adam");
+  EXPECT_DOUBLE_EQ(c.lr, 0.001);
+  EXPECT_EQ(c.seed, 7u);
+  EXPECT_TRUE(c.loss_scale_set);
+  EXPECT_EQ(c.loss_scale.mode, engine::ScalingMode::Static);
+  EXPECT_EQ(c.loss_scale.init_scale, 1024.0);
+  EXPECT_EQ(c.loss_scale.growth_interval, 10);
+  ASSERT_EQ(c.layers.size(), 2u);
+  EXPECT_EQ(c.layers.at("fc1").compute, engine::Format::FP16);
+  EXPECT_EQ(c.layers.at("fc1").storage, engine::Format::FP16);
+  EXPECT_EQ(c.layers.at("fc2").compute, engine::Format::BF16);
+  EXPECT_EQ(c.layers.at("fc2").grad, engine::Format::BF16);
+}
+
+TEST(RunConfig, RejectsUnknownKeysByName) {
+  const std::string e = error_of(R"({"lerning_rate": 0.1})");
+  EXPECT_EQ(e, "cfg.json: unknown key 'lerning_rate'");
+  EXPECT_NE(error_of(R"({"loss_scale":{"grow":2}})").find("loss_scale.grow"), std::string::npos);
+  EXPECT_NE(error_of(R"({"layers":{"fc1":{"comput":"fp16"}}})").find("layers.fc1.comput"), std::string::npos);
+}
+
+TEST(RunConfig, RejectsOutOfRangeValuesByName) {
+  EXPECT_NE(error_of(R"({"batch": 0})").find("'batch'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"lr": -1})").find("'lr'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"recipe": "fp64"})").find("unknown recipe 'fp64'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"model": "resnet"})").find("'model'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"epochs": "three"})").find("'epochs' must be an integer"), std::string::npos);
+  EXPECT_NE(error_of(R"({"loss_scale":{"backoff_factor":2}})").find("loss_scale.backoff_factor"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"layers":{"fc1":"fp12"}})").find("layers.fc1"), std::string::npos);
+}
+
+TEST(RunConfig, ErrorsAreOneLine) {
+  for (const char* bad : {"{", R"({"batch": 0})", "[1,2]", R"({"x": 1})"}) {
+    const std::string e = error_of(bad);
+    ASSERT_FALSE(e.empty()) << bad;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    EXPECT_EQ(e.rfind("cfg.json: ", 0), 0u) << e;
+  }
+}
+
+TEST(RunConfig, CliValuesUseTheSameChecks) {
+  RunConfig c;
+  engine::set_config_value(c, "weight-decay", "0.01", "--weight-decay");
+  EXPECT_DOUBLE_EQ(c.weight_decay, 0.01);
+  EXPECT_THROW(engine::set_config_value(c, "batch", "12x", "--batch"), std::runtime_error);
+  EXPECT_THROW(engine::set_config_value(c, "nope", "1", "--nope"), std::runtime_error);
+}
+
+TEST(RunConfig, JsonRoundTrips) {
+  RunConfig c;
+  c.recipe = "fp8";
+  c.model = "transformer";
+  c.steps = 123;
+  c.lr = 0.1234567890123;
+  c.seed = 42;
+  c.widths = {64, 32};
+  c.loss_scale_set = true;
+  c.loss_scale.growth_interval = 50;
+  c.layers["blk0.ln1"] = {engine::Format::FP16, engine::Format::FP16, engine::Format::FP16, engine::Format::FP16};
+  c.compare = {"fp32", "fp16"};
+  const RunConfig d = parse_run_config(engine::to_json(c), "roundtrip");
+  EXPECT_EQ(d.recipe, c.recipe);
+  EXPECT_EQ(d.model, c.model);
+  EXPECT_EQ(d.steps, c.steps);
+  EXPECT_EQ(d.lr, c.lr);
+  EXPECT_EQ(d.seed, c.seed);
+  EXPECT_EQ(d.widths, c.widths);
+  EXPECT_EQ(d.loss_scale.growth_interval, 50);
+  EXPECT_EQ(d.layers.at("blk0.ln1"), c.layers.at("blk0.ln1"));
+  EXPECT_EQ(d.compare, c.compare);
+}

@@ -1,0 +1,233 @@
+// Trainer: the engine thread's controls, determinism, comparisons on one
+// seed, live precision changes, failures reported as records.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#include "nn/layer.h"
+#include "nn/model.h"
+#include "train/run.h"
+#include "train/trainer.h"
+
+using namespace std::chrono_literals;
+using engine::Record;
+using engine::RunConfig;
+using engine::StepMetrics;
+using engine::Trainer;
+
+namespace {
+
+RunConfig spirals(std::int64_t steps) {
+  RunConfig c;
+  c.dataset = "spirals";
+  c.model = "mlp";
+  c.recipe = "fp32";
+  c.steps = steps;
+  c.batch = 32;
+  c.optimizer = "adam";
+  c.lr = 0.01;
+  c.seed = 3;
+  c.eval_every = 0;
+  c.stats_every = 0;
+  c.threads = 1;
+  return c;
+}
+
+std::vector<StepMetrics> steps_of(Trainer& t, std::vector<Record>& all) {
+  std::vector<StepMetrics> out;
+  for (const Record& r : all)
+    if (const auto* m = std::get_if<StepMetrics>(&r)) out.push_back(*m);
+  return out;
+}
+
+std::int64_t count_steps(const std::vector<Record>& recs, int run) {
+  std::int64_t n = 0;
+  for (const Record& r : recs)
+    if (const auto* m = std::get_if<StepMetrics>(&r); m && m->run_id == run) ++n;
+  return n;
+}
+
+// Drains until `pred(all)` holds or the timeout passes.
+template <class Pred>
+bool drain_until(Trainer& t, std::vector<Record>& all, Pred pred, std::chrono::milliseconds timeout = 20000ms) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    t.drain(all);
+    if (pred(all)) return true;
+    std::this_thread::sleep_for(2ms);
+  }
+  t.drain(all);
+  return pred(all);
+}
+
+}  // namespace
+
+TEST(Trainer, SameConfigAndSeedGiveIdenticalSteps) {
+  std::vector<double> losses[2];
+  for (int k = 0; k < 2; ++k) {
+    Trainer t;
+    t.add_run(spirals(60));
+    t.start();
+    t.wait();
+    const engine::Run* r = t.run(0);
+    ASSERT_NE(r, nullptr);
+    ASSERT_EQ(r->steps().size(), 60u);
+    for (const auto& m : r->steps()) losses[k].push_back(m.loss);
+  }
+  EXPECT_EQ(losses[0], losses[1]);  // bit for bit
+}
+
+TEST(Trainer, ComparedRunsShareWeightsAndBatches) {
+  Trainer t;
+  t.add_run(spirals(25));
+  t.add_run(spirals(25));
+  t.start();
+  t.wait();
+  ASSERT_NE(t.run(0), nullptr);
+  ASSERT_NE(t.run(1), nullptr);
+  for (std::size_t i = 0; i < 25; ++i) EXPECT_EQ(t.run(0)->steps()[i].loss, t.run(1)->steps()[i].loss) << i;
+}
+
+TEST(Trainer, LearnsSpirals) {
+  RunConfig c = spirals(1500);
+  Trainer t;
+  t.add_run(c);
+  t.start();
+  t.wait();
+  const engine::Run* r = t.run(0);
+  ASSERT_NE(r, nullptr);
+  ASSERT_FALSE(r->evals().empty());
+  EXPECT_GT(r->evals().back().val_accuracy, 0.9);
+  EXPECT_LT(r->steps().back().loss, r->steps().front().loss * 0.5);
+}
+
+TEST(Trainer, PauseStepResumeStop) {
+  Trainer t;
+  t.add_run(spirals(1000000));
+  t.start();
+  std::vector<Record> all;
+  ASSERT_TRUE(drain_until(t, all, [](auto& a) { return count_steps(a, 0) >= 5; }));
+  t.pause();
+  // Paused status arrives at the next step boundary; afterwards no step runs.
+  ASSERT_TRUE(drain_until(t, all, [](auto& a) {
+    for (const Record& r : a)
+      if (const auto* s = std::get_if<engine::RunStatus>(&r); s && s->state == engine::RunState::Paused) return true;
+    return false;
+  }));
+  const std::int64_t at_pause = count_steps(all, 0);
+  std::this_thread::sleep_for(100ms);
+  t.drain(all);
+  EXPECT_EQ(count_steps(all, 0), at_pause);
+  t.step_once();
+  ASSERT_TRUE(drain_until(t, all, [&](auto& a) { return count_steps(a, 0) == at_pause + 1; }));
+  std::this_thread::sleep_for(50ms);
+  t.drain(all);
+  EXPECT_EQ(count_steps(all, 0), at_pause + 1);
+  t.resume();
+  ASSERT_TRUE(drain_until(t, all, [&](auto& a) { return count_steps(a, 0) >= at_pause + 20; }));
+  const auto t0 = std::chrono::steady_clock::now();
+  t.stop();
+  t.wait();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);  // within a step's time (plus slack)
+  EXPECT_FALSE(t.active());
+  t.drain(all);
+  bool stopped = false;
+  for (const Record& r : all)
+    if (const auto* s = std::get_if<engine::RunStatus>(&r); s && s->state == engine::RunState::Stopped) stopped = true;
+  EXPECT_TRUE(stopped);
+  // Step numbers are consecutive: nothing lost.
+  const auto steps = steps_of(t, all);
+  for (std::size_t i = 0; i < steps.size(); ++i) EXPECT_EQ(steps[i].step, static_cast<std::int64_t>(i + 1));
+}
+
+TEST(Trainer, PrecisionChangeReachesTheEngineAtAStepBoundary) {
+  Trainer t;
+  t.add_run(spirals(1000000));
+  t.start();
+  std::vector<Record> all;
+  ASSERT_TRUE(drain_until(t, all, [](auto& a) { return count_steps(a, 0) >= 3; }));
+  // The first leaf of the mlp; names come from the model builder.
+  engine::LayerPrecision fp16{engine::Format::FP16, engine::Format::FP16, engine::Format::FP32,
+                              engine::Format::FP16};
+  std::string first;
+  {
+    // Build the same model on this thread to learn the leaf names.
+    auto m = engine::build_model("mlp", {2}, 2);
+    for (engine::Layer* l : m->leaves())
+      if (!l->parameters().empty()) {
+        first = l->name();
+        break;
+      }
+  }
+  ASSERT_FALSE(first.empty());
+  t.set_layer_precision(0, first, fp16);
+  ASSERT_TRUE(drain_until(t, all, [&](auto& a) {
+    for (const Record& r : a)
+      if (const auto* e = std::get_if<engine::Event>(&r); e && e->kind == "precision_change" && e->layer == first)
+        return true;
+    return false;
+  }));
+  const std::int64_t before = count_steps(all, 0);
+  ASSERT_TRUE(drain_until(t, all, [&](auto& a) { return count_steps(a, 0) >= before + 5; }));
+  t.stop();
+  t.wait();
+  const engine::Run* r = t.run(0);
+  ASSERT_NE(r, nullptr);
+  for (engine::Layer* l : const_cast<engine::Run*>(r)->model().leaves()) {
+    if (l->name() != first) continue;
+    EXPECT_EQ(l->precision(), fp16);
+    for (engine::Parameter* p : l->parameters()) EXPECT_EQ(p->weight.format(), engine::Format::FP16);
+  }
+  for (const auto& m : r->steps()) EXPECT_TRUE(std::isfinite(m.loss));
+}
+
+TEST(Trainer, MissingDatasetIsAFailedRunNotACrash) {
+  Trainer t;
+  RunConfig c = spirals(10);
+  c.dataset = "/nonexistent/folder";
+  t.add_run(c);
+  t.start();
+  t.wait();
+  std::vector<Record> all;
+  t.drain(all);
+  bool failed = false;
+  for (const Record& r : all)
+    if (const auto* s = std::get_if<engine::RunStatus>(&r); s && s->state == engine::RunState::Failed) {
+      failed = true;
+      EXPECT_NE(s->message.find("/nonexistent/folder"), std::string::npos) << s->message;
+    }
+  EXPECT_TRUE(failed);
+}
+
+TEST(Trainer, DivergenceIsAnEvent) {
+  RunConfig c = spirals(40);
+  c.optimizer = "sgd";
+  c.lr = 10.0;
+  c.momentum = 0.99;
+  Trainer t;
+  t.add_run(c);
+  t.start();
+  t.wait();
+  const engine::Run* r = t.run(0);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->steps().size(), 40u);  // ran to the end
+  bool nan_event = false;
+  for (const auto& e : r->events()) nan_event |= e.kind == "nan_loss";
+  bool nan_loss = false;
+  for (const auto& m : r->steps()) nan_loss |= !std::isfinite(m.loss);
+  EXPECT_EQ(nan_event, nan_loss);
+  EXPECT_TRUE(nan_loss) << "lr 10 with momentum 0.99 was expected to diverge";
+}
+
+TEST(Trainer, RejectsBadConfigsBeforeStarting) {
+  Trainer t;
+  RunConfig c = spirals(10);
+  c.batch = 0;
+  EXPECT_THROW(t.add_run(c), std::runtime_error);
+  c = spirals(10);
+  c.backend = "cuda";
+  EXPECT_THROW(t.add_run(c), std::runtime_error);
+}
