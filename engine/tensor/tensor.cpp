@@ -33,6 +33,28 @@ Tensor::Tensor(Shape shape, Format format) {
   zero();
 }
 
+Tensor::Tensor(Tensor&& o) noexcept
+    : m_shape(std::move(o.m_shape)), m_format(o.m_format), m_numel(o.m_numel), m_capacity(o.m_capacity),
+      m_data(std::move(o.m_data)) {
+  o.m_shape.clear();
+  o.m_numel = 0;
+  o.m_capacity = 0;
+}
+
+Tensor& Tensor::operator=(Tensor&& o) noexcept {
+  if (this != &o) {
+    m_shape = std::move(o.m_shape);
+    m_format = o.m_format;
+    m_numel = o.m_numel;
+    m_capacity = o.m_capacity;
+    m_data = std::move(o.m_data);
+    o.m_shape.clear();
+    o.m_numel = 0;
+    o.m_capacity = 0;
+  }
+  return *this;
+}
+
 void Tensor::resize(const Shape& shape, Format format) {
   for (auto d : shape)
     if (d < 0) throw std::invalid_argument("tensor: negative dimension in shape " + shape_string(shape));

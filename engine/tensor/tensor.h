@@ -28,8 +28,9 @@ class Tensor {
  public:
   Tensor() = default;
   Tensor(Shape shape, Format format);  // zero-filled
-  Tensor(Tensor&&) noexcept = default;
-  Tensor& operator=(Tensor&&) noexcept = default;
+  // A moved-from tensor is empty (no shape, no capacity) and reusable.
+  Tensor(Tensor&& o) noexcept;
+  Tensor& operator=(Tensor&& o) noexcept;
   Tensor(const Tensor&) = delete;
   Tensor& operator=(const Tensor&) = delete;
 

@@ -203,23 +203,29 @@ TEST(Trainer, MissingDatasetIsAFailedRunNotACrash) {
 }
 
 TEST(Trainer, DivergenceIsAnEvent) {
-  RunConfig c = spirals(40);
+  // A regression with a learning rate far too large: the loss grows
+  // geometrically, overflows to inf and then NaN.
+  RunConfig c = spirals(120);
+  c.dataset = "tiny-gradients";
   c.optimizer = "sgd";
   c.lr = 10.0;
-  c.momentum = 0.99;
+  c.momentum = 0.9;
   Trainer t;
   t.add_run(c);
   t.start();
   t.wait();
   const engine::Run* r = t.run(0);
   ASSERT_NE(r, nullptr);
-  EXPECT_EQ(r->steps().size(), 40u);  // ran to the end
+  EXPECT_EQ(r->steps().size(), 120u);  // ran to the end
   bool nan_event = false;
   for (const auto& e : r->events()) nan_event |= e.kind == "nan_loss";
   bool nan_loss = false;
   for (const auto& m : r->steps()) nan_loss |= !std::isfinite(m.loss);
   EXPECT_EQ(nan_event, nan_loss);
-  EXPECT_TRUE(nan_loss) << "lr 10 with momentum 0.99 was expected to diverge";
+  EXPECT_TRUE(nan_loss) << "lr 10 on tiny-gradients was expected to diverge";
+  bool overflow_event = false;
+  for (const auto& e : r->events()) overflow_event |= e.kind == "overflow" && !e.layer.empty();
+  EXPECT_TRUE(overflow_event) << "the overflow was expected to be attributed to a layer";
 }
 
 TEST(Trainer, RejectsBadConfigsBeforeStarting) {

@@ -1,0 +1,1 @@
+pl_add_test(test_tensor SOURCES engine/tensor/test_tensor.cpp LIBS engine_core LABELS engine)
