@@ -1,0 +1,31 @@
+// gather_batch(): row copies from a Dataset into batch buffers.
+#include "data/batch.h"
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace engine {
+
+void gather_batch(const Dataset& d, std::span<const std::uint32_t> indices, float* x,
+                  std::int32_t* labels, float* targets) {
+  if (!x) throw std::invalid_argument("gather_batch: input buffer is null");
+  if (d.is_classification() && !labels) throw std::invalid_argument("gather_batch: label buffer is null");
+  if (!d.is_classification() && d.target_width > 0 && !targets) {
+    throw std::invalid_argument("gather_batch: target buffer is null");
+  }
+  const std::size_t f = d.shape.features;
+  const std::size_t tw = d.target_width;
+  for (std::size_t k = 0; k < indices.size(); ++k) {
+    const std::size_t i = indices[k];
+    if (i >= d.count) {
+      throw std::invalid_argument("gather_batch: index " + std::to_string(i) + " outside " + d.name +
+                                  " " + d.split + " (" + std::to_string(d.count) + " samples)");
+    }
+    std::memcpy(x + k * f, d.inputs.data() + i * f, f * sizeof(float));
+    if (labels && d.is_classification()) labels[k] = d.labels[i];
+    if (targets && tw > 0) std::memcpy(targets + k * tw, d.targets.data() + i * tw, tw * sizeof(float));
+  }
+}
+
+}  // namespace engine

@@ -1,0 +1,31 @@
+// Gathering a batch: copy the chosen samples into the training step's buffers.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "data/dataset.h"
+#include "data/sampler.h"
+
+namespace engine {
+
+// Copies samples indices[0..k) of d into caller-owned buffers:
+//   x       k x d.shape.features floats (required),
+//   labels  k int32 (classification; may be null for regression),
+//   targets k x d.target_width floats (regression; may be null for classification).
+// Throws std::invalid_argument if a buffer the data set needs is null or an
+// index is out of range. Any thread; no allocation.
+void gather_batch(const Dataset& d, std::span<const std::uint32_t> indices, float* x,
+                  std::int32_t* labels, float* targets);
+
+// Batch b of the sampler's current epoch: gather_batch(d, sampler.batch(b), ...).
+// Returns the number of samples written (batch_size, or less for a kept last
+// batch). Buffers must hold batch_size() rows. Same thread rules as above.
+inline std::size_t fill_batch(const Dataset& d, const BatchSampler& sampler, std::size_t b, float* x,
+                              std::int32_t* labels, float* targets) {
+  const auto indices = sampler.batch(b);
+  gather_batch(d, indices, x, labels, targets);
+  return indices.size();
+}
+
+}  // namespace engine

@@ -1,0 +1,39 @@
+// load_dataset(): resolves a dataset spec to the built-in sets or an IDX folder.
+#include "data/dataset.h"
+
+#include <filesystem>
+#include <stdexcept>
+
+#include "data/mnist.h"
+#include "data/synthetic.h"
+
+namespace engine {
+
+std::vector<std::string> builtin_dataset_names() { return {"fashion-mnist", "spirals", "tiny-gradients"}; }
+
+DatasetPair load_dataset(std::string_view spec, std::uint64_t seed) {
+  if (spec == "spirals") return make_spirals(seed);
+  if (spec == "tiny-gradients") return make_tiny_gradients(seed);
+  if (spec == "fashion-mnist") {
+    MnistOptions opt;
+    opt.name = "fashion-mnist";
+    opt.classes = 10;
+    opt.install_hint = "install the Debian package dataset-fashion-mnist: sudo apt-get install dataset-fashion-mnist";
+    return load_mnist_folder(kFashionMnistDir, opt);
+  }
+  const std::string dir(spec);
+  if (dir.empty()) throw std::runtime_error("dataset: empty name; expected fashion-mnist, spirals, tiny-gradients or a folder");
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    throw std::runtime_error(dir + ": no such dataset folder; expected fashion-mnist, spirals, "
+                                   "tiny-gradients or a folder of MNIST-format IDX files");
+  }
+  MnistOptions opt;
+  std::filesystem::path p(dir);
+  opt.name = (p.has_filename() ? p.filename() : p.parent_path().filename()).string();
+  // classes = 0: the largest training label + 1 (MNIST-format folders do not
+  // record the class count; EMNIST letters has 26, MNIST 10).
+  return load_mnist_folder(dir, opt);
+}
+
+}  // namespace engine

@@ -1,0 +1,9 @@
+# engine/data: IDX reader, MNIST-format folders, generated sets, batching.
+target_sources(engine_core PRIVATE
+  data/idx.cpp
+  data/mnist.cpp
+  data/synthetic.cpp
+  data/dataset.cpp
+  data/sampler.cpp
+  data/batch.cpp
+)

@@ -1,0 +1,26 @@
+// ParamSlot: one parameter tensor as the optimizers see it (plain float spans).
+#pragma once
+
+#include <cstddef>
+
+namespace engine {
+
+// value: the weights the update writes (FP32 master weights, or low-precision
+// weights decoded to float and re-encoded by the caller afterwards).
+// grad: the matching gradient, already unscaled (and clipped). decay=false
+// exempts the tensor from weight decay (biases, norm gains), as a PyTorch
+// param group with weight_decay=0 would.
+struct ParamSlot {
+  float* value = nullptr;
+  const float* grad = nullptr;
+  std::size_t n = 0;
+  bool decay = true;
+};
+
+// A mutable gradient, for clipping.
+struct GradSpan {
+  float* data = nullptr;
+  std::size_t n = 0;
+};
+
+}  // namespace engine
