@@ -1,0 +1,331 @@
+// Multi-head self-attention: per-(batch, head) GEMMs on strided sub-matrices.
+#include "nn/attention.h"
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "backend/backend.h"
+#include "nn/layer_io.h"
+
+namespace engine {
+
+namespace {
+
+// 1/sqrt(d): for d a power of four (16 with the default 64 channels and 4
+// heads) this is a power of two and the scaling is exact.
+float score_scale(std::int64_t d) { return static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))); }
+
+GemmArgs gemm(std::int64_t m, std::int64_t n, std::int64_t k, GemmOperand a, GemmOperand b, float* c,
+              std::int64_t ldc, float alpha, Format accumulate) {
+  GemmArgs g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.a = a;
+  g.b = b;
+  g.c = c;
+  g.ldc = ldc;
+  g.alpha = alpha;
+  g.accumulate = accumulate;
+  return g;
+}
+
+// Rounds columns [col0, col0 + ncols) of each of `rows` rows (row stride ld)
+// to f in place (f != FP32), one backend call per row.
+void round_columns(Backend& be, float* base, std::int64_t rows, std::int64_t ld, std::int64_t col0,
+                   std::int64_t ncols, Format f) {
+  for (std::int64_t r = 0; r < rows; ++r) be.quantize(f, base + r * ld + col0, ncols, false);
+}
+
+// The inf/NaN count of columns [col0, col0 + ncols) over `rows` rows.
+std::int64_t count_columns(Backend& be, const float* base, std::int64_t rows, std::int64_t ld, std::int64_t col0,
+                           std::int64_t ncols) {
+  std::int64_t n = 0;
+  for (std::int64_t r = 0; r < rows; ++r) n += be.count_nonfinite(base + r * ld + col0, ncols);
+  return n;
+}
+
+void check_heads(const std::string& name, std::int64_t dim, std::int64_t heads) {
+  if (dim <= 0 || heads <= 0 || dim % heads != 0)
+    throw std::invalid_argument(name + ": channels (" + std::to_string(dim) + ") must be a positive multiple of heads (" +
+                                std::to_string(heads) + ")");
+}
+
+}  // namespace
+
+void attention_scores_forward(Backend& be, const Tensor& qkv, float* scores, std::int64_t B, std::int64_t T,
+                              std::int64_t C, std::int64_t H, Format accumulate) {
+  const std::int64_t d = C / H, ld = 3 * C;
+  const float alpha = score_scale(d);
+  for (std::int64_t b = 0; b < B; ++b) {
+    const std::int64_t row0 = b * T * ld;
+    for (std::int64_t h = 0; h < H; ++h) {
+      // [T, T] = q [T, d] k^T [d, T]
+      be.gemm(gemm(T, T, d, gemm_operand(qkv, row0 + h * d, ld, false),
+                   gemm_operand(qkv, row0 + C + h * d, ld, true), scores + (b * H + h) * T * T, T, alpha,
+                   accumulate));
+    }
+  }
+}
+
+void attention_scores_backward(Backend& be, const Tensor& dscores, const Tensor& qkv, float* dqkv,
+                               std::int64_t B, std::int64_t T, std::int64_t C, std::int64_t H,
+                               Format accumulate) {
+  const std::int64_t d = C / H, ld = 3 * C;
+  const float alpha = score_scale(d);
+  for (std::int64_t b = 0; b < B; ++b) {
+    const std::int64_t row0 = b * T * ld;
+    for (std::int64_t h = 0; h < H; ++h) {
+      const std::int64_t s0 = (b * H + h) * T * T;
+      // dq [T, d] = dS [T, T] k [T, d]
+      be.gemm(gemm(T, d, T, gemm_operand(dscores, s0, T, false), gemm_operand(qkv, row0 + C + h * d, ld, false),
+                   dqkv + row0 + h * d, ld, alpha, accumulate));
+      // dk [T, d] = dS^T [T, T] q [T, d]
+      be.gemm(gemm(T, d, T, gemm_operand(dscores, s0, T, true), gemm_operand(qkv, row0 + h * d, ld, false),
+                   dqkv + row0 + C + h * d, ld, alpha, accumulate));
+    }
+  }
+}
+
+void attention_values_forward(Backend& be, const Tensor& probs, const Tensor& qkv, float* out, std::int64_t B,
+                              std::int64_t T, std::int64_t C, std::int64_t H, Format accumulate) {
+  const std::int64_t d = C / H, ld = 3 * C;
+  for (std::int64_t b = 0; b < B; ++b) {
+    for (std::int64_t h = 0; h < H; ++h) {
+      // [T, d] = P [T, T] v [T, d]
+      be.gemm(gemm(T, d, T, gemm_operand(probs, (b * H + h) * T * T, T, false),
+                   gemm_operand(qkv, b * T * ld + 2 * C + h * d, ld, false), out + b * T * C + h * d, C, 1.0f,
+                   accumulate));
+    }
+  }
+}
+
+void attention_values_backward(Backend& be, const Tensor& dout, const Tensor& probs, const Tensor& qkv,
+                               float* dprobs, float* dqkv, std::int64_t B, std::int64_t T, std::int64_t C,
+                               std::int64_t H, Format accumulate) {
+  const std::int64_t d = C / H, ld = 3 * C;
+  for (std::int64_t b = 0; b < B; ++b) {
+    for (std::int64_t h = 0; h < H; ++h) {
+      const std::int64_t s0 = (b * H + h) * T * T;
+      const std::int64_t v0 = b * T * ld + 2 * C + h * d;
+      const std::int64_t o0 = b * T * C + h * d;
+      // dP [T, T] = dO [T, d] v^T [d, T]
+      be.gemm(gemm(T, T, d, gemm_operand(dout, o0, C, false), gemm_operand(qkv, v0, ld, true), dprobs + s0, T, 1.0f,
+                   accumulate));
+      // dv [T, d] = P^T [T, T] dO [T, d]
+      be.gemm(gemm(T, d, T, gemm_operand(probs, s0, T, true), gemm_operand(dout, o0, C, false), dqkv + v0, ld, 1.0f,
+                   accumulate));
+    }
+  }
+}
+
+// ---------------------------------------------------------------- scores
+
+AttentionScores::AttentionScores(std::string name, std::int64_t dim, std::int64_t heads)
+    : Layer(std::move(name)), m_dim(dim), m_heads(heads) {
+  check_heads(this->name(), dim, heads);
+}
+
+Shape AttentionScores::output_shape(const Shape& in) const {
+  if (in.size() != 3 || in[2] != 3 * m_dim)
+    throw_shape(name(), "expects qkv [batch, tokens, " + std::to_string(3 * m_dim) + "]", in);
+  return {in[0], m_heads, in[1], in[1]};
+}
+
+std::unique_ptr<Context> AttentionScores::make_context() const {
+  return std::make_unique<AttentionScoresContext>();
+}
+
+void AttentionScores::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
+  auto& ctx = static_cast<AttentionScoresContext&>(context);
+  const Shape ys = output_shape(x.shape());
+  nonfinite = {};
+  const LayerPrecision& p = m_precision;
+  const Tensor& qkv = round_to(x, p.compute, ctx.qkv_compute, saturates_forward(p.compute));
+  ctx.qkv = &qkv;
+  float* yf = output_begin(y, ys, p.storage, m_y32);
+  attention_scores_forward(be, qkv, yf, x.dim(0), x.dim(1), m_dim, m_heads, p.accumulate);
+  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
+}
+
+void AttentionScores::check_dy(const Tensor& dy, const Tensor& qkv) const {
+  const Shape ys = output_shape(qkv.shape());
+  if (dy.shape() != ys) throw_shape(name(), "gradient does not match the output " + shape_string(ys), dy.shape());
+}
+
+void AttentionScores::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
+  auto& ctx = static_cast<AttentionScoresContext&>(context);
+  if (!ctx.qkv) throw std::logic_error(name() + ": backward before forward");
+  if (!dx) return;
+  const Tensor& qkv = *ctx.qkv;
+  check_dy(dy, qkv);
+  const LayerPrecision& p = m_precision;
+  const Tensor& dyg = round_to(dy, p.grad, m_dy_grad, false);
+  float* dxf = output_begin(*dx, qkv.shape(), p.grad, m_dx32);
+  std::memset(dxf, 0, static_cast<std::size_t>(qkv.numel()) * sizeof(float));  // v columns: no gradient
+  attention_scores_backward(be, dyg, qkv, dxf, qkv.dim(0), qkv.dim(1), m_dim, m_heads, p.accumulate);
+  output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, nonfinite.activation_grad));
+}
+
+void AttentionScores::backward_into(Backend& be, const Tensor& dy, float* dqkv, Context& context) {
+  auto& ctx = static_cast<AttentionScoresContext&>(context);
+  if (!ctx.qkv) throw std::logic_error(name() + ": backward before forward");
+  const Tensor& qkv = *ctx.qkv;
+  check_dy(dy, qkv);
+  const LayerPrecision& p = m_precision;
+  const Tensor& dyg = round_to(dy, p.grad, m_dy_grad, false);
+  attention_scores_backward(be, dyg, qkv, dqkv, qkv.dim(0), qkv.dim(1), m_dim, m_heads, p.accumulate);
+}
+
+// ---------------------------------------------------------------- values
+
+AttentionValues::AttentionValues(std::string name, std::int64_t dim, std::int64_t heads)
+    : Layer(std::move(name)), m_dim(dim), m_heads(heads) {
+  check_heads(this->name(), dim, heads);
+}
+
+Shape AttentionValues::output_shape(const Shape& in) const {
+  if (in.size() != 4 || in[1] != m_heads || in[2] != in[3])
+    throw_shape(name(), "expects probs [batch, " + std::to_string(m_heads) + ", tokens, tokens]", in);
+  return {in[0], in[2], m_dim};
+}
+
+std::unique_ptr<Context> AttentionValues::make_context() const {
+  return std::make_unique<AttentionValuesContext>();
+}
+
+void AttentionValues::forward(Backend&, const Tensor&, Tensor&, Context&) {
+  throw std::logic_error(name() + ": takes two inputs (probs, qkv); it runs inside its attention layer");
+}
+
+void AttentionValues::backward(Backend&, const Tensor&, Tensor*, Context&) {
+  throw std::logic_error(name() + ": takes two inputs (probs, qkv); it runs inside its attention layer");
+}
+
+void AttentionValues::forward_pair(Backend& be, const Tensor& probs, const Tensor& qkv, Tensor& y,
+                                   Context& context) {
+  auto& ctx = static_cast<AttentionValuesContext&>(context);
+  const Shape ys = output_shape(probs.shape());
+  if (qkv.rank() != 3 || qkv.dim(0) != ys[0] || qkv.dim(1) != ys[1] || qkv.dim(2) != 3 * m_dim)
+    throw_shape(name(), "expects qkv [" + std::to_string(ys[0]) + ", " + std::to_string(ys[1]) + ", " +
+                            std::to_string(3 * m_dim) + "]", qkv.shape());
+  nonfinite = {};
+  const LayerPrecision& p = m_precision;
+  const bool sat = saturates_forward(p.compute);
+  ctx.probs = &round_to(probs, p.compute, ctx.probs_compute, sat);
+  ctx.qkv = &round_to(qkv, p.compute, ctx.qkv_compute, sat);
+  float* yf = output_begin(y, ys, p.storage, m_y32);
+  attention_values_forward(be, *ctx.probs, *ctx.qkv, yf, ys[0], ys[1], m_dim, m_heads, p.accumulate);
+  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
+}
+
+void AttentionValues::backward_pair(Backend& be, const Tensor& dy, Tensor& dprobs, float* dqkv, Context& context) {
+  auto& ctx = static_cast<AttentionValuesContext&>(context);
+  if (!ctx.probs) throw std::logic_error(name() + ": backward before forward");
+  const Tensor& probs = *ctx.probs;
+  const Shape ys = output_shape(probs.shape());
+  if (dy.shape() != ys) throw_shape(name(), "gradient does not match the output " + shape_string(ys), dy.shape());
+  const LayerPrecision& p = m_precision;
+  const Tensor& dyg = round_to(dy, p.grad, m_dy_grad, false);
+  float* dpf = output_begin(dprobs, probs.shape(), p.grad, m_dp32);
+  attention_values_backward(be, dyg, probs, *ctx.qkv, dpf, dqkv, ys[0], ys[1], m_dim, m_heads, p.accumulate);
+  output_end(be, dprobs, p.grad, m_dp32, false, tracked(*this, nonfinite.activation_grad));
+}
+
+// ---------------------------------------------------------------- attention
+
+std::size_t AttentionContext::bytes() const {
+  std::size_t n = 0;
+  for (const auto* c : {&qkv_ctx, &scores_ctx, &softmax_ctx, &values_ctx, &proj_ctx})
+    if (*c) n += (*c)->bytes();
+  return n;
+}
+
+Attention::Attention(std::string name, std::int64_t dim, std::int64_t heads)
+    : CompositeLayer(name), m_dim(dim), m_heads(heads), m_qkv(name + ".qkv", dim, 3 * dim),
+      m_scores(name + ".scores", dim, heads), m_softmax(name + ".softmax"), m_values(name + ".values", dim, heads),
+      m_proj(name + ".proj", dim, dim) {}
+
+Shape Attention::output_shape(const Shape& in) const {
+  if (in.size() != 3 || in[2] != m_dim)
+    throw_shape(name(), "expects input [batch, tokens, " + std::to_string(m_dim) + "]", in);
+  return in;
+}
+
+std::unique_ptr<Context> Attention::make_context() const {
+  auto ctx = std::make_unique<AttentionContext>();
+  ctx->qkv_ctx = m_qkv.make_context();
+  ctx->scores_ctx = m_scores.make_context();
+  ctx->softmax_ctx = m_softmax.make_context();
+  ctx->values_ctx = m_values.make_context();
+  ctx->proj_ctx = m_proj.make_context();
+  return ctx;
+}
+
+std::vector<Parameter*> Attention::parameters() {
+  std::vector<Parameter*> out = m_qkv.parameters();
+  for (Parameter* p : m_proj.parameters()) out.push_back(p);
+  return out;
+}
+
+std::vector<Layer*> Attention::leaves() { return {&m_qkv, &m_scores, &m_softmax, &m_values, &m_proj}; }
+
+void Attention::leaf_shapes(const Shape& in, std::vector<std::pair<Layer*, Shape>>& out) {
+  output_shape(in);
+  Shape qkv = m_qkv.output_shape(in);
+  Shape scores = m_scores.output_shape(qkv);
+  out.emplace_back(&m_qkv, qkv);
+  out.emplace_back(&m_scores, scores);
+  out.emplace_back(&m_softmax, scores);
+  out.emplace_back(&m_values, m_values.output_shape(scores));
+  out.emplace_back(&m_proj, in);
+}
+
+void Attention::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
+  auto& ctx = static_cast<AttentionContext&>(context);
+  output_shape(x.shape());
+  nonfinite = {};
+  m_qkv.forward(be, x, ctx.qkv, *ctx.qkv_ctx);
+  m_scores.forward(be, ctx.qkv, ctx.scores, *ctx.scores_ctx);
+  m_softmax.forward(be, ctx.scores, ctx.probs, *ctx.softmax_ctx);
+  m_values.forward_pair(be, ctx.probs, ctx.qkv, ctx.values, *ctx.values_ctx);
+  m_proj.forward(be, ctx.values, y, *ctx.proj_ctx);
+}
+
+void Attention::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
+  auto& ctx = static_cast<AttentionContext&>(context);
+  m_proj.backward(be, dy, &ctx.d_values, *ctx.proj_ctx);
+  // q and k gradients come from the scores GEMMs, v's from the values GEMMs;
+  // each is rounded to its own leaf's grad format inside an f32 buffer, and
+  // the qkv projection rounds the whole to its grad format.
+  ctx.dqkv.resize(ctx.qkv.shape(), Format::FP32);
+  m_values.backward_pair(be, ctx.d_values, ctx.dprobs, ctx.dqkv.f32(), *ctx.values_ctx);
+  m_softmax.backward(be, ctx.dprobs, &ctx.dscores, *ctx.softmax_ctx);
+  m_scores.backward_into(be, ctx.dscores, ctx.dqkv.f32(), *ctx.scores_ctx);
+  round_dqkv(be, ctx.dqkv);
+  m_qkv.backward(be, ctx.dqkv, dx, *ctx.qkv_ctx);
+}
+
+void Attention::round_dqkv(Backend& be, Tensor& dqkv) {
+  // dq, dk leave the scores leaf (its grad format), dv the values leaf (its
+  // own). The usual case, one format or FP32, takes one call over the whole
+  // buffer; per-row calls only when the two formats differ.
+  float* g = dqkv.f32();
+  const std::int64_t rows = dqkv.dim(0) * dqkv.dim(1), ld = 3 * m_dim;
+  const Format fs = m_scores.precision().grad, fv = m_values.precision().grad;
+  if (fs == fv) {
+    if (fs != Format::FP32) be.quantize(fs, g, dqkv.numel(), false);
+  } else {
+    if (fs != Format::FP32) round_columns(be, g, rows, ld, 0, 2 * m_dim, fs);
+    if (fv != Format::FP32) round_columns(be, g, rows, ld, 2 * m_dim, m_dim, fv);
+  }
+  // Attribution: one count over the whole buffer; split by leaf only when
+  // something is there to attribute (rare).
+  if (!m_scores.track_nonfinite && !m_values.track_nonfinite) return;
+  if (be.count_nonfinite(g, dqkv.numel()) == 0) return;
+  if (m_scores.track_nonfinite) m_scores.nonfinite.activation_grad += count_columns(be, g, rows, ld, 0, 2 * m_dim);
+  if (m_values.track_nonfinite) m_values.nonfinite.activation_grad += count_columns(be, g, rows, ld, 2 * m_dim, m_dim);
+}
+
+}  // namespace engine

@@ -1,0 +1,156 @@
+// Multi-head self-attention: qkv projection, scores, softmax, values, output projection.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nn/composite.h"
+#include "nn/linear.h"
+#include "nn/softmax.h"
+
+namespace engine {
+
+// Free functions run on the thread that owns `be` (the trainer's).
+// Shape letters: B batch, T tokens, C channels (= H heads * d per head).
+// qkv [B, T, 3C] holds q | k | v along the last dimension; head h uses
+// columns h*d .. h*d+d-1 of each. scores and probs are [B, H, T, T].
+// Every GEMM reads its operands in their own formats (the tensors' formats)
+// and writes f32; per (b, h) one GEMM on sub-matrices with strides.
+
+// scores[b,h] = q k^T / sqrt(d)
+void attention_scores_forward(Backend& be, const Tensor& qkv, float* scores, std::int64_t B, std::int64_t T,
+                              std::int64_t C, std::int64_t H, Format accumulate);
+// dq = dscores k / sqrt(d), dk = dscores^T q / sqrt(d), written into the q
+// and k columns of dqkv (f32 [B, T, 3C]); the v columns are left untouched.
+void attention_scores_backward(Backend& be, const Tensor& dscores, const Tensor& qkv, float* dqkv,
+                               std::int64_t B, std::int64_t T, std::int64_t C, std::int64_t H,
+                               Format accumulate);
+// out[b, :, h*d..] = probs[b,h] v   (out f32 [B, T, C])
+void attention_values_forward(Backend& be, const Tensor& probs, const Tensor& qkv, float* out, std::int64_t B,
+                              std::int64_t T, std::int64_t C, std::int64_t H, Format accumulate);
+// dprobs = dout v^T (f32 [B, H, T, T]); dv = probs^T dout into the v columns of dqkv.
+void attention_values_backward(Backend& be, const Tensor& dout, const Tensor& probs, const Tensor& qkv,
+                               float* dprobs, float* dqkv, std::int64_t B, std::int64_t T, std::int64_t C,
+                               std::int64_t H, Format accumulate);
+
+// What AttentionScores saves: qkv in its compute format (the caller's tensor
+// when it already was, else an owned copy).
+struct AttentionScoresContext : Context {
+  const Tensor* qkv = nullptr;
+  Tensor qkv_compute;
+  std::size_t bytes() const override { return qkv ? qkv->bytes() : 0; }
+};
+
+// The q k^T GEMMs as a leaf (kind "attention_scores", a matmul layer: FP16
+// under autocast, as torch.bmm is). Input qkv [B, T, 3C], output the scaled
+// scores [B, H, T, T]. Usable on its own; standalone backward writes dx
+// [B, T, 3C] with zero v columns. The caller keeps qkv alive until backward.
+class AttentionScores : public Layer {
+ public:
+  AttentionScores(std::string name, std::int64_t dim, std::int64_t heads);
+
+  const char* kind() const override { return "attention_scores"; }
+  Shape output_shape(const Shape& in) const override;
+  std::unique_ptr<Context> make_context() const override;
+  void forward(Backend& be, const Tensor& x, Tensor& y, Context& ctx) override;
+  void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) override;
+  bool is_matmul() const override { return true; }
+
+  // Inside Attention: dq and dk into the q and k columns of the f32 dqkv
+  // [B, T, 3C], not yet rounded (Attention rounds the whole buffer once).
+  void backward_into(Backend& be, const Tensor& dy, float* dqkv, Context& ctx);
+
+ private:
+  void check_dy(const Tensor& dy, const Tensor& qkv) const;
+  std::int64_t m_dim, m_heads;
+  Tensor m_y32, m_dy_grad, m_dx32;
+};
+
+// What AttentionValues saves: probs and qkv in its compute format. When they
+// already were (the usual case) they are Attention's own tensors, counted by
+// the softmax and scores contexts, so only owned copies count here.
+struct AttentionValuesContext : Context {
+  const Tensor* probs = nullptr;
+  const Tensor* qkv = nullptr;
+  Tensor probs_compute, qkv_compute;
+  std::size_t bytes() const override {
+    return (probs == &probs_compute ? probs_compute.bytes() : 0) + (qkv == &qkv_compute ? qkv_compute.bytes() : 0);
+  }
+};
+
+// The probs v GEMMs as a leaf (kind "attention_values", a matmul layer). It
+// has two inputs (probs and qkv), so it runs only inside Attention through
+// forward_pair / backward_pair; the one-input forward/backward throw
+// std::logic_error saying so.
+class AttentionValues : public Layer {
+ public:
+  AttentionValues(std::string name, std::int64_t dim, std::int64_t heads);
+
+  const char* kind() const override { return "attention_values"; }
+  // Input: probs [B, H, T, T]; output [B, T, C].
+  Shape output_shape(const Shape& in) const override;
+  std::unique_ptr<Context> make_context() const override;
+  void forward(Backend& be, const Tensor& x, Tensor& y, Context& ctx) override;
+  void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) override;
+  bool is_matmul() const override { return true; }
+
+  // y [B, T, C] = probs v. The caller keeps probs and qkv alive until backward.
+  void forward_pair(Backend& be, const Tensor& probs, const Tensor& qkv, Tensor& y, Context& ctx);
+  // dprobs (resized, in precision().grad) and dv into the v columns of the
+  // f32 dqkv [B, T, 3C], not yet rounded (Attention rounds the whole buffer).
+  void backward_pair(Backend& be, const Tensor& dy, Tensor& dprobs, float* dqkv, Context& ctx);
+
+ private:
+  std::int64_t m_dim, m_heads;
+  Tensor m_y32, m_dy_grad, m_dp32;
+};
+
+// Everything Attention keeps between forward and backward: the children's
+// contexts and the intermediate tensors they refer to.
+struct AttentionContext : Context {
+  std::unique_ptr<Context> qkv_ctx, scores_ctx, softmax_ctx, values_ctx, proj_ctx;
+  Tensor qkv, scores, probs, values;       // forward intermediates
+  Tensor d_values, dprobs, dscores, dqkv;  // backward intermediates (dqkv: f32)
+  std::size_t bytes() const override;
+};
+
+// x [B, T, C] -> y [B, T, C]. Leaves, in forward order: "<name>.qkv"
+// (Linear C -> 3C), "<name>.scores", "<name>.softmax", "<name>.values",
+// "<name>.proj" (Linear C -> C); each has its own precision, so a recipe can
+// run the GEMMs in FP16 and the softmax in FP32, or force the softmax to FP16.
+// The caller keeps x alive until backward. Trainer thread only.
+class Attention : public CompositeLayer {
+ public:
+  Attention(std::string name, std::int64_t dim, std::int64_t heads);
+
+  const char* kind() const override { return "attention"; }
+  Shape output_shape(const Shape& in) const override;
+  std::unique_ptr<Context> make_context() const override;
+  void forward(Backend& be, const Tensor& x, Tensor& y, Context& ctx) override;
+  void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) override;
+  std::vector<Parameter*> parameters() override;
+  std::vector<Layer*> leaves() override;
+  bool is_matmul() const override { return true; }
+  void leaf_shapes(const Shape& in, std::vector<std::pair<Layer*, Shape>>& out) override;
+
+  Linear& qkv() { return m_qkv; }
+  AttentionScores& scores() { return m_scores; }
+  Softmax& softmax() { return m_softmax; }
+  AttentionValues& values() { return m_values; }
+  Linear& proj() { return m_proj; }
+
+ private:
+  void round_dqkv(Backend& be, Tensor& dqkv);
+
+  std::int64_t m_dim, m_heads;
+  Linear m_qkv;
+  AttentionScores m_scores;
+  Softmax m_softmax;
+  AttentionValues m_values;
+  Linear m_proj;
+};
+
+}  // namespace engine

@@ -1,0 +1,62 @@
+// 2-D convolution layer: NCHW activations, OIHW weights, square kernel, zero padding.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "nn/layer.h"
+
+namespace engine {
+
+// Free functions run on the thread that owns `be` (the trainer's).
+// The math on f32 values already rounded to their formats; `compute` tells
+// the backend which exact path it may take (see Backend::conv2d_forward).
+// bias may be null. y is overwritten.
+void conv2d_forward(Backend& be, const ConvShape& s, Format compute, const float* x, const float* w,
+                    const float* bias, float* y);
+// dx (null: not needed), dw and db (null: no bias) are overwritten.
+// `data_compute` is the format dy and w are both exact in, `weight_compute`
+// the one x and dy are.
+void conv2d_backward(Backend& be, const ConvShape& s, Format data_compute, Format weight_compute,
+                     const float* dy, const float* x, const float* w, float* dx, float* dw, float* db);
+
+// What Conv2d saves: its input in the compute format (the caller's tensor
+// when it already was, else an owned copy). Decoded again in backward, so
+// low-precision inputs really cost 2 (or 1) bytes per element while saved.
+struct Conv2dContext : Context {
+  const Tensor* x = nullptr;
+  Tensor x_compute;
+  std::size_t bytes() const override { return x ? x->bytes() : 0; }
+};
+
+// Input [N, C_in, H, W] -> [N, C_out, H', W'] with H' = (H + 2 pad - k) / stride + 1.
+// The caller keeps x alive until backward. Trainer thread only.
+class Conv2d : public Layer {
+ public:
+  Conv2d(std::string name, std::int64_t c_in, std::int64_t c_out, std::int64_t kernel,
+         std::int64_t pad = 0, std::int64_t stride = 1, bool bias = true);
+
+  const char* kind() const override { return "conv2d"; }
+  Shape output_shape(const Shape& in) const override;
+  std::unique_ptr<Context> make_context() const override;
+  void forward(Backend& be, const Tensor& x, Tensor& y, Context& ctx) override;
+  void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) override;
+  std::vector<Parameter*> parameters() override;
+  bool is_matmul() const override { return true; }
+
+  Parameter& weight() { return m_weight; }
+  Parameter& bias() { return m_bias; }
+
+ private:
+  ConvShape conv_shape(const Shape& in) const;
+
+  std::int64_t m_c_in, m_c_out, m_kernel, m_pad, m_stride;
+  bool m_has_bias;
+  Parameter m_weight, m_bias;
+  Tensor m_x32, m_w32, m_b32, m_y32, m_dy32, m_dx32, m_dw32, m_db32;
+};
+
+}  // namespace engine

@@ -1,0 +1,47 @@
+// Flatten layer: a copy of the bytes under a new shape.
+#include "nn/flatten.h"
+
+#include <cstring>
+#include <stdexcept>
+
+#include "nn/layer_io.h"
+
+namespace engine {
+
+void flatten_forward(const Tensor& x, Tensor& y) {
+  y.resize({x.dim(0), x.numel() / (x.dim(0) ? x.dim(0) : 1)}, x.format());
+  if (x.numel()) std::memcpy(y.data(), x.data(), x.bytes());
+}
+
+void flatten_backward(const Tensor& dy, const Shape& x_shape, Tensor& dx) {
+  dx.resize(x_shape, dy.format());
+  if (dy.numel()) std::memcpy(dx.data(), dy.data(), dy.bytes());
+}
+
+Shape Flatten::output_shape(const Shape& in) const {
+  if (in.size() < 2) throw_shape(name(), "expects input [batch, ...]", in);
+  std::int64_t f = 1;
+  for (std::size_t i = 1; i < in.size(); ++i) f *= in[i];
+  return {in[0], f};
+}
+
+std::unique_ptr<Context> Flatten::make_context() const { return std::make_unique<FlattenContext>(); }
+
+void Flatten::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
+  auto& ctx = static_cast<FlattenContext&>(context);
+  output_shape(x.shape());
+  nonfinite = {};
+  ctx.x_shape = x.shape();
+  flatten_forward(x, y);
+}
+
+void Flatten::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
+  auto& ctx = static_cast<FlattenContext&>(context);
+  if (ctx.x_shape.empty()) throw std::logic_error(name() + ": backward before forward");
+  if (!dx) return;
+  if (dy.numel() != shape_numel(ctx.x_shape))
+    throw_shape(name(), "gradient does not match the output " + shape_string(output_shape(ctx.x_shape)), dy.shape());
+  flatten_backward(dy, ctx.x_shape, *dx);
+}
+
+}  // namespace engine

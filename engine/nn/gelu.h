@@ -1,0 +1,28 @@
+// GELU layer, exact erf form: y = x * Phi(x) (PyTorch's approximate='none').
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "nn/pointwise.h"
+
+namespace engine {
+
+// Free functions run on the thread that owns `be` (the trainer's).
+void gelu_forward(Backend& be, const float* x, float* y, std::int64_t n);
+// dx = dy * (Phi(x) + x * phi(x))
+void gelu_backward(Backend& be, const float* x, const float* dy, float* dx, std::int64_t n);
+
+class GELU : public PointwiseLayer {
+ public:
+  explicit GELU(std::string name) : PointwiseLayer(std::move(name)) {}
+  const char* kind() const override { return "gelu"; }
+
+ protected:
+  void apply_forward(Backend& be, const float* x, float* y, std::int64_t n) override { gelu_forward(be, x, y, n); }
+  void apply_backward(Backend& be, const float* x, const float* dy, float* dx, std::int64_t n) override {
+    gelu_backward(be, x, dy, dx, n);
+  }
+};
+
+}  // namespace engine

@@ -1,0 +1,86 @@
+// LayerNorm layer on the backend's row kernels.
+#include "nn/layernorm.h"
+
+#include <stdexcept>
+
+#include "backend/backend.h"
+#include "nn/layer_io.h"
+
+namespace engine {
+
+void layernorm_forward(Backend& be, const float* x, const float* gamma, const float* beta, float* y,
+                       float* mean, float* rstd, std::int64_t rows, std::int64_t cols, float eps,
+                       Format accumulate) {
+  be.layernorm_forward(x, gamma, beta, y, mean, rstd, rows, cols, eps, accumulate);
+}
+
+void layernorm_backward(Backend& be, const float* dy, const float* x, const float* mean, const float* rstd,
+                        const float* gamma, float* dx, float* dgamma, float* dbeta, std::int64_t rows,
+                        std::int64_t cols) {
+  be.layernorm_backward(dy, x, mean, rstd, gamma, dx, dgamma, dbeta, rows, cols);
+}
+
+LayerNorm::LayerNorm(std::string name, std::int64_t dim, float eps)
+    : Layer(std::move(name)), m_dim(dim), m_eps(eps) {
+  if (dim <= 0) throw std::invalid_argument(this->name() + ": dimension must be positive");
+  m_gamma = make_parameter(this->name() + ".gamma", {dim}, false);
+  m_beta = make_parameter(this->name() + ".beta", {dim}, false);
+  // Usable before Model::init: identity scale.
+  std::vector<float> ones(static_cast<std::size_t>(dim), 1.0f);
+  m_gamma.weight.from_f32(ones.data(), dim);
+}
+
+Shape LayerNorm::output_shape(const Shape& in) const {
+  if (in.size() < 2 || in.back() != m_dim)
+    throw_shape(name(), "expects input [batch, ..., " + std::to_string(m_dim) + "]", in);
+  return in;
+}
+
+std::unique_ptr<Context> LayerNorm::make_context() const { return std::make_unique<LayerNormContext>(); }
+
+void LayerNorm::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
+  auto& ctx = static_cast<LayerNormContext&>(context);
+  const Shape ys = output_shape(x.shape());
+  nonfinite = {};
+  const LayerPrecision& p = m_precision;
+  const bool sat = saturates_forward(p.compute);
+  const Tensor& xc = round_to(x, p.compute, ctx.x_compute, sat);
+  ctx.x = &xc;
+  const std::int64_t rows = x.numel() / m_dim;
+  ctx.mean.resize({rows}, Format::FP32);
+  ctx.rstd.resize({rows}, Format::FP32);
+  const float* xf = f32_values(xc, m_x32);
+  const float* g = f32_rounded(be, m_gamma.weight, p.compute, m_g32, sat);
+  const float* b = f32_rounded(be, m_beta.weight, p.compute, m_b32, sat);
+  float* yf = output_begin(y, ys, p.storage, m_y32);
+  layernorm_forward(be, xf, g, b, yf, ctx.mean.f32(), ctx.rstd.f32(), rows, m_dim, m_eps, p.accumulate);
+  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
+}
+
+void LayerNorm::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
+  auto& ctx = static_cast<LayerNormContext&>(context);
+  if (!ctx.x) throw std::logic_error(name() + ": backward before forward");
+  const Tensor& x = *ctx.x;
+  if (dy.shape() != x.shape()) throw_shape(name(), "gradient does not match the output " + shape_string(x.shape()), dy.shape());
+  const LayerPrecision& p = m_precision;
+  const std::int64_t rows = x.numel() / m_dim;
+  const float* dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
+  const float* xf = f32_values(x, m_x32);
+  const float* g = f32_rounded(be, m_gamma.weight, p.compute, m_g32, saturates_forward(p.compute));
+  float* dxf = nullptr;
+  if (dx) {
+    dxf = output_begin(*dx, x.shape(), p.grad, m_dx32);
+  } else {
+    // The kernel always writes dx; give it scratch.
+    m_dx32.resize(x.shape(), Format::FP32);
+    dxf = m_dx32.f32();
+  }
+  float* dg = grad_begin(m_gamma, m_dg32);
+  float* db = grad_begin(m_beta, m_db32);
+  layernorm_backward(be, dyf, xf, ctx.mean.f32(), ctx.rstd.f32(), g, dxf, dg, db, rows, m_dim);
+  if (dx) output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, nonfinite.activation_grad));
+  grad_end(be, m_gamma, p.grad, m_dg32, tracked(*this, nonfinite.weight_grad));
+  grad_end(be, m_beta, p.grad, m_db32, tracked(*this, nonfinite.weight_grad));
+}
+
+}  // namespace engine

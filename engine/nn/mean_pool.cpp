@@ -1,0 +1,58 @@
+// Mean pooling over tokens with the backend's column sums.
+#include "nn/mean_pool.h"
+
+#include <cstring>
+#include <stdexcept>
+
+#include "backend/backend.h"
+#include "nn/layer_io.h"
+
+namespace engine {
+
+void mean_pool_forward(Backend& be, const float* x, float* y, std::int64_t B, std::int64_t T, std::int64_t C) {
+  for (std::int64_t b = 0; b < B; ++b) be.column_sums(x + b * T * C, T, C, y + b * C);
+  // Sum first, then one multiply: for T a power of two (16 tokens) the
+  // division is exact.
+  be.scale(y, 1.0f / static_cast<float>(T), B * C);
+}
+
+void mean_pool_backward(Backend& be, const float* dy, float* dx, std::int64_t B, std::int64_t T, std::int64_t C) {
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t t = 0; t < T; ++t)
+      std::memcpy(dx + (b * T + t) * C, dy + b * C, static_cast<std::size_t>(C) * sizeof(float));
+  be.scale(dx, 1.0f / static_cast<float>(T), B * T * C);
+}
+
+Shape MeanPool::output_shape(const Shape& in) const {
+  if (in.size() != 3 || in[1] < 1) throw_shape(name(), "expects input [batch, tokens, channels]", in);
+  return {in[0], in[2]};
+}
+
+std::unique_ptr<Context> MeanPool::make_context() const { return std::make_unique<MeanPoolContext>(); }
+
+void MeanPool::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
+  auto& ctx = static_cast<MeanPoolContext&>(context);
+  const Shape ys = output_shape(x.shape());
+  nonfinite = {};
+  const LayerPrecision& p = m_precision;
+  ctx.x_shape = x.shape();
+  const float* xf = f32_rounded(be, x, p.compute, m_x32, saturates_forward(p.compute));
+  float* yf = output_begin(y, ys, p.storage, m_y32);
+  mean_pool_forward(be, xf, yf, x.dim(0), x.dim(1), x.dim(2));
+  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
+}
+
+void MeanPool::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
+  auto& ctx = static_cast<MeanPoolContext&>(context);
+  if (ctx.x_shape.empty()) throw std::logic_error(name() + ": backward before forward");
+  if (!dx) return;
+  const Shape ys = output_shape(ctx.x_shape);
+  if (dy.shape() != ys) throw_shape(name(), "gradient does not match the output " + shape_string(ys), dy.shape());
+  const LayerPrecision& p = m_precision;
+  const float* dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
+  float* dxf = output_begin(*dx, ctx.x_shape, p.grad, m_dx32);
+  mean_pool_backward(be, dyf, dxf, ctx.x_shape[0], ctx.x_shape[1], ctx.x_shape[2]);
+  output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, nonfinite.activation_grad));
+}
+
+}  // namespace engine

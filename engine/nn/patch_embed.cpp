@@ -1,0 +1,139 @@
+// Patch embedding: gather patches, one GEMM, add position embeddings.
+#include "nn/patch_embed.h"
+
+#include <cstring>
+#include <stdexcept>
+
+#include "backend/backend.h"
+#include "nn/layer_io.h"
+#include "nn/linear.h"
+#include "numeric/cast.h"
+
+namespace engine {
+
+void patchify(const float* x, float* patches, std::int64_t B, std::int64_t C, std::int64_t H, std::int64_t W,
+              std::int64_t p) {
+  const std::int64_t gh = H / p, gw = W / p, P = C * p * p;
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t ty = 0; ty < gh; ++ty)
+      for (std::int64_t tx = 0; tx < gw; ++tx) {
+        float* dst = patches + ((b * gh + ty) * gw + tx) * P;
+        for (std::int64_t c = 0; c < C; ++c)
+          for (std::int64_t i = 0; i < p; ++i)
+            std::memcpy(dst + (c * p + i) * p, x + ((b * C + c) * H + ty * p + i) * W + tx * p,
+                        static_cast<std::size_t>(p) * sizeof(float));
+      }
+}
+
+void unpatchify(const float* patches, float* x, std::int64_t B, std::int64_t C, std::int64_t H, std::int64_t W,
+                std::int64_t p) {
+  const std::int64_t gh = H / p, gw = W / p, P = C * p * p;
+  // Pixels outside the patch grid (H or W not a multiple of p) get no gradient.
+  if (gh * p != H || gw * p != W) std::memset(x, 0, static_cast<std::size_t>(B * C * H * W) * sizeof(float));
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t ty = 0; ty < gh; ++ty)
+      for (std::int64_t tx = 0; tx < gw; ++tx) {
+        const float* src = patches + ((b * gh + ty) * gw + tx) * P;
+        for (std::int64_t c = 0; c < C; ++c)
+          for (std::int64_t i = 0; i < p; ++i)
+            std::memcpy(x + ((b * C + c) * H + ty * p + i) * W + tx * p, src + (c * p + i) * p,
+                        static_cast<std::size_t>(p) * sizeof(float));
+      }
+}
+
+void patch_embed_forward(Backend& be, const Tensor& patches, const Tensor& w, float w_scale, const float* bias,
+                         const float* pos, float* y, std::int64_t B, std::int64_t T, std::int64_t P,
+                         std::int64_t dim, Format accumulate) {
+  linear_forward(be, patches, w, w_scale, bias, y, B * T, P, dim, accumulate);
+  for (std::int64_t b = 0; b < B; ++b) be.add(y + b * T * dim, pos, y + b * T * dim, T * dim);
+}
+
+void patch_embed_backward(Backend& be, const Tensor& dy, const float* dy_f32, const Tensor& patches,
+                          const Tensor& w, float w_scale, float* dpatches, float* dw, float* db, float* dpos,
+                          std::int64_t B, std::int64_t T, std::int64_t P, std::int64_t dim, Format accumulate) {
+  linear_backward(be, dy, dy_f32, patches, w, w_scale, dpatches, dw, db, B * T, P, dim, accumulate);
+  // dpos[t, :] = sum over the batch of dy[b, t, :]: column sums of dy seen as [B, T*dim].
+  be.column_sums(dy_f32, B, T * dim, dpos);
+}
+
+PatchEmbed::PatchEmbed(std::string name, std::int64_t channels, std::int64_t height, std::int64_t width,
+                       std::int64_t patch, std::int64_t dim)
+    : Layer(std::move(name)), m_c(channels), m_h(height), m_w(width), m_patch(patch), m_dim(dim) {
+  if (channels <= 0 || patch <= 0 || dim <= 0 || height < patch || width < patch)
+    throw std::invalid_argument(this->name() + ": needs positive channels, patch size and width, and an image at least one patch large");
+  m_tokens = (height / patch) * (width / patch);
+  m_patch_size = channels * patch * patch;
+  m_weight = make_parameter(this->name() + ".weight", {dim, m_patch_size}, true);
+  m_bias = make_parameter(this->name() + ".bias", {dim}, false);
+  m_pos = make_parameter(this->name() + ".pos", {m_tokens, dim}, false);
+}
+
+Shape PatchEmbed::output_shape(const Shape& in) const {
+  if (in.size() != 4 || in[1] != m_c || in[2] != m_h || in[3] != m_w)
+    throw_shape(name(), "expects input [batch, " + std::to_string(m_c) + ", " + std::to_string(m_h) + ", " +
+                            std::to_string(m_w) + "]", in);
+  return {in[0], m_tokens, m_dim};
+}
+
+std::unique_ptr<Context> PatchEmbed::make_context() const { return std::make_unique<PatchEmbedContext>(); }
+
+void PatchEmbed::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
+  auto& ctx = static_cast<PatchEmbedContext&>(context);
+  const Shape ys = output_shape(x.shape());
+  nonfinite = {};
+  const LayerPrecision& p = m_precision;
+  const bool sat = saturates_forward(p.compute);
+  const std::int64_t B = x.dim(0), rows = B * m_tokens;
+  ctx.x_shape = x.shape();
+  const float* xf = f32_values(x, m_x32);
+  // Gather straight into the saved tensor when it is an f32 container;
+  // otherwise gather in f32 and round once into the compute format.
+  if (is_f32_container(p.compute)) {
+    ctx.patches.resize({rows, m_patch_size}, p.compute);
+    patchify(xf, ctx.patches.f32(), B, m_c, m_h, m_w, m_patch);
+    if (p.compute == Format::TF32) be.quantize(Format::TF32, ctx.patches.f32(), ctx.patches.numel(), false);
+  } else {
+    m_patch32.resize({rows, m_patch_size}, Format::FP32);
+    patchify(xf, m_patch32.f32(), B, m_c, m_h, m_w, m_patch);
+    encode_to(m_patch32, p.compute, ctx.patches, sat);
+  }
+  const Tensor& wc = round_to(m_weight.weight, p.compute, m_w_compute, sat);
+  const float* bias = f32_rounded(be, m_bias.weight, p.compute, m_b32, sat);
+  const float* pos = f32_rounded(be, m_pos.weight, p.compute, m_pos32, sat);
+  float* yf = output_begin(y, ys, p.storage, m_y32);
+  patch_embed_forward(be, ctx.patches, wc, m_weight.weight_scale, bias, pos, yf, B, m_tokens, m_patch_size, m_dim,
+                      p.accumulate);
+  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
+}
+
+void PatchEmbed::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
+  auto& ctx = static_cast<PatchEmbedContext&>(context);
+  if (ctx.x_shape.empty()) throw std::logic_error(name() + ": backward before forward");
+  const Shape ys = output_shape(ctx.x_shape);
+  if (dy.shape() != ys) throw_shape(name(), "gradient does not match the output " + shape_string(ys), dy.shape());
+  const LayerPrecision& p = m_precision;
+  const std::int64_t B = ctx.x_shape[0];
+  const Tensor& dyg = round_to(dy, p.grad, m_dy_grad, false);
+  const float* dy32 = f32_values(dyg, m_dy32);
+  const Tensor& wc = round_to(m_weight.weight, p.compute, m_w_compute, saturates_forward(p.compute));
+  float* dpatches = nullptr;
+  if (dx) {
+    m_dp32.resize({B * m_tokens, m_patch_size}, Format::FP32);
+    dpatches = m_dp32.f32();
+  }
+  float* dw = grad_begin(m_weight, m_dw32);
+  float* db = grad_begin(m_bias, m_db32);
+  float* dpos = grad_begin(m_pos, m_dpos32);
+  patch_embed_backward(be, dyg, dy32, ctx.patches, wc, m_weight.weight_scale, dpatches, dw, db, dpos, B, m_tokens,
+                       m_patch_size, m_dim, p.accumulate);
+  if (dx) {
+    float* dxf = output_begin(*dx, ctx.x_shape, p.grad, m_dx32);
+    unpatchify(dpatches, dxf, B, m_c, m_h, m_w, m_patch);
+    output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, nonfinite.activation_grad));
+  }
+  grad_end(be, m_weight, p.grad, m_dw32, tracked(*this, nonfinite.weight_grad));
+  grad_end(be, m_bias, p.grad, m_db32, tracked(*this, nonfinite.weight_grad));
+  grad_end(be, m_pos, p.grad, m_dpos32, tracked(*this, nonfinite.weight_grad));
+}
+
+}  // namespace engine

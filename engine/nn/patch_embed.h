@@ -1,0 +1,70 @@
+// Patch embedding: image -> tokens, one linear map per patch plus a learned position embedding.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nn/layer.h"
+
+namespace engine {
+
+// Free functions run on the thread that owns `be` (the trainer's).
+// x [B, C, H, W] (f32) -> patches [B*T, C*p*p], T = (H/p)*(W/p) tokens in
+// row-major order over the patch grid; within a patch the order is (c, i, j),
+// which is a conv weight [dim, C, p, p] flattened (PyTorch's ViT layout).
+void patchify(const float* x, float* patches, std::int64_t B, std::int64_t C, std::int64_t H, std::int64_t W,
+              std::int64_t p);
+// The inverse scatter (dx overwritten; patches do not overlap).
+void unpatchify(const float* patches, float* x, std::int64_t B, std::int64_t C, std::int64_t H, std::int64_t W,
+                std::int64_t p);
+
+// y[b, t] = W patch[b, t] + bias + pos[t]. patches [B*T, P] and w [dim, P]
+// are GEMM operands in their own formats (w holds weight * w_scale); bias and
+// pos are f32. y [B*T, dim] f32.
+void patch_embed_forward(Backend& be, const Tensor& patches, const Tensor& w, float w_scale, const float* bias,
+                         const float* pos, float* y, std::int64_t B, std::int64_t T, std::int64_t P,
+                         std::int64_t dim, Format accumulate);
+// dpatches (null: not needed) [B*T, P], dw [dim, P], db [dim], dpos [T, dim]: f32, overwritten.
+void patch_embed_backward(Backend& be, const Tensor& dy, const float* dy_f32, const Tensor& patches,
+                          const Tensor& w, float w_scale, float* dpatches, float* dw, float* db, float* dpos,
+                          std::int64_t B, std::int64_t T, std::int64_t P, std::int64_t dim, Format accumulate);
+
+// What PatchEmbed saves: the patches in the compute format (always its own
+// copy: patchifying is a gather).
+struct PatchEmbedContext : Context {
+  Shape x_shape;
+  Tensor patches;
+  std::size_t bytes() const override { return patches.bytes(); }
+};
+
+// [B, C, H, W] -> [B, T, dim]. Parameters "<name>.weight" [dim, C*p*p],
+// "<name>.bias" [dim], "<name>.pos" [T, dim] (no weight decay on the last
+// two). A matmul layer. Trainer thread only.
+class PatchEmbed : public Layer {
+ public:
+  PatchEmbed(std::string name, std::int64_t channels, std::int64_t height, std::int64_t width, std::int64_t patch,
+             std::int64_t dim);
+
+  const char* kind() const override { return "patch_embed"; }
+  Shape output_shape(const Shape& in) const override;
+  std::unique_ptr<Context> make_context() const override;
+  void forward(Backend& be, const Tensor& x, Tensor& y, Context& ctx) override;
+  void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) override;
+  std::vector<Parameter*> parameters() override { return {&m_weight, &m_bias, &m_pos}; }
+  bool is_matmul() const override { return true; }
+
+  std::int64_t tokens() const { return m_tokens; }
+  Parameter& weight() { return m_weight; }
+  Parameter& bias() { return m_bias; }
+  Parameter& pos() { return m_pos; }
+
+ private:
+  std::int64_t m_c, m_h, m_w, m_patch, m_dim, m_tokens, m_patch_size;
+  Parameter m_weight, m_bias, m_pos;
+  Tensor m_x32, m_patch32, m_w_compute, m_b32, m_pos32, m_y32, m_dy_grad, m_dy32, m_dp32, m_dx32, m_dw32, m_db32,
+      m_dpos32;
+};
+
+}  // namespace engine

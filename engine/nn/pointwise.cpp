@@ -1,0 +1,44 @@
+// Pointwise layers' shared frame: format handling around an f32 elementwise op.
+#include "nn/pointwise.h"
+
+#include <stdexcept>
+
+#include "nn/layer_io.h"
+
+namespace engine {
+
+Shape PointwiseLayer::output_shape(const Shape& in) const {
+  if (in.size() < 2) throw_shape(name(), "expects input [batch, ...]", in);
+  return in;
+}
+
+std::unique_ptr<Context> PointwiseLayer::make_context() const { return std::make_unique<PointwiseContext>(); }
+
+void PointwiseLayer::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
+  auto& ctx = static_cast<PointwiseContext&>(context);
+  const Shape ys = output_shape(x.shape());
+  nonfinite = {};
+  const LayerPrecision& p = m_precision;
+  const Tensor& xc = round_to(x, p.compute, ctx.x_compute, saturates_forward(p.compute));
+  ctx.x = &xc;
+  const float* xf = f32_values(xc, m_x32);
+  float* yf = output_begin(y, ys, p.storage, m_y32);
+  apply_forward(be, xf, yf, x.numel());
+  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
+}
+
+void PointwiseLayer::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
+  auto& ctx = static_cast<PointwiseContext&>(context);
+  if (!ctx.x) throw std::logic_error(name() + ": backward before forward");
+  if (!dx) return;  // no parameters: nothing else to compute
+  const Tensor& x = *ctx.x;
+  if (dy.shape() != x.shape()) throw_shape(name(), "gradient does not match the output " + shape_string(x.shape()), dy.shape());
+  const LayerPrecision& p = m_precision;
+  const float* dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
+  const float* xf = f32_values(x, m_x32);
+  float* dxf = output_begin(*dx, x.shape(), p.grad, m_dx32);
+  apply_backward(be, xf, dyf, dxf, x.numel());
+  output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, nonfinite.activation_grad));
+}
+
+}  // namespace engine

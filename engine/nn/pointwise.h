@@ -1,0 +1,39 @@
+// Pointwise layers' shared frame: y = f(x) elementwise, saving x for f'.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "nn/layer.h"
+
+namespace engine {
+
+// What a pointwise layer saves: its input in the compute format (the
+// caller's tensor when it already was, else an owned copy).
+struct PointwiseContext : Context {
+  const Tensor* x = nullptr;
+  Tensor x_compute;
+  std::size_t bytes() const override { return x ? x->bytes() : 0; }
+};
+
+// Any shape in, the same shape out. The caller keeps x alive until backward.
+// Subclasses supply the f32 math (ReLU, GELU). Trainer thread only.
+class PointwiseLayer : public Layer {
+ public:
+  using Layer::Layer;
+
+  Shape output_shape(const Shape& in) const override;
+  std::unique_ptr<Context> make_context() const override;
+  void forward(Backend& be, const Tensor& x, Tensor& y, Context& ctx) override;
+  void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) override;
+
+ protected:
+  virtual void apply_forward(Backend& be, const float* x, float* y, std::int64_t n) = 0;
+  virtual void apply_backward(Backend& be, const float* x, const float* dy, float* dx, std::int64_t n) = 0;
+
+ private:
+  Tensor m_x32, m_y32, m_dy32, m_dx32;
+};
+
+}  // namespace engine

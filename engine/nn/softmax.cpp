@@ -1,0 +1,56 @@
+// Softmax layer on the backend's row kernels.
+#include "nn/softmax.h"
+
+#include <stdexcept>
+
+#include "backend/backend.h"
+#include "nn/layer_io.h"
+
+namespace engine {
+
+void softmax_forward(Backend& be, const float* x, float* y, std::int64_t rows, std::int64_t cols,
+                     Format accumulate) {
+  be.softmax_forward(x, y, rows, cols, accumulate);
+}
+
+void softmax_backward(Backend& be, const float* y, const float* dy, float* dx, std::int64_t rows,
+                      std::int64_t cols) {
+  be.softmax_backward(y, dy, dx, rows, cols);
+}
+
+Shape Softmax::output_shape(const Shape& in) const {
+  if (in.size() < 2 || in.back() < 1) throw_shape(name(), "expects input [batch, ..., classes]", in);
+  return in;
+}
+
+std::unique_ptr<Context> Softmax::make_context() const { return std::make_unique<SoftmaxContext>(); }
+
+void Softmax::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
+  auto& ctx = static_cast<SoftmaxContext&>(context);
+  const Shape ys = output_shape(x.shape());
+  nonfinite = {};
+  const LayerPrecision& p = m_precision;
+  const std::int64_t cols = x.shape().back();
+  const float* xf = f32_rounded(be, x, p.compute, m_x32, saturates_forward(p.compute));
+  float* yf = output_begin(y, ys, p.storage, m_y32);
+  softmax_forward(be, xf, yf, x.numel() / cols, cols, p.accumulate);
+  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
+  ctx.y = &y;
+}
+
+void Softmax::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
+  auto& ctx = static_cast<SoftmaxContext&>(context);
+  if (!ctx.y) throw std::logic_error(name() + ": backward before forward");
+  if (!dx) return;
+  const Tensor& y = *ctx.y;
+  if (dy.shape() != y.shape()) throw_shape(name(), "gradient does not match the output " + shape_string(y.shape()), dy.shape());
+  const LayerPrecision& p = m_precision;
+  const std::int64_t cols = y.shape().back();
+  const float* dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
+  const float* yf = f32_values(y, m_yb32);
+  float* dxf = output_begin(*dx, y.shape(), p.grad, m_dx32);
+  softmax_backward(be, yf, dyf, dxf, y.numel() / cols, cols);
+  output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, nonfinite.activation_grad));
+}
+
+}  // namespace engine

@@ -1,0 +1,10 @@
+# tests/engine/nn: finite-difference checks of every layer, model and loss;
+# builders, shapes and errors; low-precision rounding and seeded init.
+pl_add_test(test_nn
+  SOURCES engine/nn/test_layer_gradients.cpp
+          engine/nn/test_models.cpp
+          engine/nn/test_precision.cpp
+          engine/nn/test_loss.cpp
+  LIBS engine_cpu
+  LABELS engine
+  TIMEOUT 120)
