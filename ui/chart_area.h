@@ -1,0 +1,96 @@
+// ChartArea: the live charts over training steps — loss (train and
+// validation), loss scale (log2, overflow and skipped steps marked), memory
+// stacked by category, accuracy (validation and train batch) — and the
+// per-layer gradient histogram. One colour per run; ticked runs overlay.
+#pragma once
+
+#include <QString>
+#include <QVector>
+#include <QWidget>
+
+#include <cstdint>
+#include <map>
+
+class GradientPanel;
+class LiveChartView;
+class QAreaSeries;
+class QChart;
+class QChartView;
+class QLineSeries;
+class QScatterSeries;
+class QValueAxis;
+class QXYSeries;
+class RunStore;
+struct RunData;
+
+// GUI thread only. Keeps no history: refresh() reads the RunStore and
+// gives each changed series one replace() with its points decimated to the
+// plot's pixel columns (STYLE.md habit 12). Dense line series use OpenGL
+// only on xcb/wayland (they crash under the offscreen platform).
+class ChartArea : public QWidget {
+  Q_OBJECT
+
+ public:
+  enum Metric { Loss = 0, LossScale, Memory, Accuracy, Gradients, MetricCount };
+  // Main: train loss, log2 scale, memory total, val accuracy. Secondary:
+  // val loss, train batch accuracy. Markers: NaN loss, overflow steps.
+  // Markers2: skipped steps.
+  enum Role { Main = 0, Secondary, Markers, Markers2 };
+
+  explicit ChartArea(RunStore* store, QWidget* parent = nullptr);
+  ~ChartArea() override;
+
+  QChartView* view(Metric m) const;
+  QChart* chart(Metric m) const;
+  QValueAxis* xAxis(Metric m) const;
+  QValueAxis* yAxis(Metric m) const;
+  GradientPanel* gradientPanel() const { return m_gradients; }
+  static QString title(Metric m);
+
+  // The run whose memory is stacked by category and whose layer formats
+  // the gradient panel draws (-1: the newest visible run).
+  void setFocusRun(int id);
+  int focusRun() const;
+
+  // Redraws what changed since the last call: once per frame.
+  void refresh();
+  // A run's series on a chart (null before the run was first drawn).
+  QXYSeries* runSeries(Metric m, int runId, Role role = Main) const;
+  // The stacked memory area of category c (0 weights .. 5 workspace).
+  QAreaSeries* memoryArea(int category) const;
+
+  // Whether dense series use OpenGL here (xcb/wayland, and not disabled by
+  // PL_CHARTS_OPENGL=0).
+  static bool openGlWanted();
+
+  // True once any loss point is on a chart since the last reset.
+  bool hasPoints() const { return m_hadPoints; }
+  void resetFirstPoint() { m_hadPoints = false; }
+
+ signals:
+  // The first point of a run reached a chart (after resetFirstPoint()).
+  void pointsAppeared();
+
+ private:
+  struct RunSeries;
+  LiveChartView* makeChart(Metric m);
+  RunSeries& seriesFor(const RunData& run);
+  void updateRun(const RunData& run, RunSeries& s, double x1, bool force);
+  void updateMemoryStack(const RunData* run, double x1, bool force);
+  void updateRanges(double x1);
+  QString hoverText(Metric m, const QPointF& value) const;
+
+  RunStore* m_store;
+  QVector<LiveChartView*> m_views;
+  GradientPanel* m_gradients = nullptr;
+  std::map<int, RunSeries*> m_series;
+  QVector<QLineSeries*> m_memUpper;
+  QVector<QAreaSeries*> m_memAreas;
+  QScatterSeries* m_legendNan = nullptr;
+  int m_focus = -1;
+  int m_memoryRun = -1;
+  std::uint64_t m_memoryRevision = 0;
+  double m_x1 = -1.0;
+  QVector<int> m_widths;
+  bool m_hadPoints = false;
+};

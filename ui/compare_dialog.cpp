@@ -1,0 +1,82 @@
+// CompareDialog: a checkable list of the recipe presets.
+#include "compare_dialog.h"
+
+#include <QDialogButtonBox>
+#include <QLabel>
+#include <QListWidget>
+#include <QPushButton>
+#include <QVBoxLayout>
+
+#include "setup_panel.h"
+
+namespace {
+
+QString describeRecipe(const QString& r) {
+  if (r == QLatin1String("fp32")) return QObject::tr("FP32 everywhere: the reference");
+  if (r == QLatin1String("fp16")) return QObject::tr("FP16 everywhere, FP16 weights, no loss scaling");
+  if (r == QLatin1String("mixed-fp16")) return QObject::tr("FP16 matmuls, FP32 master weights, dynamic loss scaling");
+  if (r == QLatin1String("mixed-bf16")) return QObject::tr("BF16 matmuls, FP32 master weights, no loss scaling");
+  if (r == QLatin1String("fp8")) return QObject::tr("E4M3 forward / E5M2 gradients, FP32 master, dynamic scaling");
+  return {};
+}
+
+}  // namespace
+
+QStringList CompareDialog::defaultRecipes() {
+  return {QStringLiteral("fp32"), QStringLiteral("fp16"), QStringLiteral("mixed-fp16")};
+}
+
+CompareDialog::CompareDialog(const QStringList& checked, int seed, QWidget* parent) : QDialog(parent) {
+  setObjectName(QStringLiteral("compareDialog"));
+  setWindowTitle(tr("Compare recipes"));
+  auto* intro = new QLabel(tr("Run these recipes side by side with the current settings. They share seed %1: "
+                              "the same initial weights and the same batches, so the charts differ by "
+                              "precision alone.")
+                               .arg(seed),
+                           this);
+  intro->setWordWrap(true);
+  m_list = new QListWidget(this);
+  m_list->setObjectName(QStringLiteral("compareRecipeList"));
+  for (const QString& r : SetupPanel::recipes()) {
+    if (r == QLatin1String("custom")) continue;  // a comparison of presets
+    auto* item = new QListWidgetItem(QStringLiteral("%1 — %2").arg(r, describeRecipe(r)), m_list);
+    item->setData(Qt::UserRole, r);
+    item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable | Qt::ItemIsSelectable);
+    item->setCheckState(checked.contains(r) ? Qt::Checked : Qt::Unchecked);
+  }
+  m_list->setMinimumWidth(m_list->sizeHintForColumn(0) + 40);
+  m_list->setMinimumHeight(m_list->sizeHintForRow(0) * (m_list->count() + 1));
+  m_note = new QLabel(this);
+  m_note->setForegroundRole(QPalette::PlaceholderText);
+  m_buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
+  m_buttons->button(QDialogButtonBox::Ok)->setText(tr("Start comparison"));
+  connect(m_buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
+  connect(m_buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+  connect(m_list, &QListWidget::itemChanged, this, &CompareDialog::updateOk);
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(intro);
+  layout->addWidget(m_list, 1);
+  layout->addWidget(m_note);
+  layout->addWidget(m_buttons);
+  updateOk();
+}
+
+QStringList CompareDialog::recipes() const {
+  QStringList out;
+  for (int i = 0; i < m_list->count(); ++i)
+    if (m_list->item(i)->checkState() == Qt::Checked) out << m_list->item(i)->data(Qt::UserRole).toString();
+  return out;
+}
+
+void CompareDialog::setRecipes(const QStringList& recipes) {
+  for (int i = 0; i < m_list->count(); ++i)
+    m_list->item(i)->setCheckState(recipes.contains(m_list->item(i)->data(Qt::UserRole).toString()) ? Qt::Checked
+                                                                                                   : Qt::Unchecked);
+}
+
+void CompareDialog::updateOk() {
+  const int n = static_cast<int>(recipes().size());
+  m_buttons->button(QDialogButtonBox::Ok)->setEnabled(n >= 1);
+  m_note->setText(n == 0 ? tr("Tick at least one recipe.")
+                         : tr("%n run(s), stepped round-robin in one trainer.", nullptr, n));
+}

@@ -1,0 +1,33 @@
+// CompareDialog: picks the recipes of a comparison (default fp32, fp16,
+// mixed-fp16). They run side by side in one Trainer on the same seed:
+// same initial weights, same batches — differences come from precision.
+#pragma once
+
+#include <QDialog>
+#include <QStringList>
+
+class QDialogButtonBox;
+class QLabel;
+class QListWidget;
+
+// GUI thread only.
+class CompareDialog : public QDialog {
+  Q_OBJECT
+
+ public:
+  static QStringList defaultRecipes();
+
+  // `checked`: the recipes ticked at first; `seed` is shown, it is shared.
+  explicit CompareDialog(const QStringList& checked, int seed, QWidget* parent = nullptr);
+
+  // The ticked recipes, in the order listed.
+  QStringList recipes() const;
+  void setRecipes(const QStringList& recipes);
+
+ private:
+  void updateOk();
+
+  QListWidget* m_list = nullptr;
+  QDialogButtonBox* m_buttons = nullptr;
+  QLabel* m_note = nullptr;
+};

@@ -1,0 +1,280 @@
+// CompareView: small multiples on one y scale, and the summary table.
+#include "compare_view.h"
+
+#include <QChart>
+#include <QGraphicsLayout>
+#include <QGridLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineSeries>
+#include <QLocale>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QValueAxis>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+
+#include "decimate.h"
+#include "live_chart_view.h"
+#include "run_store.h"
+
+namespace {
+
+const QColor kFlagRed(0xF4, 0xC7, 0xC3);
+
+QTableWidgetItem* cell(const QString& text, Qt::Alignment align = Qt::AlignRight | Qt::AlignVCenter) {
+  auto* item = new QTableWidgetItem(text);
+  item->setTextAlignment(static_cast<int>(align));
+  item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
+  return item;
+}
+
+QString number(double v, int digits = 4) {
+  return std::isfinite(v) ? QString::number(v, 'f', digits) : QObject::tr("NaN");
+}
+
+QString signedNumber(double v, int digits) {
+  if (!std::isfinite(v)) return QObject::tr("NaN");
+  return (v > 0 ? QStringLiteral("+") : QString()) + QString::number(v, 'f', digits);
+}
+
+}  // namespace
+
+CompareView::CompareView(RunStore* store, QWidget* parent) : QWidget(parent), m_store(store) {
+  setObjectName(QStringLiteral("compareView"));
+  m_header = new QLabel(tr("No comparison yet. Press Compare to run FP32, FP16 and mixed precision side by side."),
+                        this);
+  m_header->setObjectName(QStringLiteral("compareHeader"));
+  m_header->setWordWrap(true);
+  m_grid = new QWidget(this);
+  m_gridLayout = new QGridLayout(m_grid);
+  m_gridLayout->setContentsMargins(0, 0, 0, 0);
+  m_gridLayout->setSpacing(4);
+
+  m_table = new QTableWidget(0, ColumnCount, this);
+  m_table->setObjectName(QStringLiteral("compareSummary"));
+  m_table->setHorizontalHeaderLabels({tr("run"), tr("recipe"), tr("final loss"), tr("accuracy (%)"),
+                                      tr("overflow steps"), tr("skipped steps"), tr("final scale"),
+                                      tr("peak memory"), tr("samples/s"), tr("Δ loss vs FP32"),
+                                      tr("Δ accuracy vs FP32 (points)")});
+  m_table->horizontalHeaderItem(AccuracyDiff)
+      ->setToolTip(tr("Red where the accuracy differs from the FP32 run by more than %1 points")
+                       .arg(kAccuracyGapPoints));
+  m_table->verticalHeader()->hide();
+  m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+  m_table->setWordWrap(false);
+  m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  m_table->horizontalHeader()->setSectionResizeMode(Run, QHeaderView::Stretch);
+  m_table->setMinimumHeight(120);
+
+  auto* split = new QSplitter(Qt::Vertical, this);
+  split->addWidget(m_grid);
+  split->addWidget(m_table);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 1);
+  split->setChildrenCollapsible(false);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addWidget(m_header);
+  layout->addWidget(split, 1);
+}
+
+QLineSeries* CompareView::smallLoss(int runId) const {
+  const qsizetype i = m_runs.indexOf(runId);
+  return i < 0 ? nullptr : m_loss[i];
+}
+
+void CompareView::setGroup(int group) {
+  if (group == m_group) return;
+  m_group = group;
+  rebuild();
+  refresh();
+}
+
+void CompareView::rebuild() {
+  for (LiveChartView* v : m_charts) delete v;
+  m_charts.clear();
+  m_loss.clear();
+  m_val.clear();
+  m_runs = m_store->group(m_group);
+  m_signature = 0;
+  const int n = static_cast<int>(m_runs.size());
+  const int columns = n <= 4 ? std::max(n, 1) : 3;
+  for (int k = 0; k < n; ++k) {
+    const RunData& r = m_store->run(m_runs[k]);
+    auto* chart = new QChart;
+    chart->setTitle(QStringLiteral("<span style='color:%1'>■</span> %2").arg(r.colour.name(), r.recipe.toHtmlEscaped()));
+    chart->legend()->hide();
+    chart->setMargins(QMargins(2, 2, 2, 2));
+    chart->layout()->setContentsMargins(0, 0, 0, 0);
+    chart->setBackgroundRoundness(0);
+    QFont small = chart->titleFont();
+    small.setPointSizeF(small.pointSizeF() * 0.85);
+    auto* x = new QValueAxis;
+    x->setTitleText(tr("step"));
+    x->setTitleFont(small);
+    x->setLabelsFont(small);
+    x->setLabelFormat(QStringLiteral("%.0f"));
+    x->setTickType(QValueAxis::TicksDynamic);
+    x->setTickAnchor(0);
+    chart->addAxis(x, Qt::AlignBottom);
+    auto* y = new QValueAxis;
+    y->setTitleText(tr("loss"));
+    y->setTitleFont(small);
+    y->setLabelsFont(small);
+    y->setLabelFormat(QStringLiteral("%.2f"));
+    y->setTickType(QValueAxis::TicksDynamic);
+    y->setTickAnchor(0);
+    chart->addAxis(y, Qt::AlignLeft);
+    auto* loss = new QLineSeries;
+    loss->setName(tr("train"));
+    loss->setPen(QPen(r.colour, 1.4));
+    auto* val = new QLineSeries;
+    val->setName(tr("validation"));
+    val->setPen(QPen(r.colour.darker(130), 2.0, Qt::DashLine));
+    val->setPointsVisible(true);
+    for (QLineSeries* s : {loss, val}) {
+      chart->addSeries(s);
+      s->attachAxis(x);
+      s->attachAxis(y);
+    }
+    auto* view = new LiveChartView(chart, m_grid);
+    view->setObjectName(QStringLiteral("compareChart%1").arg(k));
+    view->setMinimumSize(220, 160);
+    const int runId = m_runs[k];
+    view->setHoverText([this, runId](const QPointF& v) {
+      const RunData& rd = m_store->run(runId);
+      if (rd.steps.empty()) return QString();
+      const std::int64_t step = std::clamp<std::int64_t>(std::llround(v.x()), 1, rd.steps.back().step);
+      const auto it = std::lower_bound(rd.steps.begin(), rd.steps.end(), step,
+                                       [](const engine::StepMetrics& m, std::int64_t s) { return m.step < s; });
+      if (it == rd.steps.end()) return QString();
+      return tr("%1, step %2: loss %3").arg(rd.recipe).arg(it->step).arg(number(it->loss, 5));
+    });
+    m_gridLayout->addWidget(view, k / columns, k % columns);
+    m_charts << view;
+    m_loss << loss;
+    m_val << val;
+  }
+  if (m_group < 0 || m_runs.isEmpty()) {
+    m_header->setText(tr("No comparison yet. Press Compare to run FP32, FP16 and mixed precision side by side."));
+  } else {
+    const RunData& first = m_store->run(m_runs.front());
+    m_header->setText(tr("<b>Comparison %1</b>: %2 on %3, seed %4 — the same initial weights and batches for "
+                         "every run; one loss scale for all the small charts.")
+                          .arg(m_group + 1)
+                          .arg(QString::fromStdString(first.config.model), QString::fromStdString(first.config.dataset))
+                          .arg(first.config.seed));
+  }
+  m_table->setRowCount(static_cast<int>(m_runs.size()));
+}
+
+void CompareView::refresh() {
+  if (m_store->group(m_group) != m_runs) rebuild();
+  std::uint64_t sig = 1469598103934665603ull;
+  for (int id : m_runs) sig = (sig ^ (m_store->run(id).revision + 1)) * 1099511628211ull;
+  if (sig == m_signature && !m_runs.isEmpty()) return;
+  m_signature = sig;
+
+  // Shared axes: the small multiples compare at a glance only on one scale.
+  std::int64_t maxStep = 0;
+  double high = 0;
+  for (int id : m_runs) {
+    const RunData& r = m_store->run(id);
+    if (!r.steps.empty()) maxStep = std::max(maxStep, r.steps.back().step);
+  }
+  const double x1 = niceCeil(std::max<double>(static_cast<double>(maxStep), 10.0));
+  for (int k = 0; k < m_runs.size(); ++k) {
+    const RunData& r = m_store->run(m_runs[k]);
+    const int columns = std::max(50, static_cast<int>(m_charts[k]->chart()->plotArea().width()));
+    const QList<QPointF> pts = decimateMinMax(
+        static_cast<std::int64_t>(r.steps.size()),
+        [&r](std::int64_t i) {
+          const auto& m = r.steps[static_cast<std::size_t>(i)];
+          return QPointF(static_cast<double>(m.step), m.loss);
+        },
+        0, x1, columns);
+    m_loss[k]->replace(pts);
+    QList<QPointF> val;
+    for (const engine::EvalMetrics& e : r.evals)
+      if (std::isfinite(e.val_loss)) val.append(QPointF(static_cast<double>(e.step), e.val_loss));
+    m_val[k]->replace(val);
+    // The bulk of the curve sets the scale: skip the first 2% of steps (the
+    // initial loss) when there are enough points.
+    std::vector<double> ys;
+    for (const QPointF& p : pts) ys.push_back(p.y());
+    for (const QPointF& p : val) ys.push_back(p.y());
+    if (!ys.empty()) {
+      std::sort(ys.begin(), ys.end());
+      high = std::max(high, ys[static_cast<std::size_t>(0.98 * static_cast<double>(ys.size() - 1))]);
+      high = std::max(high, std::min(ys.back(), 3.0 * ys[ys.size() / 2]));
+    }
+  }
+  const double top = niceCeil(std::max(high * 1.05, 0.1));
+  for (LiveChartView* v : m_charts) {
+    auto* x = qobject_cast<QValueAxis*>(v->chart()->axes(Qt::Horizontal).first());
+    auto* y = qobject_cast<QValueAxis*>(v->chart()->axes(Qt::Vertical).first());
+    x->setRange(0, x1);
+    x->setTickInterval(niceTickInterval(x1, 4));
+    y->setRange(0, top);
+    y->setTickInterval(niceTickInterval(top, 4));
+  }
+  updateTable();
+}
+
+void CompareView::updateTable() {
+  const QLocale locale;
+  // The reference: the group's FP32 run.
+  const RunData* ref = nullptr;
+  for (int id : m_runs)
+    if (m_store->run(id).recipe == QLatin1String("fp32")) {
+      ref = &m_store->run(id);
+      break;
+    }
+  const engine::RunSummary refSummary = ref ? ref->currentSummary() : engine::RunSummary{};
+  m_table->setRowCount(static_cast<int>(m_runs.size()));
+  for (int k = 0; k < m_runs.size(); ++k) {
+    const RunData& r = m_store->run(m_runs[k]);
+    const engine::RunSummary s = r.currentSummary();
+    const bool hasAcc = s.val_accuracy >= 0;
+    auto* name = cell(r.name, Qt::AlignLeft | Qt::AlignVCenter);
+    name->setData(Qt::DecorationRole, r.colour);
+    if (r.state == engine::RunState::Failed) name->setToolTip(r.message);
+    m_table->setItem(k, Run, name);
+    m_table->setItem(k, Recipe, cell(r.recipe, Qt::AlignLeft | Qt::AlignVCenter));
+    m_table->setItem(k, FinalLoss, cell(s.steps > 0 ? number(s.final_loss) : QStringLiteral("—")));
+    m_table->setItem(k, Accuracy, cell(hasAcc ? number(100.0 * s.val_accuracy, 2) : QStringLiteral("—")));
+    m_table->setItem(k, OverflowSteps, cell(locale.toString(static_cast<qint64>(s.overflow_steps))));
+    m_table->setItem(k, SkippedSteps, cell(locale.toString(static_cast<qint64>(s.skipped_steps))));
+    const double e = std::log2(s.final_loss_scale);
+    m_table->setItem(k, FinalScale,
+                     cell(e == std::round(e) ? QStringLiteral("2^%1").arg(static_cast<int>(e))
+                                             : QString::number(s.final_loss_scale, 'g', 6)));
+    m_table->setItem(k, PeakMemory, cell(locale.formattedDataSize(s.peak_memory_bytes)));
+    m_table->setItem(k, SamplesPerSecond, cell(locale.toString(s.samples_per_second, 'f', 0)));
+
+    QTableWidgetItem* dLoss = cell(QStringLiteral("—"));
+    QTableWidgetItem* dAcc = cell(QStringLiteral("—"));
+    if (ref && ref != &r && s.steps > 0 && refSummary.steps > 0) {
+      dLoss->setText(signedNumber(s.final_loss - refSummary.final_loss, 4));
+      if (hasAcc && refSummary.val_accuracy >= 0) {
+        const double gap = 100.0 * (s.val_accuracy - refSummary.val_accuracy);
+        dAcc->setText(signedNumber(gap, 2));
+        if (std::fabs(gap) > kAccuracyGapPoints) {
+          dAcc->setBackground(kFlagRed);
+          dAcc->setForeground(QColor(0x8B, 0x00, 0x00));
+          dAcc->setData(Qt::UserRole, true);  // flagged (tests read this)
+          dAcc->setToolTip(tr("%1 points from FP32: more than %2").arg(std::fabs(gap), 0, 'f', 2).arg(kAccuracyGapPoints));
+        }
+      }
+    } else if (ref == &r) {
+      dLoss->setText(tr("reference"));
+      dAcc->setText(tr("reference"));
+    }
+    m_table->setItem(k, LossDiff, dLoss);
+    m_table->setItem(k, AccuracyDiff, dAcc);
+  }
+}

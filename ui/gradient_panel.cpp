@@ -1,0 +1,381 @@
+// GradientPanel: histogram series per run, format range zones, fractions.
+#include "gradient_panel.h"
+
+#include <QAreaSeries>
+#include <QChart>
+#include <QComboBox>
+#include <QGraphicsLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QLocale>
+#include <QValueAxis>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "chart_area.h"
+#include "decimate.h"
+#include "live_chart_view.h"
+#include "numeric/format.h"
+#include "run_store.h"
+
+namespace {
+
+constexpr double kAxisFloor = -70.0;  // FP32's 2^-149 would squash the histogram
+constexpr double kAxisCeil = 45.0;
+
+QString pow2(double e) {
+  return QStringLiteral("2^%1").arg(QString::number(e, 'g', 4));
+}
+
+QString percent(double f) {
+  if (f <= 0) return QStringLiteral("0%");
+  if (f < 0.0001) return QStringLiteral("<0.01%");
+  return QStringLiteral("%1%").arg(100.0 * f, 0, 'f', f < 0.1 ? 2 : 1);
+}
+
+// Step outline of a histogram: bin b spans [lo + b, lo + b + 1) in log2|g|.
+QList<QPointF> outline(const engine::GradStats& g, double shift, double& yMax, double& xLo, double& xHi) {
+  QList<QPointF> pts;
+  const double total = g.total > 0 ? static_cast<double>(g.total) : 1.0;
+  int first = -1, last = -1;
+  for (int b = 0; b < static_cast<int>(g.histogram.size()); ++b)
+    if (g.histogram[static_cast<std::size_t>(b)] > 0) {
+      if (first < 0) first = b;
+      last = b;
+    }
+  if (first < 0) return pts;
+  const double base = g.log2_lo + shift;
+  pts.append(QPointF(base + first, 0));
+  for (int b = first; b <= last; ++b) {
+    const double y = 100.0 * static_cast<double>(g.histogram[static_cast<std::size_t>(b)]) / total;
+    pts.append(QPointF(base + b, y));
+    pts.append(QPointF(base + b + 1, y));
+    yMax = std::max(yMax, y);
+  }
+  pts.append(QPointF(base + last + 1, 0));
+  xLo = std::min(xLo, base + first);
+  xHi = std::max(xHi, base + last + 1);
+  return pts;
+}
+
+}  // namespace
+
+struct GradientPanel::RunHist {
+  QLineSeries* unscaled = nullptr;
+  QLineSeries* scaled = nullptr;
+};
+
+GradientPanel::GradientPanel(RunStore* store, QWidget* parent) : QWidget(parent), m_store(store) {
+  setObjectName(QStringLiteral("gradientPanel"));
+  auto* chart = new QChart;
+  chart->setTitle(ChartArea::title(ChartArea::Gradients));
+  QFont titleFont = chart->titleFont();
+  titleFont.setBold(true);
+  chart->setTitleFont(titleFont);
+  chart->setMargins(QMargins(4, 2, 4, 2));
+  chart->layout()->setContentsMargins(0, 0, 0, 0);
+  chart->setBackgroundRoundness(0);
+  chart->legend()->setAlignment(Qt::AlignRight);
+  QFont legendFont = chart->legend()->font();
+  legendFont.setPointSizeF(titleFont.pointSizeF() * 0.8);
+  chart->legend()->setFont(legendFont);
+  QFont axisFont = titleFont;
+  axisFont.setBold(false);
+  axisFont.setPointSizeF(titleFont.pointSizeF() * 0.85);
+
+  auto* x = new QValueAxis;
+  x->setObjectName(QStringLiteral("xAxis"));
+  x->setTitleText(tr("log2 |gradient|"));
+  x->setTitleFont(axisFont);
+  x->setLabelsFont(axisFont);
+  x->setLabelFormat(QStringLiteral("%.0f"));
+  x->setTickType(QValueAxis::TicksDynamic);
+  x->setTickAnchor(0);
+  x->setTickInterval(8);
+  x->setRange(-40, 24);
+  chart->addAxis(x, Qt::AlignBottom);
+  auto* y = new QValueAxis;
+  y->setObjectName(QStringLiteral("yAxis"));
+  y->setTitleText(tr("share of values (%)"));
+  y->setTitleFont(axisFont);
+  y->setLabelsFont(axisFont);
+  y->setLabelFormat(QStringLiteral("%.0f"));
+  y->setTickType(QValueAxis::TicksDynamic);
+  y->setTickAnchor(0);
+  y->setTickInterval(2);
+  y->setRange(0, 10);
+  chart->addAxis(y, Qt::AlignLeft);
+
+  auto zone = [chart, x, y](const QString& name, const QColor& colour) {
+    auto* upper = new QLineSeries(chart);
+    auto* area = new QAreaSeries(upper);
+    area->setName(name);
+    QColor fill = colour;
+    fill.setAlpha(45);
+    area->setBrush(fill);
+    area->setPen(Qt::NoPen);
+    chart->addSeries(area);
+    area->attachAxis(x);
+    area->attachAxis(y);
+    return area;
+  };
+  m_zoneUnder = zone(tr("flushes to zero"), QColor(0xD0, 0x1C, 0x1C));
+  m_zoneSub = zone(tr("subnormal"), QColor(0xE6, 0x9F, 0x00));
+  m_zoneOver = zone(tr("overflows"), QColor(0xD0, 0x1C, 0x1C));
+  auto line = [chart, x, y](const QColor& colour) {
+    auto* l = new QLineSeries;
+    l->setPen(QPen(colour, 1.2, Qt::DashLine));
+    chart->addSeries(l);
+    l->attachAxis(x);
+    l->attachAxis(y);
+    for (QLegendMarker* m : chart->legend()->markers(l)) m->setVisible(false);
+    return l;
+  };
+  m_lineSub = line(QColor(0xB0, 0x10, 0x10));
+  m_lineNormal = line(QColor(0xB0, 0x70, 0x00));
+  m_lineMax = line(QColor(0xB0, 0x10, 0x10));
+
+  m_view = new LiveChartView(chart, this);
+  m_view->setObjectName(QStringLiteral("gradientsChart"));
+  m_view->setMinimumSize(260, 170);
+  m_view->setHoverText([this](const QPointF& v) { return hoverText(v); });
+
+  m_layer = new QComboBox(this);
+  m_layer->setObjectName(QStringLiteral("gradientLayerCombo"));
+  m_layer->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  m_layer->setPlaceholderText(tr("no statistics yet"));
+  m_layer->setToolTip(tr("The layer whose weight-gradient histogram is drawn"));
+  connect(m_layer, &QComboBox::textActivated, this, [this](const QString& text) {
+    m_wantedLayer = text;
+    m_signature = 0;
+    refresh(m_focus);
+  });
+  m_fractions = new QLabel(this);
+  m_fractions->setObjectName(QStringLiteral("gradientFractions"));
+  m_fractions->setWordWrap(true);
+  m_fractions->setTextFormat(Qt::RichText);
+  m_fractions->setText(tr("Gradient statistics arrive at step 1 and every 100 steps."));
+
+  auto* header = new QHBoxLayout;
+  header->setContentsMargins(4, 0, 4, 0);
+  header->addWidget(new QLabel(tr("Layer"), this));
+  header->addWidget(m_layer);
+  header->addWidget(m_fractions, 1);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->setSpacing(2);
+  layout->addWidget(m_view, 1);
+  layout->addLayout(header);
+}
+
+QChart* GradientPanel::chart() const { return m_view->chart(); }
+
+QString GradientPanel::layer() const { return m_layer->currentText(); }
+
+void GradientPanel::setLayer(const QString& layer) {
+  m_wantedLayer = layer;
+  m_signature = 0;
+  refresh(m_focus);
+}
+
+QLineSeries* GradientPanel::histogram(int runId) const {
+  const auto it = m_hists.find(runId);
+  return it == m_hists.end() ? nullptr : it->second->unscaled;
+}
+
+void GradientPanel::rebuildLayerList(const RunData* focus) {
+  QStringList layers;
+  if (focus)
+    for (const std::string& l : focus->gradLayers()) layers << QString::fromStdString(l);
+  QStringList current;
+  for (int i = 0; i < m_layer->count(); ++i) current << m_layer->itemText(i);
+  if (layers != current) {
+    const QSignalBlocker block(m_layer);
+    m_layer->clear();
+    m_layer->addItems(layers);
+  }
+  if (layers.isEmpty()) return;
+  const QString want = layers.contains(m_wantedLayer) ? m_wantedLayer
+                       : layers.contains(m_layer->currentText()) ? m_layer->currentText()
+                                                                  : layers.front();
+  if (m_layer->currentText() != want) {
+    const QSignalBlocker block(m_layer);
+    m_layer->setCurrentText(want);
+  }
+}
+
+void GradientPanel::refresh(int focusRun) {
+  m_focus = focusRun;
+  const RunData* focus = focusRun >= 0 && focusRun < m_store->count() ? &m_store->run(focusRun) : nullptr;
+  // Signature of what the drawing depends on: skip the work when unchanged.
+  std::uint64_t sig = 1469598103934665603ull;
+  auto mix = [&sig](std::uint64_t v) { sig = (sig ^ v) * 1099511628211ull; };
+  mix(static_cast<std::uint64_t>(focusRun + 2));
+  mix(qHash(m_wantedLayer));
+  for (int id = 0; id < m_store->count(); ++id) {
+    const RunData& r = m_store->run(id);
+    mix(r.visible ? r.grads.size() + 1 : 0);
+  }
+  if (sig == m_signature) return;
+  m_signature = sig;
+
+  rebuildLayerList(focus);
+  const std::string layer = m_layer->currentText().toStdString();
+  QChart* c = chart();
+  double yMax = 0, xLo = 1e9, xHi = -1e9;
+  for (int id = 0; id < m_store->count(); ++id) {
+    const RunData& r = m_store->run(id);
+    const engine::GradStats* g = r.visible && !layer.empty() ? r.latestGrad(layer) : nullptr;
+    auto it = m_hists.find(id);
+    if (!g) {
+      if (it != m_hists.end()) {
+        it->second->unscaled->setVisible(false);
+        it->second->scaled->setVisible(false);
+      }
+      continue;
+    }
+    if (it == m_hists.end()) {
+      auto* h = new RunHist;
+      auto add = [&](Qt::PenStyle style, double width) {
+        auto* s = new QLineSeries(this);
+        s->setName(r.name);
+        s->setPen(QPen(r.colour, width, style));
+        c->addSeries(s);
+        for (QAbstractAxis* a : c->axes()) s->attachAxis(a);
+        for (QLegendMarker* m : c->legend()->markers(s)) m->setVisible(false);
+        return s;
+      };
+      h->unscaled = add(Qt::SolidLine, 2.0);
+      h->scaled = add(Qt::DashLine, 1.4);
+      it = m_hists.emplace(id, h).first;
+    }
+    RunHist& h = *it->second;
+    h.unscaled->setVisible(true);
+    h.unscaled->replace(outline(*g, 0.0, yMax, xLo, xHi));
+    // The same values as the GEMMs saw them: multiplied by the loss scale,
+    // i.e. shifted right by log2(scale) bins.
+    const double shift = std::log2(r.lossScaleAt(g->step));
+    h.scaled->setVisible(shift != 0.0);
+    h.scaled->replace(shift != 0.0 ? outline(*g, shift, yMax, xLo, xHi) : QList<QPointF>{});
+  }
+
+  // The focus run's layer format decides the range drawn.
+  const engine::GradStats* fg = focus && !layer.empty() ? focus->latestGrad(layer) : nullptr;
+  if (!fg && !layer.empty())
+    for (int id = 0; id < m_store->count() && !fg; ++id)
+      if (m_store->run(id).visible) fg = m_store->run(id).latestGrad(layer);
+  m_range = {};
+  QString text;
+  if (fg) {
+    const std::optional<engine::Format> f = engine::parse_format(fg->format);
+    if (f) {
+      const engine::FormatInfo& info = engine::format_info(*f);
+      m_range.format = QString::fromLatin1(info.name);
+      m_range.minSubnormal = std::log2(info.min_subnormal);
+      m_range.minNormal = std::log2(info.min_normal);
+      m_range.maxFinite = std::log2(info.max);
+    }
+    const double scale = focus ? focus->lossScaleAt(fg->step) : 1.0;
+    text = tr("<b>%1</b> · grads %2 · step %3 · scale %4<br>"
+              "flush to zero <b>%5</b> unscaled → <b>%6</b> scaled · subnormal %7 → %8 · "
+              "overflow <b>%9</b> → <b>%10</b> · exact zeros %11")
+               .arg(QString::fromStdString(fg->layer).toHtmlEscaped(), m_range.format.isEmpty()
+                                                                         ? QString::fromStdString(fg->format)
+                                                                         : m_range.format)
+               .arg(QLocale().toString(static_cast<qint64>(fg->step)))
+               .arg(pow2(std::log2(scale)))
+               .arg(percent(fg->underflow_unscaled), percent(fg->underflow_scaled), percent(fg->subnormal_unscaled),
+                    percent(fg->subnormal_scaled), percent(fg->overflow_unscaled), percent(fg->overflow_scaled))
+               .arg(percent(fg->total > 0 ? static_cast<double>(fg->zeros) / static_cast<double>(fg->total) : 0.0));
+  } else {
+    text = tr("Gradient statistics arrive at step 1 and every %1 steps.").arg(100);
+  }
+  m_fractions->setText(text);
+
+  // Axis: the histograms and the format's boundaries, within reason.
+  if (!m_range.format.isEmpty())
+    for (double b : {m_range.minSubnormal, m_range.minNormal, m_range.maxFinite})
+      if (b >= kAxisFloor && b <= kAxisCeil) xLo = std::min(xLo, b), xHi = std::max(xHi, b);
+  if (xLo > xHi) xLo = -40, xHi = 24;
+  const double x0 = std::max(kAxisFloor, std::floor(xLo) - 2), x1 = std::min(kAxisCeil, std::ceil(xHi) + 2);
+  const double yTop = niceCeil(std::max(1.0, yMax * 1.1));
+  auto* xa = qobject_cast<QValueAxis*>(c->axes(Qt::Horizontal).first());
+  auto* ya = qobject_cast<QValueAxis*>(c->axes(Qt::Vertical).first());
+  xa->setRange(x0, x1);
+  xa->setTickInterval(std::max(1.0, niceTickInterval(x1 - x0, 8)));
+  ya->setRange(0, yTop);
+  ya->setTickInterval(niceTickInterval(yTop, 5));
+  updateZones(x0, x1, yTop);
+}
+
+void GradientPanel::updateZones(double x0, double x1, double yTop) {
+  auto band = [yTop](QAreaSeries* a, double from, double to) {
+    QList<QPointF> pts;
+    if (to > from) pts = {QPointF(from, yTop), QPointF(to, yTop)};
+    a->upperSeries()->replace(pts);
+  };
+  auto vline = [yTop, x0, x1](QLineSeries* l, double x) {
+    if (x >= x0 && x <= x1)
+      l->replace({QPointF(x, 0), QPointF(x, yTop)});
+    else
+      l->replace(QList<QPointF>{});
+  };
+  if (m_range.format.isEmpty()) {
+    for (QAreaSeries* a : {m_zoneUnder, m_zoneSub, m_zoneOver}) a->upperSeries()->replace(QList<QPointF>{});
+    for (QLineSeries* l : {m_lineSub, m_lineNormal, m_lineMax}) l->replace(QList<QPointF>{});
+    return;
+  }
+  // Values below half the smallest subnormal round to zero; the zones are
+  // drawn at the representable boundaries themselves.
+  band(m_zoneUnder, x0, std::min(m_range.minSubnormal, x1));
+  band(m_zoneSub, std::max(m_range.minSubnormal, x0), std::min(m_range.minNormal, x1));
+  band(m_zoneOver, std::max(m_range.maxFinite, x0), x1);
+  vline(m_lineSub, m_range.minSubnormal);
+  vline(m_lineNormal, m_range.minNormal);
+  vline(m_lineMax, m_range.maxFinite);
+  const QLocale locale;
+  m_zoneUnder->setName(tr("%1 flushes to 0 (< %2)").arg(m_range.format, pow2(m_range.minSubnormal)));
+  m_zoneSub->setName(tr("subnormal (< %1)").arg(pow2(m_range.minNormal)));
+  m_zoneOver->setName(
+      tr("overflows (> %1)").arg(locale.toString(std::exp2(m_range.maxFinite), 'g', 5)));
+}
+
+QString GradientPanel::hoverText(const QPointF& value) const {
+  const std::string layer = m_layer->currentText().toStdString();
+  if (layer.empty()) return {};
+  const int bin = static_cast<int>(std::floor(value.x()));
+  QStringList lines;
+  lines << tr("|g| in [2^%1, 2^%2)").arg(bin).arg(bin + 1);
+  for (int id = 0; id < m_store->count(); ++id) {
+    const RunData& r = m_store->run(id);
+    const engine::GradStats* g = r.visible ? r.latestGrad(layer) : nullptr;
+    if (!g || g->total <= 0) continue;
+    const double total = static_cast<double>(g->total);
+    auto share = [&](int b) {
+      const int i = b - g->log2_lo;
+      if (i < 0 || i >= static_cast<int>(g->histogram.size())) return 0.0;
+      return static_cast<double>(g->histogram[static_cast<std::size_t>(i)]) / total;
+    };
+    const int shift = static_cast<int>(std::lround(std::log2(r.lossScaleAt(g->step))));
+    QString t = tr("<span style='color:%1'>■</span> %2 (step %3): %4 unscaled")
+                    .arg(r.colour.name(), r.name.toHtmlEscaped())
+                    .arg(g->step)
+                    .arg(percent(share(bin)));
+    if (shift != 0) t += tr(", %1 as scaled").arg(percent(share(bin - shift)));
+    lines << t;
+  }
+  if (!m_range.format.isEmpty()) {
+    QString where;
+    if (value.x() < m_range.minSubnormal) where = tr("%1: flushes to zero here").arg(m_range.format);
+    else if (value.x() < m_range.minNormal) where = tr("%1: subnormal here (fewer mantissa bits)").arg(m_range.format);
+    else if (value.x() > m_range.maxFinite) where = tr("%1: overflows here").arg(m_range.format);
+    else where = tr("%1: normal range").arg(m_range.format);
+    lines << where;
+  }
+  return lines.join(QStringLiteral("<br>"));
+}

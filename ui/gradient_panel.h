@@ -1,0 +1,82 @@
+// GradientPanel: the gradient histogram of one layer (GradStats: log2|g|
+// in unit bins) per visible run, with the layer's gradient format's
+// representable range laid over it — flush-to-zero below the smallest
+// subnormal, subnormals below the smallest normal, overflow above the
+// largest finite — and the fractions that underflow / overflow, unscaled
+// and as scaled by the loss scale.
+#pragma once
+
+#include <QWidget>
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+class LiveChartView;
+class QAreaSeries;
+class QChart;
+class QComboBox;
+class QLabel;
+class QLineSeries;
+class QValueAxis;
+class RunStore;
+struct RunData;
+
+namespace engine {
+struct GradStats;
+}
+
+// GUI thread only.
+class GradientPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit GradientPanel(RunStore* store, QWidget* parent = nullptr);
+
+  LiveChartView* view() const { return m_view; }
+  QChart* chart() const;
+  QComboBox* layerCombo() const { return m_layer; }
+  QLabel* fractionsLabel() const { return m_fractions; }
+
+  // Selects the layer (no-op when no run has statistics for it yet; kept
+  // and applied when they arrive).
+  void setLayer(const QString& layer);
+  QString layer() const;
+
+  // Redraws for the visible runs; `focusRun` decides the layer list and the
+  // format whose range is drawn. Cheap when nothing changed.
+  void refresh(int focusRun);
+
+  // The histogram series (unscaled) of a run, or null.
+  QLineSeries* histogram(int runId) const;
+  // The range lines drawn for the focus layer's format, in log2 units:
+  // smallest subnormal, smallest normal, largest finite (NaN when off the axis).
+  struct Range {
+    QString format;
+    double minSubnormal = 0, minNormal = 0, maxFinite = 0;
+  };
+  Range range() const { return m_range; }
+
+ private:
+  struct RunHist;
+  void rebuildLayerList(const RunData* focus);
+  void updateZones(double x0, double x1, double yTop);
+  QString hoverText(const QPointF& value) const;
+
+  RunStore* m_store;
+  LiveChartView* m_view = nullptr;
+  QComboBox* m_layer = nullptr;
+  QLabel* m_fractions = nullptr;
+  QString m_wantedLayer;
+  std::map<int, RunHist*> m_hists;
+  QAreaSeries* m_zoneUnder = nullptr;
+  QAreaSeries* m_zoneSub = nullptr;
+  QAreaSeries* m_zoneOver = nullptr;
+  QLineSeries* m_lineSub = nullptr;
+  QLineSeries* m_lineNormal = nullptr;
+  QLineSeries* m_lineMax = nullptr;
+  Range m_range;
+  int m_focus = -2;
+  std::uint64_t m_focusRevision = 0;
+  std::uint64_t m_signature = 0;
+};

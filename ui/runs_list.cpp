@@ -1,0 +1,102 @@
+// RunsList: a flat QTreeView over a QStandardItemModel; the colour column
+// shows a swatch, the colour the run's series have on every chart.
+#include "runs_list.h"
+
+#include <QHeaderView>
+#include <QPainter>
+#include <QPixmap>
+#include <QStandardItemModel>
+
+namespace {
+
+// Distinguishable on white and for the common colour-vision deficiencies
+// (Okabe-Ito).
+const QColor kPalette[] = {QColor(0x00, 0x72, 0xB2), QColor(0xD5, 0x5E, 0x00), QColor(0x00, 0x9E, 0x73),
+                           QColor(0xCC, 0x79, 0xA7), QColor(0xE6, 0x9F, 0x00), QColor(0x56, 0xB4, 0xE9),
+                           QColor(0xF0, 0xE4, 0x42), QColor(0x00, 0x00, 0x00)};
+
+QIcon swatch(const QColor& colour) {
+  QPixmap pixmap(14, 14);
+  pixmap.fill(Qt::transparent);
+  QPainter p(&pixmap);
+  p.setPen(QPen(colour.darker(140), 1));
+  p.setBrush(colour);
+  p.drawRect(1, 1, 12, 12);
+  return QIcon(pixmap);
+}
+
+}  // namespace
+
+RunsList::RunsList(QWidget* parent) : QTreeView(parent) {
+  setObjectName(QStringLiteral("runsList"));
+  m_model = new QStandardItemModel(0, ColumnCount, this);
+  m_model->setHorizontalHeaderLabels({tr("name"), tr("recipe"), tr("colour"), tr("status")});
+  setModel(m_model);
+  setRootIsDecorated(false);
+  setUniformRowHeights(true);
+  setAlternatingRowColors(true);
+  setSelectionMode(QAbstractItemView::ExtendedSelection);  // several runs for Compare
+  setEditTriggers(QAbstractItemView::NoEditTriggers);
+  header()->setSectionResizeMode(Name, QHeaderView::Stretch);
+  header()->setStretchLastSection(false);
+  const QFontMetrics fm = fontMetrics();
+  header()->resizeSection(Recipe, fm.horizontalAdvance(QStringLiteral("mixed-bf16")) + 24);
+  header()->resizeSection(Colour, fm.horizontalAdvance(QStringLiteral("#000000")) + 40);
+  header()->resizeSection(Status, fm.horizontalAdvance(QStringLiteral("running 100%")) + 24);
+  setMinimumSize(300, 140);
+  connect(m_model, &QStandardItemModel::itemChanged, this, [this](QStandardItem* item) {
+    if (item->column() == Name) emit runCheckedChanged(item->row(), item->checkState() == Qt::Checked);
+  });
+  connect(selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          [this](const QModelIndex& current) { emit currentRunChanged(current.isValid() ? current.row() : -1); });
+}
+
+int RunsList::addRun(const QString& name, const QString& recipe, const QColor& colour, const QString& status) {
+  auto* colourItem = new QStandardItem(swatch(colour), colour.name());
+  colourItem->setData(colour, Qt::UserRole);
+  auto* nameItem = new QStandardItem(name);
+  nameItem->setCheckable(true);
+  nameItem->setCheckState(Qt::Checked);
+  nameItem->setToolTip(tr("Ticked runs are drawn on every chart"));
+  // Items set up before they join the model emit no itemChanged.
+  m_model->appendRow({nameItem, new QStandardItem(recipe), colourItem, new QStandardItem(status)});
+  setCurrentIndex(m_model->index(m_model->rowCount() - 1, 0));
+  return m_model->rowCount() - 1;
+}
+
+void RunsList::setRunStatus(int row, const QString& status, const QString& detail, bool failed) {
+  QStandardItem* item = m_model->item(row, Status);
+  if (!item) return;
+  if (item->text() != status) item->setText(status);
+  if (item->toolTip() != detail) item->setToolTip(detail);
+  const QBrush fg = failed ? QBrush(QColor(0xB0, 0x10, 0x10)) : QBrush();
+  if (item->foreground() != fg) item->setForeground(fg);
+  if (QStandardItem* name = m_model->item(row, Name); name && failed && name->toolTip() != detail)
+    name->setToolTip(detail);
+}
+
+QString RunsList::runStatus(int row) const {
+  const QStandardItem* item = m_model->item(row, Status);
+  return item ? item->text() : QString();
+}
+
+void RunsList::setRunChecked(int row, bool checked) {
+  if (QStandardItem* item = m_model->item(row, Name)) item->setCheckState(checked ? Qt::Checked : Qt::Unchecked);
+}
+
+bool RunsList::isRunChecked(int row) const {
+  const QStandardItem* item = m_model->item(row, Name);
+  return item && item->checkState() == Qt::Checked;
+}
+
+int RunsList::currentRun() const {
+  const QModelIndex i = currentIndex();
+  return i.isValid() ? i.row() : -1;
+}
+
+int RunsList::runCount() const { return m_model->rowCount(); }
+
+QColor RunsList::nextColour() const {
+  constexpr int n = static_cast<int>(sizeof kPalette / sizeof kPalette[0]);
+  return kPalette[m_model->rowCount() % n];
+}

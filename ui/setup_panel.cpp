@@ -1,0 +1,405 @@
+// SetupPanel: the experiment's settings form; defaults follow DESIGN.md
+// (GradScaler's loss-scaling defaults, the recipes' scaling modes).
+#include "setup_panel.h"
+
+#include <QComboBox>
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QLabel>
+#include <QSpinBox>
+#include <QStandardItemModel>
+#include <QThread>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <exception>
+#include <limits>
+
+#include "amp/recipe.h"
+#include "backend/cuda_module.h"
+
+namespace {
+
+constexpr int kFolderItem = 3;  // "folder…" in the dataset combo
+
+QComboBox* makeCombo(const QString& objectName, const QStringList& items, QWidget* parent) {
+  auto* combo = new QComboBox(parent);
+  combo->setObjectName(objectName);
+  combo->addItems(items);
+  return combo;
+}
+
+QGroupBox* makeGroup(const QString& title, QFormLayout*& form, QWidget* parent) {
+  auto* box = new QGroupBox(title, parent);
+  form = new QFormLayout(box);
+  form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  form->setLabelAlignment(Qt::AlignLeft | Qt::AlignVCenter);
+  return box;
+}
+
+// The loss scaling a recipe uses by default comes from the engine's
+// recipe table (none for fp32/fp16/mixed-bf16, dynamic for mixed-fp16/fp8).
+QString defaultScaling(const QString& recipe, const QString& current) {
+  try {
+    return QString::fromLatin1(engine::scaling_mode_key(engine::make_recipe(recipe.toStdString()).scaling.mode));
+  } catch (const std::exception&) {
+    return current;  // not a preset: keep what the user chose
+  }
+}
+
+// One label column width for all groups, so the fields line up down the
+// whole panel instead of group by group.
+void alignFormLabels(const QList<QFormLayout*>& forms) {
+  QList<QWidget*> labels;
+  int width = 0;
+  for (QFormLayout* form : forms)
+    for (int row = 0; row < form->rowCount(); ++row)
+      if (QLayoutItem* item = form->itemAt(row, QFormLayout::LabelRole); item && item->widget()) {
+        labels << item->widget();
+        width = qMax(width, item->widget()->sizeHint().width());
+      }
+  for (QWidget* label : labels) label->setMinimumWidth(width);
+}
+
+}  // namespace
+
+QStringList SetupPanel::recipes() {
+  QStringList names;
+  for (const std::string& name : engine::recipe_names()) names << QString::fromStdString(name);
+  return names;
+}
+
+SetupPanel::SetupPanel(QWidget* parent) : QWidget(parent) {
+  setObjectName(QStringLiteral("setupPanel"));
+  auto* layout = new QVBoxLayout(this);
+
+  // --- data and model ---
+  QFormLayout* form = nullptr;
+  QGroupBox* data = makeGroup(tr("Data and model"), form, this);
+  m_dataset = makeCombo(QStringLiteral("datasetCombo"),
+                        {QStringLiteral("fashion-mnist"), QStringLiteral("spirals"),
+                         QStringLiteral("tiny-gradients"), tr("folder…")},
+                        data);
+  m_dataset->setItemData(0, QStringLiteral("fashion-mnist"));
+  m_dataset->setItemData(1, QStringLiteral("spirals"));
+  m_dataset->setItemData(2, QStringLiteral("tiny-gradients"));
+  m_dataset->setItemData(0, tr("Fashion-MNIST from /usr/share/datasets/fashion-mnist"), Qt::ToolTipRole);
+  m_dataset->setItemData(1, tr("Two interleaved spirals, 2-D, two classes"), Qt::ToolTipRole);
+  m_dataset->setItemData(2, tr("A regression whose gradients underflow FP16 unless the loss is scaled"),
+                         Qt::ToolTipRole);
+  m_dataset->setItemData(kFolderItem, tr("Any folder of MNIST-format IDX files"), Qt::ToolTipRole);
+  connect(m_dataset, &QComboBox::activated, this, &SetupPanel::onDatasetActivated);
+  form->addRow(tr("Dataset"), m_dataset);
+  m_model = makeCombo(QStringLiteral("modelCombo"),
+                      {QStringLiteral("mlp"), QStringLiteral("cnn"), QStringLiteral("transformer")}, data);
+  form->addRow(tr("Model"), m_model);
+  layout->addWidget(data);
+
+  // --- optimisation and schedule ---
+  QGroupBox* training = makeGroup(tr("Training"), form, this);
+  m_optimizer = makeCombo(QStringLiteral("optimizerCombo"), {QStringLiteral("sgd"), QStringLiteral("adam")},
+                          training);
+  form->addRow(tr("Optimizer"), m_optimizer);
+  m_learningRate = new QDoubleSpinBox(training);
+  m_learningRate->setObjectName(QStringLiteral("learningRateSpin"));
+  m_learningRate->setDecimals(5);
+  m_learningRate->setRange(0.00001, 10.0);
+  m_learningRate->setSingleStep(0.001);
+  m_learningRate->setValue(0.05);
+  form->addRow(tr("Learning rate"), m_learningRate);
+  m_batch = new QSpinBox(training);
+  m_batch->setObjectName(QStringLiteral("batchSpin"));
+  m_batch->setRange(1, 65536);
+  m_batch->setValue(64);
+  form->addRow(tr("Batch"), m_batch);
+  m_durationUnit = makeCombo(QStringLiteral("durationUnitCombo"), {tr("epochs"), tr("steps")}, training);
+  m_duration = new QSpinBox(training);
+  m_duration->setObjectName(QStringLiteral("durationSpin"));
+  m_duration->setRange(1, 10'000'000);
+  m_duration->setValue(m_epochs);
+  auto* durationRow = new QWidget(training);
+  auto* durationLayout = new QHBoxLayout(durationRow);
+  durationLayout->setContentsMargins(0, 0, 0, 0);
+  durationLayout->addWidget(m_duration, 1);
+  durationLayout->addWidget(m_durationUnit);
+  connect(m_durationUnit, &QComboBox::currentIndexChanged, this, &SetupPanel::onDurationUnitChanged);
+  form->addRow(tr("Length"), durationRow);
+  m_seed = new QSpinBox(training);
+  m_seed->setObjectName(QStringLiteral("seedSpin"));
+  m_seed->setRange(0, std::numeric_limits<int>::max());
+  m_seed->setValue(42);
+  m_seed->setToolTip(tr("Runs with the same seed share initial weights and batch order"));
+  form->addRow(tr("Seed"), m_seed);
+  layout->addWidget(training);
+
+  // --- precision ---
+  QGroupBox* precision = makeGroup(tr("Precision"), form, this);
+  m_recipe = makeCombo(QStringLiteral("recipeCombo"), recipes(), precision);
+  m_recipe->setCurrentText(QStringLiteral("mixed-fp16"));
+  m_recipe->setToolTip(tr("A preset of every layer's compute, storage and accumulation formats"));
+  form->addRow(tr("Recipe"), m_recipe);
+  layout->addWidget(precision);
+
+  // --- loss scaling: PyTorch GradScaler's defaults, from the engine ---
+  const engine::LossScalerConfig scalerDefaults;
+  QGroupBox* scaler = makeGroup(tr("Loss scaling"), form, this);
+  m_scalerMode = makeCombo(QStringLiteral("lossScaleModeCombo"),
+                           {QStringLiteral("none"), QStringLiteral("static"), QStringLiteral("dynamic")}, scaler);
+  form->addRow(tr("Mode"), m_scalerMode);
+  m_initialScale = new QDoubleSpinBox(scaler);
+  m_initialScale->setObjectName(QStringLiteral("initialScaleSpin"));
+  m_initialScale->setDecimals(0);
+  m_initialScale->setRange(1.0, 16777216.0);  // 2^0 .. 2^24
+  m_initialScale->setValue(scalerDefaults.init_scale);  // 2^16
+  form->addRow(tr("Initial scale"), m_initialScale);
+  m_growthFactor = new QDoubleSpinBox(scaler);
+  m_growthFactor->setObjectName(QStringLiteral("growthFactorSpin"));
+  m_growthFactor->setRange(1.0, 16.0);
+  m_growthFactor->setSingleStep(0.5);
+  m_growthFactor->setValue(scalerDefaults.growth_factor);
+  form->addRow(tr("Growth factor"), m_growthFactor);
+  m_backoff = new QDoubleSpinBox(scaler);
+  m_backoff->setObjectName(QStringLiteral("backoffSpin"));
+  m_backoff->setRange(0.01, 0.99);
+  m_backoff->setSingleStep(0.05);
+  m_backoff->setValue(scalerDefaults.backoff_factor);
+  form->addRow(tr("Backoff factor"), m_backoff);
+  m_growthInterval = new QSpinBox(scaler);
+  m_growthInterval->setObjectName(QStringLiteral("growthIntervalSpin"));
+  m_growthInterval->setRange(1, 1'000'000);
+  m_growthInterval->setValue(static_cast<int>(scalerDefaults.growth_interval));
+  m_growthInterval->setSuffix(tr(" steps"));
+  form->addRow(tr("Growth interval"), m_growthInterval);
+  connect(m_scalerMode, &QComboBox::currentIndexChanged, this, &SetupPanel::updateScalerControls);
+  layout->addWidget(scaler);
+
+  // --- backend ---
+  QGroupBox* backend = makeGroup(tr("Backend"), form, this);
+  m_backend = makeCombo(QStringLiteral("backendCombo"),
+                        {QStringLiteral("auto"), QStringLiteral("cpu"), QStringLiteral("cuda")}, backend);
+  form->addRow(tr("Device"), m_backend);
+  m_backendNote = new QLabel(backend);
+  m_backendNote->setObjectName(QStringLiteral("backendNote"));
+  m_backendNote->setWordWrap(true);
+  m_backendNote->setForegroundRole(QPalette::PlaceholderText);
+  form->addRow(m_backendNote);
+  m_threads = new QSpinBox(backend);
+  m_threads->setObjectName(QStringLiteral("threadsSpin"));
+  m_threads->setRange(0, std::max(1, QThread::idealThreadCount()));
+  m_threads->setSpecialValueText(tr("all cores"));
+  m_threads->setValue(defaultThreads());
+  m_threads->setToolTip(tr("Engine CPU threads. The GUI thread needs a core of its own while it draws: "
+                           "OpenMP threads that wait for a busy core collapse throughput."));
+  form->addRow(tr("CPU threads"), m_threads);
+  layout->addWidget(backend);
+  setUpBackendChoice();
+
+  layout->addStretch(1);
+  alignFormLabels(findChildren<QFormLayout*>());
+
+  connect(m_recipe, &QComboBox::currentTextChanged, this, &SetupPanel::onRecipeChanged);
+  onRecipeChanged(m_recipe->currentText());
+
+  // One signal for any edit, so callers need not know the controls.
+  for (QComboBox* c : findChildren<QComboBox*>())
+    connect(c, &QComboBox::currentIndexChanged, this, &SetupPanel::settingsChanged);
+  for (QSpinBox* s : findChildren<QSpinBox*>())
+    connect(s, &QSpinBox::valueChanged, this, &SetupPanel::settingsChanged);
+  for (QDoubleSpinBox* s : findChildren<QDoubleSpinBox*>())
+    connect(s, &QDoubleSpinBox::valueChanged, this, &SetupPanel::settingsChanged);
+}
+
+SetupSettings SetupPanel::settings() const {
+  SetupSettings s;
+  s.dataset = m_dataset->currentData().toString();
+  s.model = m_model->currentText();
+  s.optimizer = m_optimizer->currentText();
+  s.learningRate = m_learningRate->value();
+  s.batch = m_batch->value();
+  s.useSteps = m_durationUnit->currentIndex() == 1;
+  s.epochs = s.useSteps ? m_epochs : m_duration->value();
+  s.steps = s.useSteps ? m_duration->value() : m_steps;
+  s.seed = m_seed->value();
+  s.recipe = m_recipe->currentText();
+  s.lossScaling = m_scalerMode->currentText();
+  s.initialScale = m_initialScale->value();
+  s.growthFactor = m_growthFactor->value();
+  s.backoffFactor = m_backoff->value();
+  s.growthInterval = m_growthInterval->value();
+  s.backend = m_backend->currentText();
+  s.threads = m_threads->value();
+  return s;
+}
+
+int SetupPanel::defaultThreads() { return 1; }
+
+engine::RunConfig SetupPanel::toConfig(const engine::RunConfig& base) const {
+  const SetupSettings s = settings();
+  engine::RunConfig c = base;
+  c.dataset = s.dataset.toStdString();
+  c.model = s.model.toStdString();
+  c.optimizer = s.optimizer.toStdString();
+  c.lr = s.learningRate;
+  c.batch = s.batch;
+  if (s.useSteps) {
+    c.steps = s.steps;
+  } else {
+    c.steps = 0;
+    c.epochs = s.epochs;
+  }
+  c.seed = static_cast<std::uint64_t>(s.seed);
+  c.recipe = s.recipe.toStdString();
+  c.backend = s.backend.toStdString();
+  c.threads = s.threads;
+  engine::LossScalerConfig scaler;
+  scaler.mode = s.lossScaling == QLatin1String("static")    ? engine::ScalingMode::Static
+                : s.lossScaling == QLatin1String("dynamic") ? engine::ScalingMode::Dynamic
+                                                            : engine::ScalingMode::None;
+  scaler.init_scale = s.initialScale;
+  scaler.growth_factor = s.growthFactor;
+  scaler.backoff_factor = s.backoffFactor;
+  scaler.growth_interval = s.growthInterval;
+  engine::LossScalerConfig recipeDefault;
+  try {
+    recipeDefault = engine::make_recipe(c.recipe).scaling;
+  } catch (const std::exception&) {
+  }
+  const bool differs = scaler.mode != recipeDefault.mode ||
+                       (scaler.mode != engine::ScalingMode::None &&
+                        (scaler.init_scale != recipeDefault.init_scale ||
+                         scaler.growth_factor != recipeDefault.growth_factor ||
+                         scaler.backoff_factor != recipeDefault.backoff_factor ||
+                         scaler.growth_interval != recipeDefault.growth_interval));
+  if (differs || base.loss_scale_set) {
+    c.loss_scale = scaler;
+    c.loss_scale_set = true;
+  }
+  return c;
+}
+
+void SetupPanel::setRecipe(const QString& recipe) { m_recipe->setCurrentText(recipe); }
+
+void SetupPanel::applyConfig(const engine::RunConfig& c) {
+  const QString dataset = QString::fromStdString(c.dataset);
+  const int builtin = m_dataset->findData(dataset);
+  if (builtin >= 0 && builtin != kFolderItem) {
+    m_dataset->setCurrentIndex(builtin);
+    m_lastDatasetIndex = builtin;
+  } else {
+    m_dataset->setItemData(kFolderItem, dataset);
+    m_dataset->setItemText(kFolderItem, QDir(dataset).dirName() + QStringLiteral("/"));
+    m_dataset->setItemData(kFolderItem, QDir::toNativeSeparators(dataset), Qt::ToolTipRole);
+    m_dataset->setCurrentIndex(kFolderItem);
+    m_lastDatasetIndex = kFolderItem;
+  }
+  m_model->setCurrentText(QString::fromStdString(c.model));
+  m_optimizer->setCurrentText(QString::fromStdString(c.optimizer == "adamw" ? "adam" : c.optimizer));
+  m_learningRate->setValue(c.lr);
+  m_batch->setValue(static_cast<int>(std::min<std::int64_t>(c.batch, m_batch->maximum())));
+  if (c.steps > 0) {
+    m_epochs = static_cast<int>(std::min<std::int64_t>(c.epochs, m_duration->maximum()));
+    m_durationUnit->setCurrentIndex(1);
+    m_duration->setValue(static_cast<int>(std::min<std::int64_t>(c.steps, m_duration->maximum())));
+  } else {
+    m_durationUnit->setCurrentIndex(0);
+    m_duration->setValue(static_cast<int>(std::min<std::int64_t>(c.epochs, m_duration->maximum())));
+  }
+  m_seed->setValue(static_cast<int>(std::min<std::uint64_t>(c.seed, static_cast<std::uint64_t>(m_seed->maximum()))));
+  m_recipe->setCurrentText(QString::fromStdString(c.recipe));  // sets the recipe's scaling first
+  if (c.loss_scale_set) {
+    m_scalerMode->setCurrentText(QString::fromLatin1(engine::scaling_mode_key(c.loss_scale.mode)));
+    m_initialScale->setValue(c.loss_scale.init_scale);
+    m_growthFactor->setValue(c.loss_scale.growth_factor);
+    m_backoff->setValue(c.loss_scale.backoff_factor);
+    m_growthInterval->setValue(static_cast<int>(c.loss_scale.growth_interval));
+  }
+  m_backend->setCurrentText(QString::fromStdString(c.backend));
+  if (c.threads > 0) m_threads->setValue(static_cast<int>(c.threads));
+  updateScalerControls();
+}
+
+// "folder…" asks for a directory of IDX files; the chosen path becomes
+// the item's data (and its text, elided), cancelling restores the previous
+// choice.
+void SetupPanel::onDatasetActivated(int index) {
+  if (index != kFolderItem) {
+    m_lastDatasetIndex = index;
+    return;
+  }
+  const QString start = m_dataset->itemData(kFolderItem).toString();
+  const QString dir = QFileDialog::getExistingDirectory(this, tr("Folder of MNIST-format IDX files"),
+                                                        start.isEmpty() ? QDir::homePath() : start);
+  if (dir.isEmpty()) {
+    m_dataset->setCurrentIndex(m_lastDatasetIndex);
+    return;
+  }
+  m_dataset->setItemData(kFolderItem, dir);
+  m_dataset->setItemText(kFolderItem, QDir(dir).dirName() + QStringLiteral("/"));
+  m_dataset->setItemData(kFolderItem, QDir::toNativeSeparators(dir), Qt::ToolTipRole);
+  m_lastDatasetIndex = kFolderItem;
+}
+
+void SetupPanel::onRecipeChanged(const QString& recipe) {
+  // "custom" comes from editing the precision table: the loss scaling the
+  // user had stays (the engine's custom preset alone would turn it off).
+  if (recipe != QLatin1String("custom"))
+    m_scalerMode->setCurrentText(defaultScaling(recipe, m_scalerMode->currentText()));
+  updateScalerControls();
+}
+
+// The spin box keeps one value per unit, so switching back and forth does
+// not lose what the user typed.
+void SetupPanel::onDurationUnitChanged(int index) {
+  const bool steps = index == 1;
+  if (steps) {
+    m_epochs = m_duration->value();
+    m_duration->setValue(m_steps);
+  } else {
+    m_steps = m_duration->value();
+    m_duration->setValue(m_epochs);
+  }
+}
+
+void SetupPanel::updateScalerControls() {
+  const QString mode = m_scalerMode->currentText();
+  const bool scaled = mode != QLatin1String("none");
+  const bool dynamic = mode == QLatin1String("dynamic");
+  m_initialScale->setEnabled(scaled);
+  m_growthFactor->setEnabled(dynamic);
+  m_backoff->setEnabled(dynamic);
+  m_growthInterval->setEnabled(dynamic);
+}
+
+// "cuda" is selectable only when the module loaded and sees a device; the
+// disabled item's tooltip (and the note under the combo) say why not.
+void SetupPanel::setUpBackendChoice() {
+  auto* model = qobject_cast<QStandardItemModel*>(m_backend->model());
+  QStandardItem* cuda = model ? model->item(2) : nullptr;
+  if (engine::cuda_available()) {
+    engine::CudaDeviceInfo info;
+    QString note = tr("CUDA available");
+    if (engine::cuda_device_info(0, info).ok())
+      note = tr("CUDA: %1 (sm_%2%3, %4 GiB)")
+                 .arg(QString::fromStdString(info.name))
+                 .arg(info.compute_major)
+                 .arg(info.compute_minor)
+                 .arg(static_cast<double>(info.memory_total) / (1024.0 * 1024.0 * 1024.0), 0, 'f', 1);
+    m_backendNote->setText(note);
+    if (cuda) cuda->setToolTip(note);
+    return;
+  }
+  const QString reason = QString::fromStdString(engine::cuda_unavailable_reason());
+  if (cuda) {
+    cuda->setEnabled(false);
+    cuda->setToolTip(tr("CUDA unavailable: %1").arg(reason));
+  }
+  m_backend->setItemData(0, tr("CPU (CUDA unavailable: %1)").arg(reason), Qt::ToolTipRole);
+  // The note keeps the gist ("no CUDA device", "libpl_cuda.so not found");
+  // the whole reason is in the tooltip.
+  const QString gist = reason.section(QLatin1Char(':'), 0, 0).section(QStringLiteral(" ("), 0, 0);
+  m_backendNote->setText(tr("CUDA unavailable: %1").arg(gist));
+  m_backendNote->setToolTip(reason);
+}

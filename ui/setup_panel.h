@@ -1,0 +1,94 @@
+// SetupPanel: the experiment's settings (data, model, optimizer, schedule,
+// precision recipe, loss scaler, backend) in the left dock.
+#pragma once
+
+#include <QString>
+#include <QWidget>
+
+#include "train/run_config.h"
+
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QSpinBox;
+
+// What the panel holds, by value (keys are the CLI/config spellings of
+// DESIGN.md "Command line").
+struct SetupSettings {
+  QString dataset;        // "fashion-mnist", "spirals", "tiny-gradients", or a folder path
+  QString model;          // "mlp", "cnn", "transformer"
+  QString optimizer;      // "sgd", "adam"
+  double learningRate = 0.0;
+  int batch = 0;
+  bool useSteps = false;  // false: `epochs` counts, true: `steps` counts
+  int epochs = 0;
+  int steps = 0;
+  int seed = 0;
+  QString recipe;         // "fp32", "fp16", "mixed-fp16", "mixed-bf16", "fp8", "custom"
+  QString lossScaling;    // "none", "static", "dynamic"
+  double initialScale = 0.0;
+  double growthFactor = 0.0;
+  double backoffFactor = 0.0;
+  int growthInterval = 0;
+  QString backend;        // "auto", "cpu", "cuda"
+  int threads = 0;        // engine CPU threads (RunConfig::threads; 0 = all cores)
+};
+
+// GUI thread only.
+class SetupPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit SetupPanel(QWidget* parent = nullptr);
+
+  SetupSettings settings() const;
+
+  // The run config the panel describes, on top of `base` (which keeps the
+  // keys the panel has no control for: momentum, schedule, clip, ...).
+  // Loss-scaler settings are marked set only when they differ from the
+  // recipe's own. Not validated here (Trainer::add_run validates).
+  engine::RunConfig toConfig(const engine::RunConfig& base = {}) const;
+  // Shows `config` in the controls (a --config file, the command line).
+  // Values a control cannot show (a dataset folder) are shown as they are.
+  void applyConfig(const engine::RunConfig& config);
+  void setRecipe(const QString& recipe);
+
+  // The engine thread count used when nothing else says: 1 (see
+  // DESIGN.md "Backends": oneDNN's OpenMP threads collapse when the GUI
+  // thread holds a core; measured in the report of this widget's author).
+  static int defaultThreads();
+
+  // The recipes in the order the combo lists them.
+  static QStringList recipes();
+
+ signals:
+  void settingsChanged();
+
+ private:
+  void onDatasetActivated(int index);
+  void onRecipeChanged(const QString& recipe);
+  void onDurationUnitChanged(int index);
+  void updateScalerControls();
+  void setUpBackendChoice();
+
+  QComboBox* m_dataset = nullptr;
+  int m_lastDatasetIndex = 0;
+  QComboBox* m_model = nullptr;
+  QComboBox* m_optimizer = nullptr;
+  QDoubleSpinBox* m_learningRate = nullptr;
+  QSpinBox* m_batch = nullptr;
+  QComboBox* m_durationUnit = nullptr;
+  QSpinBox* m_duration = nullptr;
+  int m_epochs = 5;
+  int m_steps = 2000;
+  QSpinBox* m_seed = nullptr;
+  QComboBox* m_recipe = nullptr;
+  QComboBox* m_scalerMode = nullptr;
+  QDoubleSpinBox* m_initialScale = nullptr;
+  QDoubleSpinBox* m_growthFactor = nullptr;
+  QDoubleSpinBox* m_backoff = nullptr;
+  QSpinBox* m_growthInterval = nullptr;
+  QComboBox* m_backend = nullptr;
+  QLabel* m_backendNote = nullptr;
+  QSpinBox* m_threads = nullptr;
+};

@@ -1,0 +1,93 @@
+// TrainingController: the UI thread's side of the worker boundary. Owns the
+// engine's Trainer (which trains on its own thread), drains its record
+// queue on a ~30 Hz timer into the RunStore, and forwards the controls.
+#pragma once
+
+#include <QColor>
+#include <QElapsedTimer>
+#include <QObject>
+#include <QStringList>
+#include <QTimer>
+#include <QVector>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "amp/precision.h"
+#include "train/metrics.h"
+#include "train/run_config.h"
+
+namespace engine {
+class Trainer;
+}
+class RunStore;
+
+// GUI thread only. The engine thread never calls back into Qt: records
+// cross the boundary by value through Trainer::drain(), once per frame.
+class TrainingController : public QObject {
+  Q_OBJECT
+
+ public:
+  // ~30 Hz: fast enough to look live, rare enough that one frame's batch of
+  // records is drawn with one replace() per series (STYLE.md habit 11).
+  static constexpr int kDrainIntervalMs = 33;
+
+  explicit TrainingController(RunStore* store, QObject* parent = nullptr);
+  ~TrainingController() override;  // stops and joins the engine thread
+
+  struct RunRequest {
+    engine::RunConfig config;
+    QString name;
+    QColor colour;
+  };
+  // Starts a new Trainer with one run per request (a comparison when
+  // several). Validates every config first and throws std::runtime_error
+  // (one line, naming the field) without starting anything. A trainer that
+  // is still active is stopped and drained first. `paused`: build the runs
+  // and wait (Step then advances one step). Returns the store ids.
+  QVector<int> start(const std::vector<RunRequest>& runs, int compareGroup = -1, bool paused = false);
+
+  void pause();
+  void resume();
+  // One step of every unfinished run; starts nothing when no trainer exists.
+  void stepOnce();
+  // Cooperative: the engine stops at its next step boundary; the timer keeps
+  // draining until the thread has ended, so nothing is lost.
+  void stop();
+  // Stop, join the engine thread, and drain what is left (window close).
+  void shutdown();
+
+  bool active() const;   // a trainer exists and its thread has not finished
+  bool paused() const;
+  // The store ids of the current trainer's runs (empty when none started).
+  const QVector<int>& currentRuns() const { return m_storeIds; }
+  bool isCurrent(int storeId) const { return m_storeIds.contains(storeId); }
+
+  // Queues a precision change of `layer` in store run `storeId` (applied at
+  // the engine's next step boundary). False when that run is not live here.
+  bool setLayerPrecision(int storeId, const std::string& layer, const engine::LayerPrecision& p);
+
+  // Drains the queue now (the timer does this on its own).
+  void drainNow();
+  // Milliseconds since the last start() (for the first-point latency).
+  qint64 msSinceStart() const { return m_sinceStart.isValid() ? m_sinceStart.elapsed() : -1; }
+  std::uint64_t droppedRecords() const;
+
+ signals:
+  void started();
+  void framed();      // records were appended to the store this frame
+  void finished();    // the engine thread ended and its records are drained
+  void pausedChanged(bool paused);
+
+ private:
+  void onTick();
+
+  RunStore* m_store;
+  std::unique_ptr<engine::Trainer> m_trainer;
+  QVector<int> m_storeIds;
+  QTimer m_timer;
+  std::vector<engine::Record> m_buffer;
+  QElapsedTimer m_sinceStart;
+  bool m_finishedSignalled = true;
+};
