@@ -12,7 +12,7 @@ namespace engine {
 
 enum class CastPath : std::uint8_t {
   Scalar = 0,
-  F16C,        // AVX2 + F16C: FP16 <-> FP32 (hardware RNE)
+  F16C,        // AVX2 + F16C: FP16 <-> FP32 (hardware RNE); BF16/TF32/FP8 with AVX2 integer code
   AVX512,      // AVX-512F/BW integer bit manipulation for every format
   AVX512BF16,  // AVX512-BF16 VCVTNEPS2BF16 for FP32 -> BF16
 };

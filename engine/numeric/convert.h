@@ -1,5 +1,7 @@
 // Scalar reference conversions between FP32 and every format: the ground truth
-// the vectorized casts, the CUDA kernels and the tests are held to.
+// the vectorized casts, the CUDA kernels and the tests are held to. All are
+// pure functions of their arguments (integer arithmetic, independent of the
+// FPU's rounding mode and FTZ/DAZ): callable from any thread.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,356 @@
+// AVX-512 path (compiled with -mavx512f/bw/vl/dq/bf16): every format in both
+// directions with 512-bit integer bit manipulation (FP16 through the
+// hardware VCVTPS2PH/VCVTPH2PS), optionally VCVTNE2PS2BF16 for FP32 -> BF16.
+// Only called after the run-time CPU check in cast.cpp. Tails use masked
+// loads and stores, so every element goes through the same vector code.
+// GCC 12 warns "__Y is (may be) used uninitialized" inside its own
+// _mm512_undefined_epi32() when intrinsics inline here (GCC bug 105593,
+// fixed in GCC 13); the register is a don't-care operand by design.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "numeric/cast_kernels.h"
+#include "numeric/convert.h"
+
+namespace engine::cast_kernels {
+
+namespace {
+
+constexpr int kRne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+
+inline __m512i c32(std::uint32_t v) { return _mm512_set1_epi32(static_cast<int>(v)); }
+inline __mmask16 tail_mask(std::size_t left) {
+  return static_cast<__mmask16>((1u << left) - 1u);
+}
+
+// ---- FP32 -> FP8 ---------------------------------------------------------------
+// Returns the magnitude code of a format with E exponent and M mantissa bits
+// (possibly past the largest finite code: overflow) in 32-bit lanes.
+// Target normals: the scalar round_magnitude of convert.cpp, rebias and
+// drop bits with RNE by integer addition. Target subnormals: |x| + C with
+// C = 2^(emin - M + 23), whose ulp is the smallest subnormal, rounds |x| to
+// a whole number of subnormal units in one FP32 addition, and the low bits
+// of the sum are that number (a carry into the smallest normal code comes
+// out right too). The addition uses embedded rounding {rn-sae}: RNE whatever
+// MXCSR.RC says, no exceptions. MXCSR.DAZ could only zero an FP32
+// subnormal input, which rounds to zero in every FP8 format anyway; the sum
+// is never subnormal, so FTZ cannot touch it. Two instructions instead of
+// the dozen of a per-lane variable shift.
+template <int E, int M>
+inline __m512i fp8_magnitude(__m512i abs) {
+  constexpr int kBias = (1 << (E - 1)) - 1;
+  constexpr int kDrop = 23 - M;
+  constexpr std::uint32_t kMinNormalExp32 = 127 - kBias + 1;
+  constexpr int kEmin = 1 - kBias;
+  static_assert(127 + kEmin - M + 23 > 0);
+  // (abs - rebias + 2^(kDrop-1) - 1 + lsb) >> kDrop, the rebias folded into
+  // the constant (it is a multiple of 2^23, so lsb can be read from abs).
+  const __m512i lsb_n = _mm512_and_si512(_mm512_srli_epi32(abs, kDrop), c32(1));
+  const std::uint32_t bias_const = ((1u << (kDrop - 1)) - 1u) - ((127u - kBias) << 23);
+  const __m512i code_n = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(abs, c32(bias_const)), lsb_n), kDrop);
+
+  const __m512i magic = c32(static_cast<std::uint32_t>(127 + kEmin - M + 23) << 23);
+  const __m512 sum = _mm512_add_round_ps(_mm512_castsi512_ps(abs), _mm512_castsi512_ps(magic),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512i code_s = _mm512_sub_epi32(_mm512_castps_si512(sum), magic);
+
+  const __mmask16 normal = _mm512_cmpge_epu32_mask(abs, c32(kMinNormalExp32 << 23));
+  return _mm512_mask_blend_epi32(normal, code_s, code_n);
+}
+
+// Puts the sign of u (bit 31) on bit 7 of code: one shift and a ternary-logic
+// "code | (shifted & 0x80)".
+inline __m512i with_sign8(__m512i code, __m512i u) {
+  return _mm512_ternarylogic_epi32(code, _mm512_srli_epi32(u, 24), c32(0x80u), 0xF8);  // A | (B & C)
+}
+
+// E5M2 code with sign (low 8 bits of each lane). Same rules as fp32_to_e5m2:
+// the clamp to 0x7C sends overflow and inf (whose code is huge) to inf.
+inline __m512i e5m2_encode(__m512i u, bool saturate) {
+  const __m512i abs = _mm512_and_si512(u, c32(0x7FFFFFFFu));
+  __m512i code = _mm512_min_epu32(fp8_magnitude<5, 2>(abs), c32(0x7Cu));
+  if (saturate) {
+    const __mmask16 finite = _mm512_cmplt_epu32_mask(abs, c32(0x7F800000u));
+    code = _mm512_mask_min_epu32(code, finite, code, c32(0x7Bu));
+  }
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(abs, c32(0x7F800000u));
+  code = _mm512_mask_mov_epi32(code, nan, c32(0x7Eu));
+  return with_sign8(code, u);
+}
+
+// E4M3 code with sign: the clamp to 0x7F sends overflow, inf and NaN (all
+// with huge codes) to NaN; saturation clamps to 0x7E except for NaN.
+inline __m512i e4m3_encode(__m512i u, bool saturate) {
+  const __m512i abs = _mm512_and_si512(u, c32(0x7FFFFFFFu));
+  __m512i code = fp8_magnitude<4, 3>(abs);
+  if (saturate) {
+    const __mmask16 not_nan = _mm512_cmple_epu32_mask(abs, c32(0x7F800000u));
+    code = _mm512_mask_min_epu32(c32(0x7Fu), not_nan, code, c32(0x7Eu));
+  } else {
+    code = _mm512_min_epu32(code, c32(0x7Fu));
+  }
+  return with_sign8(code, u);
+}
+
+// ---- FP8 -> FP32 -----------------------------------------------------------------
+// E5M2 is the top byte of an FP16 pattern: VCVTPH2PS decodes it exactly
+// (subnormals included, NaN quieted as fp16_to_fp32 does).
+inline __m512 e5m2_decode(__m512i code) {
+  const __m256i h = _mm512_cvtepi32_epi16(_mm512_slli_epi32(code, 8));
+  return _mm512_cvtph_ps(h);
+}
+
+inline __m512 e4m3_decode(__m512i code) {
+  const __m512i sign = _mm512_slli_epi32(_mm512_and_si512(code, c32(0x80u)), 24);
+  const __m512i mag = _mm512_and_si512(code, c32(0x7Fu));
+  // Normal: exponent field rebias 7 -> 127, fraction moved to the top.
+  __m512i r = _mm512_add_epi32(_mm512_slli_epi32(mag, 20), c32(120u << 23));
+  // Subnormal (mag < 8): m * 2^-9 from a table of the 8 FP32 patterns.
+  const __m512i sub_table = _mm512_setr_epi32(
+      0, 0x3B000000, 0x3B800000, 0x3BC00000, 0x3C000000, 0x3C200000, 0x3C400000, 0x3C600000,
+      0, 0, 0, 0, 0, 0, 0, 0);
+  const __mmask16 sub = _mm512_cmplt_epu32_mask(mag, c32(8));
+  r = _mm512_mask_permutexvar_epi32(r, sub, mag, sub_table);
+  const __mmask16 nan = _mm512_cmpeq_epu32_mask(mag, c32(0x7Fu));
+  r = _mm512_mask_mov_epi32(r, nan, c32(0x7FC00000u));
+  return _mm512_castsi512_ps(_mm512_or_si512(r, sign));
+}
+
+// ---- BF16 / TF32 -------------------------------------------------------------
+// RNE by adding 0x7FFF + lsb, NaN lanes replaced by the quiet NaN.
+inline __m512i bf16_rne(__m512i u) {
+  const __m512i abs = _mm512_and_si512(u, c32(0x7FFFFFFFu));
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(abs, c32(0x7F800000u));
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), c32(1));
+  const __m512i rounded =
+      _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, c32(0x7FFFu)), lsb), 16);
+  return _mm512_mask_or_epi32(rounded, nan, _mm512_srli_epi32(u, 16), c32(0x40u));
+}
+
+inline __m512i tf32_rne(__m512i u) {
+  const __m512i abs = _mm512_and_si512(u, c32(0x7FFFFFFFu));
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(abs, c32(0x7F800000u));
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 13), c32(1));
+  __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, c32(0x0FFFu)), lsb);
+  r = _mm512_mask_or_epi32(r, nan, u, c32(0x00400000u));
+  return _mm512_and_si512(r, c32(0xFFFFE000u));
+}
+
+// 32 BF16 results from two vectors of 32-bit lanes, in element order.
+inline __m512i pack_bf16(__m512i lo, __m512i hi) {
+  // packus interleaves per 128-bit lane: qwords lo0 hi0 lo1 hi1 ... -> reorder.
+  const __m512i p = _mm512_packus_epi32(lo, hi);
+  return _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), p);
+}
+
+// FP32 -> BF16 through VCVTNE2PS2BF16. Found on this project's Zen 5 and as
+// the SDM specifies: the instruction rounds to nearest even regardless of
+// MXCSR, quiets NaN keeping sign and payload ((u >> 16) | 0x40, as
+// fp32_to_bf16 does), but treats FP32 subnormal inputs as zero (signed),
+// whereas torch keeps them as BF16 subnormals. So a block containing a
+// subnormal input (rare: |x| < 2^-126) is recomputed with the integer code;
+// zeros go through the instruction (it gives the right signed zero).
+inline bool has_subnormal(__m512i u) {
+  const __mmask16 exp0 = _mm512_testn_epi32_mask(u, c32(0x7F800000u));
+  const __mmask16 frac = _mm512_test_epi32_mask(u, c32(0x007FFFFFu));
+  return (exp0 & frac) != 0;
+}
+
+// Splits [0, n) into a masked head that runs until dst is aligned to one
+// full block (kBlock elements of dst_bytes each: 32 or 64 bytes), full
+// blocks, and a masked tail. A 64-byte store that straddles two cache lines
+// costs about twice as much: measured here, a TF32 cast one element off
+// alignment ran at 26 GB/s against 41 GB/s aligned. part(i, k) handles up to
+// 16 elements from i under mask k.
+// Ops are passed as lambdas, never as function pointers, so that they inline.
+template <std::size_t kBlock, typename Full, typename Part>
+inline void for_each_block(std::size_t n, const void* dst, std::size_t dst_bytes, Full full, Part part) {
+  const std::size_t align = kBlock * dst_bytes;
+  const auto addr = reinterpret_cast<std::uintptr_t>(dst);
+  std::size_t head = addr % dst_bytes == 0 ? ((align - addr % align) % align) / dst_bytes : 0;
+  if (head > n) head = n;
+  std::size_t i = 0;
+  while (i < head) {
+    const std::size_t c = head - i < 16 ? head - i : 16;
+    part(i, tail_mask(c));
+    i += c;
+  }
+  for (; i + kBlock <= n; i += kBlock) full(i);
+  while (i < n) {
+    const std::size_t c = n - i < 16 ? n - i : 16;
+    part(i, tail_mask(c));
+    i += c;
+  }
+}
+
+void bf16_from_f32(const float* src, std::uint16_t* d, std::size_t n, bool use_bf16_insn) {
+  auto part = [&](std::size_t i, __mmask16 k) {
+    _mm512_mask_cvtepi32_storeu_epi16(d + i, k, bf16_rne(_mm512_maskz_loadu_epi32(k, src + i)));
+  };
+  if (use_bf16_insn) {
+    for_each_block<32>(n, d, 2, [&](std::size_t i) {
+      const __m512i lo = _mm512_loadu_si512(src + i);
+      const __m512i hi = _mm512_loadu_si512(src + i + 16);
+      __m512i out;
+      if (has_subnormal(lo) || has_subnormal(hi)) {
+        out = pack_bf16(bf16_rne(lo), bf16_rne(hi));
+      } else {
+        // Elements 0..15 come from the second operand, 16..31 from the first.
+        out = (__m512i)_mm512_cvtne2ps_pbh(_mm512_castsi512_ps(hi), _mm512_castsi512_ps(lo));
+      }
+      _mm512_storeu_si512(d + i, out);
+    }, part);
+  } else {
+    for_each_block<32>(n, d, 2, [&](std::size_t i) {
+      const __m512i lo = bf16_rne(_mm512_loadu_si512(src + i));
+      const __m512i hi = bf16_rne(_mm512_loadu_si512(src + i + 16));
+      _mm512_storeu_si512(d + i, pack_bf16(lo, hi));
+    }, part);
+  }
+}
+
+// Applies op (16 x u32 FP32 patterns -> 16 x u32 codes) to src and stores the
+// low byte of each code; full blocks of 64 go out in one 64-byte store.
+template <typename Op>
+void fp8_from_f32(const float* src, std::uint8_t* d, std::size_t n, Op op) {
+  for_each_block<64>(n, d, 1, [&](std::size_t i) {
+    const __m128i b0 = _mm512_cvtepi32_epi8(op(_mm512_loadu_si512(src + i)));
+    const __m128i b1 = _mm512_cvtepi32_epi8(op(_mm512_loadu_si512(src + i + 16)));
+    const __m128i b2 = _mm512_cvtepi32_epi8(op(_mm512_loadu_si512(src + i + 32)));
+    const __m128i b3 = _mm512_cvtepi32_epi8(op(_mm512_loadu_si512(src + i + 48)));
+    __m512i all = _mm512_castsi128_si512(b0);
+    all = _mm512_inserti32x4(all, b1, 1);
+    all = _mm512_inserti32x4(all, b2, 2);
+    all = _mm512_inserti32x4(all, b3, 3);
+    _mm512_storeu_si512(d + i, all);
+  }, [&](std::size_t i, __mmask16 k) {
+    _mm512_mask_cvtepi32_storeu_epi8(d + i, k, op(_mm512_maskz_loadu_epi32(k, src + i)));
+  });
+}
+
+// Loads 16 codes (8 or 16 bits) into 32-bit lanes, decodes them with op
+// (-> 16 floats) and stores them.
+template <std::size_t kCodeBytes, typename Op>
+void codes_to_f32(const void* src, float* dst, std::size_t n, Op op) {
+  const auto* s = static_cast<const std::uint8_t*>(src);
+  auto load = [&](std::size_t i, __mmask16 k) {
+    if constexpr (kCodeBytes == 1) return _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, s + i));
+    else return _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, s + 2 * i));
+  };
+  for_each_block<16>(n, dst, 4, [&](std::size_t i) {
+    __m512i code;
+    if constexpr (kCodeBytes == 1)
+      code = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
+    else
+      code = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 2 * i)));
+    _mm512_storeu_ps(dst + i, op(code));
+  }, [&](std::size_t i, __mmask16 k) { _mm512_mask_storeu_ps(dst + i, k, op(load(i, k))); });
+}
+
+// Applies op (16 x u32 FP32 patterns -> 16 x u32) from src to dst (may alias).
+template <typename Op>
+void map_f32(const float* src, float* dst, std::size_t n, Op op) {
+  for_each_block<16>(n, dst, 4, [&](std::size_t i) {
+    _mm512_storeu_si512(dst + i, op(_mm512_loadu_si512(src + i)));
+  }, [&](std::size_t i, __mmask16 k) {
+    _mm512_mask_storeu_epi32(dst + i, k, op(_mm512_maskz_loadu_epi32(k, src + i)));
+  });
+}
+
+}  // namespace
+
+bool avx512_covers(Format f, bool from_f32) {
+  if (f == Format::FP32) return false;      // a copy
+  if (f == Format::TF32) return from_f32;   // TF32 -> FP32 is a copy
+  return true;
+}
+
+bool avx512_from_f32(Format to, const float* src, void* dst, std::size_t n, bool saturate,
+                     bool use_bf16_insn) {
+  switch (to) {
+    case Format::FP32: return false;
+    case Format::TF32:
+      map_f32(src, static_cast<float*>(dst), n, [](__m512i u) { return tf32_rne(u); });
+      return true;
+    case Format::BF16:
+      bf16_from_f32(src, static_cast<std::uint16_t*>(dst), n, use_bf16_insn);
+      return true;
+    case Format::FP16: {
+      // VCVTPS2PH with an immediate rounding mode: RNE whatever MXCSR.RC
+      // says; its NaN result is the one fp32_to_fp16 is defined to give.
+      auto* d = static_cast<std::uint16_t*>(dst);
+      for_each_block<16>(n, d, 2, [&](std::size_t i) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), _mm512_cvtps_ph(_mm512_loadu_ps(src + i), kRne));
+      }, [&](std::size_t i, __mmask16 k) {
+        _mm256_mask_storeu_epi16(d + i, k, _mm512_cvtps_ph(_mm512_maskz_loadu_ps(k, src + i), kRne));
+      });
+      return true;
+    }
+    case Format::E5M2:
+      fp8_from_f32(src, static_cast<std::uint8_t*>(dst), n,
+                   [saturate](__m512i u) { return e5m2_encode(u, saturate); });
+      return true;
+    case Format::E4M3:
+      fp8_from_f32(src, static_cast<std::uint8_t*>(dst), n,
+                   [saturate](__m512i u) { return e4m3_encode(u, saturate); });
+      return true;
+  }
+  return false;
+}
+
+bool avx512_to_f32(Format from, const void* src, float* dst, std::size_t n) {
+  switch (from) {
+    case Format::FP32:
+    case Format::TF32: return false;
+    case Format::BF16:
+      codes_to_f32<2>(src, dst, n, [](__m512i code) { return _mm512_castsi512_ps(_mm512_slli_epi32(code, 16)); });
+      return true;
+    case Format::FP16: {
+      const auto* s = static_cast<const std::uint16_t*>(src);
+      for_each_block<16>(n, dst, 4, [&](std::size_t i) {
+        _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i))));
+      }, [&](std::size_t i, __mmask16 k) {
+        _mm512_mask_storeu_ps(dst + i, k, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, s + i)));
+      });
+      return true;
+    }
+    case Format::E5M2:
+      codes_to_f32<1>(src, dst, n, [](__m512i code) { return e5m2_decode(code); });
+      return true;
+    case Format::E4M3:
+      codes_to_f32<1>(src, dst, n, [](__m512i code) { return e4m3_decode(code); });
+      return true;
+  }
+  return false;
+}
+
+bool avx512_quantize(Format f, float* x, std::size_t n, bool saturate) {
+  switch (f) {
+    case Format::FP32: return false;
+    case Format::TF32:
+      map_f32(x, x, n, [](__m512i u) { return tf32_rne(u); });
+      return true;
+    case Format::BF16:
+      map_f32(x, x, n, [](__m512i u) { return _mm512_slli_epi32(bf16_rne(u), 16); });
+      return true;
+    case Format::FP16:
+      map_f32(x, x, n, [](__m512i u) {
+        return _mm512_castps_si512(_mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_castsi512_ps(u), kRne)));
+      });
+      return true;
+    case Format::E5M2:
+      map_f32(x, x, n, [saturate](__m512i u) { return _mm512_castps_si512(e5m2_decode(e5m2_encode(u, saturate))); });
+      return true;
+    case Format::E4M3:
+      map_f32(x, x, n, [saturate](__m512i u) { return _mm512_castps_si512(e4m3_decode(e4m3_encode(u, saturate))); });
+      return true;
+  }
+  return false;
+}
+
+}  // namespace engine::cast_kernels

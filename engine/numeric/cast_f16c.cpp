@@ -1,0 +1,281 @@
+// F16C path (compiled with -mavx2 -mf16c): FP16 <-> FP32 with the hardware
+// conversion; BF16, TF32, E5M2 and E4M3 with 256-bit integer bit
+// manipulation (the same algorithm as the scalar reference, 8 lanes at a
+// time), so CPUs without AVX-512 still get fast casts. Only called after the
+// run-time CPU check in cast.cpp; tails take the scalar functions.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "numeric/cast_kernels.h"
+#include "numeric/convert.h"
+
+namespace engine::cast_kernels {
+
+namespace {
+
+// VCVTPS2PH with an immediate rounding mode ignores MXCSR.RC; its NaN
+// result (quiet, payload truncated) is what fp32_to_fp16 is defined to give.
+constexpr int kRne = _MM_FROUND_TO_NEAREST_INT;
+
+// BF16 RNE on 8 FP32 patterns, result in the low 16 bits of each lane.
+// NaN lanes take (u >> 16) | 0x40 (quiet, sign and payload kept) instead of
+// the rounded value, whose carry could otherwise turn a NaN into inf.
+inline __m256i bf16_rne(__m256i u) {
+  const __m256i abs = _mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF));
+  const __m256i nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7F800000));
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_srli_epi32(
+      _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), lsb), 16);
+  const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+  return _mm256_blendv_epi8(rounded, quiet, nan);
+}
+
+// TF32 RNE on 8 FP32 patterns (result is an FP32 pattern).
+inline __m256i tf32_rne(__m256i u) {
+  const __m256i abs = _mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF));
+  const __m256i nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7F800000));
+  const __m256i keep = _mm256_set1_epi32(static_cast<int>(0xFFFFE000u));
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 13), _mm256_set1_epi32(1));
+  const __m256i rounded =
+      _mm256_and_si256(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x0FFF)), lsb), keep);
+  const __m256i quiet = _mm256_and_si256(_mm256_or_si256(u, _mm256_set1_epi32(0x00400000)), keep);
+  return _mm256_blendv_epi8(rounded, quiet, nan);
+}
+
+inline __m256i c32(std::uint32_t v) { return _mm256_set1_epi32(static_cast<int>(v)); }
+
+// FP32 magnitude -> FP8 magnitude code (E exponent bits, M mantissa bits),
+// possibly past the largest finite code: the scalar round_magnitude lane by
+// lane. All quantities stay below 2^31, so signed compares are exact.
+template <int E, int M>
+inline __m256i fp8_magnitude(__m256i abs) {
+  constexpr int kBias = (1 << (E - 1)) - 1;
+  constexpr int kDrop = 23 - M;
+  constexpr std::uint32_t kMinNormalExp32 = 127 - kBias + 1;
+  const __m256i one = c32(1);
+  const __m256i exp32 = _mm256_srli_epi32(abs, 23);
+  const __m256i v = _mm256_sub_epi32(abs, c32((127u - kBias) << 23));
+  const __m256i lsb_n = _mm256_and_si256(_mm256_srli_epi32(v, kDrop), one);
+  const __m256i code_n = _mm256_srli_epi32(
+      _mm256_add_epi32(_mm256_add_epi32(v, c32((1u << (kDrop - 1)) - 1u)), lsb_n), kDrop);
+  const __m256i has_exp = _mm256_cmpgt_epi32(exp32, _mm256_setzero_si256());
+  const __m256i m = _mm256_blendv_epi8(
+      abs, _mm256_or_si256(_mm256_and_si256(abs, c32(0x7FFFFFu)), c32(0x800000u)), has_exp);
+  __m256i sh = _mm256_sub_epi32(c32(kDrop + kMinNormalExp32), _mm256_max_epu32(exp32, one));
+  sh = _mm256_min_epu32(sh, c32(25));
+  const __m256i half_m1 = _mm256_sub_epi32(_mm256_sllv_epi32(one, _mm256_sub_epi32(sh, one)), one);
+  const __m256i lsb_s = _mm256_and_si256(_mm256_srlv_epi32(m, sh), one);
+  const __m256i code_s = _mm256_srlv_epi32(_mm256_add_epi32(_mm256_add_epi32(m, half_m1), lsb_s), sh);
+  const __m256i normal = _mm256_cmpgt_epi32(exp32, c32(kMinNormalExp32 - 1));
+  return _mm256_blendv_epi8(code_s, code_n, normal);
+}
+
+inline __m256i e5m2_encode(__m256i u, bool saturate) {
+  const __m256i abs = _mm256_and_si256(u, c32(0x7FFFFFFFu));
+  __m256i code = fp8_magnitude<5, 2>(abs);
+  code = _mm256_blendv_epi8(code, c32(saturate ? 0x7Bu : 0x7Cu), _mm256_cmpgt_epi32(code, c32(0x7Bu)));
+  code = _mm256_blendv_epi8(code, c32(0x7Cu), _mm256_cmpeq_epi32(abs, c32(0x7F800000u)));
+  code = _mm256_blendv_epi8(code, c32(0x7Eu), _mm256_cmpgt_epi32(abs, c32(0x7F800000u)));
+  return _mm256_or_si256(code, _mm256_and_si256(_mm256_srli_epi32(u, 24), c32(0x80u)));
+}
+
+inline __m256i e4m3_encode(__m256i u, bool saturate) {
+  const __m256i abs = _mm256_and_si256(u, c32(0x7FFFFFFFu));
+  __m256i code = fp8_magnitude<4, 3>(abs);
+  code = _mm256_blendv_epi8(code, c32(saturate ? 0x7Eu : 0x7Fu), _mm256_cmpgt_epi32(code, c32(0x7Eu)));
+  code = _mm256_blendv_epi8(code, c32(0x7Fu), _mm256_cmpgt_epi32(abs, c32(0x7F800000u)));
+  return _mm256_or_si256(code, _mm256_and_si256(_mm256_srli_epi32(u, 24), c32(0x80u)));
+}
+
+// 8 E5M2 codes in 32-bit lanes -> floats: they are the top byte of FP16.
+inline __m256 e5m2_decode(__m256i code) {
+  const __m256i h = _mm256_slli_epi32(code, 8);
+  return _mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
+}
+
+inline __m256 e4m3_decode(__m256i code) {
+  const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(code, c32(0x80u)), 24);
+  const __m256i mag = _mm256_and_si256(code, c32(0x7Fu));
+  const __m256i normal = _mm256_add_epi32(_mm256_slli_epi32(mag, 20), c32(120u << 23));
+  // Subnormals m * 2^-9 from a table of their 8 FP32 patterns.
+  const __m256i table = _mm256_setr_epi32(0, 0x3B000000, 0x3B800000, 0x3BC00000, 0x3C000000,
+                                          0x3C200000, 0x3C400000, 0x3C600000);
+  const __m256i sub = _mm256_permutevar8x32_epi32(table, mag);
+  __m256i r = _mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(c32(8), mag));
+  r = _mm256_blendv_epi8(r, c32(0x7FC00000u), _mm256_cmpeq_epi32(mag, c32(0x7Fu)));
+  return _mm256_castsi256_ps(_mm256_or_si256(r, sign));
+}
+
+// Low bytes of 4 x 8 lanes -> 32 bytes in element order.
+inline __m256i pack8(__m256i a, __m256i b, __m256i c, __m256i d) {
+  // packs work per 128-bit half: bytes come out as a0-3 b0-3 c0-3 d0-3 |
+  // a4-7 b4-7 c4-7 d4-7; the dword permute restores the order.
+  const __m256i ab = _mm256_packus_epi32(a, b);
+  const __m256i cd = _mm256_packus_epi32(c, d);
+  const __m256i bytes = _mm256_packus_epi16(ab, cd);
+  return _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+template <typename Encode>
+void fp8_from_f32(const float* src, std::uint8_t* d, std::size_t n, Encode enc,
+                  std::uint8_t (*scalar)(float, bool), bool saturate) {
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    auto ld = [&](std::size_t k) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + k)); };
+    const __m256i out = pack8(enc(ld(0)), enc(ld(8)), enc(ld(16)), enc(ld(24)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), out);
+  }
+  for (; i < n; ++i) d[i] = scalar(src[i], saturate);
+}
+
+template <typename Decode>
+void fp8_to_f32(const std::uint8_t* s, float* dst, std::size_t n, Decode dec, float (*scalar)(std::uint8_t)) {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(s + i));
+    _mm256_storeu_ps(dst + i, dec(_mm256_cvtepu8_epi32(bytes)));
+  }
+  for (; i < n; ++i) dst[i] = scalar(s[i]);
+}
+
+// Packs the low 16 bits of 2 x 8 lanes into 16 uint16 in order.
+inline __m256i pack16(__m256i lo, __m256i hi) {
+  // packus works within 128-bit halves: [lo0 hi0 | lo1 hi1]; restore order.
+  const __m256i p = _mm256_packus_epi32(lo, hi);
+  return _mm256_permute4x64_epi64(p, 0xD8);
+}
+
+}  // namespace
+
+bool f16c_covers(Format f, bool from_f32) {
+  if (f == Format::FP32) return false;     // a copy
+  if (f == Format::TF32) return from_f32;  // TF32 -> FP32 is a copy
+  return true;
+}
+
+bool f16c_from_f32(Format to, const float* src, void* dst, std::size_t n, bool saturate) {
+  std::size_t i = 0;
+  switch (to) {
+    case Format::FP16: {
+      auto* d = static_cast<std::uint16_t*>(dst);
+      for (; i + 16 <= n; i += 16) {
+        const __m128i h0 = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), kRne);
+        const __m128i h1 = _mm256_cvtps_ph(_mm256_loadu_ps(src + i + 8), kRne);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), h0);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i + 8), h1);
+      }
+      for (; i < n; ++i) d[i] = fp32_to_fp16(src[i]);
+      return true;
+    }
+    case Format::BF16: {
+      auto* d = static_cast<std::uint16_t*>(dst);
+      for (; i + 16 <= n; i += 16) {
+        const __m256i lo = bf16_rne(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
+        const __m256i hi =
+            bf16_rne(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 8)));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), pack16(lo, hi));
+      }
+      for (; i < n; ++i) d[i] = fp32_to_bf16(src[i]);
+      return true;
+    }
+    case Format::TF32: {
+      auto* d = static_cast<float*>(dst);
+      for (; i + 8 <= n; i += 8) {
+        const __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), tf32_rne(u));
+      }
+      for (; i < n; ++i) d[i] = round_to_tf32(src[i]);
+      return true;
+    }
+    case Format::E5M2:
+      fp8_from_f32(src, static_cast<std::uint8_t*>(dst), n,
+                   [saturate](__m256i u) { return e5m2_encode(u, saturate); }, fp32_to_e5m2, saturate);
+      return true;
+    case Format::E4M3:
+      fp8_from_f32(src, static_cast<std::uint8_t*>(dst), n,
+                   [saturate](__m256i u) { return e4m3_encode(u, saturate); }, fp32_to_e4m3, saturate);
+      return true;
+    default: return false;
+  }
+}
+
+bool f16c_to_f32(Format from, const void* src, float* dst, std::size_t n) {
+  std::size_t i = 0;
+  switch (from) {
+    case Format::FP16: {
+      const auto* s = static_cast<const std::uint16_t*>(src);
+      for (; i + 8 <= n; i += 8) {
+        const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+      }
+      for (; i < n; ++i) dst[i] = fp16_to_fp32(s[i]);
+      return true;
+    }
+    case Format::BF16: {
+      const auto* s = static_cast<const std::uint16_t*>(src);
+      for (; i + 8 <= n; i += 8) {
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
+        const __m256i u = _mm256_slli_epi32(_mm256_cvtepu16_epi32(b), 16);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), u);
+      }
+      for (; i < n; ++i) dst[i] = bf16_to_fp32(s[i]);
+      return true;
+    }
+    case Format::E5M2:
+      fp8_to_f32(static_cast<const std::uint8_t*>(src), dst, n, [](__m256i c) { return e5m2_decode(c); },
+                 e5m2_to_fp32);
+      return true;
+    case Format::E4M3:
+      fp8_to_f32(static_cast<const std::uint8_t*>(src), dst, n, [](__m256i c) { return e4m3_decode(c); },
+                 e4m3_to_fp32);
+      return true;
+    default: return false;  // TF32 is already FP32: the caller copies
+  }
+}
+
+bool f16c_quantize(Format f, float* x, std::size_t n, bool saturate) {
+  std::size_t i = 0;
+  switch (f) {
+    case Format::FP16:
+      // Round trip through FP16: both conversions are exact apart from the
+      // one RNE rounding, and VCVTPH2PS handles FP16 subnormals exactly.
+      for (; i + 8 <= n; i += 8) {
+        const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), kRne);
+        _mm256_storeu_ps(x + i, _mm256_cvtph_ps(h));
+      }
+      for (; i < n; ++i) x[i] = fp16_to_fp32(fp32_to_fp16(x[i]));
+      return true;
+    case Format::BF16:
+      for (; i + 8 <= n; i += 8) {
+        auto* p = reinterpret_cast<__m256i*>(x + i);
+        _mm256_storeu_si256(p, _mm256_slli_epi32(bf16_rne(_mm256_loadu_si256(p)), 16));
+      }
+      for (; i < n; ++i) x[i] = bf16_to_fp32(fp32_to_bf16(x[i]));
+      return true;
+    case Format::TF32:
+      for (; i + 8 <= n; i += 8) {
+        auto* p = reinterpret_cast<__m256i*>(x + i);
+        _mm256_storeu_si256(p, tf32_rne(_mm256_loadu_si256(p)));
+      }
+      for (; i < n; ++i) x[i] = round_to_tf32(x[i]);
+      return true;
+    case Format::E5M2:
+      for (; i + 8 <= n; i += 8) {
+        auto* p = reinterpret_cast<__m256i*>(x + i);
+        _mm256_storeu_ps(x + i, e5m2_decode(e5m2_encode(_mm256_loadu_si256(p), saturate)));
+      }
+      for (; i < n; ++i) x[i] = e5m2_to_fp32(fp32_to_e5m2(x[i], saturate));
+      return true;
+    case Format::E4M3:
+      for (; i + 8 <= n; i += 8) {
+        auto* p = reinterpret_cast<__m256i*>(x + i);
+        _mm256_storeu_ps(x + i, e4m3_decode(e4m3_encode(_mm256_loadu_si256(p), saturate)));
+      }
+      for (; i < n; ++i) x[i] = e4m3_to_fp32(fp32_to_e4m3(x[i], saturate));
+      return true;
+    default: return false;
+  }
+}
+
+}  // namespace engine::cast_kernels
