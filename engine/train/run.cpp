@@ -273,7 +273,9 @@ void Run::step(std::vector<Record>& out) {
   m.grad_norm = grad_norm;
   m.lr = lr;
   m.mem = memory();
-  m.rss = process_rss_bytes();
+  // /proc costs a few syscalls: sample the RSS every 50 steps.
+  if (step_no == 1 || step_no % 50 == 0) m_last_rss = process_rss_bytes();
+  m.rss = m_last_rss;
   m.wall_ms = wall_ms;
   m.samples_per_second = wall_ms > 0 ? static_cast<double>(B) / (wall_ms / 1000.0) : 0.0;
   m.train_accuracy = cls ? static_cast<double>(correct) / static_cast<double>(B) : -1.0;
@@ -341,17 +343,33 @@ void Run::gradient_statistics(std::int64_t step, float loss_scale, std::vector<R
     g.format = format_name(f);
     g.log2_lo = -40;
     g.histogram.assign(64, 0);
+    // Exact rounding thresholds of format f, in double (RNE: a value at
+    // exactly half the smallest subnormal rounds to zero, and a value at
+    // min_normal - min_subnormal/2 rounds up to min_normal).
     const FormatInfo& fi = format_info(f);
+    const double under = fi.min_subnormal / 2.0;
+    const double sub_hi = fi.min_normal - fi.min_subnormal / 2.0;
+    // First magnitude that overflows: max + half an ulp of max; for E4M3 the
+    // tie at 464 still rounds to 448, so only values above it overflow.
+    const double ulp_max = std::ldexp(1.0, std::ilogb(fi.max) - fi.man_bits);
+    const double over = fi.max + ulp_max / 2.0;
+    const bool tie_overflows = fi.has_inf;  // IEEE: max has an odd mantissa, the tie goes to inf
     std::int64_t uu = 0, su = 0, ou = 0, us = 0, ss = 0, os = 0;
+    auto classify = [&](double a, std::int64_t& u, std::int64_t& sb, std::int64_t& o) {
+      if (a <= under) ++u;
+      else if (a < sub_hi) ++sb;
+      else if (a > over || (tie_overflows && a == over)) ++o;
+    };
+    const double scale = static_cast<double>(loss_scale);
     for (Parameter* p : ps) {
       // The unscaled f32 gradient of p (same span order as parameters()).
       while (pi < all.size() && all[pi] != p) ++pi;
       if (pi >= all.size()) break;
       const float* gv = s.clip_spans[pi].data;
       const std::int64_t n = static_cast<std::int64_t>(s.clip_spans[pi].n);
+      g.total += n;
       for (std::int64_t i = 0; i < n; ++i) {
         const float v = gv[i];
-        ++g.total;
         if (v == 0.0f) {
           ++g.zeros;
           continue;
@@ -362,17 +380,11 @@ void Run::gradient_statistics(std::int64_t step, float loss_scale, std::vector<R
           continue;
         }
         const double a = std::fabs(static_cast<double>(v));
-        int bin = static_cast<int>(std::floor(std::log2(a))) - g.log2_lo;
+        int bin = std::ilogb(v) - g.log2_lo;  // floor(log2|v|), subnormals included
         bin = std::clamp(bin, 0, static_cast<int>(g.histogram.size()) - 1);
         ++g.histogram[static_cast<std::size_t>(bin)];
-        auto classify = [&](float x, std::int64_t& under, std::int64_t& sub, std::int64_t& over) {
-          const float q = quantize(f, x);
-          if (!std::isfinite(q)) ++over;
-          else if (q == 0.0f) ++under;
-          else if (std::fabs(q) < fi.min_normal) ++sub;
-        };
-        classify(v, uu, su, ou);
-        classify(v * loss_scale, us, ss, os);
+        classify(a, uu, su, ou);
+        classify(a * scale, us, ss, os);
       }
     }
     const double t = g.total > 0 ? static_cast<double>(g.total) : 1.0;

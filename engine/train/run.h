@@ -75,6 +75,7 @@ class Run {
   std::int64_t m_overflow_steps = 0;
   std::int64_t m_skipped_steps = 0;
   std::int64_t m_peak_memory = 0;
+  std::int64_t m_last_rss = 0;
   double m_wall_seconds = 0.0;
   std::int64_t m_samples = 0;
   std::vector<StepMetrics> m_steps;

@@ -22,7 +22,7 @@ struct RunConfig {
   double lr = 0.05;
   double momentum = 0.9;                 // sgd
   double weight_decay = 0.0;
-  std::string schedule = "constant";     // constant | cosine
+  std::string schedule = "cosine";       // cosine (to 0 over the run) | constant
   std::int64_t warmup = 0;               // cosine warm-up steps
   double clip = 0.0;                     // max global grad norm; 0 = off
   std::uint64_t seed = 0;
