@@ -1,0 +1,132 @@
+// Elementwise ops and reductions of the CPU backend: activations, residual
+// add, scaling, rounding to a format, the non-finite check and the norms.
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/parallel.h"
+#include "numeric/cast.h"
+
+namespace engine::cpu {
+
+void relu_forward(const float* x, float* y, std::int64_t n) {
+  // x < 0 ? 0 : x lets NaN through (as torch.relu does), so an overflow in
+  // the layer below is not hidden by the activation.
+  for_chunks(n, [=](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
+  });
+}
+
+void relu_backward(const float* x, const float* dy, float* dx, std::int64_t n) {
+  for_chunks(n, [=](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+  });
+}
+
+namespace {
+constexpr float kInvSqrt2 = 0.70710678118654752440f;
+constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
+}  // namespace
+
+void gelu_forward(const float* x, float* y, std::int64_t n) {
+  // Exact form x * Phi(x) (PyTorch's approximate='none').
+  for_chunks(n, [=](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) {
+      const float v = x[i];
+      y[i] = 0.5f * v * (1.0f + std::erf(v * kInvSqrt2));
+    }
+  });
+}
+
+void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) {
+  // d/dx [x Phi(x)] = Phi(x) + x phi(x).
+  for_chunks(n, [=](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) {
+      const float v = x[i];
+      const float cdf = 0.5f * (1.0f + std::erf(v * kInvSqrt2));
+      const float pdf = std::exp(-0.5f * v * v) * kInvSqrt2Pi;
+      dx[i] = dy[i] * (cdf + v * pdf);
+    }
+  });
+}
+
+void add(const float* a, const float* b, float* y, std::int64_t n) {
+  for_chunks(n, [=](std::int64_t s, std::int64_t e) {
+    for (std::int64_t i = s; i < e; ++i) y[i] = a[i] + b[i];
+  });
+}
+
+void scale(float* x, float s, std::int64_t n) {
+  for_chunks(n, [=](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) x[i] *= s;
+  });
+}
+
+void quantize(Format f, float* x, std::int64_t n, bool saturate) {
+  if (f == Format::FP32) return;
+  CastOptions opt;
+  opt.saturate = saturate;
+  for_chunks(n, [=](std::int64_t b, std::int64_t e) {
+    quantize_inplace(f, x + b, static_cast<std::size_t>(e - b), opt);
+  });
+}
+
+std::int64_t count_nonfinite(const float* x, std::int64_t n) {
+  // inf and NaN are exactly the patterns with an all-ones exponent: an
+  // integer test, vectorizable, immune to -ffast-math and FTZ/DAZ.
+  return reduce_chunks<std::int64_t>(n, kParallelMin, [x](std::int64_t b, std::int64_t e) {
+    std::int64_t count = 0;
+#pragma omp simd reduction(+ : count)
+    for (std::int64_t i = b; i < e; ++i) {
+      std::uint32_t u;
+      std::memcpy(&u, x + i, sizeof u);
+      count += (u & 0x7F800000u) == 0x7F800000u ? 1 : 0;
+    }
+    return count;
+  });
+}
+
+double sum_squares(const float* x, std::int64_t n) {
+  // Double: a gradient norm over millions of values must neither overflow
+  // (f32 squares of 1e20) nor lose the small terms.
+  return reduce_chunks<double>(n, kParallelMin, [x](std::int64_t b, std::int64_t e) {
+    double s = 0.0;
+#pragma omp simd reduction(+ : s)
+    for (std::int64_t i = b; i < e; ++i) {
+      const double v = x[i];
+      s += v * v;
+    }
+    return s;
+  });
+}
+
+void column_sums(const float* dy, std::int64_t rows, std::int64_t cols, float* db, Workspace& ws) {
+  if (cols <= 0) return;
+  if (rows <= 0) {
+    for (std::int64_t j = 0; j < cols; ++j) db[j] = 0.0f;
+    return;
+  }
+  // Row chunks fixed by the shape (not the thread count), summed in double
+  // per chunk and then in chunk order: the same bits for any thread count.
+  const std::int64_t chunk = chunk_size(rows, std::max<std::int64_t>(1, kParallelMin / cols));
+  const auto nchunks = static_cast<int>((rows + chunk - 1) / chunk);
+  double* part = ws.get<double>(static_cast<std::size_t>(nchunks) * static_cast<std::size_t>(cols));
+#pragma omp parallel for schedule(static) if (nchunks > 1)
+  for (int c = 0; c < nchunks; ++c) {
+    double* p = part + static_cast<std::int64_t>(c) * cols;
+    for (std::int64_t j = 0; j < cols; ++j) p[j] = 0.0;
+    const std::int64_t end = std::min(rows, (c + 1) * chunk);
+    for (std::int64_t i = c * chunk; i < end; ++i) {
+      const float* r = dy + i * cols;
+      for (std::int64_t j = 0; j < cols; ++j) p[j] += r[j];
+    }
+  }
+  for (std::int64_t j = 0; j < cols; ++j) {
+    double s = 0.0;
+    for (int c = 0; c < nchunks; ++c) s += part[static_cast<std::int64_t>(c) * cols + j];
+    db[j] = static_cast<float>(s);
+  }
+}
+
+}  // namespace engine::cpu

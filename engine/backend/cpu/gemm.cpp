@@ -1,0 +1,289 @@
+// Backend::gemm on the CPU: operand decoding, the oneDNN matmul plan cache,
+// and the dispatch to the reduced-precision accumulation kernel.
+#include "backend/cpu/gemm.h"
+
+#include <bit>
+#include <cstring>
+#include <stdexcept>
+
+#include "backend/cpu/fp8_bf16.h"
+#include "backend/cpu/parallel.h"
+#include "numeric/cast.h"
+#include "numeric/convert.h"
+
+namespace engine::cpu {
+
+namespace {
+
+using dt = dnnl::memory::data_type;
+using dims = dnnl::memory::dims;
+
+// Formats whose every value is exactly a BF16 value.
+bool is_bf16_exact(Format f) { return f == Format::BF16 || f == Format::E4M3 || f == Format::E5M2; }
+
+// A stored matrix as the matmul reads it: data and leading dimension.
+struct Prepared {
+  const void* data;
+  std::int64_t ld;
+};
+
+// Applies row_fn(src, dst, count) to a stored rows x cols matrix (leading
+// dimension ld, `esize` bytes per element), writing a compact rows x cols
+// result; one flat pass when the source is contiguous. Parallel above the
+// size threshold.
+template <class DstT, class RowFn>
+void convert_matrix(const void* src_v, std::size_t esize, std::int64_t rows, std::int64_t cols,
+                    std::int64_t ld, DstT* dst, RowFn&& row_fn) {
+  const auto* src = static_cast<const std::uint8_t*>(src_v);
+  const auto es = static_cast<std::int64_t>(esize);
+  if (ld == cols) {
+    for_chunks(rows * cols,
+               [&](std::int64_t b, std::int64_t e) { row_fn(src + b * es, dst + b, e - b); });
+    return;
+  }
+#pragma omp parallel for schedule(static) if (worth_parallel(rows * cols))
+  for (std::int64_t r = 0; r < rows; ++r) row_fn(src + r * ld * es, dst + r * cols, cols);
+}
+
+// Brings one operand (stored rows x cols, leading dimension ld) to the
+// matmul's input type: f32, or bf16 when `to_bf16`. FP32 and (on the bf16
+// path) BF16 operands are used in place; the rest are decoded exactly (TF32:
+// rounded, RNE) into `ws`.
+Prepared prepare(const GemmOperand& op, std::int64_t rows, std::int64_t cols, bool to_bf16,
+                 Workspace& ws) {
+  const std::int64_t ld = op.ld > 0 ? op.ld : cols;
+  const Format f = op.format;
+  if (!to_bf16) {
+    if (f == Format::FP32) return {op.data, ld};
+    float* dst = ws.get<float>(static_cast<std::size_t>(rows * cols));
+    convert_matrix(op.data, storage_bytes(f), rows, cols, ld, dst,
+                   [f](const std::uint8_t* s, float* d, std::int64_t n) {
+                     if (f == Format::TF32)
+                       cast_from_f32(Format::TF32, reinterpret_cast<const float*>(s), d,
+                                     static_cast<std::size_t>(n));
+                     else
+                       cast_to_f32(f, s, d, static_cast<std::size_t>(n));
+                   });
+    return {dst, cols};
+  }
+  if (f == Format::BF16) return {op.data, ld};
+  std::uint16_t* dst = ws.get<std::uint16_t>(static_cast<std::size_t>(rows * cols));
+  convert_matrix(op.data, 1, rows, cols, ld, dst,
+                 [f](const std::uint8_t* s, std::uint16_t* d, std::int64_t n) { fp8_to_bf16(f, s, d, n); });
+  return {dst, cols};
+}
+
+// c[i, j] = c[i, j] * beta for the m x n block (beta != 0, 1: the sum
+// post-op of the cached primitive always adds 1 * c).
+void scale_block(float* c, std::int64_t m, std::int64_t n, std::int64_t ldc, float beta) {
+#pragma omp parallel for schedule(static) if (worth_parallel(m * n))
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] *= beta;
+}
+
+// c = alpha * c (+ bias[j]) over the m x n block.
+void scale_and_bias(float* c, std::int64_t m, std::int64_t n, std::int64_t ldc, float alpha,
+                    const float* bias) {
+#pragma omp parallel for schedule(static) if (worth_parallel(m * n))
+  for (std::int64_t i = 0; i < m; ++i) {
+    float* r = c + i * ldc;
+    if (bias)
+      for (std::int64_t j = 0; j < n; ++j) r[j] = alpha * r[j] + bias[j];
+    else
+      for (std::int64_t j = 0; j < n; ++j) r[j] = alpha * r[j];
+  }
+}
+
+void add_bias_rows(float* c, std::int64_t m, std::int64_t n, std::int64_t ldc, const float* bias) {
+#pragma omp parallel for schedule(static) if (worth_parallel(m * n))
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] += bias[j];
+}
+
+}  // namespace
+
+struct GemmEngine::Plan {
+  dnnl::matmul prim;
+  dnnl::memory a, b, c, bias, scratch;
+  std::size_t scratch_bytes = 0;
+  bool native_bias = false;  // matmul's own bias (alpha == 1)
+  bool binary_bias = false;  // binary-add post-op after the scale (alpha != 1)
+  bool manual_bias = false;  // alpha != 1 with a strided C: oneDNN only has ref:any then
+  int binary_index = 0;      // post-op index of the binary add
+  std::string impl;
+};
+
+GemmEngine::GemmEngine(DnnlContext& ctx, bool native_bf16) : m_ctx(ctx), m_native_bf16(native_bf16) {}
+GemmEngine::~GemmEngine() = default;
+
+std::size_t GemmEngine::KeyHash::operator()(const Key& k) const {
+  std::uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](std::uint64_t v) {
+    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  };
+  mix(static_cast<std::uint64_t>(k.m));
+  mix(static_cast<std::uint64_t>(k.n));
+  mix(static_cast<std::uint64_t>(k.k));
+  mix(static_cast<std::uint64_t>(k.lda));
+  mix(static_cast<std::uint64_t>(k.ldb));
+  mix(static_cast<std::uint64_t>(k.ldc));
+  mix(k.alpha_bits);
+  mix((k.trans_a ? 1u : 0u) | (k.trans_b ? 2u : 0u) | (k.bf16 ? 4u : 0u) | (k.has_bias ? 8u : 0u) |
+      (k.has_beta ? 16u : 0u));
+  return static_cast<std::size_t>(h);
+}
+
+GemmEngine::Plan& GemmEngine::plan_for(const Key& key) {
+  if (auto it = m_plans.find(key); it != m_plans.end()) return *it->second;
+  // Bounded: a caller cycling through many alphas or shapes must not grow
+  // the cache without limit. Training uses a few dozen entries.
+  if (m_plans.size() >= 512) m_plans.clear();
+
+  const dnnl::engine& eng = m_ctx.engine();
+  const dt in = key.bf16 ? dt::bf16 : dt::f32;
+  // Transposes are strides, never copies: op(A) is m x k with strides
+  // (lda, 1), or (1, lda) when A is stored k x m.
+  const dnnl::memory::desc a_md({key.m, key.k}, in, key.trans_a ? dims{1, key.lda} : dims{key.lda, 1});
+  const dnnl::memory::desc b_md({key.k, key.n}, in, key.trans_b ? dims{1, key.ldb} : dims{key.ldb, 1});
+  const dnnl::memory::desc c_md({key.m, key.n}, dt::f32, dims{key.ldc, 1});
+  const dnnl::memory::desc bias_md({1, key.n}, dt::f32, dims{key.n, 1});
+  const float alpha = std::bit_cast<float>(key.alpha_bits);
+
+  auto plan = std::make_unique<Plan>();
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  // oneDNN computes dst = scale * (acc + bias), then post-ops in order. So
+  // the matmul's bias is only right for alpha == 1; otherwise the bias is a
+  // binary add after the sum post-op.
+  if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+  dnnl::post_ops po;
+  if (key.has_beta) po.append_sum(1.0f);
+  plan->native_bias = key.has_bias && alpha == 1.0f;
+  plan->binary_bias = key.has_bias && alpha != 1.0f && key.ldc == key.n;
+  plan->manual_bias = key.has_bias && alpha != 1.0f && key.ldc != key.n;
+  if (plan->binary_bias) {
+    plan->binary_index = po.len();
+    po.append_binary(dnnl::algorithm::binary_add, bias_md);
+  }
+  attr.set_post_ops(po);
+
+  try {
+    const dnnl::matmul::desc desc = plan->native_bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md)
+                                                      : dnnl::matmul::desc(a_md, b_md, c_md);
+    const dnnl::matmul::primitive_desc pd(desc, attr, eng);
+    plan->prim = dnnl::matmul(pd);
+    plan->impl = pd.impl_info_str();
+    const dnnl::memory::desc scratch_md = pd.scratchpad_desc();
+    plan->scratch_bytes = scratch_md.get_size();
+    plan->scratch = dnnl::memory(scratch_md, eng, DNNL_MEMORY_NONE);
+  } catch (const dnnl::error& e) {
+    throw std::runtime_error(std::string("oneDNN matmul ") + std::to_string(key.m) + "x" +
+                             std::to_string(key.n) + "x" + std::to_string(key.k) + ": " + e.what());
+  }
+  m_ctx.count_primitive();
+  plan->a = dnnl::memory(a_md, eng, DNNL_MEMORY_NONE);
+  plan->b = dnnl::memory(b_md, eng, DNNL_MEMORY_NONE);
+  plan->c = dnnl::memory(c_md, eng, DNNL_MEMORY_NONE);
+  plan->bias = dnnl::memory(bias_md, eng, DNNL_MEMORY_NONE);
+  Plan& ref = *plan;
+  m_plans.emplace(key, std::move(plan));
+  return ref;
+}
+
+void GemmEngine::run(const GemmArgs& g) {
+  if (g.m <= 0 || g.n <= 0) return;
+  const std::int64_t ldc = g.ldc > 0 ? g.ldc : g.n;
+  if (g.accumulate != Format::FP32 && g.k > 0) {
+    run_lowp(g);
+    return;
+  }
+  m_last_impl = nullptr;
+  if (g.k <= 0) {
+    // Empty sum: C = beta * C + bias (oneDNN rejects K = 0).
+    for (std::int64_t i = 0; i < g.m; ++i)
+      for (std::int64_t j = 0; j < g.n; ++j) {
+        float& c = g.c[i * ldc + j];
+        c = (g.beta != 0.0f ? g.beta * c : 0.0f) + (g.bias ? g.bias[j] : 0.0f);
+      }
+    return;
+  }
+
+  const bool bf16 = m_native_bf16 && is_bf16_exact(g.a.format) && is_bf16_exact(g.b.format);
+  const std::int64_t a_rows = g.a.trans ? g.k : g.m, a_cols = g.a.trans ? g.m : g.k;
+  const std::int64_t b_rows = g.b.trans ? g.n : g.k, b_cols = g.b.trans ? g.k : g.n;
+  const Prepared pa = prepare(g.a, a_rows, a_cols, bf16, m_a_ws);
+  const Prepared pb = prepare(g.b, b_rows, b_cols, bf16, m_b_ws);
+
+  // alpha != 1 with beta == 0 (the FP8 layers' 1/scale, which changes as
+  // the delayed scaling moves): the primitive computes A*B alone and one
+  // pass applies c = alpha * c + bias, so a new alpha creates no primitive.
+  // Same arithmetic as oneDNN's output scale: alpha times the f32 result.
+  const bool alpha_pass = g.alpha != 1.0f && g.beta == 0.0f;
+  const Key key{g.m,
+                g.n,
+                g.k,
+                pa.ld,
+                pb.ld,
+                ldc,
+                std::bit_cast<std::uint32_t>(alpha_pass ? 1.0f : g.alpha),
+                g.a.trans,
+                g.b.trans,
+                bf16,
+                g.bias != nullptr && !alpha_pass,
+                g.beta != 0.0f};
+  Plan& p = plan_for(key);
+  if (g.beta != 0.0f && g.beta != 1.0f) scale_block(g.c, g.m, g.n, ldc, g.beta);
+
+  set_handle(p.a, pa.data);
+  set_handle(p.b, pb.data);
+  set_handle(p.c, g.c);
+  dnnl_exec_arg_t args[6];
+  int nargs = 0;
+  args[nargs++] = {DNNL_ARG_SRC, p.a.get()};
+  args[nargs++] = {DNNL_ARG_WEIGHTS, p.b.get()};
+  args[nargs++] = {DNNL_ARG_DST, p.c.get()};
+  if (p.native_bias || p.binary_bias) {
+    set_handle(p.bias, g.bias);
+    args[nargs++] = {p.native_bias ? DNNL_ARG_BIAS
+                                   : (DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.binary_index) | DNNL_ARG_SRC_1),
+                     p.bias.get()};
+  }
+  if (p.scratch_bytes > 0) {
+    set_handle(p.scratch, m_scratch.get(p.scratch_bytes));
+    args[nargs++] = {DNNL_ARG_SCRATCHPAD, p.scratch.get()};
+  }
+  m_ctx.execute(p.prim, args, nargs);
+  if (alpha_pass) scale_and_bias(g.c, g.m, g.n, ldc, g.alpha, g.bias);
+  if (p.manual_bias) add_bias_rows(g.c, g.m, g.n, ldc, g.bias);
+  m_last_impl = &p.impl;
+}
+
+void GemmEngine::run_lowp(const GemmArgs& g) {
+  m_last_impl = nullptr;
+  const std::int64_t ldc = g.ldc > 0 ? g.ldc : g.n;
+  const std::int64_t a_rows = g.a.trans ? g.k : g.m, a_cols = g.a.trans ? g.m : g.k;
+  const std::int64_t b_rows = g.b.trans ? g.n : g.k, b_cols = g.b.trans ? g.k : g.n;
+  // Both operands decoded to f32 (exact; TF32 rounded). The kernel reads A
+  // through strides and needs B as a contiguous k x n row-major matrix.
+  const Prepared pa = prepare(g.a, a_rows, a_cols, false, m_a_ws);
+  const Prepared pb = prepare(g.b, b_rows, b_cols, false, m_b_ws);
+  const float* b = static_cast<const float*>(pb.data);
+  if (g.b.trans || pb.ld != g.n) {
+    float* bt = m_bt_ws.get<float>(static_cast<std::size_t>(g.k * g.n));
+    const float* src = b;
+    if (g.b.trans) {
+      for (std::int64_t p = 0; p < g.k; ++p)
+        for (std::int64_t j = 0; j < g.n; ++j) bt[p * g.n + j] = src[j * pb.ld + p];
+    } else {
+      for (std::int64_t p = 0; p < g.k; ++p)
+        std::memcpy(bt + p * g.n, src + p * pb.ld, static_cast<std::size_t>(g.n) * sizeof(float));
+    }
+    b = bt;
+  }
+  float* acc = m_acc_ws.get<float>(static_cast<std::size_t>(omp_get_max_threads()) *
+                                   static_cast<std::size_t>(g.n));
+  gemm_lowp_accumulate(g.accumulate, g.m, g.n, g.k, static_cast<const float*>(pa.data), g.a.trans,
+                       pa.ld, b, g.c, ldc, g.alpha, g.beta, g.bias, acc);
+}
+
+}  // namespace engine::cpu

@@ -1,0 +1,75 @@
+// GemmEngine: Backend::gemm on the CPU. oneDNN matmul with cached
+// primitives for FP32 accumulation; the own rounding kernel (gemm_lowp.cpp)
+// for FP16/BF16 accumulation.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "backend/backend.h"
+#include "backend/cpu/dnnl_context.h"
+#include "backend/cpu/workspace.h"
+
+namespace engine::cpu {
+
+// C = alpha * op(A) op(B) + beta * C (+ bias) with every partial sum of the
+// dot products rounded to `accumulate` (FP16 or BF16) after each addition,
+// k-sequentially: for each (i, j), s_0 = 0 and
+//   s_{p+1} = round(s_p + a(i, p) * b(p, j))        (all in FP32, then rounded)
+// where the product and the sum are FP32 operations (the product of two
+// FP16/BF16/FP8 values is exact in FP32) and round() is
+// engine::quantize(accumulate, .). Then, in FP32:
+//   c = alpha * s_k;  c += beta * c_old (beta != 0);  c += bias[j].
+// a(i, p) = a[i * lda + p], or a[p * lda + i] when trans_a (A stored k x m);
+// b: k x n row-major, contiguous. acc: omp_get_max_threads() x n floats of
+// scratch (one accumulator row per thread). The backend's calling thread.
+void gemm_lowp_accumulate(Format accumulate, std::int64_t m, std::int64_t n, std::int64_t k,
+                          const float* a, bool trans_a, std::int64_t lda, const float* b,
+                          float* c, std::int64_t ldc, float alpha, float beta, const float* bias,
+                          float* acc);
+
+class GemmEngine {
+ public:
+  GemmEngine(DnnlContext& ctx, bool native_bf16);
+  ~GemmEngine();
+  GemmEngine(const GemmEngine&) = delete;
+  GemmEngine& operator=(const GemmEngine&) = delete;
+
+  // The backend's calling thread.
+  void run(const GemmArgs& args);
+  // oneDNN implementation of the last call ("" after the own kernel).
+  std::string last_impl() const { return m_last_impl ? *m_last_impl : std::string(); }
+
+ private:
+  // Everything the primitive depends on. oneDNN's fast kernels (brgemm)
+  // take only compile-time output scales (runtime scales fall back to the
+  // slower gemm:jit), so alpha is in the key -- but only when beta != 0:
+  // with beta == 0 alpha (and the bias) are applied in one pass after the
+  // matmul and the key holds alpha = 1. beta is handled outside the
+  // primitive (C is prescaled when beta is not 0 or 1), so only beta != 0
+  // matters.
+  struct Key {
+    std::int64_t m, n, k, lda, ldb, ldc;
+    std::uint32_t alpha_bits;
+    bool trans_a, trans_b, bf16, has_bias, has_beta;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const;
+  };
+  struct Plan;
+  Plan& plan_for(const Key& key);
+  void run_lowp(const GemmArgs& args);
+
+  DnnlContext& m_ctx;
+  bool m_native_bf16;
+  std::unordered_map<Key, std::unique_ptr<Plan>, KeyHash> m_plans;
+  // Decoded operands, B transposed for the own kernel, its per-thread row
+  // accumulators, and oneDNN's scratchpad (user-managed, shared by plans).
+  Workspace m_a_ws, m_b_ws, m_bt_ws, m_acc_ws, m_scratch;
+  const std::string* m_last_impl = nullptr;
+};
+
+}  // namespace engine::cpu

@@ -1,0 +1,51 @@
+// The CPU backend's own kernels (everything but matmul and convolution).
+// Semantics are those of backend.h; these are called by CpuBackend on the
+// backend's calling thread and use OpenMP above kParallelMin.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cpu/workspace.h"
+#include "numeric/format.h"
+
+namespace engine::cpu {
+
+// pool.cpp
+void maxpool2d_forward(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
+                       const float* x, float* y, std::int32_t* argmax);
+void maxpool2d_backward(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
+                        std::int64_t k, const float* dy, const std::int32_t* argmax, float* dx);
+
+// elementwise.cpp
+void relu_forward(const float* x, float* y, std::int64_t n);
+void relu_backward(const float* x, const float* dy, float* dx, std::int64_t n);
+void gelu_forward(const float* x, float* y, std::int64_t n);
+void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n);
+void add(const float* a, const float* b, float* y, std::int64_t n);
+void scale(float* x, float s, std::int64_t n);
+void quantize(Format f, float* x, std::int64_t n, bool saturate);
+std::int64_t count_nonfinite(const float* x, std::int64_t n);
+double sum_squares(const float* x, std::int64_t n);
+void column_sums(const float* dy, std::int64_t rows, std::int64_t cols, float* db, Workspace& ws);
+
+// rows.cpp
+void layernorm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean,
+                       float* rstd, std::int64_t rows, std::int64_t cols, float eps,
+                       Format accumulate);
+void layernorm_backward(const float* dy, const float* x, const float* mean, const float* rstd,
+                        const float* gamma, float* dx, float* dgamma, float* dbeta,
+                        std::int64_t rows, std::int64_t cols, Workspace& ws);
+void softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t cols,
+                     Format accumulate);
+void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows,
+                      std::int64_t cols);
+
+// loss.cpp
+double cross_entropy_forward(const float* logits, const std::int32_t* labels, std::int64_t rows,
+                             std::int64_t classes, float* probs, std::int64_t* correct);
+void cross_entropy_backward(const float* probs, const std::int32_t* labels, std::int64_t rows,
+                            std::int64_t classes, float scale, float* dlogits);
+double mse_forward(const float* pred, const float* target, std::int64_t n);
+void mse_backward(const float* pred, const float* target, std::int64_t n, float scale, float* dpred);
+
+}  // namespace engine::cpu

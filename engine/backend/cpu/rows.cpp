@@ -1,0 +1,188 @@
+// Row-wise ops of the CPU backend: LayerNorm and softmax, each with an FP32
+// path and an emulated FP16/BF16-accumulation path (built with
+// -ffp-contract=off so the emulation rounds exactly where it says).
+#include <cmath>
+
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/lowp.h"
+#include "backend/cpu/parallel.h"
+
+namespace engine::cpu {
+
+namespace {
+
+// FP32 statistics of one row: two passes (mean, then squared deviations),
+// which, unlike E[x^2] - mean^2, cannot cancel to a negative variance.
+void layernorm_stats_f32(const float* x, std::int64_t cols, float eps, float& mean, float& rstd) {
+  float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+  for (std::int64_t j = 0; j < cols; ++j) s += x[j];
+  const float mu = s / static_cast<float>(cols);
+  float v = 0.0f;
+#pragma omp simd reduction(+ : v)
+  for (std::int64_t j = 0; j < cols; ++j) {
+    const float d = x[j] - mu;
+    v += d * d;
+  }
+  mean = mu;
+  // eps inside the square root, as torch.nn.LayerNorm.
+  rstd = 1.0f / std::sqrt(v / static_cast<float>(cols) + eps);
+}
+
+// What a LayerNorm computed entirely in FP16/BF16 does: the same two-pass
+// algorithm, but every partial sum and every intermediate (sum, mean,
+// difference, square, variance, sqrt, reciprocal, normalized value) is
+// rounded to the format, in the order written, left to right. With FP16,
+// a row of a few hundred values around 300 overflows the running sum
+// (65504), and a deviation above 256 overflows its square: inf/NaN out of
+// finite inputs, the demonstration the recipe table is about.
+void layernorm_row_lowp(Format f, const float* x, const float* gamma, const float* beta, float* y,
+                        std::int64_t cols, float eps, float& mean_out, float& rstd_out) {
+  float s = 0.0f;
+  for (std::int64_t j = 0; j < cols; ++j) s = round_to(f, s + x[j]);
+  const float mean = round_to(f, s / static_cast<float>(cols));
+  float v = 0.0f;
+  for (std::int64_t j = 0; j < cols; ++j) {
+    const float d = round_to(f, x[j] - mean);
+    v = round_to(f, v + round_to(f, d * d));
+  }
+  const float var = round_to(f, v / static_cast<float>(cols));
+  const float rstd = round_to(f, 1.0f / round_to(f, std::sqrt(round_to(f, var + eps))));
+  for (std::int64_t j = 0; j < cols; ++j) {
+    const float xhat = round_to(f, round_to(f, x[j] - mean) * rstd);
+    y[j] = xhat * (gamma ? gamma[j] : 1.0f) + (beta ? beta[j] : 0.0f);
+  }
+  mean_out = mean;
+  rstd_out = rstd;
+}
+
+}  // namespace
+
+void layernorm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean,
+                       float* rstd, std::int64_t rows, std::int64_t cols, float eps,
+                       Format accumulate) {
+#pragma omp parallel for schedule(static) if (rows > 1 && worth_parallel(rows * cols))
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const float* xr = x + i * cols;
+    float* yr = y + i * cols;
+    float mu = 0.0f, r = 0.0f;
+    if (accumulate == Format::FP32) {
+      layernorm_stats_f32(xr, cols, eps, mu, r);
+      for (std::int64_t j = 0; j < cols; ++j)
+        yr[j] = (xr[j] - mu) * r * (gamma ? gamma[j] : 1.0f) + (beta ? beta[j] : 0.0f);
+    } else {
+      layernorm_row_lowp(accumulate, xr, gamma, beta, yr, cols, eps, mu, r);
+    }
+    if (mean) mean[i] = mu;
+    if (rstd) rstd[i] = r;
+  }
+}
+
+void layernorm_backward(const float* dy, const float* x, const float* mean, const float* rstd,
+                        const float* gamma, float* dx, float* dgamma, float* dbeta,
+                        std::int64_t rows, std::int64_t cols, Workspace& ws) {
+  // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma.
+  if (dx) {
+#pragma omp parallel for schedule(static) if (rows > 1 && worth_parallel(rows * cols))
+    for (std::int64_t i = 0; i < rows; ++i) {
+      const float* xr = x + i * cols;
+      const float* dyr = dy + i * cols;
+      float* dxr = dx + i * cols;
+      const float mu = mean[i], r = rstd[i];
+      float sum_g = 0.0f, sum_gx = 0.0f;
+#pragma omp simd reduction(+ : sum_g, sum_gx)
+      for (std::int64_t j = 0; j < cols; ++j) {
+        const float g = dyr[j] * (gamma ? gamma[j] : 1.0f);
+        sum_g += g;
+        sum_gx += g * ((xr[j] - mu) * r);
+      }
+      const float inv_n = 1.0f / static_cast<float>(cols);
+      const float a = sum_g * inv_n, b = sum_gx * inv_n;
+      for (std::int64_t j = 0; j < cols; ++j) {
+        const float g = dyr[j] * (gamma ? gamma[j] : 1.0f);
+        const float xhat = (xr[j] - mu) * r;
+        dxr[j] = r * (g - a - xhat * b);
+      }
+    }
+  }
+  if (!dgamma && !dbeta) return;
+  // Parameter gradients sum over rows: per fixed row chunk in double, then
+  // the chunks in order (independent of the thread count).
+  const std::int64_t chunk = chunk_size(rows, std::max<std::int64_t>(1, kParallelMin / std::max<std::int64_t>(cols, 1)));
+  const auto nchunks = static_cast<int>(rows > 0 ? (rows + chunk - 1) / chunk : 0);
+  double* part = ws.get<double>(2 * static_cast<std::size_t>(std::max(nchunks, 1)) *
+                                static_cast<std::size_t>(cols));
+#pragma omp parallel for schedule(static) if (nchunks > 1)
+  for (int c = 0; c < nchunks; ++c) {
+    double* pg = part + 2 * static_cast<std::int64_t>(c) * cols;
+    double* pb = pg + cols;
+    for (std::int64_t j = 0; j < cols; ++j) pg[j] = pb[j] = 0.0;
+    const std::int64_t end = std::min(rows, (c + 1) * chunk);
+    for (std::int64_t i = c * chunk; i < end; ++i) {
+      const float* xr = x + i * cols;
+      const float* dyr = dy + i * cols;
+      const float mu = mean[i], r = rstd[i];
+      for (std::int64_t j = 0; j < cols; ++j) {
+        pg[j] += static_cast<double>(dyr[j]) * static_cast<double>((xr[j] - mu) * r);
+        pb[j] += dyr[j];
+      }
+    }
+  }
+  for (std::int64_t j = 0; j < cols; ++j) {
+    double g = 0.0, b = 0.0;
+    for (int c = 0; c < nchunks; ++c) {
+      g += part[2 * static_cast<std::int64_t>(c) * cols + j];
+      b += part[(2 * static_cast<std::int64_t>(c) + 1) * cols + j];
+    }
+    if (dgamma) dgamma[j] = static_cast<float>(g);
+    if (dbeta) dbeta[j] = static_cast<float>(b);
+  }
+}
+
+void softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t cols,
+                     Format accumulate) {
+#pragma omp parallel for schedule(static) if (rows > 1 && worth_parallel(rows * cols))
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const float* xr = x + i * cols;
+    float* yr = y + i * cols;
+    // Subtracting the row maximum keeps exp() <= 1: no overflow for any
+    // finite logits. A NaN in the row makes the whole row NaN.
+    float m = -INFINITY;
+    for (std::int64_t j = 0; j < cols; ++j) m = xr[j] > m ? xr[j] : m;
+    if (accumulate == Format::FP32) {
+      float s = 0.0f;
+      for (std::int64_t j = 0; j < cols; ++j) {
+        yr[j] = std::exp(xr[j] - m);
+        s += yr[j];
+      }
+      for (std::int64_t j = 0; j < cols; ++j) yr[j] = yr[j] / s;
+    } else {
+      // Reduced precision: the shifted logits, the exponentials and every
+      // partial sum rounded to the format. FP16's 11 bits stop adding
+      // small terms to a large sum (the sum stalls at 2048 for ones).
+      float s = 0.0f;
+      for (std::int64_t j = 0; j < cols; ++j) {
+        const float e = round_to(accumulate, std::exp(round_to(accumulate, xr[j] - m)));
+        yr[j] = e;
+        s = round_to(accumulate, s + e);
+      }
+      for (std::int64_t j = 0; j < cols; ++j) yr[j] = yr[j] / s;
+    }
+  }
+}
+
+void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows,
+                      std::int64_t cols) {
+#pragma omp parallel for schedule(static) if (rows > 1 && worth_parallel(rows * cols))
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const float* yr = y + i * cols;
+    const float* dyr = dy + i * cols;
+    float* dxr = dx + i * cols;
+    float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+    for (std::int64_t j = 0; j < cols; ++j) dot += dyr[j] * yr[j];
+    for (std::int64_t j = 0; j < cols; ++j) dxr[j] = yr[j] * (dyr[j] - dot);
+  }
+}
+
+}  // namespace engine::cpu

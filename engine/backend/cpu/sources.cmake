@@ -1,0 +1,20 @@
+# engine/backend/cpu: the CPU backend (oneDNN + own OpenMP kernels).
+# Paths are relative to engine/backend/.
+target_sources(engine_cpu PRIVATE
+  cpu/cpu_backend.cpp
+  cpu/gemm.cpp
+  cpu/gemm_lowp.cpp
+  cpu/fp8_bf16.cpp
+  cpu/fp8_bf16_avx512.cpp
+  cpu/conv.cpp
+  cpu/pool.cpp
+  cpu/elementwise.cpp
+  cpu/rows.cpp
+  cpu/loss.cpp
+)
+# The reduced-precision emulation rounds after every multiply and add; a
+# contracted FMA would skip a rounding and break bit-exactness with the
+# sequential reference (the conformance suite checks it).
+set_source_files_properties(cpu/gemm_lowp.cpp cpu/rows.cpp PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
+# Compiled for AVX-512BW, called only after a run-time CPU check.
+set_source_files_properties(cpu/fp8_bf16_avx512.cpp PROPERTIES COMPILE_OPTIONS "-mavx512f;-mavx512bw")

@@ -1,0 +1,1294 @@
+// Backend conformance: every op of engine::Backend, every operand format, on
+// every backend, against a scalar reference written here (double precision,
+// operands decoded with the numeric reference functions), with a stated
+// tolerance per op and format. Built with -ffp-contract=off: the
+// reduced-precision references must round exactly where they say.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <numbers>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+#include "numeric/convert.h"
+#include "numeric/format.h"
+
+namespace {
+
+using engine::Backend;
+using engine::Format;
+using i64 = std::int64_t;
+
+// ============================================================================
+// Backends under test. A backend is a factory plus how the suite moves
+// buffers to and from its memory; adding a backend is one entry in
+// targets(). A factory returning nullptr skips every test (no device).
+// ============================================================================
+struct Target {
+  std::string name;
+  std::function<std::unique_ptr<Backend>()> make;
+  // Device memory. The defaults are host memory (CPU backends take host
+  // pointers); a GPU backend supplies its allocation and copies.
+  std::function<void*(std::size_t)> alloc = [](std::size_t bytes) {
+    return std::aligned_alloc(64, (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64);
+  };
+  std::function<void(void*)> release = [](void* p) { std::free(p); };
+  std::function<void(void* dst, const void* src, std::size_t bytes)> upload =
+      [](void* d, const void* s, std::size_t n) { std::memcpy(d, s, n); };
+  std::function<void(void* dst, const void* src, std::size_t bytes)> download =
+      [](void* d, const void* s, std::size_t n) { std::memcpy(d, s, n); };
+};
+
+// gtest prints the parameter of a failing test: the backend's name.
+void PrintTo(const Target& t, std::ostream* os) { *os << t.name; }
+
+std::vector<Target> targets() {
+  std::vector<Target> t;
+  // The CPU backend as the app creates it (native bf16 where the CPU has it).
+  t.push_back({"cpu", [] { return engine::make_cpu_backend(); }});
+  // The same backend forced onto the path of CPUs without AVX512-BF16:
+  // BF16/FP8 decoded to f32.
+  t.push_back({"cpu_bf16_decoded", []() -> std::unique_ptr<Backend> {
+                 engine::CpuBackendOptions o;
+                 o.allow_native_bf16 = false;
+                 return std::make_unique<engine::CpuBackend>(o);
+               }});
+  // t.push_back(cuda_target());   // the CUDA backend: device memory + factory
+  return t;
+}
+
+// A buffer in the backend's memory, filled from (or read back to) the host.
+template <class T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer(const Target& t, const std::vector<T>& host) : m_target(&t), m_n(host.size()) {
+    m_ptr = static_cast<T*>(t.alloc(bytes()));
+    if (m_n) t.upload(m_ptr, host.data(), bytes());
+  }
+  ~DeviceBuffer() { m_target->release(m_ptr); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  T* get() { return m_ptr; }
+  std::vector<T> host() const {
+    std::vector<T> h(m_n);
+    if (m_n) m_target->download(h.data(), m_ptr, bytes());
+    return h;
+  }
+
+ private:
+  std::size_t bytes() const { return m_n * sizeof(T); }
+  const Target* m_target;
+  std::size_t m_n;
+  T* m_ptr;
+};
+
+class Conformance : public ::testing::TestWithParam<Target> {
+ protected:
+  void SetUp() override {
+    be = GetParam().make();
+    if (!be) GTEST_SKIP() << GetParam().name << ": no device";
+  }
+  template <class T>
+  DeviceBuffer<T> dev(const std::vector<T>& h) {
+    return DeviceBuffer<T>(GetParam(), h);
+  }
+  // An output buffer pre-filled with NaN, so an element the backend fails
+  // to write cannot pass for a result.
+  DeviceBuffer<float> out(std::size_t n) {
+    return DeviceBuffer<float>(GetParam(), std::vector<float>(n, std::numeric_limits<float>::quiet_NaN()));
+  }
+  std::unique_ptr<Backend> be;
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, Conformance, ::testing::ValuesIn(targets()),
+                         [](const ::testing::TestParamInfo<Target>& i) { return i.param.name; });
+
+// ============================================================================
+// Helpers
+// ============================================================================
+std::vector<float> normal_values(std::size_t n, std::uint64_t seed, float stddev = 1.0f, float mean = 0.0f) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d(mean, stddev);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+bool same_value(float a, float b) {
+  return (std::isnan(a) && std::isnan(b)) || std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
+}
+
+// |got - ref| <= rtol * mag + atol element-wise; reports the worst element.
+void expect_close(const std::vector<float>& got, const std::vector<double>& ref,
+                  const std::vector<double>& mag, double rtol, double atol, const std::string& what) {
+  ASSERT_EQ(got.size(), ref.size()) << what;
+  std::size_t bad = 0, worst = 0;
+  double worst_ratio = 0.0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double err = std::fabs(static_cast<double>(got[i]) - ref[i]);
+    const double bound = rtol * mag[i] + atol;
+    const double ratio = std::isnan(got[i]) ? std::numeric_limits<double>::infinity() : err / bound;
+    if (!(err <= bound)) ++bad;
+    if (ratio > worst_ratio || (bad == 1 && !(err <= bound))) {
+      worst_ratio = ratio;
+      worst = i;
+    }
+  }
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << got.size() << " elements out of tolerance; worst ["
+                     << worst << "] got " << got[worst] << " want " << ref[worst] << " (bound "
+                     << rtol * mag[worst] + atol << ")";
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<double>& ref, double rtol,
+                  double atol, const std::string& what) {
+  std::vector<double> mag(ref.size());
+  for (std::size_t i = 0; i < ref.size(); ++i) mag[i] = std::fabs(ref[i]);
+  expect_close(got, ref, mag, rtol, atol, what);
+}
+
+void expect_bit_equal(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!same_value(got[i], want[i]) && bad++ == 0) first = i;
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << got.size() << " differ; first [" << first
+                     << "] got " << got[first] << " want " << want[first];
+}
+
+// ============================================================================
+// GEMM
+// ============================================================================
+
+// A stored GEMM operand: `rows` x `cols` values of format f, row-major with
+// leading dimension ld, in the format's storage width. Padding columns hold
+// NaN (a backend reading them poisons its result). TF32 operands are stored
+// unrounded: rounding them is the backend's job.
+struct Operand {
+  Format f;
+  i64 rows, cols, ld;
+  std::vector<std::uint8_t> bytes;
+  std::vector<double> value;  // decoded (TF32: rounded) values, rows x ld
+  double at(i64 r, i64 c) const { return value[static_cast<std::size_t>(r * ld + c)]; }
+};
+
+Operand make_operand(Format f, i64 rows, i64 cols, i64 ld, std::uint64_t seed, float scale) {
+  Operand op{f, rows, cols, ld, {}, {}};
+  const std::size_t es = engine::storage_bytes(f);
+  const std::size_t n = static_cast<std::size_t>(rows * ld);
+  op.bytes.resize(n * es);
+  op.value.resize(n);
+  const std::vector<float> x = normal_values(n, seed, scale);
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool pad = static_cast<i64>(i) % ld >= cols;
+    const float v = pad ? std::numeric_limits<float>::quiet_NaN() : x[i];
+    const std::uint32_t bits = f == Format::TF32 ? std::bit_cast<std::uint32_t>(v) : engine::encode(f, v);
+    std::memcpy(op.bytes.data() + i * es, &bits, es);  // little endian: the low bytes
+    op.value[i] = f == Format::TF32 ? engine::round_to_tf32(v) : engine::decode(f, bits);
+  }
+  return op;
+}
+
+struct GemmCase {
+  i64 m, n, k;
+  Format fa, fb;
+  bool ta, tb;
+  float alpha = 1.0f, beta = 0.0f;
+  bool bias = false;
+  i64 pad = 0;  // extra leading-dimension elements for A, B and C
+  Format accumulate = Format::FP32;
+  float scale = 1.0f;  // standard deviation of the operands' values
+  std::string name() const {
+    std::ostringstream s;
+    s << m << "x" << n << "x" << k << " " << engine::format_name(fa) << (ta ? "^T" : "") << " * "
+      << engine::format_name(fb) << (tb ? "^T" : "") << " alpha=" << alpha << " beta=" << beta
+      << (bias ? " +bias" : "") << " pad=" << pad << " acc=" << engine::format_name(accumulate)
+      << " scale=" << scale;
+    return s.str();
+  }
+};
+
+struct GemmData {
+  Operand a, b;
+  std::vector<float> c0, bias;
+  i64 ldc;
+};
+
+GemmData make_gemm_data(const GemmCase& g, std::uint64_t seed) {
+  const i64 a_rows = g.ta ? g.k : g.m, a_cols = g.ta ? g.m : g.k;
+  const i64 b_rows = g.tb ? g.n : g.k, b_cols = g.tb ? g.k : g.n;
+  auto sd = [&g](Format f) { return (f == Format::E4M3 || f == Format::E5M2) ? 2.0f * g.scale : g.scale; };
+  GemmData d{make_operand(g.fa, a_rows, a_cols, a_cols + g.pad, seed, sd(g.fa)),
+             make_operand(g.fb, b_rows, b_cols, b_cols + g.pad, seed + 1, sd(g.fb)),
+             {},
+             {},
+             g.n + g.pad};
+  d.c0 = normal_values(static_cast<std::size_t>(g.m * d.ldc), seed + 2);
+  // beta == 0 must ignore C completely, NaN included.
+  if (g.beta == 0.0f) std::fill(d.c0.begin(), d.c0.end(), std::numeric_limits<float>::quiet_NaN());
+  if (g.bias) d.bias = normal_values(static_cast<std::size_t>(g.n), seed + 3);
+  return d;
+}
+
+double op_a(const GemmCase& g, const GemmData& d, i64 i, i64 p) { return g.ta ? d.a.at(p, i) : d.a.at(i, p); }
+double op_b(const GemmCase& g, const GemmData& d, i64 p, i64 j) { return g.tb ? d.b.at(j, p) : d.b.at(p, j); }
+
+// Runs the case on the backend; returns C (m x ldc).
+std::vector<float> run_gemm(const Target& t, Backend& be, const GemmCase& g, const GemmData& d) {
+  DeviceBuffer<std::uint8_t> a(t, d.a.bytes), b(t, d.b.bytes);
+  DeviceBuffer<float> c(t, d.c0);
+  DeviceBuffer<float> bias(t, d.bias);
+  engine::GemmArgs args;
+  args.m = g.m;
+  args.n = g.n;
+  args.k = g.k;
+  args.a = {a.get(), g.fa, g.ta, d.a.ld};
+  args.b = {b.get(), g.fb, g.tb, d.b.ld};
+  args.c = c.get();
+  args.ldc = d.ldc;
+  args.alpha = g.alpha;
+  args.beta = g.beta;
+  args.bias = g.bias ? bias.get() : nullptr;
+  args.accumulate = g.accumulate;
+  be.gemm(args);
+  return c.host();
+}
+
+// FP32 accumulation: the exact (double) result, and for the tolerance the
+// sum of magnitudes |alpha| sum |a b| + |beta c| + |bias|. Every operand
+// value is exact in f32 and every product of FP16/BF16/FP8/TF32 values is
+// exact in f32, so the only error allowed is f32 summation:
+// 1e-6 * (1 + sqrt(k)) relative to that magnitude (a few ulps per sqrt(k)
+// terms, far below any rounding of an operand to 16 or 8 bits, which the
+// suite would catch at 2^-8 .. 2^-11).
+void check_gemm_fp32_accumulate(const Target& t, Backend& be, const GemmCase& g, std::uint64_t seed) {
+  const GemmData d = make_gemm_data(g, seed);
+  const std::vector<float> got = run_gemm(t, be, g, d);
+  std::vector<float> got_block;
+  std::vector<double> ref, mag;
+  for (i64 i = 0; i < g.m; ++i)
+    for (i64 j = 0; j < g.n; ++j) {
+      double s = 0.0, sa = 0.0;
+      for (i64 p = 0; p < g.k; ++p) {
+        const double prod = op_a(g, d, i, p) * op_b(g, d, p, j);
+        s += prod;
+        sa += std::fabs(prod);
+      }
+      const double c0 = d.c0[static_cast<std::size_t>(i * d.ldc + j)];
+      double r = g.alpha * s, mg = std::fabs(g.alpha) * sa;
+      if (g.beta != 0.0f) {
+        r += g.beta * c0;
+        mg += std::fabs(g.beta * c0);
+      }
+      if (g.bias) {
+        r += d.bias[static_cast<std::size_t>(j)];
+        mg += std::fabs(d.bias[static_cast<std::size_t>(j)]);
+      }
+      got_block.push_back(got[static_cast<std::size_t>(i * d.ldc + j)]);
+      ref.push_back(r);
+      mag.push_back(mg);
+    }
+  expect_close(got_block, ref, mag, 1e-6 * (1.0 + std::sqrt(static_cast<double>(g.k))), 1e-30, g.name());
+  // Padding columns of C are not part of the result and must be untouched.
+  for (i64 i = 0; i < g.m; ++i)
+    for (i64 j = g.n; j < d.ldc; ++j) {
+      const std::size_t idx = static_cast<std::size_t>(i * d.ldc + j);
+      ASSERT_TRUE(same_value(got[idx], d.c0[idx])) << g.name() << ": wrote C padding at " << i << "," << j;
+    }
+}
+
+const std::vector<std::pair<Format, Format>>& gemm_format_pairs() {
+  static const std::vector<std::pair<Format, Format>> pairs = {
+      {Format::FP32, Format::FP32}, {Format::TF32, Format::TF32}, {Format::FP16, Format::FP16},
+      {Format::BF16, Format::BF16}, {Format::E4M3, Format::E4M3}, {Format::E5M2, Format::E5M2},
+      // Mixed: FP8 forward x FP8 gradient, and pairs that must meet on f32.
+      {Format::E4M3, Format::E5M2}, {Format::BF16, Format::E4M3}, {Format::FP16, Format::BF16},
+      {Format::FP32, Format::E4M3}, {Format::TF32, Format::FP16}};
+  return pairs;
+}
+
+TEST_P(Conformance, GemmEveryFormatTransposeAndEpilogue) {
+  struct Size {
+    i64 m, n, k;
+  };
+  const Size sizes[] = {{1, 1, 1}, {7, 13, 5}, {64, 33, 129}};
+  std::uint64_t seed = 100;
+  for (const auto& [fa, fb] : gemm_format_pairs())
+    for (const Size& s : sizes)
+      for (int t = 0; t < 4; ++t) {
+        GemmCase g{s.m, s.n, s.k, fa, fb, (t & 1) != 0, (t & 2) != 0};
+        check_gemm_fp32_accumulate(GetParam(), *be, g, ++seed);
+        // Full epilogue with strided operands and C.
+        g.alpha = 0.5f;
+        g.beta = -0.25f;
+        g.bias = true;
+        g.pad = 3;
+        check_gemm_fp32_accumulate(GetParam(), *be, g, ++seed);
+        // The training shapes' epilogues: bias (forward) and beta = 1
+        // (gradient accumulation).
+        g.alpha = 1.0f;
+        g.beta = 1.0f;
+        g.pad = 0;
+        check_gemm_fp32_accumulate(GetParam(), *be, g, ++seed);
+        if (HasFailure()) return;
+      }
+}
+
+TEST_P(Conformance, GemmTrainingShapes) {
+  // The MLP layer 784 -> 256 at batch 128: forward x W^T + b, dW = dy^T x,
+  // dx = dy W; in the formats the recipes use.
+  for (Format f : {Format::FP32, Format::BF16, Format::E4M3}) {
+    const Format g_fmt = f == Format::E4M3 ? Format::E5M2 : f;
+    GemmCase fwd{128, 256, 784, f, f, false, true};
+    fwd.bias = true;
+    check_gemm_fp32_accumulate(GetParam(), *be, fwd, 7);
+    check_gemm_fp32_accumulate(GetParam(), *be, GemmCase{256, 784, 128, g_fmt, f, true, false}, 8);
+    check_gemm_fp32_accumulate(GetParam(), *be, GemmCase{128, 784, 256, g_fmt, f, false, false}, 9);
+  }
+}
+
+TEST_P(Conformance, GemmDecodesEveryFp8CodeExactly) {
+  // C[i] = A[i] * 1 for all 256 codes: every FP8 value (subnormals, the
+  // largest, NaN; E5M2's inf) must reach the product exactly, on the bf16
+  // path (FP8 x FP8) and on the f32 path (FP8 x FP32).
+  // 269 rows: every code, then 13 more (a tail after the 32-wide blocks).
+  const int rows = 256 + 13;
+  for (Format f : {Format::E4M3, Format::E5M2}) {
+    std::vector<std::uint8_t> codes(rows);
+    for (int i = 0; i < rows; ++i) codes[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>((i * 7) % 256);
+    std::vector<float> want(rows);
+    for (int i = 0; i < rows; ++i) want[static_cast<std::size_t>(i)] = engine::decode(f, codes[static_cast<std::size_t>(i)]);
+    const std::vector<std::uint8_t> one_fp8{static_cast<std::uint8_t>(engine::encode(f, 1.0f))};
+    const std::vector<float> one_f32{1.0f};
+    auto a = dev(codes);
+    auto b8 = dev(one_fp8);
+    auto b32 = dev(one_f32);
+    for (bool f32_path : {false, true}) {
+      auto c = out(rows);
+      engine::GemmArgs g;
+      g.m = rows;
+      g.n = 1;
+      g.k = 1;
+      g.a = {a.get(), f, false, 1};
+      g.b = f32_path ? engine::GemmOperand{b32.get(), Format::FP32, false, 1}
+                     : engine::GemmOperand{b8.get(), f, false, 1};
+      g.c = c.get();
+      g.ldc = 1;
+      be->gemm(g);
+      // Values, not bits: a sum that starts at +0 turns -0 * 1 into +0.
+      const std::vector<float> got = c.host();
+      for (int i = 0; i < rows; ++i) {
+        const float g1 = got[static_cast<std::size_t>(i)], w1 = want[static_cast<std::size_t>(i)];
+        EXPECT_TRUE(g1 == w1 || (std::isnan(g1) && std::isnan(w1)))
+            << engine::format_name(f) << " code " << int{codes[static_cast<std::size_t>(i)]} << (f32_path ? " x FP32" : " x itself") << ": got "
+            << g1 << " want " << w1;
+      }
+    }
+  }
+}
+
+TEST_P(Conformance, GemmEmptyInnerDimensionIsBetaCPlusBias) {
+  GemmCase g{3, 4, 0, Format::FP32, Format::FP32, false, false};
+  g.beta = 2.0f;
+  g.bias = true;
+  GemmData d = make_gemm_data(g, 5);
+  const std::vector<float> got = run_gemm(GetParam(), *be, g, d);
+  for (i64 i = 0; i < 3; ++i)
+    for (i64 j = 0; j < 4; ++j)
+      EXPECT_FLOAT_EQ(got[static_cast<std::size_t>(i * 4 + j)],
+                      2.0f * d.c0[static_cast<std::size_t>(i * 4 + j)] + d.bias[static_cast<std::size_t>(j)]);
+}
+
+// Reduced-precision accumulation: defined k-sequentially (backend.h), so the
+// backend must equal this reference bit for bit:
+//   s = 0; for p in 0..k-1: s = quantize(acc, s + a*b)   (f32 ops)
+//   c = alpha * s; c += beta * c_old; c += bias
+void check_gemm_lowp(const Target& t, Backend& be, const GemmCase& g, std::uint64_t seed) {
+  const GemmData d = make_gemm_data(g, seed);
+  const std::vector<float> got = run_gemm(t, be, g, d);
+  std::vector<float> want = d.c0;
+  for (i64 i = 0; i < g.m; ++i)
+    for (i64 j = 0; j < g.n; ++j) {
+      float s = 0.0f;
+      for (i64 p = 0; p < g.k; ++p) {
+        const float prod = static_cast<float>(op_a(g, d, i, p)) * static_cast<float>(op_b(g, d, p, j));
+        s = engine::quantize(g.accumulate, s + prod);
+      }
+      float& c = want[static_cast<std::size_t>(i * d.ldc + j)];
+      float v = g.alpha * s;
+      if (g.beta != 0.0f) v += g.beta * c;
+      if (g.bias) v += d.bias[static_cast<std::size_t>(j)];
+      c = v;
+    }
+  expect_bit_equal(got, want, g.name());
+}
+
+TEST_P(Conformance, GemmLowPrecisionAccumulateEqualsSequentialReferenceExactly) {
+  std::uint64_t seed = 900;
+  const std::vector<std::pair<Format, Format>> cases = {
+      {Format::FP16, Format::FP16}, {Format::BF16, Format::BF16}, {Format::FP32, Format::FP16},
+      {Format::E4M3, Format::FP16}, {Format::E5M2, Format::BF16}, {Format::FP32, Format::BF16}};
+  for (const auto& [fin, facc] : cases)
+    for (int t = 0; t < 4; ++t) {
+      GemmCase g{7, 13, 5, fin, fin, (t & 1) != 0, (t & 2) != 0};
+      g.accumulate = facc;
+      check_gemm_lowp(GetParam(), *be, g, ++seed);
+      GemmCase big{64, 33, 129, fin, fin, (t & 1) != 0, (t & 2) != 0, 0.5f, 1.0f, true, 2, facc};
+      check_gemm_lowp(GetParam(), *be, big, ++seed);
+      // Large enough for the parallel path (m * n * k >= 32k).
+      GemmCase par{96, 70, 300, fin, fin, (t & 1) != 0, (t & 2) != 0};
+      par.accumulate = facc;
+      check_gemm_lowp(GetParam(), *be, par, ++seed);
+      // Partial sums in the subnormal range of FP16 (below 2^-14) ...
+      GemmCase tiny{9, 17, 40, fin, fin, (t & 1) != 0, (t & 2) != 0};
+      tiny.accumulate = facc;
+      tiny.scale = 0.003f;
+      check_gemm_lowp(GetParam(), *be, tiny, ++seed);
+      // ... and past its largest value (65504): inf, then NaN once +inf
+      // meets -inf.
+      GemmCase huge{9, 17, 40, fin, fin, (t & 1) != 0, (t & 2) != 0};
+      huge.accumulate = facc;
+      huge.scale = fin == Format::E4M3 || fin == Format::E5M2 ? 60.0f : 150.0f;
+      check_gemm_lowp(GetParam(), *be, huge, ++seed);
+      if (HasFailure()) return;
+    }
+}
+
+TEST_P(Conformance, GemmFp16AccumulationStallsWhereFp32DoesNot) {
+  // 4096 products of 1 * 1: an FP16 running sum stops growing at 2048
+  // (2048 + 1 rounds back to 2048, ties to even), FP32 reaches 4096.
+  const i64 k = 4096;
+  std::vector<std::uint16_t> ones(static_cast<std::size_t>(k), engine::fp32_to_fp16(1.0f));
+  auto a = dev(ones), b = dev(ones);
+  auto c = out(1);
+  engine::GemmArgs args;
+  args.m = 1;
+  args.n = 1;
+  args.k = k;
+  args.a = {a.get(), Format::FP16, false, k};
+  args.b = {b.get(), Format::FP16, false, 1};
+  args.c = c.get();
+  args.ldc = 1;
+  args.accumulate = Format::FP16;
+  be->gemm(args);
+  EXPECT_EQ(c.host()[0], 2048.0f);
+  args.accumulate = Format::FP32;
+  be->gemm(args);
+  EXPECT_EQ(c.host()[0], 4096.0f);
+}
+
+// ============================================================================
+// Convolution: a direct 7-loop reference in double.
+// ============================================================================
+struct ConvCase {
+  engine::ConvShape s;
+  Format compute;
+};
+
+i64 idx4(i64 a, i64 b, i64 c, i64 d, i64 B, i64 C, i64 D) { return ((a * B + b) * C + c) * D + d; }
+
+std::vector<float> rounded_values(std::size_t n, std::uint64_t seed, Format f) {
+  std::vector<float> v = normal_values(n, seed);
+  for (auto& x : v) x = engine::quantize(f, x);
+  return v;
+}
+
+TEST_P(Conformance, Conv2dForwardAndBackwardMatchDirectReference) {
+  const engine::ConvShape shapes[] = {
+      // n, c_in, h, w, c_out, kh, kw, stride, pad
+      {2, 3, 9, 7, 4, 3, 3, 1, 1},
+      {1, 1, 5, 5, 2, 5, 5, 1, 2},     // the CNN's first layer in miniature (c_in = 1)
+      {2, 16, 8, 8, 8, 3, 3, 2, 0},    // stride 2, no padding
+      {2, 32, 14, 14, 16, 5, 5, 1, 2}, // the CNN's second layer, fewer images/channels
+  };
+  std::uint64_t seed = 300;
+  for (const auto& s : shapes)
+    for (Format f : {Format::FP32, Format::BF16, Format::E4M3, Format::FP16}) {
+      const i64 oh = s.out_h(), ow = s.out_w();
+      const std::size_t nx = static_cast<std::size_t>(s.n * s.c_in * s.h * s.w);
+      const std::size_t nw = static_cast<std::size_t>(s.c_out * s.c_in * s.kh * s.kw);
+      const std::size_t ny = static_cast<std::size_t>(s.n * s.c_out * oh * ow);
+      // Inputs already rounded to the compute format (the caller's job).
+      const Format grad_f = f == Format::E4M3 ? Format::E5M2 : f;
+      const auto x = rounded_values(nx, ++seed, f), w = rounded_values(nw, ++seed, f);
+      const auto dy = rounded_values(ny, ++seed, grad_f);
+      const auto bias = normal_values(static_cast<std::size_t>(s.c_out), ++seed);
+
+      std::vector<double> y_ref(ny, 0.0), y_mag(ny, 0.0), dx_ref(nx, 0.0), dx_mag(nx, 0.0),
+          dw_ref(nw, 0.0), dw_mag(nw, 0.0), db_ref(static_cast<std::size_t>(s.c_out), 0.0),
+          db_mag(static_cast<std::size_t>(s.c_out), 0.0);
+      for (i64 n = 0; n < s.n; ++n)
+        for (i64 o = 0; o < s.c_out; ++o)
+          for (i64 oy = 0; oy < oh; ++oy)
+            for (i64 ox = 0; ox < ow; ++ox) {
+              const auto yi = static_cast<std::size_t>(idx4(n, o, oy, ox, s.c_out, oh, ow));
+              for (i64 c = 0; c < s.c_in; ++c)
+                for (i64 ky = 0; ky < s.kh; ++ky)
+                  for (i64 kx = 0; kx < s.kw; ++kx) {
+                    const i64 iy = oy * s.stride - s.pad + ky, ix = ox * s.stride - s.pad + kx;
+                    if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
+                    const auto xi = static_cast<std::size_t>(idx4(n, c, iy, ix, s.c_in, s.h, s.w));
+                    const auto wi = static_cast<std::size_t>(idx4(o, c, ky, kx, s.c_in, s.kh, s.kw));
+                    y_ref[yi] += static_cast<double>(x[xi]) * w[wi];
+                    y_mag[yi] += std::fabs(static_cast<double>(x[xi]) * w[wi]);
+                    dx_ref[xi] += static_cast<double>(dy[yi]) * w[wi];
+                    dx_mag[xi] += std::fabs(static_cast<double>(dy[yi]) * w[wi]);
+                    dw_ref[wi] += static_cast<double>(dy[yi]) * x[xi];
+                    dw_mag[wi] += std::fabs(static_cast<double>(dy[yi]) * x[xi]);
+                  }
+              y_ref[yi] += bias[static_cast<std::size_t>(o)];
+              y_mag[yi] += std::fabs(bias[static_cast<std::size_t>(o)]);
+              db_ref[static_cast<std::size_t>(o)] += dy[yi];
+              db_mag[static_cast<std::size_t>(o)] += std::fabs(dy[yi]);
+            }
+      std::ostringstream name;
+      name << "conv " << s.n << "x" << s.c_in << "x" << s.h << "x" << s.w << " -> " << s.c_out << " k"
+           << s.kh << " s" << s.stride << " p" << s.pad << " " << engine::format_name(f);
+      // f32 accumulation of exact products (bf16 kernels accumulate in f32).
+      const auto tol = [](i64 terms) { return 1e-6 * (1.0 + std::sqrt(static_cast<double>(terms))); };
+
+      auto xd = dev(x), wd = dev(w), dyd = dev(dy), bd = dev(bias);
+      auto y = out(ny), dx = out(nx), dw = out(nw), db = out(static_cast<std::size_t>(s.c_out));
+      be->conv2d_forward(s, f, xd.get(), wd.get(), bd.get(), y.get());
+      expect_close(y.host(), y_ref, y_mag, tol(s.c_in * s.kh * s.kw), 1e-30, name.str() + " forward");
+      // Without bias.
+      be->conv2d_forward(s, f, xd.get(), wd.get(), nullptr, y.get());
+      std::vector<double> y_nb(y_ref);
+      for (std::size_t i = 0; i < ny; ++i) y_nb[i] -= bias[(i / static_cast<std::size_t>(oh * ow)) % static_cast<std::size_t>(s.c_out)];
+      expect_close(y.host(), y_nb, y_mag, tol(s.c_in * s.kh * s.kw), 1e-30, name.str() + " forward, no bias");
+
+      be->conv2d_backward_data(s, f, dyd.get(), wd.get(), dx.get());
+      expect_close(dx.host(), dx_ref, dx_mag, tol(s.c_out * s.kh * s.kw), 1e-30, name.str() + " backward data");
+
+      be->conv2d_backward_weights(s, f, xd.get(), dyd.get(), dw.get(), db.get());
+      expect_close(dw.host(), dw_ref, dw_mag, tol(s.n * oh * ow), 1e-30, name.str() + " backward weights");
+      expect_close(db.host(), db_ref, db_mag, tol(s.n * oh * ow), 1e-30, name.str() + " backward bias");
+      // db == nullptr: weights only.
+      auto dw2 = out(nw);
+      be->conv2d_backward_weights(s, f, xd.get(), dyd.get(), dw2.get(), nullptr);
+      expect_close(dw2.host(), dw_ref, dw_mag, tol(s.n * oh * ow), 1e-30, name.str() + " backward weights, no db");
+      if (HasFailure()) return;
+    }
+}
+
+// ============================================================================
+// Pooling
+// ============================================================================
+TEST_P(Conformance, MaxPoolForwardArgmaxAndBackwardAreExact) {
+  struct Case {
+    i64 n, c, h, w, k;
+  };
+  // 7x5 with k = 2: the last row and column are outside every window.
+  for (const Case& pc : {Case{2, 3, 7, 5, 2}, Case{1, 2, 6, 6, 3}, Case{8, 32, 28, 28, 2}}) {
+    const i64 oh = pc.h / pc.k, ow = pc.w / pc.k;
+    const std::size_t nx = static_cast<std::size_t>(pc.n * pc.c * pc.h * pc.w);
+    const std::size_t ny = static_cast<std::size_t>(pc.n * pc.c * oh * ow);
+    // Few distinct values: ties, where the first maximum must win.
+    std::vector<float> x = normal_values(nx, 40 + static_cast<std::uint64_t>(pc.h));
+    for (auto& v : x) v = std::round(v * 2.0f);
+    x[5] = std::numeric_limits<float>::quiet_NaN();  // a NaN wins its window
+    std::vector<float> y_ref(ny);
+    std::vector<std::int32_t> arg_ref(ny);
+    for (i64 p = 0; p < pc.n * pc.c; ++p)
+      for (i64 oy = 0; oy < oh; ++oy)
+        for (i64 ox = 0; ox < ow; ++ox) {
+          float best = 0.0f;
+          i64 best_i = -1;
+          for (i64 ky = 0; ky < pc.k; ++ky)
+            for (i64 kx = 0; kx < pc.k; ++kx) {
+              const i64 i = (oy * pc.k + ky) * pc.w + ox * pc.k + kx;
+              const float v = x[static_cast<std::size_t>(p * pc.h * pc.w + i)];
+              const bool better = best_i < 0 || (!std::isnan(best) && (v > best || std::isnan(v)));
+              if (better) {
+                best = v;
+                best_i = i;
+              }
+            }
+          y_ref[static_cast<std::size_t>((p * oh + oy) * ow + ox)] = best;
+          arg_ref[static_cast<std::size_t>((p * oh + oy) * ow + ox)] = static_cast<std::int32_t>(best_i);
+        }
+    auto xd = dev(x);
+    auto y = out(ny);
+    DeviceBuffer<std::int32_t> arg(GetParam(), std::vector<std::int32_t>(ny, -7));
+    be->maxpool2d_forward(pc.n, pc.c, pc.h, pc.w, pc.k, xd.get(), y.get(), arg.get());
+    expect_bit_equal(y.host(), y_ref, "maxpool forward");
+    EXPECT_EQ(arg.host(), arg_ref) << "maxpool argmax";
+
+    const std::vector<float> dy = normal_values(ny, 77);
+    std::vector<float> dx_ref(nx, 0.0f);
+    for (i64 p = 0; p < pc.n * pc.c; ++p)
+      for (i64 o = 0; o < oh * ow; ++o)
+        dx_ref[static_cast<std::size_t>(p * pc.h * pc.w + arg_ref[static_cast<std::size_t>(p * oh * ow + o)])] +=
+            dy[static_cast<std::size_t>(p * oh * ow + o)];
+    auto dyd = dev(dy);
+    auto dx = out(nx);
+    be->maxpool2d_backward(pc.n, pc.c, pc.h, pc.w, pc.k, dyd.get(), arg.get(), dx.get());
+    expect_bit_equal(dx.host(), dx_ref, "maxpool backward");
+  }
+}
+
+// ============================================================================
+// Elementwise ops and reductions
+// ============================================================================
+TEST_P(Conformance, ReluForwardBackwardExactAndNanPropagates) {
+  for (std::size_t n : {std::size_t{13}, std::size_t{100000}}) {
+    std::vector<float> x = normal_values(n, 3);
+    x[1] = std::numeric_limits<float>::quiet_NaN();
+    x[2] = 0.0f;
+    const std::vector<float> dy = normal_values(n, 4);
+    std::vector<float> y_ref(n), dx_ref(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      y_ref[i] = x[i] < 0.0f ? 0.0f : x[i];
+      dx_ref[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+    }
+    auto xd = dev(x), dyd = dev(dy);
+    auto y = out(n), dx = out(n);
+    be->relu_forward(xd.get(), y.get(), static_cast<i64>(n));
+    expect_bit_equal(y.host(), y_ref, "relu forward");
+    EXPECT_TRUE(std::isnan(y.host()[1])) << "relu must not hide a NaN";
+    be->relu_backward(xd.get(), dyd.get(), dx.get(), static_cast<i64>(n));
+    expect_bit_equal(dx.host(), dx_ref, "relu backward");
+    // In place: y aliases x, dx aliases dy.
+    be->relu_forward(xd.get(), xd.get(), static_cast<i64>(n));
+    expect_bit_equal(xd.host(), y_ref, "relu forward in place");
+  }
+}
+
+TEST_P(Conformance, GeluExactErfFormAndDerivative) {
+  // f32 erf/exp: a few ulps. Tolerance 2e-6 relative + 1e-7 absolute.
+  for (std::size_t n : {std::size_t{9}, std::size_t{70000}}) {
+    std::vector<float> x = normal_values(n, 11, 3.0f);
+    const std::vector<float> dy = normal_values(n, 12);
+    std::vector<double> y_ref(n), dx_ref(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const double v = x[i];
+      const double cdf = 0.5 * (1.0 + std::erf(v / std::sqrt(2.0)));
+      y_ref[i] = v * cdf;
+      dx_ref[i] = dy[i] * (cdf + v * std::exp(-0.5 * v * v) / std::sqrt(2.0 * std::numbers::pi));
+    }
+    auto xd = dev(x), dyd = dev(dy);
+    auto y = out(n), dx = out(n);
+    be->gelu_forward(xd.get(), y.get(), static_cast<i64>(n));
+    expect_close(y.host(), y_ref, 2e-6, 1e-7, "gelu forward");
+    be->gelu_backward(xd.get(), dyd.get(), dx.get(), static_cast<i64>(n));
+    expect_close(dx.host(), dx_ref, 2e-6, 1e-7, "gelu backward");
+  }
+}
+
+TEST_P(Conformance, AddAndScaleAreExactF32) {
+  for (std::size_t n : {std::size_t{5}, std::size_t{123457}}) {
+    const std::vector<float> a = normal_values(n, 21), b = normal_values(n, 22);
+    std::vector<float> sum(n), scaled(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      sum[i] = a[i] + b[i];
+      scaled[i] = sum[i] * 0.375f;
+    }
+    auto ad = dev(a), bd = dev(b);
+    auto y = out(n);
+    be->add(ad.get(), bd.get(), y.get(), static_cast<i64>(n));
+    expect_bit_equal(y.host(), sum, "add");
+    be->add(ad.get(), bd.get(), ad.get(), static_cast<i64>(n));  // y aliases a
+    expect_bit_equal(ad.host(), sum, "add in place");
+    be->scale(ad.get(), 0.375f, static_cast<i64>(n));
+    expect_bit_equal(ad.host(), scaled, "scale");
+  }
+}
+
+TEST_P(Conformance, QuantizeEqualsScalarReferenceForEveryFormat) {
+  const std::size_t n = 100003;
+  std::vector<float> x = normal_values(n, 31, 100.0f);
+  // Edge values: overflow, subnormals of every format, ties, inf, NaN.
+  const float edges[] = {65504.0f, 65520.0f, 70000.0f, 448.0f, 464.0f, 500.0f, 57344.0f, 61440.0f,
+                         1e-8f, 3e-8f, 6e-5f, 2e-3f, 1e-40f, -0.0f, INFINITY, -INFINITY, NAN, 3.4e38f};
+  for (std::size_t i = 0; i < std::size(edges); ++i) x[i * 7] = edges[i];
+  for (Format f : engine::kAllFormats)
+    for (bool saturate : {false, true}) {
+      std::vector<float> want(n);
+      for (std::size_t i = 0; i < n; ++i) want[i] = engine::quantize(f, x[i], saturate);
+      auto xd = dev(x);
+      be->quantize(f, xd.get(), static_cast<i64>(n), saturate);
+      expect_bit_equal(xd.host(), want,
+                       std::string("quantize ") + engine::format_name(f) + (saturate ? " saturate" : ""));
+    }
+}
+
+TEST_P(Conformance, CountNonfiniteFindsPlantedInfAndNan) {
+  for (std::size_t n : {std::size_t{10}, std::size_t{1000003}}) {
+    std::vector<float> x = normal_values(n, 41, 1e30f);  // large but finite (no inf from squaring)
+    auto xd0 = dev(x);
+    EXPECT_EQ(be->count_nonfinite(xd0.get(), static_cast<i64>(n)), 0);
+    std::mt19937_64 rng(5);
+    const std::size_t planted = std::min<std::size_t>(n, 37);
+    std::vector<bool> hit(n, false);
+    std::size_t count = 0;
+    while (count < planted) {
+      const std::size_t i = rng() % n;
+      if (hit[i]) continue;
+      hit[i] = true;
+      const float kinds[] = {INFINITY, -INFINITY, NAN, -NAN, std::bit_cast<float>(0x7F800001u)};
+      x[i] = kinds[count % 5];
+      ++count;
+    }
+    x[0] = std::numeric_limits<float>::max();  // finite
+    if (hit[0]) --count;
+    x[n - 1] = std::numeric_limits<float>::denorm_min();
+    if (hit[n - 1]) --count;
+    auto xd = dev(x);
+    EXPECT_EQ(be->count_nonfinite(xd.get(), static_cast<i64>(n)), static_cast<i64>(count)) << "n=" << n;
+  }
+}
+
+TEST_P(Conformance, SumSquaresIsDoubleAccurate) {
+  for (std::size_t n : {std::size_t{3}, std::size_t{2000001}}) {
+    std::vector<float> x = normal_values(n, 51);
+    x[0] = 1e20f;  // its square overflows f32, not double
+    double ref = 0.0;
+    for (float v : x) ref += static_cast<double>(v) * v;
+    auto xd = dev(x);
+    EXPECT_NEAR(be->sum_squares(xd.get(), static_cast<i64>(n)), ref, 1e-12 * ref) << "n=" << n;
+  }
+}
+
+TEST_P(Conformance, ColumnSumsMatchDoubleReference) {
+  struct Case {
+    i64 rows, cols;
+  };
+  // Bias gradients of the MLP (128 x 256) and of the CNN's first conv seen
+  // as rows (128 * 28 * 28 x 32).
+  for (const Case& c : {Case{1, 7}, Case{128, 256}, Case{100352, 32}, Case{5, 0}}) {
+    const std::vector<float> dy = normal_values(static_cast<std::size_t>(c.rows * c.cols), 61);
+    std::vector<double> ref(static_cast<std::size_t>(c.cols), 0.0), mag(ref.size(), 0.0);
+    for (i64 i = 0; i < c.rows; ++i)
+      for (i64 j = 0; j < c.cols; ++j) {
+        ref[static_cast<std::size_t>(j)] += dy[static_cast<std::size_t>(i * c.cols + j)];
+        mag[static_cast<std::size_t>(j)] += std::fabs(dy[static_cast<std::size_t>(i * c.cols + j)]);
+      }
+    auto dyd = dev(dy);
+    auto db = out(static_cast<std::size_t>(c.cols));
+    be->column_sums(dyd.get(), c.rows, c.cols, db.get());
+    // The result is a double sum rounded once to f32.
+    expect_close(db.host(), ref, mag, 1e-7, 1e-30, "column_sums " + std::to_string(c.rows) + "x" + std::to_string(c.cols));
+  }
+}
+
+// ============================================================================
+// LayerNorm and softmax
+// ============================================================================
+struct LnRef {
+  std::vector<double> y, mean, rstd;
+};
+
+LnRef layernorm_reference(const std::vector<float>& x, const std::vector<float>& gamma,
+                          const std::vector<float>& beta, i64 rows, i64 cols, double eps) {
+  LnRef r;
+  for (i64 i = 0; i < rows; ++i) {
+    double s = 0.0;
+    for (i64 j = 0; j < cols; ++j) s += x[static_cast<std::size_t>(i * cols + j)];
+    const double mu = s / static_cast<double>(cols);
+    double v = 0.0;
+    for (i64 j = 0; j < cols; ++j) {
+      const double d = x[static_cast<std::size_t>(i * cols + j)] - mu;
+      v += d * d;
+    }
+    const double rs = 1.0 / std::sqrt(v / static_cast<double>(cols) + eps);
+    r.mean.push_back(mu);
+    r.rstd.push_back(rs);
+    for (i64 j = 0; j < cols; ++j)
+      r.y.push_back((x[static_cast<std::size_t>(i * cols + j)] - mu) * rs * gamma[static_cast<std::size_t>(j)] +
+                    beta[static_cast<std::size_t>(j)]);
+  }
+  return r;
+}
+
+TEST_P(Conformance, LayerNormFp32ForwardBackward) {
+  const i64 rows = 33, cols = 64;
+  const float eps = 1e-5f;
+  // An offset mean: the two-pass variance must not cancel.
+  const std::vector<float> x = normal_values(static_cast<std::size_t>(rows * cols), 71, 2.0f, 50.0f);
+  const std::vector<float> gamma = normal_values(static_cast<std::size_t>(cols), 72, 0.5f, 1.0f);
+  const std::vector<float> beta = normal_values(static_cast<std::size_t>(cols), 73);
+  const std::vector<float> dy = normal_values(static_cast<std::size_t>(rows * cols), 74);
+  const LnRef r = layernorm_reference(x, gamma, beta, rows, cols, eps);
+
+  auto xd = dev(x), gd = dev(gamma), bd = dev(beta), dyd = dev(dy);
+  auto y = out(static_cast<std::size_t>(rows * cols)), mean = out(static_cast<std::size_t>(rows)),
+       rstd = out(static_cast<std::size_t>(rows));
+  be->layernorm_forward(xd.get(), gd.get(), bd.get(), y.get(), mean.get(), rstd.get(), rows, cols, eps, Format::FP32);
+  // f32 sums of 64 terms around 50 with spread 2: relative 2e-5 on the
+  // normalized values (the mean's rounding is amplified by rstd ~ 0.5).
+  expect_close(y.host(), r.y, 2e-5, 2e-5, "layernorm forward y");
+  expect_close(mean.host(), r.mean, 1e-6, 0, "layernorm forward mean");
+  expect_close(rstd.host(), r.rstd, 1e-5, 0, "layernorm forward rstd");
+
+  // Backward against finite differences of the double reference: the loss
+  // L = sum(dy * y) has dL/dx = dx, dL/dgamma = dgamma, dL/dbeta = dbeta.
+  auto loss = [&](const std::vector<float>& xs, const std::vector<float>& gs, const std::vector<float>& bs) {
+    const LnRef rr = layernorm_reference(xs, gs, bs, rows, cols, eps);
+    double l = 0.0;
+    for (std::size_t i = 0; i < rr.y.size(); ++i) l += dy[i] * rr.y[i];
+    return l;
+  };
+  auto dx = out(static_cast<std::size_t>(rows * cols)), dgamma = out(static_cast<std::size_t>(cols)),
+       dbeta = out(static_cast<std::size_t>(cols));
+  be->layernorm_backward(dyd.get(), xd.get(), mean.get(), rstd.get(), gd.get(), dx.get(), dgamma.get(),
+                         dbeta.get(), rows, cols);
+  const std::vector<float> dx_h = dx.host(), dg_h = dgamma.host(), db_h = dbeta.host();
+  const float h = 1e-2f;
+  for (i64 probe : {i64{0}, i64{5}, i64{100}, i64{1000}, rows * cols - 1}) {
+    std::vector<float> xp = x, xm = x;
+    xp[static_cast<std::size_t>(probe)] += h;
+    xm[static_cast<std::size_t>(probe)] -= h;
+    const double h_eff = (static_cast<double>(xp[static_cast<std::size_t>(probe)]) - xm[static_cast<std::size_t>(probe)]);
+    const double fd = (loss(xp, gamma, beta) - loss(xm, gamma, beta)) / h_eff;
+    EXPECT_NEAR(dx_h[static_cast<std::size_t>(probe)], fd, 2e-3 * (1.0 + std::fabs(fd))) << "dx[" << probe << "]";
+  }
+  for (i64 j : {i64{0}, i64{17}, cols - 1}) {
+    std::vector<float> gp = gamma, gm = gamma, bp = beta, bm = beta;
+    gp[static_cast<std::size_t>(j)] += h;
+    gm[static_cast<std::size_t>(j)] -= h;
+    bp[static_cast<std::size_t>(j)] += h;
+    bm[static_cast<std::size_t>(j)] -= h;
+    const double fdg = (loss(x, gp, beta) - loss(x, gm, beta)) /
+                       (static_cast<double>(gp[static_cast<std::size_t>(j)]) - gm[static_cast<std::size_t>(j)]);
+    const double fdb = (loss(x, gamma, bp) - loss(x, gamma, bm)) /
+                       (static_cast<double>(bp[static_cast<std::size_t>(j)]) - bm[static_cast<std::size_t>(j)]);
+    EXPECT_NEAR(dg_h[static_cast<std::size_t>(j)], fdg, 2e-3 * (1.0 + std::fabs(fdg))) << "dgamma[" << j << "]";
+    EXPECT_NEAR(db_h[static_cast<std::size_t>(j)], fdb, 2e-3 * (1.0 + std::fabs(fdb))) << "dbeta[" << j << "]";
+  }
+}
+
+TEST_P(Conformance, LayerNormBackwardMatchesAnalyticReferenceOnLargeInput) {
+  // Large enough for the parallel paths (rows * cols >= 32k).
+  const i64 rows = 600, cols = 96;
+  const std::vector<float> x = normal_values(static_cast<std::size_t>(rows * cols), 81, 1.5f, -3.0f);
+  const std::vector<float> gamma = normal_values(static_cast<std::size_t>(cols), 82, 0.3f, 1.0f);
+  const std::vector<float> beta(static_cast<std::size_t>(cols), 0.0f);
+  const std::vector<float> dy = normal_values(static_cast<std::size_t>(rows * cols), 83);
+  const LnRef r = layernorm_reference(x, gamma, beta, rows, cols, 1e-5);
+  std::vector<double> dx_ref, dg_ref(static_cast<std::size_t>(cols), 0.0), db_ref(static_cast<std::size_t>(cols), 0.0),
+      dg_mag(static_cast<std::size_t>(cols), 0.0), db_mag(static_cast<std::size_t>(cols), 0.0), dx_mag;
+  for (i64 i = 0; i < rows; ++i) {
+    double sg = 0.0, sgx = 0.0, mg = 0.0;
+    std::vector<double> xhat(static_cast<std::size_t>(cols)), g(static_cast<std::size_t>(cols));
+    for (i64 j = 0; j < cols; ++j) {
+      const auto k = static_cast<std::size_t>(i * cols + j);
+      xhat[static_cast<std::size_t>(j)] = (x[k] - r.mean[static_cast<std::size_t>(i)]) * r.rstd[static_cast<std::size_t>(i)];
+      g[static_cast<std::size_t>(j)] = static_cast<double>(dy[k]) * gamma[static_cast<std::size_t>(j)];
+      sg += g[static_cast<std::size_t>(j)];
+      sgx += g[static_cast<std::size_t>(j)] * xhat[static_cast<std::size_t>(j)];
+      mg += std::fabs(g[static_cast<std::size_t>(j)]) * (1.0 + std::fabs(xhat[static_cast<std::size_t>(j)]));
+      dg_ref[static_cast<std::size_t>(j)] += dy[k] * xhat[static_cast<std::size_t>(j)];
+      dg_mag[static_cast<std::size_t>(j)] += std::fabs(dy[k] * xhat[static_cast<std::size_t>(j)]);
+      db_ref[static_cast<std::size_t>(j)] += dy[k];
+      db_mag[static_cast<std::size_t>(j)] += std::fabs(dy[k]);
+    }
+    for (i64 j = 0; j < cols; ++j) {
+      const auto jj = static_cast<std::size_t>(j);
+      dx_ref.push_back(r.rstd[static_cast<std::size_t>(i)] *
+                       (g[jj] - sg / static_cast<double>(cols) - xhat[jj] * sgx / static_cast<double>(cols)));
+      dx_mag.push_back(r.rstd[static_cast<std::size_t>(i)] * (std::fabs(g[jj]) + mg / static_cast<double>(cols) * (1.0 + std::fabs(xhat[jj]))));
+    }
+  }
+  auto xd = dev(x), gd = dev(gamma), bd = dev(beta), dyd = dev(dy);
+  auto y = out(static_cast<std::size_t>(rows * cols)), mean = out(static_cast<std::size_t>(rows)),
+       rstd = out(static_cast<std::size_t>(rows));
+  be->layernorm_forward(xd.get(), gd.get(), bd.get(), y.get(), mean.get(), rstd.get(), rows, cols, 1e-5f, Format::FP32);
+  auto dx = out(static_cast<std::size_t>(rows * cols)), dgamma = out(static_cast<std::size_t>(cols)),
+       dbeta = out(static_cast<std::size_t>(cols));
+  be->layernorm_backward(dyd.get(), xd.get(), mean.get(), rstd.get(), gd.get(), dx.get(), dgamma.get(),
+                         dbeta.get(), rows, cols);
+  expect_close(dx.host(), dx_ref, dx_mag, 1e-5, 1e-30, "layernorm backward dx");
+  expect_close(dgamma.host(), dg_ref, dg_mag, 1e-5, 1e-30, "layernorm backward dgamma");
+  expect_close(dbeta.host(), db_ref, db_mag, 1e-6, 1e-30, "layernorm backward dbeta");
+}
+
+// The emulated FP16/BF16 LayerNorm (backend.h: every partial sum and
+// intermediate rounded), written out in the order the contract states:
+// sum, mean, difference, square, variance sum, variance, var + eps, sqrt,
+// reciprocal, normalized value; output xhat * gamma + beta in f32.
+void layernorm_lowp_reference(Format f, const std::vector<float>& x, const std::vector<float>& gamma,
+                              const std::vector<float>& beta, i64 rows, i64 cols, float eps,
+                              std::vector<float>& y, std::vector<float>& mean, std::vector<float>& rstd) {
+  auto q = [f](float v) { return engine::quantize(f, v); };
+  for (i64 i = 0; i < rows; ++i) {
+    const float* xr = x.data() + i * cols;
+    float s = 0.0f;
+    for (i64 j = 0; j < cols; ++j) s = q(s + xr[j]);
+    const float mu = q(s / static_cast<float>(cols));
+    float v = 0.0f;
+    for (i64 j = 0; j < cols; ++j) {
+      const float d = q(xr[j] - mu);
+      v = q(v + q(d * d));
+    }
+    const float var = q(v / static_cast<float>(cols));
+    const float rs = q(1.0f / q(std::sqrt(q(var + eps))));
+    for (i64 j = 0; j < cols; ++j) {
+      const float xhat = q(q(xr[j] - mu) * rs);
+      y[static_cast<std::size_t>(i * cols + j)] = xhat * gamma[static_cast<std::size_t>(j)] + beta[static_cast<std::size_t>(j)];
+    }
+    mean[static_cast<std::size_t>(i)] = mu;
+    rstd[static_cast<std::size_t>(i)] = rs;
+  }
+}
+
+TEST_P(Conformance, LayerNormLowPrecisionAccumulateEqualsReferenceExactly) {
+  const i64 rows = 40, cols = 48;
+  const std::vector<float> x = normal_values(static_cast<std::size_t>(rows * cols), 91, 3.0f, 1.0f);
+  const std::vector<float> gamma = normal_values(static_cast<std::size_t>(cols), 92, 0.2f, 1.0f);
+  const std::vector<float> beta = normal_values(static_cast<std::size_t>(cols), 93, 0.1f);
+  for (Format f : {Format::FP16, Format::BF16}) {
+    std::vector<float> y_ref(x.size()), mean_ref(static_cast<std::size_t>(rows)), rstd_ref(static_cast<std::size_t>(rows));
+    layernorm_lowp_reference(f, x, gamma, beta, rows, cols, 1e-5f, y_ref, mean_ref, rstd_ref);
+    auto xd = dev(x), gd = dev(gamma), bd = dev(beta);
+    auto y = out(x.size()), mean = out(static_cast<std::size_t>(rows)), rstd = out(static_cast<std::size_t>(rows));
+    be->layernorm_forward(xd.get(), gd.get(), bd.get(), y.get(), mean.get(), rstd.get(), rows, cols, 1e-5f, f);
+    const std::string name = std::string("layernorm accumulate ") + engine::format_name(f);
+    expect_bit_equal(mean.host(), mean_ref, name + " mean");
+    expect_bit_equal(rstd.host(), rstd_ref, name + " rstd");
+    expect_bit_equal(y.host(), y_ref, name + " y");
+    // And it is not the FP32 result: the emulation really rounds.
+    const LnRef r = layernorm_reference(x, gamma, beta, rows, cols, 1e-5);
+    double max_err = 0.0;
+    const auto yh = y.host();
+    for (std::size_t i = 0; i < yh.size(); ++i) max_err = std::max(max_err, std::fabs(yh[i] - r.y[i]));
+    EXPECT_GT(max_err, 1e-4) << name;
+  }
+}
+
+TEST_P(Conformance, LayerNormFp16AccumulateOverflowsOnLargeActivations) {
+  const float eps = 1e-5f;
+  // (1) 256 values around 300: the FP16 running sum passes 65504 after 219
+  // terms -> inf; the mean is inf, every difference -inf, the output NaN.
+  {
+    const i64 rows = 4, cols = 256;
+    const std::vector<float> x = normal_values(static_cast<std::size_t>(rows * cols), 101, 5.0f, 300.0f);
+    const std::vector<float> gamma(static_cast<std::size_t>(cols), 1.0f), beta(static_cast<std::size_t>(cols), 0.0f);
+    std::vector<float> y_ref(x.size()), mean_ref(static_cast<std::size_t>(rows)), rstd_ref(static_cast<std::size_t>(rows));
+    layernorm_lowp_reference(Format::FP16, x, gamma, beta, rows, cols, eps, y_ref, mean_ref, rstd_ref);
+    ASSERT_TRUE(std::isinf(mean_ref[0])) << "the reference predicts the overflow";
+    auto xd = dev(x), gd = dev(gamma), bd = dev(beta);
+    auto y = out(x.size()), mean = out(static_cast<std::size_t>(rows)), rstd = out(static_cast<std::size_t>(rows));
+    be->layernorm_forward(xd.get(), gd.get(), bd.get(), y.get(), mean.get(), rstd.get(), rows, cols, eps, Format::FP16);
+    expect_bit_equal(mean.host(), mean_ref, "fp16 layernorm mean");
+    EXPECT_EQ(be->count_nonfinite(y.get(), rows * cols), rows * cols) << "every output non-finite";
+    // The same input with FP32 accumulation is fine.
+    be->layernorm_forward(xd.get(), gd.get(), bd.get(), y.get(), mean.get(), rstd.get(), rows, cols, eps, Format::FP32);
+    EXPECT_EQ(be->count_nonfinite(y.get(), rows * cols), 0);
+    // BF16 has FP32's range: no overflow, only coarse values.
+    be->layernorm_forward(xd.get(), gd.get(), bd.get(), y.get(), mean.get(), rstd.get(), rows, cols, eps, Format::BF16);
+    EXPECT_EQ(be->count_nonfinite(y.get(), rows * cols), 0);
+  }
+  // (2) +-300 around a zero mean: the sum is fine but each square (90000)
+  // overflows FP16, the variance is inf, rstd = 1/sqrt(inf) = 0 and the
+  // layer outputs beta: a silent collapse the reference predicts too.
+  {
+    const i64 rows = 2, cols = 64;
+    std::vector<float> x(static_cast<std::size_t>(rows * cols));
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = (i % 2 ? 300.0f : -300.0f);
+    const std::vector<float> gamma(static_cast<std::size_t>(cols), 1.0f);
+    const std::vector<float> beta = normal_values(static_cast<std::size_t>(cols), 102);
+    std::vector<float> y_ref(x.size()), mean_ref(static_cast<std::size_t>(rows)), rstd_ref(static_cast<std::size_t>(rows));
+    layernorm_lowp_reference(Format::FP16, x, gamma, beta, rows, cols, eps, y_ref, mean_ref, rstd_ref);
+    ASSERT_EQ(rstd_ref[0], 0.0f);
+    auto xd = dev(x), gd = dev(gamma), bd = dev(beta);
+    auto y = out(x.size()), mean = out(static_cast<std::size_t>(rows)), rstd = out(static_cast<std::size_t>(rows));
+    be->layernorm_forward(xd.get(), gd.get(), bd.get(), y.get(), mean.get(), rstd.get(), rows, cols, eps, Format::FP16);
+    EXPECT_EQ(rstd.host()[0], 0.0f);
+    expect_bit_equal(y.host(), y_ref, "fp16 layernorm, squares overflow");
+  }
+}
+
+TEST_P(Conformance, SoftmaxForwardBackward) {
+  const i64 rows = 300, cols = 130;  // parallel path: 39000 elements
+  std::vector<float> x = normal_values(static_cast<std::size_t>(rows * cols), 111, 4.0f);
+  for (i64 j = 0; j < cols; ++j) x[static_cast<std::size_t>(cols + j)] += 1000.0f;  // large logits: max subtracted
+  const std::vector<float> dy = normal_values(x.size(), 112);
+  std::vector<double> y_ref(x.size()), dx_ref(x.size()), dx_mag(x.size());
+  for (i64 i = 0; i < rows; ++i) {
+    double m = -INFINITY, s = 0.0, dot = 0.0, dot_mag = 0.0;
+    for (i64 j = 0; j < cols; ++j) m = std::max(m, static_cast<double>(x[static_cast<std::size_t>(i * cols + j)]));
+    for (i64 j = 0; j < cols; ++j) s += std::exp(x[static_cast<std::size_t>(i * cols + j)] - m);
+    for (i64 j = 0; j < cols; ++j) {
+      const auto k = static_cast<std::size_t>(i * cols + j);
+      y_ref[k] = std::exp(x[k] - m) / s;
+      dot += dy[k] * y_ref[k];
+      dot_mag += std::fabs(dy[k] * y_ref[k]);
+    }
+    for (i64 j = 0; j < cols; ++j) {
+      const auto k = static_cast<std::size_t>(i * cols + j);
+      dx_ref[k] = y_ref[k] * (dy[k] - dot);
+      dx_mag[k] = y_ref[k] * (std::fabs(dy[k]) + dot_mag);
+    }
+  }
+  auto xd = dev(x), dyd = dev(dy);
+  auto y = out(x.size()), dx = out(x.size());
+  be->softmax_forward(xd.get(), y.get(), rows, cols, Format::FP32);
+  const std::vector<float> yh = y.host();
+  // f32 exp and a 130-term f32 sum: 1e-5 relative, 1e-9 absolute (tiny tails).
+  expect_close(yh, y_ref, 1e-5, 1e-9, "softmax forward");
+  auto yd = dev(yh);
+  be->softmax_backward(yd.get(), dyd.get(), dx.get(), rows, cols);
+  expect_close(dx.host(), dx_ref, dx_mag, 2e-5, 1e-12, "softmax backward");
+}
+
+TEST_P(Conformance, SoftmaxLowPrecisionAccumulateEqualsReferenceAndStalls) {
+  const i64 rows = 6, cols = 50;
+  const std::vector<float> x = normal_values(static_cast<std::size_t>(rows * cols), 121, 2.0f);
+  for (Format f : {Format::FP16, Format::BF16}) {
+    auto q = [f](float v) { return engine::quantize(f, v); };
+    std::vector<float> want(x.size());
+    for (i64 i = 0; i < rows; ++i) {
+      const float* xr = x.data() + i * cols;
+      float m = -INFINITY;
+      for (i64 j = 0; j < cols; ++j) m = std::max(m, xr[j]);
+      float s = 0.0f;
+      for (i64 j = 0; j < cols; ++j) {
+        const float e = q(std::exp(q(xr[j] - m)));
+        want[static_cast<std::size_t>(i * cols + j)] = e;
+        s = q(s + e);
+      }
+      for (i64 j = 0; j < cols; ++j) want[static_cast<std::size_t>(i * cols + j)] /= s;
+    }
+    auto xd = dev(x);
+    auto y = out(x.size());
+    be->softmax_forward(xd.get(), y.get(), rows, cols, f);
+    expect_bit_equal(y.host(), want, std::string("softmax accumulate ") + engine::format_name(f));
+  }
+  // 4096 equal logits: an FP16 sum of the exponentials (all 1) stalls at
+  // 2048, so every probability comes out 1/2048 instead of 1/4096.
+  const std::vector<float> flat(4096, 0.5f);
+  auto fd = dev(flat);
+  auto y = out(flat.size());
+  be->softmax_forward(fd.get(), y.get(), 1, 4096, Format::FP16);
+  EXPECT_EQ(y.host()[17], 1.0f / 2048.0f);
+  be->softmax_forward(fd.get(), y.get(), 1, 4096, Format::FP32);
+  EXPECT_EQ(y.host()[17], 1.0f / 4096.0f);
+}
+
+// ============================================================================
+// Losses
+// ============================================================================
+TEST_P(Conformance, CrossEntropyForwardBackward) {
+  const i64 rows = 4000, classes = 10;  // parallel path
+  std::vector<float> logits = normal_values(static_cast<std::size_t>(rows * classes), 131, 3.0f);
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(rows));
+  std::mt19937_64 rng(132);
+  for (auto& l : labels) l = static_cast<std::int32_t>(rng() % classes);
+  // A confidently wrong row: logit gap 500 (naive exp overflows in f32).
+  logits[0] = 500.0f;
+  labels[0] = 3;
+  double loss_ref = 0.0;
+  i64 correct_ref = 0;
+  std::vector<double> p_ref(logits.size());
+  for (i64 i = 0; i < rows; ++i) {
+    const float* z = logits.data() + i * classes;
+    double m = z[0];
+    i64 arg = 0;
+    for (i64 j = 1; j < classes; ++j)
+      if (z[j] > m) {
+        m = z[j];
+        arg = j;
+      }
+    double s = 0.0;
+    for (i64 j = 0; j < classes; ++j) s += std::exp(z[j] - m);
+    for (i64 j = 0; j < classes; ++j) p_ref[static_cast<std::size_t>(i * classes + j)] = std::exp(z[j] - m) / s;
+    loss_ref += -(z[labels[static_cast<std::size_t>(i)]] - m - std::log(s));
+    correct_ref += arg == labels[static_cast<std::size_t>(i)] ? 1 : 0;
+  }
+  loss_ref /= static_cast<double>(rows);
+  auto ld = dev(logits);
+  DeviceBuffer<std::int32_t> lab(GetParam(), labels);
+  auto probs = out(logits.size());
+  i64 correct = -1;
+  const double loss = be->cross_entropy_forward(ld.get(), lab.get(), rows, classes, probs.get(), &correct);
+  EXPECT_NEAR(loss, loss_ref, 1e-10 * loss_ref);
+  EXPECT_EQ(correct, correct_ref);
+  const std::vector<float> ph = probs.host();
+  expect_close(ph, p_ref, 1e-6, 1e-12, "cross-entropy probs");
+  // correct is optional.
+  EXPECT_NEAR(be->cross_entropy_forward(ld.get(), lab.get(), rows, classes, probs.get(), nullptr), loss_ref, 1e-10 * loss_ref);
+
+  const float scale = 1024.0f;  // a loss scale
+  std::vector<double> d_ref(logits.size());
+  const float f = scale / static_cast<float>(rows);
+  for (i64 i = 0; i < rows; ++i)
+    for (i64 j = 0; j < classes; ++j) {
+      const auto k = static_cast<std::size_t>(i * classes + j);
+      d_ref[k] = (static_cast<double>(ph[k]) - (j == labels[static_cast<std::size_t>(i)] ? 1.0 : 0.0)) * f;
+    }
+  auto pd = dev(ph);
+  auto dlogits = out(logits.size());
+  be->cross_entropy_backward(pd.get(), lab.get(), rows, classes, scale, dlogits.get());
+  expect_close(dlogits.host(), d_ref, 1e-6, 1e-9, "cross-entropy backward");
+}
+
+TEST_P(Conformance, MseForwardBackward) {
+  for (std::size_t n : {std::size_t{7}, std::size_t{300001}}) {
+    const std::vector<float> pred = normal_values(n, 141), target = normal_values(n, 142);
+    double ref = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double d = static_cast<double>(pred[i]) - target[i];
+      ref += d * d;
+    }
+    ref /= static_cast<double>(n);
+    auto pd = dev(pred), td = dev(target);
+    EXPECT_NEAR(be->mse_forward(pd.get(), td.get(), static_cast<i64>(n)), ref, 1e-12 * ref);
+    const float scale = 8.0f;
+    std::vector<double> d_ref(n);
+    for (std::size_t i = 0; i < n; ++i)
+      d_ref[i] = 2.0 * (static_cast<double>(pred[i]) - target[i]) * scale / static_cast<double>(n);
+    auto dpred = out(n);
+    be->mse_backward(pd.get(), td.get(), static_cast<i64>(n), scale, dpred.get());
+    expect_close(dpred.host(), d_ref, 1e-6, 1e-30, "mse backward");
+  }
+}
+
+// ============================================================================
+// CPU backend specifics: info, native bf16, primitive caching, threads.
+// ============================================================================
+TEST(CpuBackend, InfoNamesTheCpuAndThreads) {
+  auto be = engine::make_cpu_backend(1);
+  const engine::BackendInfo info = be->info();
+  EXPECT_EQ(info.name, "cpu");
+  EXPECT_FALSE(info.device.empty());
+  EXPECT_EQ(info.threads, 1);
+  EXPECT_GE(engine::make_cpu_backend(0)->info().threads, 1);
+  engine::CpuBackendOptions o;
+  o.allow_native_bf16 = false;
+  EXPECT_FALSE(engine::CpuBackend(o).info().native_bf16);
+}
+
+engine::GemmArgs mlp_forward_args(const void* x, Format fx, const void* w, Format fw, float* y, const float* bias) {
+  engine::GemmArgs g;
+  g.m = 128;
+  g.n = 256;
+  g.k = 784;
+  g.a = {x, fx, false, 784};
+  g.b = {w, fw, true, 784};
+  g.c = y;
+  g.ldc = 256;
+  g.bias = bias;
+  return g;
+}
+
+TEST(CpuBackend, Bf16AndFp8GemmsRunTheNativeBf16KernelWhenTheCpuHasIt) {
+  engine::CpuBackend be;
+  std::vector<std::uint16_t> x(128 * 784, engine::fp32_to_bf16(0.5f)), w(256 * 784, engine::fp32_to_bf16(0.25f));
+  std::vector<std::uint8_t> x8(128 * 784, engine::fp32_to_e4m3(0.5f)), w8(256 * 784, engine::fp32_to_e4m3(0.25f));
+  std::vector<std::uint16_t> xh(128 * 784, engine::fp32_to_fp16(0.5f));
+  std::vector<float> y(128 * 256);
+  be.gemm(mlp_forward_args(x.data(), Format::BF16, w.data(), Format::BF16, y.data(), nullptr));
+  EXPECT_EQ(y[0], 784 * 0.125f);
+  const std::string bf16_impl = be.last_gemm_impl();
+  be.gemm(mlp_forward_args(x8.data(), Format::E4M3, w8.data(), Format::E4M3, y.data(), nullptr));
+  EXPECT_EQ(y[5], 784 * 0.125f);
+  const std::string fp8_impl = be.last_gemm_impl();
+  be.gemm(mlp_forward_args(xh.data(), Format::FP16, w.data(), Format::BF16, y.data(), nullptr));
+  const std::string mixed_impl = be.last_gemm_impl();
+  if (be.info().native_bf16) {
+    EXPECT_NE(bf16_impl.find("bf16"), std::string::npos) << bf16_impl;
+    EXPECT_NE(fp8_impl.find("bf16"), std::string::npos) << fp8_impl;
+  } else {
+    EXPECT_EQ(bf16_impl.find("bf16"), std::string::npos) << bf16_impl;
+  }
+  // FP16 meets BF16 on the f32 path.
+  EXPECT_EQ(mixed_impl.find("bf16"), std::string::npos) << mixed_impl;
+  EXPECT_FALSE(mixed_impl.empty());
+
+  // Convolution with compute BF16 (values already bf16-exact) likewise.
+  const engine::ConvShape cs{4, 32, 14, 14, 64, 5, 5, 1, 2};
+  std::vector<float> cx(4 * 32 * 14 * 14, 0.5f), cw(64 * 32 * 25, 0.25f), cy(4 * 64 * 14 * 14);
+  be.conv2d_forward(cs, Format::BF16, cx.data(), cw.data(), nullptr, cy.data());
+  EXPECT_EQ(cy[4 * 14 + 4], 32 * 25 * 0.125f);  // an interior pixel: the full 5x5 window
+  const std::string conv_impl = be.last_conv_impl();
+  be.conv2d_forward(cs, Format::FP16, cx.data(), cw.data(), nullptr, cy.data());
+  const std::string conv_f32_impl = be.last_conv_impl();
+  EXPECT_EQ(conv_impl.find("bf16") != std::string::npos, be.info().native_bf16) << conv_impl;
+  EXPECT_EQ(conv_f32_impl.find("bf16"), std::string::npos) << conv_f32_impl;
+}
+
+TEST(CpuBackend, SteadyStateCreatesNoPrimitives) {
+  engine::CpuBackend be;
+  std::vector<float> x(128 * 784, 0.5f), w(256 * 784, 0.25f), y(128 * 256), b(256, 1.0f), dw(256 * 784);
+  std::vector<float> cx(8 * 32 * 14 * 14, 1.0f), cw(64 * 32 * 25, 0.5f), cy(8 * 64 * 14 * 14), cb(64), cdx(cx.size()),
+      cdw(cw.size());
+  const engine::ConvShape cs{8, 32, 14, 14, 64, 5, 5, 1, 2};
+  // FP8 layers pass alpha = 1/scale, which changes whenever the delayed
+  // scaling moves: a new alpha must not mean a new primitive.
+  auto step = [&](int i) {
+    engine::GemmArgs fwd = mlp_forward_args(x.data(), Format::FP32, w.data(), Format::FP32, y.data(), b.data());
+    fwd.alpha = std::ldexp(1.0f, -i);
+    be.gemm(fwd);
+    fwd.a.format = Format::E4M3;
+    fwd.b.format = Format::E4M3;
+    be.gemm(fwd);
+    engine::GemmArgs g;  // dW = dy^T x, accumulated (beta = 1)
+    g.m = 256;
+    g.n = 784;
+    g.k = 128;
+    g.a = {y.data(), Format::FP32, true, 256};
+    g.b = {x.data(), Format::FP32, false, 784};
+    g.c = dw.data();
+    g.ldc = 784;
+    g.beta = 1.0f;
+    be.gemm(g);
+    g.alpha = 0.5f;
+    g.beta = 0.5f;
+    be.gemm(g);
+    be.conv2d_forward(cs, Format::FP32, cx.data(), cw.data(), cb.data(), cy.data());
+    be.conv2d_forward(cs, Format::BF16, cx.data(), cw.data(), cb.data(), cy.data());
+    be.conv2d_backward_data(cs, Format::FP32, cy.data(), cw.data(), cdx.data());
+    be.conv2d_backward_weights(cs, Format::FP32, cx.data(), cy.data(), cdw.data(), cb.data());
+  };
+  step(0);  // alpha = 1: the matmul's own bias
+  step(1);  // alpha != 1: A*B alone, then the alpha-and-bias pass
+  const std::int64_t after_first = be.primitives_created();
+  EXPECT_GT(after_first, 0);
+  for (int i = 2; i < 6; ++i) step(i);
+  EXPECT_EQ(be.primitives_created(), after_first);
+}
+
+TEST(CpuBackend, ReductionsDoNotDependOnTheThreadCount) {
+  // Reproducible runs: the same bits with 1 thread and with all of them.
+  auto one = engine::make_cpu_backend(1);
+  auto many = engine::make_cpu_backend(0);
+  const i64 rows = 20000, cols = 24;
+  const std::vector<float> x = normal_values(static_cast<std::size_t>(rows * cols), 151);
+  const std::vector<float> dy = normal_values(x.size(), 152);
+  const std::vector<float> gamma(static_cast<std::size_t>(cols), 1.0f), beta(static_cast<std::size_t>(cols), 0.0f);
+  auto run = [&](Backend& be) {
+    std::vector<float> out;
+    std::vector<float> y(x.size()), mean(static_cast<std::size_t>(rows)), rstd(static_cast<std::size_t>(rows)),
+        dx(x.size()), dg(static_cast<std::size_t>(cols)), db(static_cast<std::size_t>(cols)), cs(static_cast<std::size_t>(cols));
+    be.layernorm_forward(x.data(), gamma.data(), beta.data(), y.data(), mean.data(), rstd.data(), rows, cols, 1e-5f, Format::FP32);
+    be.layernorm_backward(dy.data(), x.data(), mean.data(), rstd.data(), gamma.data(), dx.data(), dg.data(), db.data(), rows, cols);
+    be.column_sums(dy.data(), rows, cols, cs.data());
+    out.insert(out.end(), dg.begin(), dg.end());
+    out.insert(out.end(), db.begin(), db.end());
+    out.insert(out.end(), cs.begin(), cs.end());
+    return out;
+  };
+  expect_bit_equal(run(*many), run(*one), "1 thread vs all threads");
+  EXPECT_EQ(many->sum_squares(x.data(), rows * cols), one->sum_squares(x.data(), rows * cols));
+  EXPECT_EQ(many->mse_forward(x.data(), dy.data(), rows * cols), one->mse_forward(x.data(), dy.data(), rows * cols));
+  i64 c1 = 0, c2 = 0;
+  std::vector<float> p1(x.size()), p2(x.size());
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(rows * cols / 8), 3);
+  const double l1 = one->cross_entropy_forward(x.data(), labels.data(), rows * cols / 8, 8, p1.data(), &c1);
+  const double l2 = many->cross_entropy_forward(x.data(), labels.data(), rows * cols / 8, 8, p2.data(), &c2);
+  EXPECT_EQ(l1, l2);
+  EXPECT_EQ(c1, c2);
+}
+
+}  // namespace
