@@ -22,10 +22,9 @@
 #include "backend/cpu/cpu_backend.h"
 #include "numeric/convert.h"
 #include "numeric/format.h"
+#include "fma_peak.h"
 
-// bench_gemm_peak_avx512.cpp / bench_gemm_peak_avx2.cpp (compiled for their ISA).
-double fma_peak_avx512(std::int64_t iters, float* sink);
-double fma_peak_avx2(std::int64_t iters, float* sink);
+
 
 namespace {
 
@@ -33,58 +32,7 @@ using engine::Format;
 using i64 = std::int64_t;
 using Clock = std::chrono::steady_clock;
 
-// ---- FMA peak ----------------------------------------------------------------
-struct Peak {
-  const char* isa = "none";
-  double one = 0.0;  // GFLOP/s, 1 thread
-  double all = 0.0;  // GFLOP/s, all threads
-  int threads = 1;
-};
-Peak g_peak;
-float g_sink = 0.0f;
-
-double peak_flops(bool avx512, i64 iters, float* sink) {
-  return avx512 ? fma_peak_avx512(iters, sink) : fma_peak_avx2(iters, sink);
-}
-
-// Best of 5 runs of about 50 ms each, on `threads` threads at once.
-double measure_peak(bool avx512, int threads) {
-  i64 iters = 1 << 16;
-  for (;;) {  // calibrate on one thread
-    float sink = 0.0f;
-    const auto t0 = Clock::now();
-    peak_flops(avx512, iters, &sink);
-    g_sink += sink;
-    if (std::chrono::duration<double>(Clock::now() - t0).count() > 0.05) break;
-    iters *= 2;
-  }
-  double best = 0.0;
-  for (int rep = 0; rep < 5; ++rep) {
-    double flops = 0.0;
-    const auto t0 = Clock::now();
-#pragma omp parallel num_threads(threads) reduction(+ : flops)
-    {
-      float sink = 0.0f;
-      flops += peak_flops(avx512, iters, &sink);
-#pragma omp critical
-      g_sink += sink;
-    }
-    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    best = std::max(best, flops / s / 1e9);
-  }
-  return best;
-}
-
-void measure_peaks() {
-  __builtin_cpu_init();
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (!avx512 && !avx2) return;
-  g_peak.isa = avx512 ? "avx512 fma" : "avx2 fma";
-  g_peak.threads = omp_get_num_procs();
-  g_peak.one = measure_peak(avx512, 1);
-  g_peak.all = measure_peak(avx512, g_peak.threads);
-}
+FmaPeak g_peak;
 
 // ---- data --------------------------------------------------------------------
 // n values of format f in its storage width (FP32/TF32: float), N(0, 1).
@@ -213,7 +161,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
 
-  measure_peaks();
+  g_peak = measure_fma_peak();
   const engine::BackendInfo info = backend().info();
   std::printf("FMA peak (%s): 1 thread %.1f GFLOP/s, %d threads %.1f GFLOP/s; backend: %s, %d threads, native bf16: %s\n",
               g_peak.isa, g_peak.one, g_peak.threads, g_peak.all, info.device.c_str(), info.threads,
@@ -280,5 +228,5 @@ int main(int argc, char** argv) {
 
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  return g_sink == 12345.0f ? 1 : 0;  // keeps the peak loops' results observable
+  return 0;
 }

@@ -1,5 +1,5 @@
-// bench_gemm's FMA peak probe, AVX2: a register-only FMA loop for CPUs
-// without AVX-512. Compiled with -mavx2 -mfma (bench_gemm.cmake); called
+// FMA peak probe, AVX2: a register-only FMA loop for CPUs
+// without AVX-512. Compiled with -mavx2 -mfma (fma_peak.cmake); called
 // only after a run-time check.
 #include <immintrin.h>
 

@@ -1,5 +1,5 @@
-// bench_gemm's FMA peak probe, AVX-512: a register-only FMA loop. Compiled
-// with -mavx512f -mfma (bench_gemm.cmake); called only after a run-time
+// FMA peak probe, AVX-512: a register-only FMA loop. Compiled
+// with -mavx512f -mfma (fma_peak.cmake); called only after a run-time
 // check that the CPU has AVX-512F and FMA.
 #include <immintrin.h>
 
