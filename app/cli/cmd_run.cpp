@@ -203,6 +203,7 @@ int execute(const Options& o, const std::vector<std::string>& recipes) {
     x.steps = r->steps();
     x.evals = r->evals();
     x.events = r->events();
+    x.grad_stats = r->grad_stats();
     x.summary = r->summary();
     exports.push_back(std::move(x));
     const engine::RunSummary& s = exports.back().summary;
@@ -215,7 +216,7 @@ int execute(const Options& o, const std::vector<std::string>& recipes) {
   }
   if (!exports.empty()) {
     engine::export_runs(o.out, exports);
-    std::printf("wrote %s/{steps,evals,events,summary}.csv and config.json\n", o.out.c_str());
+    std::printf("wrote %s/{steps,evals,events,grads,summary}.csv and config.json\n", o.out.c_str());
   }
   if (failed) return 1;
   return g_interrupted ? 130 : 0;

@@ -18,13 +18,22 @@ struct Recipe;
 // copy the optimizer updates. The values' source of truth is kept: master
 // if present, else weight (decoded), so this can run mid-training (a
 // precision change at a step boundary). Trainer thread only.
+//
+// FP8 compute (E4M3/E5M2) with master weights: a GEMM weight
+// ("<layer>.weight") is stored as saturate(value * scale) with
+// Parameter::weight_scale = scale, its amax history started from the
+// weights' amax (recipe.fp8: history length, margin); the layer's other
+// parameters are stored FP32. Each leaf's activation scaling restarts
+// (Layer::set_delayed_scaling).
 void apply_recipe(Model& model, const Recipe& recipe);
 // Changes one leaf's precision the same way; throws std::invalid_argument
 // naming the layer when no leaf has that name.
 void apply_layer_precision(Model& model, const std::string& layer, const LayerPrecision& p,
-                           bool master_weights);
+                           bool master_weights, const DelayedScaling& scaling = {});
 // Re-rounds `weight` from `master` after an optimizer step (layers with
-// master weights only).
+// master weights only). FP8 weights are encoded with the scale their amax
+// history gave before this refresh (delayed scaling), then the new weights'
+// amax is recorded.
 void refresh_weights(Model& model);
 
 }  // namespace engine

@@ -16,6 +16,17 @@ namespace engine {
 //  grad:       the format activation gradients (and weight gradients, as
 //              they leave the GEMM) are rounded to in backward; FP8 recipes
 //              use E5M2 here and E4M3 for compute
+//
+// FP8 (E4M3/E5M2) as compute or grad format of a GEMM layer (Linear,
+// Conv2d, PatchEmbed) means per-tensor delayed scaling of its GEMM
+// operands (amp/fp8_scaling.h): x and the weight are cast as
+// saturate(value * scale) to `compute`, dy to `grad`, and the GEMM result
+// is multiplied by 1/(scale_a * scale_b). Biases and position embeddings
+// of such a layer are not GEMM operands: they stay FP32, as Transformer
+// Engine keeps them in the parameters' own precision. With an FP8 grad
+// format the parameter gradients leave the GEMM in FP32 (TE's wgrad into an
+// FP32 main_grad); dx is still rounded to `grad`, unscaled, as it crosses
+// to the previous layer (whose own delayed scale then rescales it).
 struct LayerPrecision {
   Format compute = Format::FP32;
   Format storage = Format::FP32;
@@ -27,6 +38,16 @@ struct LayerPrecision {
     return compute == Format::FP32 && storage == Format::FP32 && accumulate == Format::FP32 &&
            grad == Format::FP32;
   }
+};
+
+// Transformer Engine's DelayedScaling parameters (recipe.py), with its
+// defaults: the amax of the last amax_history_len steps decides the scale,
+// scale = fp8_max / amax / 2^margin.
+struct DelayedScaling {
+  int amax_history_len = 1024;
+  int margin = 0;
+
+  bool operator==(const DelayedScaling&) const = default;
 };
 
 }  // namespace engine

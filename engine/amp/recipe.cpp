@@ -17,12 +17,30 @@ LayerRole layer_role(const Layer& l) {
 
 LayerPrecision Recipe::precision_for(const Layer& l) const {
   if (auto it = overrides.find(l.name()); it != overrides.end()) return it->second;
+  if (!overrides.empty()) {
+    if (auto it = overrides.find(std::string(kKindPrefix) + l.kind()); it != overrides.end()) return it->second;
+  }
   switch (layer_role(l)) {
     case LayerRole::Matmul: return matmul;
     case LayerRole::Norm: return norm;
     case LayerRole::Elementwise: return elementwise;
   }
   return matmul;
+}
+
+const std::vector<std::string>& leaf_kinds() {
+  static const std::vector<std::string> kinds = {
+      "linear", "conv2d", "patch_embed", "attention_scores", "attention_values", "layernorm", "softmax",
+      "relu",   "gelu",   "maxpool2d",   "flatten",          "mean_pool"};
+  return kinds;
+}
+
+bool valid_override_key(std::string_view key) {
+  if (!key.starts_with(kKindPrefix)) return true;
+  const std::string_view kind = key.substr(kKindPrefix.size());
+  for (const auto& k : leaf_kinds())
+    if (k == kind) return true;
+  return false;
 }
 
 const std::vector<std::string>& recipe_names() {
@@ -67,10 +85,16 @@ Recipe make_recipe(std::string_view name) {
     r.scaling.mode = ScalingMode::None;
   } else if (name == "fp8") {
     // Transformer Engine style: E4M3 GEMM inputs forward, E5M2 gradients,
-    // FP32 accumulate; GEMM outputs and everything else stay FP32.
+    // per-tensor delayed scaling (r.fp8), FP32 accumulate; GEMM outputs and
+    // everything else stay FP32. Like TE, the attention's own GEMMs (q k^T
+    // and probs v) stay out of FP8: BF16 operands, FP32 outputs; its
+    // projections are Linear leaves and do run in FP8.
     r.matmul = {Format::E4M3, Format::FP32, Format::FP32, Format::E5M2};
     r.elementwise = fp32;
     r.norm = fp32;
+    const LayerPrecision bf16_gemm{Format::BF16, Format::FP32, Format::FP32, Format::BF16};
+    r.overrides[std::string(kKindPrefix) + "attention_scores"] = bf16_gemm;
+    r.overrides[std::string(kKindPrefix) + "attention_values"] = bf16_gemm;
     r.master_weights = true;
     r.scaling.mode = ScalingMode::Dynamic;
   } else {

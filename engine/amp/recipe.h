@@ -30,11 +30,26 @@ struct Recipe {
   bool master_weights = false;
   LossScalerConfig scaling;
   Format optimizer_state = Format::FP32;
-  // Per-layer overrides by leaf name (the custom recipe, and UI edits).
+  // FP8 per-tensor delayed scaling (layers whose compute or grad format is
+  // E4M3/E5M2): Transformer Engine's DelayedScaling defaults.
+  DelayedScaling fp8;
+  // Per-layer overrides (the custom recipe, UI edits, and presets that pin
+  // a kind of layer). A key is a leaf name ("block0.attn.softmax") or
+  // "kind:" plus a leaf kind ("kind:layernorm": every LayerNorm leaf).
+  // A leaf's name wins over its kind.
   std::map<std::string, LayerPrecision> overrides;
 
   LayerPrecision precision_for(const Layer& l) const;
 };
+
+// The prefix of override keys that address every leaf of one kind.
+inline constexpr std::string_view kKindPrefix = "kind:";
+// The kinds of leaf layers (Layer::kind() of every leaf the models build),
+// for validating "kind:" keys.
+const std::vector<std::string>& leaf_kinds();
+// For a "kind:<k>" key: whether <k> is a known leaf kind (an unknown one
+// would silently match nothing). Other keys (leaf names): true.
+bool valid_override_key(std::string_view key);
 
 // The preset names, in the order the UI lists them.
 const std::vector<std::string>& recipe_names();

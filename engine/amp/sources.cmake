@@ -3,4 +3,5 @@ target_sources(engine_core PRIVATE
   amp/loss_scaler.cpp
   amp/recipe.cpp
   amp/apply.cpp
+  amp/fp8_scaling.cpp
 )

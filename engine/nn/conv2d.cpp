@@ -3,6 +3,8 @@
 
 #include <stdexcept>
 
+#include "amp/fp8_scaling.h"
+#include "backend/backend.h"
 #include "nn/layer_io.h"
 
 namespace engine {
@@ -58,22 +60,101 @@ std::vector<Parameter*> Conv2d::parameters() {
   return {&m_weight};
 }
 
+void Conv2d::set_delayed_scaling(const DelayedScaling& c) {
+  m_scaling = c;
+  m_x_scale = {};
+  m_dy_scale = {};
+  m_w_scale = {};
+}
+
+namespace {
+
+DelayedScale& scale_for(DelayedScale& s, Format f, const DelayedScaling& c) {
+  if (!s.active() || s.format() != f) s = DelayedScale(f, c);
+  return s;
+}
+
+// y[n, c, :] = alpha * y[n, c, :] + bias[c] (bias may be null).
+void scale_and_add_bias(Backend& be, float* y, const float* bias, float alpha, std::int64_t n, std::int64_t c,
+                        std::int64_t hw) {
+  if (alpha != 1.0f) be.scale(y, alpha, n * c * hw);
+  if (!bias) return;
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < c; ++j) {
+      float* p = y + (i * c + j) * hw;
+      const float b = bias[j];
+      for (std::int64_t k = 0; k < hw; ++k) p[k] += b;
+    }
+}
+
+// db[c] = sum over n and the plane of dy[n, c, :] (overwritten).
+void channel_sums(const float* dy, float* db, std::int64_t n, std::int64_t c, std::int64_t hw) {
+  for (std::int64_t j = 0; j < c; ++j) {
+    double sum = 0.0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float* p = dy + (i * c + j) * hw;
+      for (std::int64_t k = 0; k < hw; ++k) sum += p[k];
+    }
+    db[j] = static_cast<float>(sum);
+  }
+}
+
+}  // namespace
+
+const float* Conv2d::weight_values(Backend& be, bool record, float* scale) {
+  const Format compute = m_precision.compute;
+  if (m_weight.weight.format() == compute) {
+    // Stored by the AMP code in FP8, holding weight * weight_scale.
+    *scale = m_weight.weight_scale;
+    return f32_values(m_weight.weight, m_w32);
+  }
+  // Not stored in FP8: the layer scales it itself (delayed, per forward).
+  DelayedScale& ds = scale_for(m_w_scale, compute, m_scaling);
+  if (record) {
+    *scale = ds.scale() * m_weight.weight_scale;
+    ds.record(round_scaled(be, m_weight.weight, compute, ds.scale(), m_w8, m_w32));
+    return m_w32.f32();
+  }
+  *scale = m_w_used_scale;
+  return f32_values(m_w8, m_w32);
+}
+
 void Conv2d::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
   auto& ctx = static_cast<Conv2dContext&>(context);
   const Shape ys = output_shape(x.shape());
   nonfinite = {};
   const LayerPrecision& p = m_precision;
   const bool sat = saturates_forward(p.compute);
-  const Tensor& xc = round_to(x, p.compute, ctx.x_compute, sat);
-  ctx.x = &xc;
-  const float* xf = f32_values(xc, m_x32);
-  const float* wf = weight_f32(be, m_weight, p.compute, m_w32);
-  const float* bf = m_has_bias ? f32_rounded(be, m_bias.weight, p.compute, m_b32, sat) : nullptr;
-  // A scaled FP8 weight divided by its scale may leave the FP8 grid: only
-  // the f32 path is exact for it then.
-  const Format wfmt = m_weight.weight_scale == 1.0f ? p.compute : Format::FP32;
+  ctx.x_scale = 1.0f;
   float* yf = output_begin(y, ys, p.storage, m_y32);
-  conv2d_forward(be, conv_shape(x.shape()), common_compute(p.compute, wfmt), xf, wf, bf, yf);
+  if (is_fp8(p.compute)) {
+    // FP8 delayed scaling: x, w hold value * scale on the FP8 grid (so the
+    // backend's exact FP8 path applies); bias is FP32 and added after the
+    // result is multiplied by 1/(s_x s_w).
+    DelayedScale& ds = scale_for(m_x_scale, p.compute, m_scaling);
+    ctx.x_scale = ds.scale();
+    ds.record(round_scaled(be, x, p.compute, ctx.x_scale, ctx.x_compute, m_x32));
+    ctx.x = &ctx.x_compute;
+    const float* xf = m_x32.f32();
+    float sw = 1.0f;
+    const float* wf = weight_values(be, true, &sw);
+    m_w_used_scale = sw;
+    const float* bf = m_has_bias ? f32_values(m_bias.weight, m_b32) : nullptr;
+    const ConvShape cs = conv_shape(x.shape());
+    const float alpha = unscale_alpha(ctx.x_scale, sw);
+    conv2d_forward(be, cs, p.compute, xf, wf, alpha == 1.0f ? bf : nullptr, yf);
+    if (alpha != 1.0f) scale_and_add_bias(be, yf, bf, alpha, cs.n, cs.c_out, cs.out_h() * cs.out_w());
+  } else {
+    const Tensor& xc = round_to(x, p.compute, ctx.x_compute, sat);
+    ctx.x = &xc;
+    const float* xf = f32_values(xc, m_x32);
+    const float* wf = weight_f32(be, m_weight, p.compute, m_w32);
+    const float* bf = m_has_bias ? f32_rounded(be, m_bias.weight, p.compute, m_b32, sat) : nullptr;
+    // A scaled FP8 weight divided by its scale may leave the FP8 grid: only
+    // the f32 path is exact for it then.
+    const Format wfmt = m_weight.weight_scale == 1.0f ? p.compute : Format::FP32;
+    conv2d_forward(be, conv_shape(x.shape()), common_compute(p.compute, wfmt), xf, wf, bf, yf);
+  }
   output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
 }
 
@@ -84,18 +165,58 @@ void Conv2d::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
   const Shape ys = output_shape(x.shape());
   if (dy.shape() != ys) throw_shape(name(), "gradient does not match the output " + shape_string(ys), dy.shape());
   const LayerPrecision& p = m_precision;
-  const float* dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
-  const float* xf = f32_values(x, m_x32);
-  const float* wf = weight_f32(be, m_weight, p.compute, m_w32);
-  const Format wfmt = m_weight.weight_scale == 1.0f ? p.compute : Format::FP32;
   float* dxf = dx ? output_begin(*dx, x.shape(), p.grad, m_dx32) : nullptr;
   float* dw = grad_begin(m_weight, m_dw32);
   float* db = m_has_bias ? grad_begin(m_bias, m_db32) : nullptr;
-  conv2d_backward(be, conv_shape(x.shape()), common_compute(p.grad, wfmt), common_compute(p.grad, p.compute),
-                  dyf, xf, wf, dxf, dw, db);
+  const ConvShape cs = conv_shape(x.shape());
+  const bool fp8_forward = is_fp8(p.compute);
+  if (!fp8_forward && !is_fp8(p.grad)) {
+    const float* dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
+    const float* xf = f32_values(x, m_x32);
+    const float* wf = weight_f32(be, m_weight, p.compute, m_w32);
+    const Format wfmt = m_weight.weight_scale == 1.0f ? p.compute : Format::FP32;
+    conv2d_backward(be, cs, common_compute(p.grad, wfmt), common_compute(p.grad, p.compute), dyf, xf, wf, dxf,
+                    dw, db);
+  } else {
+    // FP8: dy (grad format FP8) holds dy * s_dy, x holds x * s_x, w holds
+    // w * s_w; the results are multiplied by 1/(s_dy s_w) and 1/(s_dy s_x).
+    float sdy = 1.0f;
+    const float* dyf;
+    if (is_fp8(p.grad)) {
+      DelayedScale& ds = scale_for(m_dy_scale, p.grad, m_scaling);
+      sdy = ds.scale();
+      ds.record(round_scaled(be, dy, p.grad, sdy, m_dy8, m_dy32));
+      dyf = m_dy32.f32();
+    } else {
+      dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
+    }
+    const float* xf = f32_values(x, m_x32);
+    float sw = 1.0f;
+    const float* wf;
+    Format wfmt = p.compute;
+    if (fp8_forward) {
+      wf = weight_values(be, false, &sw);
+    } else {
+      wf = weight_f32(be, m_weight, p.compute, m_w32);
+      if (m_weight.weight_scale != 1.0f) wfmt = Format::FP32;
+    }
+    const std::int64_t hw_in = cs.h * cs.w, hw_out = cs.out_h() * cs.out_w();
+    if (dxf) {
+      be.conv2d_backward_data(cs, common_compute(p.grad, wfmt), dyf, wf, dxf);
+      const float a = unscale_alpha(sdy, sw);
+      if (a != 1.0f) be.scale(dxf, a, cs.n * cs.c_in * hw_in);
+    }
+    be.conv2d_backward_weights(cs, common_compute(p.grad, p.compute), xf, dyf, dw, nullptr);
+    const float a = unscale_alpha(sdy, ctx.x_scale);
+    if (a != 1.0f) be.scale(dw, a, m_weight.numel());
+    // The bias gradient sums the unscaled, unrounded dy (TE's fused dbias).
+    if (db) channel_sums(f32_values(dy, m_dyu32), db, cs.n, cs.c_out, hw_out);
+  }
   if (dx) output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, nonfinite.activation_grad));
-  grad_end(be, m_weight, p.grad, m_dw32, tracked(*this, nonfinite.weight_grad));
-  if (m_has_bias) grad_end(be, m_bias, p.grad, m_db32, tracked(*this, nonfinite.weight_grad));
+  // FP8 gradients: weight and bias gradients stay FP32 (see Linear).
+  const Format gf = is_fp8(p.grad) ? Format::FP32 : p.grad;
+  grad_end(be, m_weight, gf, m_dw32, tracked(*this, nonfinite.weight_grad));
+  if (m_has_bias) grad_end(be, m_bias, gf, m_db32, tracked(*this, nonfinite.weight_grad));
 }
 
 }  // namespace engine

@@ -26,9 +26,11 @@ void conv2d_backward(Backend& be, const ConvShape& s, Format data_compute, Forma
 // What Conv2d saves: its input in the compute format (the caller's tensor
 // when it already was, else an owned copy). Decoded again in backward, so
 // low-precision inputs really cost 2 (or 1) bytes per element while saved.
+// With FP8 delayed scaling the copy holds x * x_scale.
 struct Conv2dContext : Context {
   const Tensor* x = nullptr;
   Tensor x_compute;
+  float x_scale = 1.0f;
   std::size_t bytes() const override { return x ? x->bytes() : 0; }
 };
 
@@ -46,17 +48,29 @@ class Conv2d : public Layer {
   void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) override;
   std::vector<Parameter*> parameters() override;
   bool is_matmul() const override { return true; }
+  void set_delayed_scaling(const DelayedScaling& c) override;
 
   Parameter& weight() { return m_weight; }
   Parameter& bias() { return m_bias; }
+  // FP8 delayed scaling of the input, the output gradient and (when the AMP
+  // code did not store it in FP8) the weight; see Linear.
+  const DelayedScale& x_scale() const { return m_x_scale; }
+  const DelayedScale& dy_scale() const { return m_dy_scale; }
+  const DelayedScale& w_scale() const { return m_w_scale; }
 
  private:
   ConvShape conv_shape(const Shape& in) const;
+  // The weight as the convolution multiplies it (f32 values on the compute
+  // format's grid, holding weight * *scale), in m_w32 or the weight's own storage.
+  const float* weight_values(Backend& be, bool record, float* scale);
 
   std::int64_t m_c_in, m_c_out, m_kernel, m_pad, m_stride;
   bool m_has_bias;
   Parameter m_weight, m_bias;
-  Tensor m_x32, m_w32, m_b32, m_y32, m_dy32, m_dx32, m_dw32, m_db32;
+  DelayedScaling m_scaling;
+  DelayedScale m_x_scale, m_dy_scale, m_w_scale;
+  float m_w_used_scale = 1.0f;  // the weight scale of the last forward (backward reuses it)
+  Tensor m_x32, m_w32, m_w8, m_b32, m_y32, m_dy32, m_dy8, m_dyu32, m_dx32, m_dw32, m_db32;
 };
 
 }  // namespace engine

@@ -63,6 +63,11 @@ class Layer {
 
   const LayerPrecision& precision() const { return m_precision; }
   virtual void set_precision(const LayerPrecision& p) { m_precision = p; }
+  // Restarts the FP8 delayed scaling of this layer's activation operands (x
+  // and dy: empty amax histories, scale 1) with these parameters; the AMP
+  // code calls it whenever it sets the layer's precision. No-op for layers
+  // without FP8 GEMMs.
+  virtual void set_delayed_scaling(const DelayedScaling&) {}
 
   bool track_nonfinite = false;
   NonfiniteCounts nonfinite;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "amp/fp8_scaling.h"
 #include "numeric/cast.h"
 
 namespace engine {
@@ -126,6 +127,25 @@ const float* weight_f32(Backend& be, const Parameter& p, Format compute, Tensor&
   if (!in_compute) be.quantize(compute, ws.f32(), n, saturates_forward(compute));
   if (p.weight_scale != 1.0f) be.scale(ws.f32(), 1.0f / p.weight_scale, n);
   return ws.f32();
+}
+
+float round_scaled(Backend& be, const Tensor& x, Format f, float scale, Tensor& q, Tensor& ws) {
+  const std::int64_t n = x.numel();
+  ws.resize(x.shape(), Format::FP32);
+  if (is_f32_container(x.format())) {
+    if (n) std::memcpy(ws.f32(), x.f32(), x.bytes());
+  } else if (n) {
+    cast_to_f32(x.format(), x.data(), ws.f32(), static_cast<std::size_t>(n));
+  }
+  const float amax = amax_of(ws.f32(), n);
+  if (scale != 1.0f) be.scale(ws.f32(), scale, n);
+  // Round in f32 first (ws keeps the operand's values), then the encode is exact.
+  be.quantize(f, ws.f32(), n, true);
+  q.resize(x.shape(), f);
+  CastOptions opt;
+  opt.saturate = true;
+  if (n) cast_from_f32(f, ws.f32(), q.data(), static_cast<std::size_t>(n), opt);
+  return amax;
 }
 
 GemmOperand gemm_operand(const Tensor& t, std::int64_t offset, std::int64_t ld, bool trans) {

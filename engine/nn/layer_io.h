@@ -59,6 +59,22 @@ void grad_end(Backend& be, Parameter& p, Format grad_format, Tensor& ws, std::in
 // in it (the AMP code normally keeps it there).
 const float* weight_f32(Backend& be, const Parameter& p, Format compute, Tensor& ws);
 
+// One FP8 GEMM operand under per-tensor delayed scaling (amp/fp8_scaling.h):
+// x's values times `scale`, rounded with saturation to the FP8 format f
+// (Transformer Engine's cast: finite overflow clamps to the format's max;
+// inf and NaN stay), stored in `q` (resized to x's shape and f). `ws` holds
+// the same rounded values as floats afterwards (for the conv kernels).
+// Returns max|x| before scaling (NaN/inf propagate): the amax the caller
+// records after the op.
+float round_scaled(Backend& be, const Tensor& x, Format f, float scale, Tensor& q, Tensor& ws);
+
+// The alpha of a GEMM whose operands hold value * scale_a and value *
+// scale_b: 1/scale_a * 1/scale_b (each reciprocal rounded to float, as
+// Transformer Engine keeps scale_inv per tensor). 1 when both are 1.
+inline float unscale_alpha(float scale_a, float scale_b) {
+  return scale_a == 1.0f && scale_b == 1.0f ? 1.0f : (1.0f / scale_a) * (1.0f / scale_b);
+}
+
 // A GEMM operand over t's storage starting `offset` elements in.
 GemmOperand gemm_operand(const Tensor& t, std::int64_t offset, std::int64_t ld, bool trans);
 

@@ -3,12 +3,13 @@
 
 #include <stdexcept>
 
+#include "amp/fp8_scaling.h"
 #include "backend/backend.h"
 #include "nn/layer_io.h"
 
 namespace engine {
 
-void linear_forward(Backend& be, const Tensor& x, const Tensor& w, float w_scale, const float* bias,
+void linear_forward(Backend& be, const Tensor& x, const Tensor& w, const GemmScales& s, const float* bias,
                     float* y, std::int64_t rows, std::int64_t in, std::int64_t out, Format accumulate) {
   GemmArgs g;
   g.m = rows;
@@ -18,16 +19,16 @@ void linear_forward(Backend& be, const Tensor& x, const Tensor& w, float w_scale
   g.b = gemm_operand(w, 0, in, true);  // op(B) = W^T: [in, out]
   g.c = y;
   g.ldc = out;
-  // FP8 weights hold w * scale; 1/scale is a power of two, so folding it into
-  // alpha is exact.
-  g.alpha = 1.0f / w_scale;
+  // Scaled FP8 operands: the f32 GEMM result times 1/(s_x s_w), then the
+  // (unscaled) bias, as cuBLASLt applies the scale_inv pointers.
+  g.alpha = unscale_alpha(s.x, s.w);
   g.bias = bias;
   g.accumulate = accumulate;
   be.gemm(g);
 }
 
 void linear_backward(Backend& be, const Tensor& dy, const float* dy_f32, const Tensor& x,
-                     const Tensor& w, float w_scale, float* dx, float* dw, float* db,
+                     const Tensor& w, const GemmScales& s, float* dx, float* dw, float* db,
                      std::int64_t rows, std::int64_t in, std::int64_t out, Format accumulate) {
   if (dx) {
     // dx [rows, in] = dy [rows, out] W [out, in]
@@ -39,12 +40,12 @@ void linear_backward(Backend& be, const Tensor& dy, const float* dy_f32, const T
     g.b = gemm_operand(w, 0, in, false);
     g.c = dx;
     g.ldc = in;
-    g.alpha = 1.0f / w_scale;
+    g.alpha = unscale_alpha(s.dy, s.w);
     g.accumulate = accumulate;
     be.gemm(g);
   }
   // dW [out, in] = dy^T [out, rows] x [rows, in]: the gradient of the real
-  // weight, so no scale here.
+  // weight, so the weight's scale plays no part.
   GemmArgs g;
   g.m = out;
   g.n = in;
@@ -53,6 +54,7 @@ void linear_backward(Backend& be, const Tensor& dy, const float* dy_f32, const T
   g.b = gemm_operand(x, 0, in, false);
   g.c = dw;
   g.ldc = in;
+  g.alpha = unscale_alpha(s.dy, s.x);
   g.accumulate = accumulate;
   be.gemm(g);
   if (db) be.column_sums(dy_f32, rows, out, db);
@@ -82,19 +84,57 @@ std::vector<Parameter*> Linear::parameters() {
   return {&m_weight};
 }
 
+void Linear::set_delayed_scaling(const DelayedScaling& c) {
+  m_scaling = c;
+  m_x_scale = {};
+  m_dy_scale = {};
+  m_w_scale = {};
+}
+
+namespace {
+// The layer's delayed scale for FP8 format f, (re)started when the format
+// changed since it was made (a precision set without set_delayed_scaling).
+DelayedScale& scale_for(DelayedScale& s, Format f, const DelayedScaling& c) {
+  if (!s.active() || s.format() != f) s = DelayedScale(f, c);
+  return s;
+}
+}  // namespace
+
 void Linear::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
   auto& ctx = static_cast<LinearContext&>(context);
   const Shape ys = output_shape(x.shape());
   nonfinite = {};
   const LayerPrecision& p = m_precision;
   const bool sat = saturates_forward(p.compute);
-  const Tensor& xc = round_to(x, p.compute, ctx.x_compute, sat);
-  ctx.x = &xc;
-  const Tensor& wc = round_to(m_weight.weight, p.compute, m_w_compute, sat);
-  const float* b = m_has_bias ? f32_rounded(be, m_bias.weight, p.compute, m_b32, sat) : nullptr;
+  const bool fp8 = is_fp8(p.compute);
+  ctx.x_scale = 1.0f;
+  if (fp8) {
+    // Delayed scaling: this step's scale comes from earlier steps' amaxes;
+    // this step's amax is recorded after the cast.
+    DelayedScale& ds = scale_for(m_x_scale, p.compute, m_scaling);
+    ctx.x_scale = ds.scale();
+    ds.record(round_scaled(be, x, p.compute, ctx.x_scale, ctx.x_compute, m_fp8_ws));
+    ctx.x = &ctx.x_compute;
+  } else {
+    ctx.x = &round_to(x, p.compute, ctx.x_compute, sat);
+  }
+  const Tensor& xc = *ctx.x;
+  ctx.w_scale = m_weight.weight_scale;
+  if (fp8 && m_weight.weight.format() != p.compute) {
+    // A weight the AMP code did not store in FP8: scaled here, per forward.
+    DelayedScale& ds = scale_for(m_w_scale, p.compute, m_scaling);
+    ctx.w_scale = ds.scale() * m_weight.weight_scale;
+    ds.record(round_scaled(be, m_weight.weight, p.compute, ds.scale(), m_w_compute, m_fp8_ws));
+    ctx.w = &m_w_compute;
+  } else {
+    ctx.w = &round_to(m_weight.weight, p.compute, m_w_compute, sat);
+  }
+  const Tensor& wc = *ctx.w;
+  // FP8 layers keep the bias out of FP8 (it is no GEMM operand).
+  const float* b = m_has_bias ? f32_rounded(be, m_bias.weight, fp8 ? Format::FP32 : p.compute, m_b32, sat) : nullptr;
   const std::int64_t rows = x.numel() / m_in;
   float* yf = output_begin(y, ys, p.storage, m_y32);
-  linear_forward(be, xc, wc, m_weight.weight_scale, b, yf, rows, m_in, m_out, p.accumulate);
+  linear_forward(be, xc, wc, {ctx.x_scale, ctx.w_scale, 1.0f}, b, yf, rows, m_in, m_out, p.accumulate);
   output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
 }
 
@@ -106,16 +146,30 @@ void Linear::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
   if (dy.numel() != rows * m_out) throw_shape(name(), "gradient does not match the output " +
                                                           shape_string(output_shape(x.shape())), dy.shape());
   const LayerPrecision& p = m_precision;
-  const Tensor& dyg = round_to(dy, p.grad, m_dy_grad, false);
-  const float* dy32 = m_has_bias ? f32_values(dyg, m_dy32) : nullptr;
-  const Tensor& wc = round_to(m_weight.weight, p.compute, m_w_compute, saturates_forward(p.compute));
+  GemmScales s{ctx.x_scale, ctx.w_scale, 1.0f};
+  const Tensor* dyg;
+  const float* dy32 = nullptr;
+  if (is_fp8(p.grad)) {
+    DelayedScale& ds = scale_for(m_dy_scale, p.grad, m_scaling);
+    s.dy = ds.scale();
+    ds.record(round_scaled(be, dy, p.grad, s.dy, m_dy_grad, m_fp8_ws));
+    dyg = &m_dy_grad;
+    // The bias gradient sums the unscaled, unrounded dy (TE's fused dbias).
+    if (m_has_bias) dy32 = f32_values(dy, m_dy32);
+  } else {
+    dyg = &round_to(dy, p.grad, m_dy_grad, false);
+    if (m_has_bias) dy32 = f32_values(*dyg, m_dy32);
+  }
   float* dxf = dx ? output_begin(*dx, x.shape(), p.grad, m_dx32) : nullptr;
   float* dw = grad_begin(m_weight, m_dw32);
   float* db = m_has_bias ? grad_begin(m_bias, m_db32) : nullptr;
-  linear_backward(be, dyg, dy32, x, wc, m_weight.weight_scale, dxf, dw, db, rows, m_in, m_out, p.accumulate);
+  linear_backward(be, *dyg, dy32, x, *ctx.w, s, dxf, dw, db, rows, m_in, m_out, p.accumulate);
   if (dx) output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, nonfinite.activation_grad));
-  grad_end(be, m_weight, p.grad, m_dw32, tracked(*this, nonfinite.weight_grad));
-  if (m_has_bias) grad_end(be, m_bias, p.grad, m_db32, tracked(*this, nonfinite.weight_grad));
+  // FP8 gradients: weight and bias gradients leave the GEMM in FP32 (as
+  // Transformer Engine's wgrad into an FP32 main_grad); E5M2 is dy's format.
+  const Format gf = is_fp8(p.grad) ? Format::FP32 : p.grad;
+  grad_end(be, m_weight, gf, m_dw32, tracked(*this, nonfinite.weight_grad));
+  if (m_has_bias) grad_end(be, m_bias, gf, m_db32, tracked(*this, nonfinite.weight_grad));
 }
 
 }  // namespace engine

@@ -10,25 +10,40 @@
 
 namespace engine {
 
+// FP8 per-tensor scales of a Linear's GEMM operands: each operand holds
+// value * scale (1 for every non-FP8 operand); the GEMMs fold the scales
+// back out through alpha = 1/(scale_a * scale_b).
+struct GemmScales {
+  float x = 1.0f;
+  float w = 1.0f;
+  float dy = 1.0f;
+};
+
 // Free functions run on the thread that owns `be` (the trainer's).
 // The math, on operands already in their formats. x [rows, in] and w
-// [out, in] are GEMM operands read in their own formats; w holds the weight
-// times w_scale (FP8 per-tensor scaling), folded back out through alpha.
-// bias (f32, length out) may be null. y [rows, out] is f32, overwritten.
-void linear_forward(Backend& be, const Tensor& x, const Tensor& w, float w_scale, const float* bias,
+// [out, in] are GEMM operands read in their own formats, holding their
+// values times s.x and s.w. bias (f32, length out, unscaled) may be null.
+// y [rows, out] is f32, overwritten.
+void linear_forward(Backend& be, const Tensor& x, const Tensor& w, const GemmScales& s, const float* bias,
                     float* y, std::int64_t rows, std::int64_t in, std::int64_t out, Format accumulate);
-// dy [rows, out] is the GEMM operand, dy_f32 the same values as floats (for
-// the bias sums; may be null when db is). dx [rows, in] (null: not needed),
-// dw [out, in] and db [out] (null: no bias) are f32, overwritten.
+// dy [rows, out] is the GEMM operand (holding dy * s.dy), dy_f32 the
+// unscaled values as floats (for the bias sums; may be null when db is).
+// dx [rows, in] (null: not needed), dw [out, in] and db [out] (null: no
+// bias) are f32, overwritten.
 void linear_backward(Backend& be, const Tensor& dy, const float* dy_f32, const Tensor& x,
-                     const Tensor& w, float w_scale, float* dx, float* dw, float* db,
+                     const Tensor& w, const GemmScales& s, float* dx, float* dw, float* db,
                      std::int64_t rows, std::int64_t in, std::int64_t out, Format accumulate);
 
 // What Linear saves: its input as multiplied (the caller's tensor when it
-// already was in the compute format, else an owned copy in that format).
+// already was in the compute format, else an owned copy in that format;
+// with FP8 delayed scaling the copy holds x * x_scale).
+// The weight as multiplied is the layer's own (w, w_scale): not counted.
 struct LinearContext : Context {
   const Tensor* x = nullptr;
   Tensor x_compute;
+  float x_scale = 1.0f;
+  const Tensor* w = nullptr;
+  float w_scale = 1.0f;
   std::size_t bytes() const override { return x ? x->bytes() : 0; }
 };
 
@@ -46,18 +61,28 @@ class Linear : public Layer {
   void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) override;
   std::vector<Parameter*> parameters() override;
   bool is_matmul() const override { return true; }
+  void set_delayed_scaling(const DelayedScaling& c) override;
 
   std::int64_t in_features() const { return m_in; }
   std::int64_t out_features() const { return m_out; }
   Parameter& weight() { return m_weight; }
   Parameter& bias() { return m_bias; }
+  // FP8 delayed scaling of the input (compute E4M3/E5M2), of the output
+  // gradient (grad E4M3/E5M2) and of the weight when it is not already
+  // stored in the FP8 compute format (the AMP code normally stores it so,
+  // scaled: Parameter::weight_history); inactive otherwise.
+  const DelayedScale& x_scale() const { return m_x_scale; }
+  const DelayedScale& dy_scale() const { return m_dy_scale; }
+  const DelayedScale& w_scale() const { return m_w_scale; }
 
  private:
   std::int64_t m_in, m_out;
   bool m_has_bias;
   Parameter m_weight, m_bias;
+  DelayedScaling m_scaling;
+  DelayedScale m_x_scale, m_dy_scale, m_w_scale;
   // Reused workspaces (grow once, then steady state allocates nothing).
-  Tensor m_w_compute, m_b32, m_y32, m_dy_grad, m_dy32, m_dx32, m_dw32, m_db32;
+  Tensor m_w_compute, m_b32, m_y32, m_dy_grad, m_dy32, m_dx32, m_dw32, m_db32, m_fp8_ws;
 };
 
 }  // namespace engine

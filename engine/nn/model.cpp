@@ -71,7 +71,10 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 // Writes FP32 values into a parameter's master (when present) and weight.
 void write_parameter(Parameter& p, const std::vector<float>& v) {
   if (p.has_master()) p.master.from_f32(v.data(), p.master.numel());
+  // Unscaled values: any FP8 delayed scaling of the weight starts again at
+  // the next layout (amp/apply.h).
   p.weight_scale = 1.0f;
+  p.weight_history = DelayedScale();
   p.weight.from_f32(v.data(), p.weight.numel());
   p.grad.zero();
 }
@@ -181,9 +184,13 @@ std::int64_t Model::parameter_count() const {
   return n;
 }
 
-void Model::init(std::uint64_t seed) {
+void Model::init(std::uint64_t seed, bool zero_head) {
   std::uint64_t stream = 0;
-  for (Layer* leaf : leaves()) {
+  const std::vector<Layer*> all = leaves();
+  Layer* head = nullptr;
+  for (Layer* leaf : all)
+    if (!leaf->parameters().empty()) head = leaf;
+  for (Layer* leaf : all) {
     const std::vector<Parameter*> params = leaf->parameters();
     // fan_in of the layer's weight: in_features, or C_in * k * k for a conv.
     double fan_in = 0.0;
@@ -208,6 +215,9 @@ void Model::init(std::uint64_t seed) {
       } else {
         throw std::logic_error(m_name + ": no initialiser for parameter " + p->name);
       }
+      // The streams above are still consumed, so zero_head leaves every
+      // other parameter's values as they would be without it.
+      if (zero_head && leaf == head) std::fill(v.begin(), v.end(), 0.0f);
       write_parameter(*p, v);
     }
   }

@@ -72,7 +72,13 @@ class Model {
   // own transforms (no std:: distributions, no libm in the draws), so a seed
   // gives the same weights bit for bit on every platform. Writes master (when
   // present) and weight; zeroes grads. Trainer thread only.
-  void init(std::uint64_t seed);
+  //
+  // zero_head: the output layer (the last leaf with parameters) starts at
+  // zero, weights and bias, so the model's first outputs are exactly 0 — the
+  // usual start of a regression head (its targets may be far smaller than a
+  // default-initialised network's O(0.1) outputs). The other layers' draws
+  // do not change.
+  void init(std::uint64_t seed, bool zero_head = false);
 
   // One line per leaf: name, kind, output shape per sample, parameter count.
   std::string describe() const;

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "amp/fp8_scaling.h"
 #include "tensor/tensor.h"
 
 namespace engine {
@@ -14,7 +15,8 @@ namespace engine {
 // optimizer updates (FP32 with master weights, else weight's format); its
 // values were rounded to the layer's grad format as they left the GEMM.
 //
-// After the optimizer updates `master`, refresh_weight() re-rounds `weight`.
+// After the optimizer updates `master`, refresh_weights() (amp/apply.h)
+// re-rounds `weight`.
 struct Parameter {
   std::string name;   // "fc1.weight"
   Shape shape;
@@ -24,6 +26,10 @@ struct Parameter {
   Tensor grad;
   // FP8 per-tensor scale: weight holds round(value * scale); 1 otherwise.
   float weight_scale = 1.0f;
+  // FP8 GEMM weights with a master copy: the amax history of the weights
+  // and the scale the next refresh encodes with (delayed scaling, see
+  // amp/fp8_scaling.h). Inactive otherwise.
+  DelayedScale weight_history;
 
   bool has_master() const { return !master.empty(); }
   // The copy the optimizer updates.

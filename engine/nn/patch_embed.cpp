@@ -41,19 +41,25 @@ void unpatchify(const float* patches, float* x, std::int64_t B, std::int64_t C, 
       }
 }
 
-void patch_embed_forward(Backend& be, const Tensor& patches, const Tensor& w, float w_scale, const float* bias,
-                         const float* pos, float* y, std::int64_t B, std::int64_t T, std::int64_t P,
-                         std::int64_t dim, Format accumulate) {
-  linear_forward(be, patches, w, w_scale, bias, y, B * T, P, dim, accumulate);
+void patch_embed_forward(Backend& be, const Tensor& patches, const Tensor& w, const GemmScales& s,
+                         const float* bias, const float* pos, float* y, std::int64_t B, std::int64_t T,
+                         std::int64_t P, std::int64_t dim, Format accumulate) {
+  linear_forward(be, patches, w, s, bias, y, B * T, P, dim, accumulate);
   for (std::int64_t b = 0; b < B; ++b) be.add(y + b * T * dim, pos, y + b * T * dim, T * dim);
 }
 
 void patch_embed_backward(Backend& be, const Tensor& dy, const float* dy_f32, const Tensor& patches,
-                          const Tensor& w, float w_scale, float* dpatches, float* dw, float* db, float* dpos,
+                          const Tensor& w, const GemmScales& s, float* dpatches, float* dw, float* db, float* dpos,
                           std::int64_t B, std::int64_t T, std::int64_t P, std::int64_t dim, Format accumulate) {
-  linear_backward(be, dy, dy_f32, patches, w, w_scale, dpatches, dw, db, B * T, P, dim, accumulate);
+  linear_backward(be, dy, dy_f32, patches, w, s, dpatches, dw, db, B * T, P, dim, accumulate);
   // dpos[t, :] = sum over the batch of dy[b, t, :]: column sums of dy seen as [B, T*dim].
   be.column_sums(dy_f32, B, T * dim, dpos);
+}
+
+void PatchEmbed::set_delayed_scaling(const DelayedScaling& c) {
+  m_scaling = c;
+  m_x_scale = {};
+  m_dy_scale = {};
 }
 
 PatchEmbed::PatchEmbed(std::string name, std::int64_t channels, std::int64_t height, std::int64_t width,
@@ -88,21 +94,32 @@ void PatchEmbed::forward(Backend& be, const Tensor& x, Tensor& y, Context& conte
   const float* xf = f32_values(x, m_x32);
   // Gather straight into the saved tensor when it is an f32 container;
   // otherwise gather in f32 and round once into the compute format.
+  const bool fp8 = is_fp8(p.compute);
+  ctx.patch_scale = 1.0f;
   if (is_f32_container(p.compute)) {
     ctx.patches.resize({rows, m_patch_size}, p.compute);
     patchify(xf, ctx.patches.f32(), B, m_c, m_h, m_w, m_patch);
     if (p.compute == Format::TF32) be.quantize(Format::TF32, ctx.patches.f32(), ctx.patches.numel(), false);
+  } else if (fp8) {
+    // FP8 delayed scaling of the patches (see Linear::forward).
+    m_patch32.resize({rows, m_patch_size}, Format::FP32);
+    patchify(xf, m_patch32.f32(), B, m_c, m_h, m_w, m_patch);
+    if (!m_x_scale.active() || m_x_scale.format() != p.compute) m_x_scale = DelayedScale(p.compute, m_scaling);
+    ctx.patch_scale = m_x_scale.scale();
+    m_x_scale.record(round_scaled(be, m_patch32, p.compute, ctx.patch_scale, ctx.patches, m_fp8_ws));
   } else {
     m_patch32.resize({rows, m_patch_size}, Format::FP32);
     patchify(xf, m_patch32.f32(), B, m_c, m_h, m_w, m_patch);
     encode_to(m_patch32, p.compute, ctx.patches, sat);
   }
   const Tensor& wc = round_to(m_weight.weight, p.compute, m_w_compute, sat);
-  const float* bias = f32_rounded(be, m_bias.weight, p.compute, m_b32, sat);
-  const float* pos = f32_rounded(be, m_pos.weight, p.compute, m_pos32, sat);
+  // FP8: bias and position embedding are no GEMM operands; they stay FP32.
+  const Format side = fp8 ? Format::FP32 : p.compute;
+  const float* bias = f32_rounded(be, m_bias.weight, side, m_b32, sat);
+  const float* pos = f32_rounded(be, m_pos.weight, side, m_pos32, sat);
   float* yf = output_begin(y, ys, p.storage, m_y32);
-  patch_embed_forward(be, ctx.patches, wc, m_weight.weight_scale, bias, pos, yf, B, m_tokens, m_patch_size, m_dim,
-                      p.accumulate);
+  patch_embed_forward(be, ctx.patches, wc, {ctx.patch_scale, m_weight.weight_scale, 1.0f}, bias, pos, yf, B,
+                      m_tokens, m_patch_size, m_dim, p.accumulate);
   output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
 }
 
@@ -113,8 +130,19 @@ void PatchEmbed::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& co
   if (dy.shape() != ys) throw_shape(name(), "gradient does not match the output " + shape_string(ys), dy.shape());
   const LayerPrecision& p = m_precision;
   const std::int64_t B = ctx.x_shape[0];
-  const Tensor& dyg = round_to(dy, p.grad, m_dy_grad, false);
-  const float* dy32 = f32_values(dyg, m_dy32);
+  GemmScales s{ctx.patch_scale, m_weight.weight_scale, 1.0f};
+  const Tensor* dyg;
+  const float* dy32;
+  if (is_fp8(p.grad)) {
+    if (!m_dy_scale.active() || m_dy_scale.format() != p.grad) m_dy_scale = DelayedScale(p.grad, m_scaling);
+    s.dy = m_dy_scale.scale();
+    m_dy_scale.record(round_scaled(be, dy, p.grad, s.dy, m_dy_grad, m_fp8_ws));
+    dyg = &m_dy_grad;
+    dy32 = f32_values(dy, m_dy32);  // bias and position sums: unscaled dy
+  } else {
+    dyg = &round_to(dy, p.grad, m_dy_grad, false);
+    dy32 = f32_values(*dyg, m_dy32);
+  }
   const Tensor& wc = round_to(m_weight.weight, p.compute, m_w_compute, saturates_forward(p.compute));
   float* dpatches = nullptr;
   if (dx) {
@@ -124,16 +152,18 @@ void PatchEmbed::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& co
   float* dw = grad_begin(m_weight, m_dw32);
   float* db = grad_begin(m_bias, m_db32);
   float* dpos = grad_begin(m_pos, m_dpos32);
-  patch_embed_backward(be, dyg, dy32, ctx.patches, wc, m_weight.weight_scale, dpatches, dw, db, dpos, B, m_tokens,
-                       m_patch_size, m_dim, p.accumulate);
+  patch_embed_backward(be, *dyg, dy32, ctx.patches, wc, s, dpatches, dw, db, dpos, B, m_tokens, m_patch_size, m_dim,
+                       p.accumulate);
   if (dx) {
     float* dxf = output_begin(*dx, ctx.x_shape, p.grad, m_dx32);
     unpatchify(dpatches, dxf, B, m_c, m_h, m_w, m_patch);
     output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, nonfinite.activation_grad));
   }
-  grad_end(be, m_weight, p.grad, m_dw32, tracked(*this, nonfinite.weight_grad));
-  grad_end(be, m_bias, p.grad, m_db32, tracked(*this, nonfinite.weight_grad));
-  grad_end(be, m_pos, p.grad, m_dpos32, tracked(*this, nonfinite.weight_grad));
+  // FP8 gradients: parameter gradients stay FP32 (see Linear).
+  const Format gf = is_fp8(p.grad) ? Format::FP32 : p.grad;
+  grad_end(be, m_weight, gf, m_dw32, tracked(*this, nonfinite.weight_grad));
+  grad_end(be, m_bias, gf, m_db32, tracked(*this, nonfinite.weight_grad));
+  grad_end(be, m_pos, gf, m_dpos32, tracked(*this, nonfinite.weight_grad));
 }
 
 }  // namespace engine

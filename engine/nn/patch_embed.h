@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "nn/layer.h"
+#include "nn/linear.h"
 
 namespace engine {
 
@@ -21,21 +22,25 @@ void unpatchify(const float* patches, float* x, std::int64_t B, std::int64_t C, 
                 std::int64_t p);
 
 // y[b, t] = W patch[b, t] + bias + pos[t]. patches [B*T, P] and w [dim, P]
-// are GEMM operands in their own formats (w holds weight * w_scale); bias and
-// pos are f32. y [B*T, dim] f32.
-void patch_embed_forward(Backend& be, const Tensor& patches, const Tensor& w, float w_scale, const float* bias,
-                         const float* pos, float* y, std::int64_t B, std::int64_t T, std::int64_t P,
-                         std::int64_t dim, Format accumulate);
-// dpatches (null: not needed) [B*T, P], dw [dim, P], db [dim], dpos [T, dim]: f32, overwritten.
+// are GEMM operands in their own formats, holding their values times s.x
+// and s.w (FP8 scaling; see GemmScales in nn/linear.h); bias and pos are
+// f32. y [B*T, dim] f32.
+void patch_embed_forward(Backend& be, const Tensor& patches, const Tensor& w, const GemmScales& s,
+                         const float* bias, const float* pos, float* y, std::int64_t B, std::int64_t T,
+                         std::int64_t P, std::int64_t dim, Format accumulate);
+// dy holds dy * s.dy; dy_f32 is the unscaled dy as floats (bias and position
+// sums). dpatches (null: not needed) [B*T, P], dw [dim, P], db [dim], dpos
+// [T, dim]: f32, overwritten.
 void patch_embed_backward(Backend& be, const Tensor& dy, const float* dy_f32, const Tensor& patches,
-                          const Tensor& w, float w_scale, float* dpatches, float* dw, float* db, float* dpos,
+                          const Tensor& w, const GemmScales& s, float* dpatches, float* dw, float* db, float* dpos,
                           std::int64_t B, std::int64_t T, std::int64_t P, std::int64_t dim, Format accumulate);
 
 // What PatchEmbed saves: the patches in the compute format (always its own
-// copy: patchifying is a gather).
+// copy: patchifying is a gather), times patch_scale under FP8 delayed scaling.
 struct PatchEmbedContext : Context {
   Shape x_shape;
   Tensor patches;
+  float patch_scale = 1.0f;
   std::size_t bytes() const override { return patches.bytes(); }
 };
 
@@ -54,6 +59,7 @@ class PatchEmbed : public Layer {
   void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) override;
   std::vector<Parameter*> parameters() override { return {&m_weight, &m_bias, &m_pos}; }
   bool is_matmul() const override { return true; }
+  void set_delayed_scaling(const DelayedScaling& c) override;
 
   std::int64_t tokens() const { return m_tokens; }
   Parameter& weight() { return m_weight; }
@@ -63,6 +69,11 @@ class PatchEmbed : public Layer {
  private:
   std::int64_t m_c, m_h, m_w, m_patch, m_dim, m_tokens, m_patch_size;
   Parameter m_weight, m_bias, m_pos;
+  // FP8 delayed scaling of the patches and of dy (the weight is scaled by
+  // the AMP code, Parameter::weight_history).
+  DelayedScaling m_scaling;
+  DelayedScale m_x_scale, m_dy_scale;
+  Tensor m_fp8_ws;
   Tensor m_x32, m_patch32, m_w_compute, m_b32, m_pos32, m_y32, m_dy_grad, m_dy32, m_dp32, m_dx32, m_dw32, m_db32,
       m_dpos32;
 };

@@ -89,7 +89,7 @@ void export_runs(const std::string& dir_s, const std::vector<RunExport>& runs) {
 
   // Build every file in memory first: nothing is renamed into place until
   // all contents exist.
-  std::string steps, evals, events, summary;
+  std::string steps, evals, events, grads, summary;
   {
     Row h;
     for (const char* c : {"run_id", "recipe", "step", "epoch", "loss", "loss_scale", "overflow", "skipped",
@@ -101,6 +101,9 @@ void export_runs(const std::string& dir_s, const std::vector<RunExport>& runs) {
   }
   evals = "run_id,recipe,step,epoch,val_loss,val_accuracy\r\n";
   events = "run_id,recipe,step,kind,layer,tensor,count\r\n";
+  grads =
+      "run_id,recipe,step,layer,format,zeros,total,underflow_unscaled,subnormal_unscaled,overflow_unscaled,"
+      "underflow_scaled,subnormal_scaled,overflow_scaled\r\n";
   summary =
       "run_id,recipe,model,dataset,backend,steps,final_loss,val_loss,val_accuracy,overflow_steps,"
       "skipped_steps,final_loss_scale,peak_memory_bytes,wall_seconds,samples_per_second\r\n";
@@ -124,6 +127,13 @@ void export_runs(const std::string& dir_s, const std::vector<RunExport>& runs) {
       row << num(r.run_id) << r.recipe << num(e.step) << e.kind << e.layer << e.tensor << num(e.count);
       events += row.line();
     }
+    for (const GradStats& g : r.grad_stats) {
+      Row row;
+      row << num(r.run_id) << r.recipe << num(g.step) << g.layer << g.format << num(g.zeros) << num(g.total)
+          << num(g.underflow_unscaled) << num(g.subnormal_unscaled) << num(g.overflow_unscaled)
+          << num(g.underflow_scaled) << num(g.subnormal_scaled) << num(g.overflow_scaled);
+      grads += row.line();
+    }
     const RunSummary& s = r.summary;
     Row row;
     row << num(r.run_id) << r.recipe << s.model << s.dataset << s.backend << num(s.steps) << num(s.final_loss)
@@ -144,6 +154,7 @@ void export_runs(const std::string& dir_s, const std::vector<RunExport>& runs) {
   write_atomically(dir, "steps.csv", steps);
   write_atomically(dir, "evals.csv", evals);
   write_atomically(dir, "events.csv", events);
+  write_atomically(dir, "grads.csv", grads);
   write_atomically(dir, "summary.csv", summary);
   if (!config.empty()) write_atomically(dir, "config.json", config);
 }

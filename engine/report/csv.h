@@ -1,4 +1,4 @@
-// CSV export of runs (DESIGN.md "--out DIR"): steps, evals, events, summary, config.
+// CSV export of runs (DESIGN.md "--out DIR"): steps, evals, events, gradient statistics, summary, config.
 #pragma once
 
 #include <string>
@@ -18,11 +18,15 @@ struct RunExport {
   std::vector<StepMetrics> steps;
   std::vector<EvalMetrics> evals;
   std::vector<Event> events;
+  std::vector<GradStats> grad_stats;  // grads.csv (histograms are not exported)
   RunSummary summary;
 };
 
-// Writes steps.csv, evals.csv, events.csv, summary.csv and config.json into
-// `dir` (created if missing). RFC 4180, UTF-8, '.' decimal point whatever the
+// Writes steps.csv, evals.csv, events.csv, grads.csv, summary.csv and
+// config.json into `dir` (created if missing). grads.csv has one row per
+// GradStats: run_id, recipe, step, layer, format, zeros, total, then the
+// fractions underflow/subnormal/overflow_unscaled and _scaled (header only
+// when no run has any). RFC 4180, UTF-8, '.' decimal point whatever the
 // locale, floats with enough digits to round-trip (%.9g for float values,
 // %.17g for doubles). Each file is written to a temporary file in `dir` and
 // renamed, so a failed export never leaves a half file. Throws

@@ -96,7 +96,9 @@ Run::Run(int id, const RunConfig& config, std::shared_ptr<const DatasetPair> dat
     m_model = build_mlp(s.sample_shape, s.outputs, m_config.widths);
   else
     m_model = build_model(m_config.model, s.sample_shape, s.outputs);
-  m_model->init(m_config.seed);
+  // Regression heads start at zero (their targets can be far below a
+  // default-initialised network's outputs: tiny-gradients' are ~2^-14).
+  m_model->init(m_config.seed, !train.is_classification());
 
   for (const auto& [name, p] : m_config.layers) m_recipe.overrides[name] = p;
   if (m_config.loss_scale_set) m_recipe.scaling = m_config.loss_scale;
@@ -394,6 +396,7 @@ void Run::gradient_statistics(std::int64_t step, float loss_scale, std::vector<R
     g.underflow_scaled = us / t;
     g.subnormal_scaled = ss / t;
     g.overflow_scaled = os / t;
+    m_grad_stats.push_back(g);
     out.emplace_back(std::move(g));
   }
 }
@@ -479,7 +482,7 @@ RunSummary Run::summary() const {
 }
 
 void Run::set_layer_precision(const std::string& layer, const LayerPrecision& p) {
-  apply_layer_precision(*m_model, layer, p, m_recipe.master_weights);
+  apply_layer_precision(*m_model, layer, p, m_recipe.master_weights, m_recipe.fp8);
   m_recipe.overrides[layer] = p;
   // The optimizer's state layout is unchanged (same element counts); only
   // the stored formats of this layer's tensors changed.

@@ -53,6 +53,8 @@ class Run {
   const std::vector<StepMetrics>& steps() const { return m_steps; }
   const std::vector<EvalMetrics>& evals() const { return m_evals; }
   const std::vector<Event>& events() const { return m_events; }
+  // Every GradStats taken (each layer with parameters, every stats_every steps).
+  const std::vector<GradStats>& grad_stats() const { return m_grad_stats; }
 
   std::string backend_name() const;
   MemoryBytes memory() const;
@@ -81,6 +83,7 @@ class Run {
   std::vector<StepMetrics> m_steps;
   std::vector<EvalMetrics> m_evals;
   std::vector<Event> m_events;
+  std::vector<GradStats> m_grad_stats;
 };
 
 // Process resident set size in bytes (Linux /proc/self/statm), 0 if unknown.

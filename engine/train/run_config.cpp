@@ -71,6 +71,13 @@ void parse_layers(RunConfig& c, const json& j, const std::string& origin) {
   if (!j.is_object()) fail(origin, "'layers' must be an object of layer name -> precision");
   for (const auto& [name, spec] : j.items()) {
     const std::string base = "layers." + name;
+    // "kind:<kind>" addresses every leaf of that kind (amp/recipe.h); an
+    // unknown kind would silently match nothing.
+    if (!valid_override_key(name)) {
+      std::string kinds;
+      for (const auto& k : leaf_kinds()) kinds += (kinds.empty() ? "" : ", ") + k;
+      fail(origin, "unknown layer kind in '" + base + "' (expected kind: followed by one of " + kinds + ")");
+    }
     LayerPrecision p;
     if (spec.is_string()) {
       const Format f = parse_fmt(origin, base, spec.get<std::string>());

@@ -1,1 +1,2 @@
 pl_add_test(test_loss_scaler SOURCES engine/amp/test_loss_scaler.cpp LIBS engine_core LABELS engine)
+pl_add_test(test_recipes SOURCES engine/amp/test_recipes.cpp LIBS engine_train LABELS engine)

@@ -128,12 +128,13 @@ TEST(GatherBatch, CopiesRowsLabelsAndTargets) {
   EXPECT_EQ(by[15], spirals.labels[sampler.batch(last)[15]]);
 
   const auto tiny = engine::load_dataset("tiny-gradients", 1).test;
-  std::vector<float> tx(2 * 32), tt(2 * 4);
+  const std::size_t nf = tiny.shape.features, nt = tiny.target_width;
+  std::vector<float> tx(2 * nf), tt(2 * nt);
   const std::vector<std::uint32_t> tidx{1023, 7};
   engine::gather_batch(tiny, tidx, tx.data(), nullptr, tt.data());
   for (std::size_t k = 0; k < 2; ++k) {
-    for (std::size_t j = 0; j < 32; ++j) EXPECT_EQ(tx[k * 32 + j], tiny.inputs[tidx[k] * 32 + j]);
-    for (std::size_t o = 0; o < 4; ++o) EXPECT_EQ(tt[k * 4 + o], tiny.targets[tidx[k] * 4 + o]);
+    for (std::size_t j = 0; j < nf; ++j) EXPECT_EQ(tx[k * nf + j], tiny.inputs[tidx[k] * nf + j]);
+    for (std::size_t o = 0; o < nt; ++o) EXPECT_EQ(tt[k * nt + o], tiny.targets[tidx[k] * nt + o]);
   }
 }
 

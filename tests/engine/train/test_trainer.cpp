@@ -210,6 +210,7 @@ TEST(Trainer, DivergenceIsAnEvent) {
   c.optimizer = "sgd";
   c.lr = 10.0;
   c.momentum = 0.9;
+  c.widths = {64};
   Trainer t;
   t.add_run(c);
   t.start();

@@ -1,0 +1,58 @@
+// FP8 delayed scaling: amax history ring and Transformer Engine's scale formula.
+#include "amp/fp8_scaling.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace engine {
+
+DelayedScale::DelayedScale(Format format, const DelayedScaling& config) : m_format(format), m_config(config) {
+  if (!is_fp8(format))
+    throw std::invalid_argument(std::string("delayed scaling needs an FP8 format (got ") + format_name(format) + ")");
+  if (config.amax_history_len < 1)
+    throw std::invalid_argument("delayed scaling: amax_history_len must be >= 1 (got " +
+                                std::to_string(config.amax_history_len) + ")");
+  m_fp8_max = static_cast<float>(format_info(format).max);  // 448 or 57344, exact in float
+  m_history.assign(static_cast<std::size_t>(config.amax_history_len), 0.0f);
+}
+
+float DelayedScale::history_max() const {
+  float m = 0.0f;
+  bool inf = false;
+  for (float a : m_history) {
+    if (std::isnan(a)) return a;
+    if (std::isinf(a)) inf = true;
+    else if (a > m) m = a;
+  }
+  return inf ? INFINITY : m;
+}
+
+void DelayedScale::record(float amax) {
+  if (m_history.empty()) return;
+  m_history[m_next] = amax;
+  m_next = (m_next + 1) % m_history.size();
+  ++m_records;
+  const float a = history_max();
+  // _default_sf_compute: sf = (fp8_max / amax) / 2^margin, in float32 as
+  // torch computes it; keep the previous scale for amax 0 or non-finite.
+  if (!(a > 0.0f) || !std::isfinite(a)) return;
+  float sf = m_fp8_max / a;
+  sf = sf / std::ldexp(1.0f, m_config.margin);
+  // A denormal amax can make 448/amax overflow float: that is TE's
+  // behaviour too (the scale becomes inf and every value saturates), but a
+  // scale of inf would turn 0 * scale into NaN here; keep the old one.
+  if (std::isfinite(sf) && sf > 0.0f) m_scale = sf;
+}
+
+float amax_of(const float* x, std::int64_t n) {
+  float m = 0.0f;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    if (a > m) m = a;            // an inf lands here and stays
+    else if (a != a) return a;   // NaN
+  }
+  return m;
+}
+
+}  // namespace engine

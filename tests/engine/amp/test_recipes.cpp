@@ -1,0 +1,622 @@
+// Recipes end to end: layouts, memory, FP8 delayed scaling, and the lessons each recipe teaches.
+//
+// Parameter layouts and memory per recipe; FP8 per-tensor delayed scaling in Linear and Conv2d;
+// fp16's lost updates; the tiny-gradients loss-scaling lesson; overflow attribution; live
+// precision changes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "amp/apply.h"
+#include "amp/fp8_scaling.h"
+#include "amp/recipe.h"
+#include "backend/backend.h"
+#include "data/dataset.h"
+#include "nn/conv2d.h"
+#include "nn/layer.h"
+#include "nn/linear.h"
+#include "nn/model.h"
+#include "numeric/convert.h"
+#include "train/run.h"
+
+namespace {
+
+using namespace engine;
+
+Backend& backend() {
+  static std::unique_ptr<Backend> be = make_cpu_backend(1);
+  return *be;
+}
+
+std::shared_ptr<const DatasetPair> dataset(const char* name, std::uint64_t seed) {
+  return std::make_shared<const DatasetPair>(load_dataset(name, seed));
+}
+
+RunConfig spirals_config(const char* recipe) {
+  RunConfig c;
+  c.recipe = recipe;
+  c.dataset = "spirals";
+  c.model = "mlp";
+  c.batch = 32;
+  c.steps = 50;
+  c.seed = 4;
+  c.stats_every = 0;
+  c.threads = 1;
+  return c;
+}
+
+std::vector<std::uint8_t> bytes_of(const Tensor& t) {
+  const auto* p = static_cast<const std::uint8_t*>(t.data());
+  return std::vector<std::uint8_t>(p, p + t.bytes());
+}
+
+const float kE4M3Max = 448.0f;
+const float kE5M2Max = 57344.0f;
+
+// ---------------------------------------------------------------- layouts
+
+TEST(RecipeLayout, EachRecipeStoresWeightsMasterAndGradsAsDocumented) {
+  auto data = dataset("spirals", 4);
+  struct Expect {
+    const char* recipe;
+    Format weight, grad;
+    bool master;
+  };
+  for (const Expect& e : {Expect{"fp32", Format::FP32, Format::FP32, false},
+                          Expect{"fp16", Format::FP16, Format::FP16, false},
+                          Expect{"mixed-fp16", Format::FP16, Format::FP32, true},
+                          Expect{"mixed-bf16", Format::BF16, Format::FP32, true},
+                          Expect{"fp8", Format::E4M3, Format::FP32, true}}) {
+    SCOPED_TRACE(e.recipe);
+    engine::Run run(0, spirals_config(e.recipe), data, backend());
+    int weights = 0;
+    for (Layer* l : run.model().leaves()) {
+      for (Parameter* p : l->parameters()) {
+        const bool gemm_weight = p->name.ends_with(".weight");
+        EXPECT_EQ(p->has_master(), e.master) << p->name;
+        if (e.master) {
+          EXPECT_EQ(p->master.format(), Format::FP32) << p->name;
+        }
+        EXPECT_EQ(p->grad.format(), e.grad) << p->name;
+        if (std::string(e.recipe) == "fp8" && !gemm_weight) {
+          // Biases are no GEMM operands: FP32 in an FP8 layer.
+          EXPECT_EQ(p->weight.format(), Format::FP32) << p->name;
+        } else {
+          EXPECT_EQ(p->weight.format(), e.weight) << p->name;
+        }
+        if (std::string(e.recipe) == "fp8" && gemm_weight) {
+          ++weights;
+          // Stored as saturate(w * scale), scale = 448 / amax(w) from the layout.
+          const std::vector<float> m = p->master.to_f32();
+          float amax = 0;
+          for (float v : m) amax = std::max(amax, std::abs(v));
+          EXPECT_EQ(p->weight_scale, kE4M3Max / amax) << p->name;
+          EXPECT_TRUE(p->weight_history.active());
+          const std::vector<float> w = p->weight.to_f32();
+          for (std::size_t i = 0; i < w.size(); ++i)
+            ASSERT_EQ(w[i], quantize(Format::E4M3, m[i] * p->weight_scale, true)) << p->name << " " << i;
+        } else {
+          EXPECT_EQ(p->weight_scale, 1.0f) << p->name;
+        }
+      }
+    }
+    if (std::string(e.recipe) == "fp8") {
+      EXPECT_EQ(weights, 3);
+    }
+  }
+}
+
+TEST(RecipeLayout, MemoryAccountingFollowsTheStorageWidths) {
+  auto data = dataset("spirals", 4);
+  const MemoryBytes fp32 = engine::Run(0, spirals_config("fp32"), data, backend()).memory();
+  const MemoryBytes fp16 = engine::Run(0, spirals_config("fp16"), data, backend()).memory();
+  const MemoryBytes mixed = engine::Run(0, spirals_config("mixed-fp16"), data, backend()).memory();
+  const MemoryBytes bf16 = engine::Run(0, spirals_config("mixed-bf16"), data, backend()).memory();
+  engine::Run fp8run(0, spirals_config("fp8"), data, backend());
+  const MemoryBytes fp8 = fp8run.memory();
+  // mlp on spirals: 2-256-128-2.
+  const std::int64_t weights = 2 * 256 + 256 * 128 + 128 * 2, biases = 256 + 128 + 2;
+  EXPECT_EQ(fp32.weights, 4 * (weights + biases));
+  EXPECT_EQ(fp32.master, 0);
+  EXPECT_EQ(fp32.grads, fp32.weights);
+  EXPECT_EQ(fp16.weights * 2, fp32.weights);
+  EXPECT_EQ(fp16.master, 0);
+  EXPECT_EQ(fp16.grads * 2, fp32.grads);
+  EXPECT_EQ(mixed.weights * 2, fp32.weights);  // FP16 copies
+  EXPECT_EQ(mixed.master, fp32.weights);       // FP32 masters
+  EXPECT_EQ(mixed.grads, fp32.grads);          // FP32 gradients of the masters
+  EXPECT_EQ(bf16.weights, mixed.weights);
+  EXPECT_EQ(bf16.master, mixed.master);
+  EXPECT_EQ(fp8.weights, weights + 4 * biases);  // E4M3 weights, FP32 biases
+  EXPECT_EQ(fp8.master, fp32.weights);
+  EXPECT_EQ(fp8.grads, fp32.grads);
+}
+
+TEST(RecipeLayout, Fp8KeepsTheAttentionGemmsInBf16AndNamesBeatKinds) {
+  auto m = build_model("transformer", {1, 28, 28}, 10);
+  Recipe r = make_recipe("fp8");
+  const LayerPrecision e4m3{Format::E4M3, Format::FP32, Format::FP32, Format::E5M2};
+  const LayerPrecision bf16{Format::BF16, Format::FP32, Format::FP32, Format::BF16};
+  int scores = 0, linears = 0;
+  for (Layer* l : m->leaves()) {
+    const std::string kind = l->kind();
+    if (kind == "attention_scores" || kind == "attention_values") {
+      EXPECT_EQ(r.precision_for(*l), bf16) << l->name();
+      ++scores;
+    } else if (kind == "linear" || kind == "patch_embed") {
+      EXPECT_EQ(r.precision_for(*l), e4m3) << l->name();
+      ++linears;
+    } else {
+      EXPECT_TRUE(r.precision_for(*l).is_fp32()) << l->name();
+    }
+  }
+  EXPECT_EQ(scores, 4);           // two blocks, scores and values each
+  EXPECT_EQ(linears, 2 * 4 + 2);  // qkv, proj, fc1, fc2 per block; patch_embed, head
+  // A kind key reaches every leaf of the kind; a leaf's own name wins.
+  const LayerPrecision fp16{Format::FP16, Format::FP16, Format::FP16, Format::FP16};
+  r.overrides["kind:layernorm"] = fp16;
+  r.overrides["norm"] = bf16;
+  for (Layer* l : m->leaves()) {
+    if (std::string(l->kind()) != "layernorm") continue;
+    EXPECT_EQ(r.precision_for(*l), l->name() == "norm" ? bf16 : fp16) << l->name();
+  }
+  EXPECT_TRUE(valid_override_key("kind:softmax"));
+  EXPECT_TRUE(valid_override_key("block0.attn.softmax"));
+  EXPECT_FALSE(valid_override_key("kind:softmaxx"));
+}
+
+TEST(RecipeLayout, ConfigKindKeysReachTheLayersAndTyposAreRejected) {
+  const RunConfig c = parse_run_config(
+      R"({"recipe": "mixed-fp16", "model": "transformer", "dataset": "spirals",
+          "layers": {"kind:layernorm": {"compute": "fp16", "storage": "fp16", "accumulate": "fp16"}}})",
+      "t.json");
+  ASSERT_EQ(c.layers.count("kind:layernorm"), 1u);
+  Recipe r = make_recipe(c.recipe);
+  for (const auto& [k, p] : c.layers) r.overrides[k] = p;
+  auto m = build_model("transformer", {1, 28, 28}, 10);
+  int norms = 0;
+  for (Layer* l : m->leaves()) {
+    if (std::string(l->kind()) != "layernorm") continue;
+    ++norms;
+    EXPECT_EQ(r.precision_for(*l).accumulate, Format::FP16) << l->name();
+  }
+  EXPECT_EQ(norms, 5);  // two per block and the final one
+  try {
+    parse_run_config(R"({"layers": {"kind:layernrom": "fp16"}})", "t.json");
+    FAIL() << "a misspelt kind was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("layers.kind:layernrom"), std::string::npos) << e.what();
+  }
+}
+
+// ---------------------------------------------------------------- FP8 delayed scaling
+
+TEST(DelayedScaling, ScaleIsFp8MaxOverTheHistoryMaxOverTwoToTheMargin) {
+  DelayedScale s(Format::E4M3, {16, 0});
+  EXPECT_EQ(s.scale(), 1.0f);  // nothing recorded yet
+  s.record(0.37f);
+  EXPECT_EQ(s.scale(), kE4M3Max / 0.37f);
+  s.record(0.1f);  // the max over the history stays 0.37
+  EXPECT_EQ(s.scale(), kE4M3Max / 0.37f);
+  DelayedScale m(Format::E5M2, {16, 2});
+  m.record(3.0f);
+  EXPECT_EQ(m.scale(), kE5M2Max / 3.0f / 4.0f);
+  // 0 and non-finite amaxes keep the scale (TE's _default_sf_compute).
+  DelayedScale z(Format::E4M3, {2, 0});
+  z.record(0.0f);
+  EXPECT_EQ(z.scale(), 1.0f);
+  z.record(2.0f);
+  EXPECT_EQ(z.scale(), 224.0f);
+  z.record(INFINITY);
+  EXPECT_EQ(z.scale(), 224.0f);
+  z.record(1.0f);  // inf still in the history of 2
+  EXPECT_EQ(z.scale(), 224.0f);
+  z.record(1.0f);
+  EXPECT_EQ(z.scale(), 448.0f);
+  z.record(NAN);
+  EXPECT_EQ(z.scale(), 448.0f);
+  EXPECT_THROW(DelayedScale(Format::FP16, {}), std::invalid_argument);
+  EXPECT_THROW(DelayedScale(Format::E4M3, {0, 0}), std::invalid_argument);
+  EXPECT_EQ(DelayedScaling{}.amax_history_len, 1024);  // Transformer Engine's default
+}
+
+TEST(DelayedScaling, ASpikeIsRememberedForHistoryLenSteps) {
+  const int len = 5;
+  DelayedScale s(Format::E4M3, {len, 0});
+  for (int i = 0; i < 3; ++i) s.record(1.0f);
+  s.record(64.0f);  // the spike
+  // The scales of the len steps after the spike see it ...
+  for (int step = 1; step <= len; ++step) {
+    EXPECT_EQ(s.scale(), 7.0f) << step;  // 448 / 64
+    s.record(1.0f);
+  }
+  // ... and then len later records have pushed it out.
+  EXPECT_EQ(s.scale(), 448.0f);
+}
+
+TEST(DelayedScaling, LinearOnTinyInputsMatchesFp32WithinE4M3Precision) {
+  // Inputs ~1e-3: plain E4M3 (smallest subnormal 2^-9 ~ 2e-3) flushes them.
+  // After one step of history the input scale is 448 / amax and the FP8
+  // GEMM is within E4M3's relative precision of FP32.
+  const std::int64_t in = 64, out = 16, rows = 8;
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<float> u(-1e-3f, 1e-3f);
+  Model model("one", {in}, out);
+  model.add(std::make_unique<Linear>("fc", in, out, false));
+  model.init(3);
+  auto* fc = static_cast<Linear*>(model.leaves()[0]);
+  const std::vector<float> w = fc->weight().weight.to_f32();  // FP32 reference weights
+  apply_recipe(model, make_recipe("fp8"));
+  ASSERT_EQ(fc->weight().weight.format(), Format::E4M3);
+  // Each operand is off by at most half an E4M3 ulp (2^-4 relative), a
+  // product by about twice that: a bound relative to sum |x_k w_k|.
+  const double bound = 2 * 0x1.0p-4 + 0x1.0p-8;
+  for (int step = 0; step < 4; ++step) {
+    std::vector<float> x(rows * in);
+    for (auto& v : x) v = u(rng);
+    Tensor xt = Tensor::from_values({rows, in}, Format::FP32, x);
+    const float scale = fc->x_scale().scale();  // this step's: from the earlier steps
+    const std::vector<float> y = model.forward(backend(), xt).to_f32();
+    double err = 0, d2 = 0, r2 = 0;
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t o = 0; o < out; ++o) {
+        double ref = 0, mag = 0;
+        for (std::int64_t k = 0; k < in; ++k) {
+          ref += double(x[r * in + k]) * w[o * in + k];
+          mag += std::abs(double(x[r * in + k]) * w[o * in + k]);
+        }
+        err = std::max(err, std::abs(y[r * out + o] - ref) / mag);
+        d2 += (y[r * out + o] - ref) * (y[r * out + o] - ref);
+        r2 += ref * ref;
+      }
+    EXPECT_EQ(fc->x_scale().records(), step + 1);
+    if (step == 0) {
+      EXPECT_EQ(scale, 1.0f);
+      // Nearly every input flushed: the output is mostly gone.
+      EXPECT_GT(std::sqrt(d2 / r2), 0.5) << "plain E4M3 was expected to flush inputs of 1e-3";
+    } else {
+      EXPECT_GT(scale, 4.0e5f);  // 448 / ~1e-3
+      EXPECT_LT(err, bound) << "step " << step;
+      EXPECT_LT(std::sqrt(d2 / r2), 0.1) << "step " << step;
+    }
+  }
+  EXPECT_GT(fc->x_scale().scale(), 4.0e5f);  // 448 / ~1e-3
+}
+
+TEST(DelayedScaling, ForwardCastSaturatesAt448AndTheScaleAdapts) {
+  Linear fc("fc", 4, 1, false);
+  std::vector<float> ones(4, 1.0f);
+  fc.weight().weight.from_f32(ones.data(), 4);
+  fc.set_precision({Format::E4M3, Format::FP32, Format::FP32, Format::E5M2});
+  fc.set_delayed_scaling({4, 0});
+  auto ctx = fc.make_context();
+  Tensor y;
+  Tensor x1 = Tensor::from_values({1, 4}, Format::FP32, {1.0f, -0.5f, 0.25f, 0.125f});
+  fc.forward(backend(), x1, y, *ctx);  // scale 1; records amax 1
+  EXPECT_EQ(fc.x_scale().scale(), 448.0f);
+  Tensor x2 = Tensor::from_values({1, 4}, Format::FP32, {4.0f, -0.5f, 0.25f, 0.125f});
+  fc.forward(backend(), x2, y, *ctx);  // scale 448: 4 * 448 saturates to 448
+  const std::vector<float> q = static_cast<LinearContext&>(*ctx).x_compute.to_f32();
+  EXPECT_EQ(q[0], 448.0f);  // saturated, not NaN
+  EXPECT_EQ(q[1], -224.0f);
+  const float yv = y.to_f32()[0];
+  EXPECT_TRUE(std::isfinite(yv));
+  // (448 - 224 + 112 + 56) * (1/448): the first input clipped to 1; the
+  // float reciprocal of the scale costs at most an ulp.
+  EXPECT_NEAR(yv, 0.875f, 1e-6f);
+  EXPECT_EQ(fc.x_scale().scale(), 112.0f);      // 448 / 4 for the next step
+  // An FP32 layer has no scaling state and takes no extra pass.
+  Linear plain("plain", 4, 1, false);
+  auto pctx = plain.make_context();
+  plain.forward(backend(), x2, y, *pctx);
+  EXPECT_FALSE(plain.x_scale().active());
+  EXPECT_EQ(static_cast<LinearContext&>(*pctx).x, &x2);  // the caller's tensor, no copy
+}
+
+TEST(DelayedScaling, BackwardScalesTinyOutputGradientsInE5M2) {
+  // dy ~ 1e-6 is below E5M2's smallest subnormal 2^-16 ~ 1.5e-5: unscaled
+  // it flushes; with its delayed scale dW matches FP32 to E5M2/E4M3 precision.
+  const std::int64_t in = 8, out = 4, rows = 16;
+  Model model("one", {in}, out);
+  model.add(std::make_unique<Linear>("fc", in, out, false));
+  model.init(5);
+  auto* fc = static_cast<Linear*>(model.leaves()[0]);
+  apply_recipe(model, make_recipe("fp8"));
+  std::mt19937_64 rng(8);
+  std::uniform_real_distribution<float> ux(0.5f, 1.0f), ud(0.5e-6f, 1e-6f);
+  std::vector<float> x(rows * in), dy(rows * out);
+  for (auto& v : x) v = ux(rng);
+  Tensor xt = Tensor::from_values({rows, in}, Format::FP32, x);
+  for (int step = 0; step < 3; ++step) {
+    for (auto& v : dy) v = ud(rng);
+    model.forward(backend(), xt);
+    model.backward(backend(), Tensor::from_values({rows, out}, Format::FP32, dy));
+    const std::vector<float> dw = fc->weight().grad.to_f32();
+    double max_rel = 0;
+    for (std::int64_t o = 0; o < out; ++o)
+      for (std::int64_t k = 0; k < in; ++k) {
+        double ref = 0;
+        for (std::int64_t r = 0; r < rows; ++r) ref += double(dy[r * out + o]) * x[r * in + k];
+        max_rel = std::max(max_rel, std::abs(dw[o * in + k] - ref) / ref);  // all terms positive
+      }
+    if (step == 0) {
+      EXPECT_EQ(max_rel, 1.0) << "unscaled E5M2 was expected to flush dy ~ 1e-6";
+    } else {
+      // dy off by <= 2^-3 (E5M2), x by <= 2^-4 (E4M3); dW stays FP32.
+      EXPECT_LT(max_rel, 0x1.0p-3 + 0x1.0p-4 + 0x1.0p-7) << "step " << step;
+      EXPECT_EQ(fc->weight().grad.format(), Format::FP32);
+    }
+  }
+  EXPECT_GT(fc->dy_scale().scale(), 5.0e10f);  // 57344 / ~1e-6
+}
+
+TEST(DelayedScaling, Conv2dOnTinyInputsMatchesFp32WithinE4M3Precision) {
+  Model model("conv", {2, 6, 6}, 3 * 6 * 6);
+  model.add(std::make_unique<Conv2d>("conv", 2, 3, 3, 1, 1, false));
+  model.init(9);
+  auto* conv = static_cast<Conv2d*>(model.leaves()[0]);
+  Model ref("ref", {2, 6, 6}, 3 * 6 * 6);
+  ref.add(std::make_unique<Conv2d>("conv", 2, 3, 3, 1, 1, false));
+  ref.init(9);  // same weights, FP32
+  apply_recipe(model, make_recipe("fp8"));
+  ASSERT_EQ(conv->weight().weight.format(), Format::E4M3);
+  std::mt19937_64 rng(10);
+  std::uniform_real_distribution<float> u(0.2e-3f, 1e-3f);  // positive: no cancellation
+  for (int step = 0; step < 3; ++step) {
+    std::vector<float> x(2 * 2 * 6 * 6);
+    for (auto& v : x) v = u(rng);
+    Tensor xt = Tensor::from_values({2, 2, 6, 6}, Format::FP32, x);
+    const std::vector<float> y = model.forward(backend(), xt).to_f32();
+    const std::vector<float> yr = ref.forward(backend(), xt).to_f32();
+    // |y - yr| against a bound on sum |x w| over one 2x3x3 window.
+    double wmax = 0;
+    for (float wv : ref.leaves()[0]->parameters()[0]->weight.to_f32()) wmax = std::max<double>(wmax, std::abs(wv));
+    const double mag = wmax * 2 * 9 * 1e-3;
+    double max_rel = 0;
+    for (std::size_t i = 0; i < y.size(); ++i) max_rel = std::max(max_rel, std::abs(double(y[i]) - yr[i]) / mag);
+    if (step > 0) EXPECT_LT(max_rel, 2 * 0x1.0p-4 + 0x1.0p-8) << "step " << step;
+    else EXPECT_GT(max_rel, 0.05) << "plain E4M3 was expected to flush inputs of 1e-3";
+  }
+  EXPECT_GT(conv->x_scale().scale(), 4.0e5f);
+}
+
+TEST(DelayedScaling, RefreshEncodesWithThePreviousScaleThenRecords) {
+  Model model("one", {4}, 2);
+  model.add(std::make_unique<Linear>("fc", 4, 2));
+  model.init(1);
+  apply_recipe(model, make_recipe("fp8"));
+  Parameter& w = static_cast<Linear*>(model.leaves()[0])->weight();
+  std::vector<float> m = w.master.to_f32();
+  float amax = 0;
+  for (float v : m) amax = std::max(amax, std::abs(v));
+  const float s0 = w.weight_scale;
+  EXPECT_EQ(s0, 448.0f / amax);
+  // The optimizer doubled every weight: this refresh still uses s0 (the
+  // weights before), so the largest ones saturate at 448; the next uses 448/(2 amax).
+  for (auto& v : m) v *= 2.0f;
+  w.master.from_f32(m.data(), static_cast<std::int64_t>(m.size()));
+  refresh_weights(model);
+  EXPECT_EQ(w.weight_scale, s0);
+  const std::vector<float> q = w.weight.to_f32();
+  float qmax = 0;
+  for (float v : q) qmax = std::max(qmax, std::abs(v));
+  EXPECT_EQ(qmax, 448.0f);
+  refresh_weights(model);
+  EXPECT_EQ(w.weight_scale, 448.0f / (2.0f * amax));
+  // The bias stays FP32 and is copied as is.
+  Parameter& b = static_cast<Linear*>(model.leaves()[0])->bias();
+  EXPECT_EQ(b.weight.format(), Format::FP32);
+  EXPECT_EQ(b.weight.to_f32(), b.master.to_f32());
+}
+
+// ---------------------------------------------------------------- training lessons
+
+TEST(RecipeTraining, Fp16LosesUpdatesBelowHalfAnUlpWhileMastersMove) {
+  // Every weight set in [0.25, 0.5): FP16's spacing there is 2^-12, so an
+  // update below 2^-13 ~ 1.2e-4 rounds back to the same FP16 value. At lr
+  // 1e-5 (no momentum) the updates are ~1e-6: the fp16 recipe's weights do
+  // not change at all, while mixed-fp16's FP32 masters (spacing 2^-25 there)
+  // move.
+  auto data = dataset("spirals", 4);
+  auto configure = [](const char* recipe) {
+    RunConfig c = spirals_config(recipe);
+    c.lr = 1e-5;
+    c.momentum = 0.0;
+    c.schedule = "constant";
+    c.widths = {16};
+    return c;
+  };
+  auto set_weights = [](engine::Run& run) {
+    int i = 0;
+    for (Parameter* p : run.model().parameters()) {
+      std::vector<float> v(static_cast<std::size_t>(p->numel()));
+      for (auto& e : v) {
+        e = (i % 2 ? -1.0f : 1.0f) * (0.25f + 0.03125f * static_cast<float>(i % 7));
+        ++i;
+      }
+      if (p->has_master()) p->master.from_f32(v.data(), p->numel());
+      else p->weight.from_f32(v.data(), p->numel());
+    }
+    refresh_weights(run.model());
+  };
+  engine::Run fp16(0, configure("fp16"), data, backend());
+  engine::Run mixed(1, configure("mixed-fp16"), data, backend());
+  set_weights(fp16);
+  set_weights(mixed);
+  std::vector<std::vector<std::uint8_t>> w16, wmixed;
+  std::vector<std::vector<float>> masters;
+  for (Parameter* p : fp16.model().parameters()) w16.push_back(bytes_of(p->weight));
+  for (Parameter* p : mixed.model().parameters()) {
+    wmixed.push_back(bytes_of(p->weight));
+    masters.push_back(p->master.to_f32());
+  }
+  std::vector<Record> out;
+  for (int i = 0; i < 10; ++i) {
+    fp16.step(out);
+    mixed.step(out);
+  }
+  for (const auto& m : fp16.steps()) {
+    // Non-zero gradients, every update (lr |g| <= lr * norm) below half an ulp.
+    ASSERT_FALSE(m.skipped);
+    EXPECT_GT(m.grad_norm, 0.0);
+    EXPECT_LT(m.grad_norm * 1e-5, 0x1.0p-13);
+  }
+  std::size_t i = 0, moved = 0, total = 0;
+  for (Parameter* p : fp16.model().parameters()) {
+    EXPECT_EQ(bytes_of(p->weight), w16[i]) << p->name << ": an FP16 weight changed";
+    ++i;
+  }
+  i = 0;
+  for (Parameter* p : mixed.model().parameters()) {
+    const std::vector<float> now = p->master.to_f32();
+    for (std::size_t k = 0; k < now.size(); ++k) moved += now[k] != masters[i][k];
+    total += now.size();
+    // The FP16 copies have not crossed a rounding boundary yet either.
+    EXPECT_EQ(bytes_of(p->weight), wmixed[i]) << p->name;
+    ++i;
+  }
+  // (Masters of dead ReLU units get no gradient and stay.)
+  EXPECT_GT(double(moved) / double(total), 0.5) << moved << " of " << total << " masters moved";
+}
+
+TEST(RecipeTraining, TinyGradientsStallInFp16AndLearnWithLossScaling) {
+  // The loss-scaling lesson in short (300 steps; the full one is
+  // precision-lab-cli compare --recipes fp32,fp16,mixed-fp16 --dataset tiny-gradients).
+  auto data = dataset("tiny-gradients", 0);
+  auto config = [](const char* recipe) {
+    RunConfig c;
+    c.recipe = recipe;
+    c.dataset = "tiny-gradients";
+    c.model = "mlp";
+    c.steps = 300;
+    c.seed = 0;
+    c.stats_every = 100;
+    c.threads = 1;
+    return c;
+  };
+  auto tail_mean = [](const engine::Run& r) {
+    double s = 0;
+    const auto& st = r.steps();
+    for (std::size_t i = st.size() - 20; i < st.size(); ++i) s += st[i].loss;
+    return s / 20.0;
+  };
+  std::vector<Record> out;
+  engine::Run fp32(0, config("fp32"), data, backend());
+  engine::Run fp16(1, config("fp16"), data, backend());
+  engine::Run mixed(2, config("mixed-fp16"), data, backend());
+  for (engine::Run* r : {&fp32, &fp16, &mixed})
+    while (!r->finished()) r->step(out);
+  const double start = fp32.steps().front().loss;
+  EXPECT_EQ(fp16.steps().front().loss, start);  // same data, same (zero-headed) model
+  EXPECT_EQ(mixed.steps().front().loss, start);
+  EXPECT_NEAR(start, std::ldexp(1.0, -28), 0.3 * std::ldexp(1.0, -28));  // E[y^2] = 2^-28
+  const double l32 = tail_mean(fp32), l16 = tail_mean(fp16), lmixed = tail_mean(mixed);
+  EXPECT_LT(l32, 0.05 * start);     // FP32 learns
+  EXPECT_GT(l16, 0.8 * start);      // fp16 stays near its start
+  EXPECT_LT(std::abs(lmixed - l32), 0.1 * l32);  // mixed-fp16 learns as FP32 does
+  // Why: in the fp16 run the weight gradients are zero (dL/dyhat flushed
+  // to zero in the output layer's backward; only the far tail, |z| > 4,
+  // survives) ...
+  int checked = 0;
+  for (const GradStats& g : fp16.grad_stats()) {
+    EXPECT_GT(double(g.zeros), 0.99 * double(g.total)) << g.layer << " step " << g.step;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 4 * 3);  // steps 1, 100, 200, 300; fc1..fc3
+  // ... while mixed-fp16's output-layer gradients, unscaled, would mostly
+  // flush to zero in FP16 too; scaled by 2^16 they do not.
+  for (const GradStats& g : mixed.grad_stats()) {
+    if (g.layer != "fc3" || g.step != 100) continue;
+    EXPECT_EQ(g.format, "FP16");
+    EXPECT_GT(g.underflow_unscaled, 0.5);
+    EXPECT_LT(g.underflow_scaled, 0.5 * g.underflow_unscaled);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 4 * 3 + 1);
+  EXPECT_EQ(mixed.summary().skipped_steps, 0);
+}
+
+TEST(RecipeTraining, DynamicScalingOverflowIsAttributedSkippedAndBacksOff) {
+  auto data = dataset("spirals", 4);
+  RunConfig c = spirals_config("mixed-fp16");
+  c.loss_scale.mode = ScalingMode::Dynamic;
+  c.loss_scale.init_scale = std::ldexp(1.0, 40);  // dlogits * 2^40 overflows FP16
+  c.loss_scale_set = true;
+  engine::Run run(0, c, data, backend());
+  std::vector<std::vector<float>> before;
+  for (Parameter* p : run.model().parameters()) before.push_back(p->master.to_f32());
+  std::vector<Record> out;
+  run.step(out);
+  // The skipped step left the masters alone.
+  std::size_t i = 0;
+  for (Parameter* p : run.model().parameters()) {
+    EXPECT_EQ(p->master.to_f32(), before[i]) << p->name;
+    ++i;
+  }
+  run.step(out);
+  const StepMetrics& s1 = run.steps()[0];
+  const StepMetrics& s2 = run.steps()[1];
+  EXPECT_TRUE(s1.overflow);
+  EXPECT_TRUE(s1.skipped);
+  EXPECT_EQ(s1.loss_scale, std::ldexp(1.0, 40));
+  EXPECT_EQ(s2.loss_scale, std::ldexp(1.0, 39));  // backoff 0.5
+  EXPECT_TRUE(std::isfinite(s1.loss));            // the true loss is unaffected
+  bool attributed = false, skipped = false, backoff = false;
+  for (const Event& e : run.events()) {
+    if (e.step != 1) continue;
+    if (e.kind == "overflow") {
+      EXPECT_FALSE(e.layer.empty());
+      EXPECT_TRUE(e.tensor == "activation_grad" || e.tensor == "weight_grad" || e.tensor == "activation") << e.tensor;
+      EXPECT_GT(e.count, 0);
+      attributed |= e.layer == "fc3";  // the output layer's backward is where FP16 overflows first
+    }
+    skipped |= e.kind == "skipped";
+    backoff |= e.kind == "scale_change" && e.tensor == "backoff";
+  }
+  EXPECT_TRUE(attributed);
+  EXPECT_TRUE(skipped);
+  EXPECT_TRUE(backoff);
+}
+
+TEST(RecipeTraining, LivePrecisionChangesKeepTrainingFinite) {
+  auto data = dataset("spirals", 4);
+  RunConfig c = spirals_config("mixed-fp16");
+  c.steps = 90;
+  c.optimizer = "adam";
+  c.lr = 0.01;
+  engine::Run run(0, c, data, backend());
+  std::vector<Record> out;
+  for (int i = 0; i < 30; ++i) run.step(out);
+  const LayerPrecision fp8{Format::E4M3, Format::FP32, Format::FP32, Format::E5M2};
+  const LayerPrecision bf16{Format::BF16, Format::BF16, Format::FP32, Format::BF16};
+  const std::vector<float> fc1_master = run.model().leaves()[0]->parameters()[0]->master.to_f32();
+  run.set_layer_precision("fc1", fp8);
+  run.set_layer_precision("fc2", bf16);
+  // The masters carry the values across the change.
+  Parameter& w1 = *run.model().leaves()[0]->parameters()[0];
+  EXPECT_EQ(w1.master.to_f32(), fc1_master);
+  EXPECT_EQ(w1.weight.format(), Format::E4M3);
+  EXPECT_NE(w1.weight_scale, 1.0f);
+  for (int i = 0; i < 30; ++i) run.step(out);
+  run.set_layer_precision("fc1", {});  // back to FP32
+  EXPECT_EQ(w1.weight.format(), Format::FP32);
+  EXPECT_EQ(w1.weight_scale, 1.0f);
+  while (!run.finished()) run.step(out);
+  for (const StepMetrics& m : run.steps()) ASSERT_TRUE(std::isfinite(m.loss)) << "step " << m.step;
+  int changes = 0;
+  for (const Event& e : run.events()) changes += e.kind == "precision_change";
+  EXPECT_EQ(changes, 3);
+  double first = 0, last = 0;
+  for (int i = 0; i < 10; ++i) {
+    first += run.steps()[static_cast<std::size_t>(i)].loss;
+    last += run.steps()[run.steps().size() - 1 - static_cast<std::size_t>(i)].loss;
+  }
+  EXPECT_LT(last, first);  // still learning
+}
+
+}  // namespace
