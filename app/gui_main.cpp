@@ -1,19 +1,38 @@
 // precision-lab: the desktop app's entry point.
-//   precision-lab [--screenshot FILE]
-// --screenshot renders the main window into FILE (any format Qt writes,
-// by suffix) once the event loop has laid it out and painted it, then
-// exits: 0 when the file was written, 1 otherwise. Without a display (and
-// no QT_QPA_PLATFORM) it renders offscreen, so CI needs no X server.
+//   precision-lab [--config FILE] [--recipe R] [--model M] [--dataset D] [--start]
+//                 [--compare r1,r2,...] [--steps N] [--epochs N] [--screenshot FILE]
+//                 [--screenshot-after-ms N] [--view live|compare|gradients|export|compare-dialog]
+//                 [--measure]
+// Bad options or a bad --config file: one line on stderr and exit code 2.
+// --screenshot renders the window (or the chosen view) into FILE and exits:
+// 0 when written, 1 otherwise. With --start it waits until the runs have
+// drawn points. Without a display (and no QT_QPA_PLATFORM) it renders
+// offscreen, so CI needs no X server.
+// --measure prints the event-loop latency of the UI thread (a 5 ms timer's
+// lateness, max and p99) and the training throughput when training ends.
 #include <QApplication>
-#include <QCommandLineParser>
+#include <QChartView>
+#include <QElapsedTimer>
 #include <QPixmap>
+#include <QTabWidget>
 #include <QTimer>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include "chart_area.h"
+#include "chart_export.h"
+#include "command_line.h"
+#include "compare_dialog.h"
+#include "compare_view.h"
+#include "export_dialog.h"
+#include "gradient_panel.h"
+#include "latency_probe.h"
 #include "main_window.h"
+#include "run_store.h"
+#include "setup_panel.h"
+#include "training_controller.h"
 
 namespace {
 
@@ -21,43 +40,147 @@ namespace {
 bool wantsOffscreenScreenshot(int argc, char** argv) {
   if (std::getenv("QT_QPA_PLATFORM") || std::getenv("DISPLAY") || std::getenv("WAYLAND_DISPLAY")) return false;
   for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "--screenshot") == 0 || std::strncmp(argv[i], "--screenshot=", 13) == 0) return true;
+    if (std::strcmp(argv[i], "--screenshot") == 0 || std::strncmp(argv[i], "--screenshot=", 13) == 0 ||
+        std::strcmp(argv[i], "--measure") == 0)
+      return true;
   return false;
+}
+
+// Throughput and latency of the runs the window trained (the --measure line).
+void printMeasurement(const MainWindow& window, const LatencyProbe& probe, double seconds) {
+  const RunStore& store = *window.store();
+  double samples = 0;
+  std::int64_t steps = 0;
+  QStringList perRun;
+  for (int id : window.controller()->currentRuns()) {
+    const RunData& r = store.run(id);
+    samples += r.samples;
+    steps += r.steps.empty() ? 0 : r.steps.back().step;
+    perRun << QStringLiteral("%1 %2").arg(r.recipe).arg(r.currentSummary().samples_per_second, 0, 'f', 0);
+  }
+  const LatencyProbe::Stats s = probe.stats();
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  std::printf("measure: runs %d, steps %lld, %.2f s, throughput %.0f samples/s (all runs, wall clock); "
+              "engine samples/s per run: %s; threads %lld, OMP_WAIT_POLICY=%s, platform %s, opengl %s\n",
+              static_cast<int>(window.controller()->currentRuns().size()), static_cast<long long>(steps), seconds,
+              seconds > 0 ? samples / seconds : 0.0, qPrintable(perRun.join(QStringLiteral(", "))),
+              static_cast<long long>(window.nextRunConfig().threads), policy ? policy : "(unset)",
+              qPrintable(QGuiApplication::platformName()),
+              qPrintable(QStringLiteral("%1 (%2)")
+                             .arg(ChartArea::openGlWanted() ? QStringLiteral("on") : QStringLiteral("off"),
+                                  QGuiApplication::platformName() == QLatin1String("offscreen")
+                                      ? QStringLiteral("offscreen")
+                                      : ChartArea::openGlRenderer())));
+  std::printf("measure: first point on a chart %lld ms after Start\n", static_cast<long long>(window.firstPointMs()));
+  std::printf("measure: UI event loop (5 ms timer) %s\n", qPrintable(LatencyProbe::describe(s)));
+  std::fflush(stdout);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // No OMP_WAIT_POLICY is set here: libgomp reads it when the library is
+  // loaded, before main() (measured: setenv() in main() leaves the policy
+  // unchanged), and the engine's default of one CPU thread
+  // (SetupPanel::defaultThreads) never waits at an OpenMP barrier, so the
+  // policy does not matter for it. A user who picks 2 threads can export
+  // OMP_WAIT_POLICY before starting the app.
   if (wantsOffscreenScreenshot(argc, argv)) qputenv("QT_QPA_PLATFORM", "offscreen");
   QApplication app(argc, argv);
   QApplication::setApplicationName(QStringLiteral("Precision Lab"));
   QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
   QApplication::setDesktopFileName(QStringLiteral("precision-lab"));
 
-  QCommandLineParser parser;
-  parser.setApplicationDescription(QStringLiteral("Interactive mixed-precision training experiments."));
-  parser.addHelpOption();
-  parser.addVersionOption();
-  const QCommandLineOption screenshot(
-      QStringLiteral("screenshot"),
-      QStringLiteral("Render the main window to <file> once it is laid out, then exit."),
-      QStringLiteral("file"));
-  parser.addOption(screenshot);
-  parser.process(app);
+  LaunchOptions options;
+  QString message;
+  bool exitNow = false;
+  if (!parseLaunchOptions(QApplication::arguments(), options, &message, &exitNow)) {
+    std::fprintf(stderr, "precision-lab: %s\n", qPrintable(message));
+    return 2;
+  }
+  if (exitNow) {
+    std::printf("%s\n", qPrintable(message));
+    return 0;
+  }
 
   MainWindow window;
   window.resize(1400, 900);
+  if (options.configGiven) {
+    engine::RunConfig c = options.config;
+    if (!options.threadsGiven) c.threads = SetupPanel::defaultThreads();
+    window.setBaseConfig(c);
+  }
+  if (!options.compare.isEmpty()) window.setCompareRecipes(options.compare);
+  // Unattended modes report errors on stderr instead of a modal box.
+  const bool unattended = !options.screenshot.isEmpty() || options.measure;
+  window.setQuietErrors(unattended);
+  if (options.view == QLatin1String("compare")) window.tabs()->setCurrentWidget(window.compareView());
   window.show();
 
-  if (parser.isSet(screenshot)) {
-    const QString file = parser.value(screenshot);
-    // A short delay rather than a zero timer: the docks, splitters and
-    // chart scenes settle over a few event-loop passes after show().
-    QTimer::singleShot(500, &window, [&window, file] {
-      const bool ok = window.grab().save(file);
+  LatencyProbe probe;
+  QElapsedTimer trainingClock;
+  if (options.measure) {
+    QObject::connect(window.controller(), &TrainingController::started, &probe, [&probe, &trainingClock] {
+      probe.start();
+      trainingClock.start();
+    });
+    QObject::connect(&window, &MainWindow::trainingFinished, &probe, [&] {
+      probe.stop();
+      printMeasurement(window, probe, trainingClock.elapsed() / 1000.0);
+      if (options.screenshot.isEmpty()) QApplication::exit(0);
+    });
+  }
+
+  if (options.start) {
+    // --measure starts 1.5 s after the window shows, as a user's click
+    // would come: after the first paint (not training) and after the
+    // background load of the selected data set (DatasetCache).
+    QTimer::singleShot(options.measure ? 1500 : 0, &window, [&window, &options, unattended] {
+      const bool ok = options.compare.isEmpty() ? window.startRun() : window.startComparison(options.compare);
+      if (!ok) {
+        std::fprintf(stderr, "precision-lab: %s\n", qPrintable(window.lastError()));
+        if (unattended) QApplication::exit(2);
+      }
+    });
+  }
+
+  if (!options.screenshot.isEmpty()) {
+    const QString file = options.screenshot;
+    auto grabAndQuit = [file](QWidget* target) {
+      const bool ok = grabWithoutOpenGL(target).save(file);
       if (!ok) std::fprintf(stderr, "precision-lab: --screenshot: cannot write %s\n", qPrintable(file));
       QApplication::exit(ok ? 0 : 1);
-    });
+    };
+    auto shoot = [&window, &options, grabAndQuit] {
+      // Dialogs are made at shooting time, so they list the runs as they are.
+      QDialog* dialog = nullptr;
+      if (options.view == QLatin1String("export"))
+        dialog = new ExportDialog(*window.store(), QStringLiteral("/tmp/precision-lab-export"), &window);
+      else if (options.view == QLatin1String("compare-dialog"))
+        dialog = new CompareDialog(CompareDialog::defaultRecipes(), window.setupPanel()->settings().seed, &window);
+      if (dialog) {
+        dialog->show();
+        QTimer::singleShot(300, dialog, [dialog, grabAndQuit] { grabAndQuit(dialog); });
+        return;
+      }
+      grabAndQuit(options.view == QLatin1String("gradients") ? static_cast<QWidget*>(window.chartArea()->gradientPanel())
+                                                             : static_cast<QWidget*>(&window));
+    };
+    auto* once = new QTimer(&window);
+    once->setSingleShot(true);
+    QObject::connect(once, &QTimer::timeout, &window, shoot);
+    if (options.screenshotAfterMs >= 0) {
+      once->start(options.screenshotAfterMs);
+    } else if (options.start) {
+      // A running app: once points are on screen, and a little more so the
+      // curves have a shape; or when training ends, whichever is first.
+      QObject::connect(&window, &MainWindow::firstPointShown, once, [once] { once->start(1500); });
+      QObject::connect(&window, &MainWindow::trainingFinished, once, [once] { once->start(200); });
+    } else {
+      // The docks, splitters and chart scenes settle over a few event-loop
+      // passes after show().
+      once->start(500);
+    }
   }
   return app.exec();
 }

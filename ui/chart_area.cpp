@@ -5,11 +5,16 @@
 #include <QAreaSeries>
 #include <QChart>
 #include <QGraphicsLayout>
+#include <QGraphicsSimpleTextItem>
 #include <QGridLayout>
 #include <QGuiApplication>
+#include <QOffscreenSurface>
+#include <QOpenGLContext>
+#include <QOpenGLFunctions>
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QLocale>
+#include <QMap>
 #include <QScatterSeries>
 #include <QValueAxis>
 
@@ -83,6 +88,32 @@ void attach(QChart* chart, QAbstractSeries* s) {
   for (QAbstractAxis* a : chart->axes()) s->attachAxis(a);
 }
 
+}  // namespace
+
+void setAxis(QValueAxis* axis, double lo, double hi, double interval) {
+  const bool sameRange = axis->min() == lo && axis->max() == hi;
+  const bool sameInterval = axis->tickInterval() == interval;
+  if (sameRange && sameInterval) return;
+  // Coarser ticks first when the range grows; the range first when it shrinks.
+  if (interval >= axis->tickInterval()) {
+    if (!sameInterval) axis->setTickInterval(interval);
+    if (!sameRange) axis->setRange(lo, hi);
+  } else {
+    if (!sameRange) axis->setRange(lo, hi);
+    if (!sameInterval) axis->setTickInterval(interval);
+  }
+}
+
+// Tick labels that show the values: tiny-gradients' losses are ~1e-12.
+QString axisLabelFormat(double top) {
+  if (top >= 10) return QStringLiteral("%.0f");
+  if (top >= 0.1) return QStringLiteral("%.2f");
+  if (top >= 0.001) return QStringLiteral("%.4f");
+  return QStringLiteral("%.1e");
+}
+
+namespace {
+
 QString formatScale(double scale) {
   const double e = std::log2(scale);
   return e == std::round(e) ? QStringLiteral("2^%1").arg(static_cast<int>(e)) : QString::number(scale, 'g', 6);
@@ -121,6 +152,8 @@ struct ChartArea::RunSeries {
   QLineSeries* valAcc = nullptr;
   QLineSeries* trainAcc = nullptr;
   std::uint64_t revision = ~std::uint64_t{0};
+  ColumnDecimator dLoss, dScale, dMem, dTrainAcc;
+  ColumnPicker pNan, pOverflow, pSkipped;
   QList<std::int64_t> nanSteps;   // decimated NaN-loss steps (y set from the axis)
   double lossMax = 0.0, lossHigh = 0.0;  // max and 98th percentile of the drawn losses
   double scaleMin = 0.0, scaleMax = 0.0;
@@ -130,14 +163,48 @@ struct ChartArea::RunSeries {
 
 QString ChartArea::title(Metric m) { return tr(kSpecs[m].title); }
 
+QString ChartArea::openGlRenderer() {
+  static const QString renderer = [] {
+    // A throwaway context: the GL_RENDERER string says whether the driver
+    // is hardware or Mesa's software rasterisers.
+    QOpenGLContext context;
+    QOffscreenSurface surface;
+    surface.create();
+    if (!context.create() || !surface.isValid() || !context.makeCurrent(&surface)) return QString();
+    const auto* text = reinterpret_cast<const char*>(context.functions()->glGetString(GL_RENDERER));
+    QString name = text ? QString::fromLatin1(text) : QString();
+    context.doneCurrent();
+    return name;
+  }();
+  return renderer;
+}
+
 bool ChartArea::openGlWanted() {
-  if (qEnvironmentVariable("PL_CHARTS_OPENGL") == QLatin1String("0")) return false;
-  const QString platform = QGuiApplication::platformName();
-  return platform == QLatin1String("xcb") || platform == QLatin1String("wayland");
+  static const bool wanted = [] {
+    const QString env = qEnvironmentVariable("PL_CHARTS_OPENGL");
+    if (env == QLatin1String("0")) return false;
+    // OpenGL series crash under the offscreen platform: xcb/wayland only.
+    const QString platform = QGuiApplication::platformName();
+    if (platform != QLatin1String("xcb") && platform != QLatin1String("wayland")) return false;
+    if (env == QLatin1String("1")) return true;
+    // A software rasteriser (llvmpipe under Xvfb, a VM without a GPU) draws
+    // OpenGL series on the CPU, in threads that compete with the engine's:
+    // measured here, it made the UI thread's event loop 60 ms late at the
+    // median. Raster series of decimated points are cheaper there.
+    const QString renderer = openGlRenderer().toLower();
+    if (renderer.isEmpty()) return false;
+    for (const char* software : {"llvmpipe", "softpipe", "swrast", "swiftshader", "software"})
+      if (renderer.contains(QLatin1String(software))) return false;
+    return true;
+  }();
+  return wanted;
 }
 
 ChartArea::ChartArea(RunStore* store, QWidget* parent) : QWidget(parent), m_store(store) {
   setObjectName(QStringLiteral("chartArea"));
+  // Decided now: the renderer query makes an OpenGL context (~150 ms with
+  // llvmpipe), which must not happen in the first live frame.
+  openGlWanted();
   for (int m = 0; m < Gradients; ++m) m_views.push_back(makeChart(static_cast<Metric>(m)));
   m_gradients = new GradientPanel(store, this);
   m_views.push_back(m_gradients->view());
@@ -146,6 +213,7 @@ ChartArea::ChartArea(RunStore* store, QWidget* parent) : QWidget(parent), m_stor
   // Memory: the focus run stacked by category (bands), each run's total as
   // a line in its colour on top.
   QChart* mem = chart(Memory);
+  mem->legend()->setAlignment(Qt::AlignRight);
   QLineSeries* lower = nullptr;
   for (int c = 0; c < kCategoryCount; ++c) {
     auto* upper = new QLineSeries(this);
@@ -189,6 +257,10 @@ ChartArea::ChartArea(RunStore* store, QWidget* parent) : QWidget(parent), m_stor
                              kOverflowRed.darker(130), 11);
   hideLegend(chart(Loss), m_legendNan);  // shown once a run diverges
 
+  m_accuracyNote = new QGraphicsSimpleTextItem(tr("No accuracy:\na regression (mean squared error)"), chart(Accuracy));
+  m_accuracyNote->setBrush(QColor(110, 110, 110));
+  m_accuracyNote->setVisible(false);
+
   // Top row: the scalar curves; bottom: memory, and the wide gradient panel.
   auto* grid = new QGridLayout(this);
   grid->setContentsMargins(0, 0, 0, 0);
@@ -205,6 +277,28 @@ ChartArea::ChartArea(RunStore* store, QWidget* parent) : QWidget(parent), m_stor
     const auto metric = static_cast<Metric>(m);
     m_views[m]->setHoverText([this, metric](const QPointF& v) { return hoverText(metric, v); });
   }
+
+  // A run's series are made as soon as it is added, one run per event-loop
+  // pass, while the engine loads its data: making them in the first live
+  // frame (a dozen series per run, each re-laying out its chart) blocked
+  // the UI thread for ~40 ms with three runs.
+  m_prepare.setSingleShot(true);
+  m_prepare.setInterval(0);
+  connect(&m_prepare, &QTimer::timeout, this, [this] {
+    while (!m_pending.isEmpty()) {
+      const int id = m_pending.takeFirst();
+      if (id < m_store->count() && m_series.find(id) == m_series.end()) {
+        seriesFor(m_store->run(id));
+        m_gradients->prepareRun(m_store->run(id));
+        break;
+      }
+    }
+    if (!m_pending.isEmpty()) m_prepare.start();
+  });
+  connect(m_store, &RunStore::runAdded, this, [this](int id) {
+    m_pending << id;
+    m_prepare.start();
+  });
 }
 
 ChartArea::~ChartArea() {
@@ -277,7 +371,9 @@ QValueAxis* ChartArea::yAxis(Metric m) const {
 void ChartArea::setFocusRun(int id) {
   if (m_focus == id) return;
   m_focus = id;
-  refresh();
+  // Coalesced: several focus changes in one pass (runs being added) give
+  // one redraw, after the current event.
+  QTimer::singleShot(0, this, [this] { refresh(); });
 }
 
 int ChartArea::focusRun() const {
@@ -318,7 +414,9 @@ ChartArea::RunSeries& ChartArea::seriesFor(const RunData& run) {
   auto line = [&](Metric m, double width, Qt::PenStyle style, const QColor& c, bool dense) {
     auto* l = new QLineSeries(this);
     l->setName(run.name);
-    l->setPen(QPen(c, width, style, Qt::RoundCap, Qt::RoundJoin));
+    // Flat caps and bevel joins: round ones make the stroker build a Bezier
+    // arc at every vertex (profiled: the largest single cost of a paint).
+    l->setPen(QPen(c, width, style, Qt::FlatCap, Qt::BevelJoin));
     // OpenGL draws solid lines only: dense solid series only.
     if (dense && gl && style == Qt::SolidLine) l->setUseOpenGL(true);
     attach(chart(m), l);
@@ -337,8 +435,11 @@ ChartArea::RunSeries& ChartArea::seriesFor(const RunData& run) {
     return sc;
   };
   s->loss = line(Loss, 1.6, Qt::SolidLine, colour, true);
-  s->valLoss = line(Loss, 2.0, Qt::DashLine, colour, false);
+  // Validation: sparse (once per epoch by default), so thick, dark and
+  // with markers, to read above the noisy per-batch curves.
+  s->valLoss = line(Loss, 2.6, Qt::DashLine, colour.darker(125), false);
   s->valLoss->setPointsVisible(true);
+  s->valLoss->setMarkerSize(7);
   hideLegend(chart(Loss), s->valLoss);
   s->nan = markers(Loss, QScatterSeries::MarkerShapeStar, kOverflowRed, colour, 11);
   s->scale = line(LossScale, 1.8, Qt::SolidLine, colour, true);
@@ -347,12 +448,15 @@ ChartArea::RunSeries& ChartArea::seriesFor(const RunData& run) {
   s->skipped = markers(LossScale, QScatterSeries::MarkerShapeCircle, Qt::transparent, QColor(40, 40, 40), 12);
   s->memTotal = line(Memory, 2.0, Qt::DashLine, colour, false);
   hideLegend(chart(Memory), s->memTotal);
+  // Raster, so the validation line (drawn after it) stays on top: OpenGL
+  // series are painted above every raster item.
   QColor light = colour;
-  light.setAlpha(110);
-  s->trainAcc = line(Accuracy, 1.0, Qt::SolidLine, light, true);
+  light.setAlpha(60);
+  s->trainAcc = line(Accuracy, 1.0, Qt::SolidLine, light, false);
   hideLegend(chart(Accuracy), s->trainAcc);
-  s->valAcc = line(Accuracy, 2.2, Qt::SolidLine, colour, false);
+  s->valAcc = line(Accuracy, 2.8, Qt::SolidLine, colour.darker(125), false);
   s->valAcc->setPointsVisible(true);
+  s->valAcc->setMarkerSize(7);
   hideLegend(chart(Accuracy), s->valAcc);
   return *s;
 }
@@ -395,7 +499,20 @@ void ChartArea::refresh() {
     updateRun(r, s, x1, force);
     anyPoints = anyPoints || s.loss->count() > 0;
   }
+  // Legend: the recipe alone where it names one visible run, else with the
+  // run's name.
+  QMap<QString, int> recipeCount;
+  for (int id = 0; id < m_store->count(); ++id)
+    if (m_store->run(id).visible) ++recipeCount[m_store->run(id).recipe];
+  for (auto& [id, rs] : m_series) {
+    const RunData& r = m_store->run(id);
+    const QString label = recipeCount.value(r.recipe) > 1 ? QStringLiteral("%1 · %2").arg(r.name, r.recipe) : r.recipe;
+    if (rs->loss->name() != label) rs->loss->setName(label);
+  }
   const int focus = focusRun();
+  // The focus run's memory is the stack; other runs show their total line.
+  for (auto& [id, rs] : m_series)
+    if (m_store->run(id).visible) rs->memTotal->setVisible(id != focus);
   updateMemoryStack(focus >= 0 ? &m_store->run(focus) : nullptr, x1, force);
   updateRanges(x1);
   m_gradients->refresh(focus);
@@ -411,18 +528,34 @@ void ChartArea::updateRun(const RunData& r, RunSeries& s, double x1, bool force)
                              static_cast<QAbstractSeries*>(s.overflow), static_cast<QAbstractSeries*>(s.skipped),
                              static_cast<QAbstractSeries*>(s.memTotal), static_cast<QAbstractSeries*>(s.valAcc),
                              static_cast<QAbstractSeries*>(s.trainAcc)})
-    if (!a->isVisible()) a->setVisible(true);
+    if (!a->isVisible()) {
+      a->setVisible(true);
+      // A series shown again gets its legend marker back: only the train
+      // loss (the run's entry) keeps one.
+      if (a != s.loss) hideLegend(a->chart(), a);
+    }
   if (!force && s.revision == r.revision) return;
   s.revision = r.revision;
 
   const auto& steps = r.steps;
   const std::int64_t n = static_cast<std::int64_t>(steps.size());
   auto at = [&steps](std::int64_t i) -> const engine::StepMetrics& { return steps[static_cast<std::size_t>(i)]; };
+  auto stepX = [&](std::int64_t i) { return static_cast<double>(at(i).step); };
+  // The decimators keep their finished pixel columns: a frame only feeds
+  // the steps that arrived since the last one (the grid changes rarely:
+  // on resize, or when the x axis grows to its next round number).
+  auto grid = [x1](ColumnDecimator& d, int columns) {
+    if (!d.sameGrid(0, x1, columns)) d.reset(0, x1, columns);
+  };
+  auto gridPick = [x1](ColumnPicker& p, int columns, ColumnPicker::Mode mode) {
+    if (!p.sameGrid(0, x1, columns)) p.reset(0, x1, columns, mode);
+  };
+  auto never = [](std::int64_t) { return 0.0; };
 
   // Loss: min/max per column; remember the spread for the y range.
-  const QList<QPointF> loss = decimateMinMax(
-      n, [&](std::int64_t i) { return QPointF(static_cast<double>(at(i).step), at(i).loss); }, 0, x1,
-      std::max(m_widths[Loss], 50));
+  grid(s.dLoss, std::max(m_widths[Loss], 50));
+  s.dLoss.feed(n, [&](std::int64_t i) { return QPointF(stepX(i), at(i).loss); });
+  const QList<QPointF> loss = s.dLoss.points();
   s.loss->replace(loss);
   if (!loss.isEmpty()) {
     std::vector<double> ys;
@@ -439,20 +572,22 @@ void ChartArea::updateRun(const RunData& r, RunSeries& s, double x1, bool force)
   for (const engine::EvalMetrics& e : r.evals)
     if (std::isfinite(e.val_loss)) val.append(QPointF(static_cast<double>(e.step), e.val_loss));
   s.valLoss->replace(val);
+  // Markers only while the evaluations are sparse (once per epoch of a big
+  // set); frequent ones (a small set) would be a row of blobs.
+  s.valLoss->setPointsVisible(val.size() * 12 < std::max(m_widths[Loss], 50));
   for (const QPointF& p : val) s.lossMax = std::max(s.lossMax, p.y()), s.lossHigh = std::max(s.lossHigh, p.y());
 
-  // NaN loss: one marker per column (placed at the top of the axis later).
+  // NaN loss: one marker per 6 pixels (placed at the top of the axis later).
+  gridPick(s.pNan, std::max(m_widths[Loss], 50) / 6, ColumnPicker::FirstKept);
+  s.pNan.feed(n, stepX, [&](std::int64_t i) { return !std::isfinite(at(i).loss); }, never);
   s.nanSteps.clear();
-  for (std::int64_t i : decimateMarkers(
-           n, [&](std::int64_t i) { return static_cast<double>(at(i).step); },
-           [&](std::int64_t i) { return !std::isfinite(at(i).loss); }, 0, x1, std::max(m_widths[Loss], 50) / 6))
-    s.nanSteps << at(i).step;
+  for (std::int64_t i : s.pNan.indices()) s.nanSteps << at(i).step;
 
   // Loss scale on a log2 axis; overflow and skipped steps as markers.
   const int scaleColumns = std::max(m_widths[LossScale], 50);
-  const QList<QPointF> scale = decimateMinMax(
-      n, [&](std::int64_t i) { return QPointF(static_cast<double>(at(i).step), std::log2(at(i).loss_scale)); }, 0,
-      x1, scaleColumns);
+  grid(s.dScale, scaleColumns);
+  s.dScale.feed(n, [&](std::int64_t i) { return QPointF(stepX(i), std::log2(at(i).loss_scale)); });
+  const QList<QPointF> scale = s.dScale.points();
   s.scale->replace(scale);
   s.hasScale = !scale.isEmpty();
   if (s.hasScale) {
@@ -462,70 +597,60 @@ void ChartArea::updateRun(const RunData& r, RunSeries& s, double x1, bool force)
     s.scaleMax = hi->y();
   }
   // Markers are drawn raster: keep them to one per 4 pixels.
+  gridPick(s.pOverflow, scaleColumns / 4, ColumnPicker::FirstKept);
+  gridPick(s.pSkipped, scaleColumns / 4, ColumnPicker::FirstKept);
+  s.pOverflow.feed(n, stepX, [&](std::int64_t i) { return at(i).overflow; }, never);
+  s.pSkipped.feed(n, stepX, [&](std::int64_t i) { return at(i).skipped; }, never);
   QList<QPointF> overflow, skipped;
-  for (std::int64_t i : decimateMarkers(
-           n, [&](std::int64_t i) { return static_cast<double>(at(i).step); },
-           [&](std::int64_t i) { return at(i).overflow; }, 0, x1, scaleColumns / 4))
-    overflow.append(QPointF(static_cast<double>(at(i).step), std::log2(at(i).loss_scale)));
-  for (std::int64_t i : decimateMarkers(
-           n, [&](std::int64_t i) { return static_cast<double>(at(i).step); },
-           [&](std::int64_t i) { return at(i).skipped; }, 0, x1, scaleColumns / 4))
-    skipped.append(QPointF(static_cast<double>(at(i).step), std::log2(at(i).loss_scale)));
+  for (std::int64_t i : s.pOverflow.indices()) overflow.append(QPointF(stepX(i), std::log2(at(i).loss_scale)));
+  for (std::int64_t i : s.pSkipped.indices()) skipped.append(QPointF(stepX(i), std::log2(at(i).loss_scale)));
   s.overflow->replace(overflow);
   s.skipped->replace(skipped);
 
   // Memory total (MiB) of every visible run.
-  const QList<QPointF> mem = decimateMinMax(
-      n, [&](std::int64_t i) { return QPointF(static_cast<double>(at(i).step), at(i).mem.total() / kMiB); }, 0, x1,
-      std::max(m_widths[Memory], 50));
-  s.memTotal->replace(mem);
-  s.memMax = r.peakMemory / kMiB;
+  grid(s.dMem, std::max(m_widths[Memory], 50));
+  s.dMem.feed(n, [&](std::int64_t i) { return QPointF(stepX(i), static_cast<double>(at(i).mem.total()) / kMiB); });
+  s.memTotal->replace(s.dMem.points());
+  s.memMax = static_cast<double>(r.peakMemory) / kMiB;
 
   // Accuracy in percent: validation, and the (noisy) train batch accuracy.
   QList<QPointF> valAcc;
   for (const engine::EvalMetrics& e : r.evals)
     if (e.val_accuracy >= 0) valAcc.append(QPointF(static_cast<double>(e.step), 100.0 * e.val_accuracy));
   s.valAcc->replace(valAcc);
-  s.trainAcc->replace(decimateMinMax(
-      n,
-      [&](std::int64_t i) {
-        const double a = at(i).train_accuracy;
-        return QPointF(static_cast<double>(at(i).step), a >= 0 ? 100.0 * a : std::nan(""));
-      },
-      0, x1, std::max(m_widths[Accuracy], 50)));
+  s.valAcc->setPointsVisible(valAcc.size() * 12 < std::max(m_widths[Accuracy], 50));
+  grid(s.dTrainAcc, std::max(m_widths[Accuracy], 50));
+  s.dTrainAcc.feed(n, [&](std::int64_t i) {
+    const double a = at(i).train_accuracy;
+    return QPointF(stepX(i), a >= 0 ? 100.0 * a : std::nan(""));
+  });
+  s.trainAcc->replace(s.dTrainAcc.points());
 }
 
 void ChartArea::updateMemoryStack(const RunData* run, double x1, bool force) {
   const int id = run ? run->id : -1;
   if (!force && id == m_memoryRun && (!run || run->revision == m_memoryRevision)) return;
+  const int columns = std::max(m_widths[Memory], 50);
+  if (id != m_memoryRun || !m_memPeaks.sameGrid(0, x1, columns))
+    m_memPeaks.reset(0, x1, columns, ColumnPicker::MaxScore);
   m_memoryRun = id;
   m_memoryRevision = run ? run->revision : 0;
   QVector<QList<QPointF>> bands(kCategoryCount);
   if (run && !run->steps.empty()) {
     // Per pixel column the step with the largest total (the peak), so
     // every band uses the same steps and the stack stays consistent.
-    const int columns = std::max(m_widths[Memory], 50);
-    const double perColumn = columns / x1;
-    long column = -1;
-    const engine::StepMetrics* best = nullptr;
-    auto flush = [&] {
-      if (!best) return;
+    const auto& steps = run->steps;
+    auto at = [&steps](std::int64_t i) -> const engine::StepMetrics& { return steps[static_cast<std::size_t>(i)]; };
+    m_memPeaks.feed(
+        static_cast<std::int64_t>(steps.size()), [&](std::int64_t i) { return static_cast<double>(at(i).step); },
+        [](std::int64_t) { return true; }, [&](std::int64_t i) { return static_cast<double>(at(i).mem.total()); });
+    for (std::int64_t i : m_memPeaks.indices()) {
       double sum = 0;
       for (int c = 0; c < kCategoryCount; ++c) {
-        sum += categoryBytes(best->mem, c) / kMiB;
-        bands[c].append(QPointF(static_cast<double>(best->step), sum));
+        sum += static_cast<double>(categoryBytes(at(i).mem, c)) / kMiB;
+        bands[c].append(QPointF(static_cast<double>(at(i).step), sum));
       }
-      best = nullptr;
-    };
-    for (const engine::StepMetrics& m : run->steps) {
-      const long c = static_cast<long>(static_cast<double>(m.step) * perColumn);
-      if (c != column) {
-        flush();
-        column = c;
-      }
-      if (!best || m.mem.total() > best->mem.total()) best = &m;
     }
-    flush();
     // One step is a single point: give the band a visible width.
     if (bands[0].size() == 1)
       for (auto& b : bands) b.append(QPointF(b[0].x() + x1 / columns * 2, b[0].y()));
@@ -537,8 +662,7 @@ void ChartArea::updateRanges(double x1) {
   const double xTick = niceTickInterval(x1, 5);
   for (int m = 0; m < Gradients; ++m) {
     QValueAxis* x = xAxis(static_cast<Metric>(m));
-    if (x->max() != x1) x->setRange(0, x1);
-    if (x->tickInterval() != xTick) x->setTickInterval(xTick);
+    setAxis(x, 0, x1, xTick);
   }
   double lossHigh = 0, lossMax = 0, scaleMin = 1e9, scaleMax = -1e9, memMax = 0;
   bool anyScale = false, anyNan = false;
@@ -561,8 +685,8 @@ void ChartArea::updateRanges(double x1) {
     const double top = niceCeil(lossMax > 3 * lossHigh ? 1.3 * lossHigh : 1.05 * lossMax);
     QValueAxis* y = yAxis(Loss);
     if (y->max() != top || y->min() != 0) {
-      y->setRange(0, top);
-      y->setTickInterval(niceTickInterval(top, 5));
+      y->setLabelFormat(axisLabelFormat(top));
+      setAxis(y, 0, top, niceTickInterval(top, 5));
     }
     for (const auto& [id, s] : m_series) {
       QList<QPointF> stars;
@@ -571,22 +695,33 @@ void ChartArea::updateRanges(double x1) {
     }
   }
   for (QLegendMarker* mk : chart(Loss)->legend()->markers(m_legendNan)) mk->setVisible(anyNan);
+  // Regression runs (tiny-gradients) have no accuracy: say so instead of
+  // leaving an empty chart.
+  bool anySteps = false, anyAccuracy = false;
+  for (int id = 0; id < m_store->count(); ++id) {
+    const RunData& r = m_store->run(id);
+    if (!r.visible || r.steps.empty()) continue;
+    anySteps = true;
+    anyAccuracy = anyAccuracy || r.steps.back().train_accuracy >= 0;
+  }
+  const bool note = anySteps && !anyAccuracy;
+  m_accuracyNote->setVisible(note);
+  if (note) {
+    const QRectF plot = chart(Accuracy)->plotArea();
+    const QRectF text = m_accuracyNote->boundingRect();
+    m_accuracyNote->setPos(plot.center() - QPointF(text.width() / 2, text.height() / 2));
+  }
   if (anyScale) {
     const double lo = std::floor(scaleMin) - 1, hi = std::ceil(scaleMax) + 1;
     QValueAxis* y = yAxis(LossScale);
-    if (y->min() != lo || y->max() != hi) {
-      y->setRange(lo, hi);
-      y->setTickAnchor(0);
-      y->setTickInterval(std::max(1.0, std::ceil(niceTickInterval(hi - lo, 6))));
-    }
+    setAxis(y, lo, hi, powerOfTwoTickInterval(hi - lo, 6));
   }
   if (memMax > 0) {
     const double top = niceCeil(memMax * 1.1);
     QValueAxis* y = yAxis(Memory);
     if (y->max() != top) {
-      y->setRange(0, top);
-      y->setTickInterval(niceTickInterval(top, 5));
       y->setLabelFormat(top >= 10 ? QStringLiteral("%.0f") : QStringLiteral("%.1f"));
+      setAxis(y, 0, top, niceTickInterval(top, 5));
     }
   }
 }

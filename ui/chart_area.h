@@ -5,15 +5,19 @@
 #pragma once
 
 #include <QString>
+#include <QTimer>
 #include <QVector>
 #include <QWidget>
 
 #include <cstdint>
 #include <map>
 
+#include "decimate.h"
+
 class GradientPanel;
 class LiveChartView;
 class QAreaSeries;
+class QGraphicsSimpleTextItem;
 class QChart;
 class QChartView;
 class QLineSeries;
@@ -22,6 +26,15 @@ class QValueAxis;
 class QXYSeries;
 class RunStore;
 struct RunData;
+
+// A printf format for value-axis labels whose range is [0, top].
+QString axisLabelFormat(double top);
+
+// Sets a dynamic-tick axis to [lo, hi] with ticks every `interval`, in the
+// order that never has many ticks in between (every setter lays the chart
+// out: a range grown before its interval meant hundreds of labels for a
+// moment — measured at 40 ms). No-op when nothing changes.
+void setAxis(QValueAxis* axis, double lo, double hi, double interval);
 
 // GUI thread only. Keeps no history: refresh() reads the RunStore and
 // gives each changed series one replace() with its points decimated to the
@@ -59,9 +72,12 @@ class ChartArea : public QWidget {
   // The stacked memory area of category c (0 weights .. 5 workspace).
   QAreaSeries* memoryArea(int category) const;
 
-  // Whether dense series use OpenGL here (xcb/wayland, and not disabled by
-  // PL_CHARTS_OPENGL=0).
+  // Whether dense series use OpenGL here: on xcb/wayland with a hardware
+  // OpenGL driver. PL_CHARTS_OPENGL=0 turns it off, =1 forces it on
+  // (xcb/wayland only). Decided once per process.
   static bool openGlWanted();
+  // The OpenGL driver's GL_RENDERER ("" when no context can be made).
+  static QString openGlRenderer();
 
   // True once any loss point is on a chart since the last reset.
   bool hasPoints() const { return m_hadPoints; }
@@ -87,10 +103,14 @@ class ChartArea : public QWidget {
   QVector<QLineSeries*> m_memUpper;
   QVector<QAreaSeries*> m_memAreas;
   QScatterSeries* m_legendNan = nullptr;
+  QGraphicsSimpleTextItem* m_accuracyNote = nullptr;
   int m_focus = -1;
+  ColumnPicker m_memPeaks;  // the focus run's peak step per memory-chart column
   int m_memoryRun = -1;
   std::uint64_t m_memoryRevision = 0;
   double m_x1 = -1.0;
   QVector<int> m_widths;
+  QVector<int> m_pending;  // runs whose series are still to be made
+  QTimer m_prepare;
   bool m_hadPoints = false;
 };

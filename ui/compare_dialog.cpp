@@ -45,7 +45,8 @@ CompareDialog::CompareDialog(const QStringList& checked, int seed, QWidget* pare
     item->setCheckState(checked.contains(r) ? Qt::Checked : Qt::Unchecked);
   }
   m_list->setMinimumWidth(m_list->sizeHintForColumn(0) + 40);
-  m_list->setMinimumHeight(m_list->sizeHintForRow(0) * (m_list->count() + 1));
+  // As tall as its rows: the presets are few.
+  m_list->setFixedHeight(m_list->sizeHintForRow(0) * m_list->count() + 2 * m_list->frameWidth() + 6);
   m_note = new QLabel(this);
   m_note->setForegroundRole(QPalette::PlaceholderText);
   m_buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
@@ -55,7 +56,7 @@ CompareDialog::CompareDialog(const QStringList& checked, int seed, QWidget* pare
   connect(m_list, &QListWidget::itemChanged, this, &CompareDialog::updateOk);
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(intro);
-  layout->addWidget(m_list, 1);
+  layout->addWidget(m_list);
   layout->addWidget(m_note);
   layout->addWidget(m_buttons);
   updateOk();
@@ -78,5 +79,5 @@ void CompareDialog::updateOk() {
   const int n = static_cast<int>(recipes().size());
   m_buttons->button(QDialogButtonBox::Ok)->setEnabled(n >= 1);
   m_note->setText(n == 0 ? tr("Tick at least one recipe.")
-                         : tr("%n run(s), stepped round-robin in one trainer.", nullptr, n));
+                         : n == 1 ? tr("1 run.") : tr("%1 runs, stepped round-robin in one trainer.").arg(n));
 }

@@ -8,7 +8,6 @@
 #include <QLabel>
 #include <QLineSeries>
 #include <QLocale>
-#include <QSplitter>
 #include <QTableWidget>
 #include <QValueAxis>
 #include <QVBoxLayout>
@@ -16,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "chart_area.h"
 #include "decimate.h"
 #include "live_chart_view.h"
 #include "run_store.h"
@@ -26,7 +26,7 @@ const QColor kFlagRed(0xF4, 0xC7, 0xC3);
 
 QTableWidgetItem* cell(const QString& text, Qt::Alignment align = Qt::AlignRight | Qt::AlignVCenter) {
   auto* item = new QTableWidgetItem(text);
-  item->setTextAlignment(static_cast<int>(align));
+  item->setTextAlignment(align);
   item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
   return item;
 }
@@ -68,18 +68,16 @@ CompareView::CompareView(RunStore* store, QWidget* parent) : QWidget(parent), m_
   m_table->setWordWrap(false);
   m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   m_table->horizontalHeader()->setSectionResizeMode(Run, QHeaderView::Stretch);
-  m_table->setMinimumHeight(120);
 
-  auto* split = new QSplitter(Qt::Vertical, this);
-  split->addWidget(m_grid);
-  split->addWidget(m_table);
-  split->setStretchFactor(0, 3);
-  split->setStretchFactor(1, 1);
-  split->setChildrenCollapsible(false);
+  // The charts take the room; the table is as tall as its rows.
+  m_table->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
+  m_table->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  m_table->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addWidget(m_header);
-  layout->addWidget(split, 1);
+  layout->addWidget(m_grid, 1);
+  layout->addWidget(m_table);
 }
 
 QLineSeries* CompareView::smallLoss(int runId) const {
@@ -213,14 +211,13 @@ void CompareView::refresh() {
       high = std::max(high, std::min(ys.back(), 3.0 * ys[ys.size() / 2]));
     }
   }
-  const double top = niceCeil(std::max(high * 1.05, 0.1));
+  const double top = niceCeil(high > 0 ? high * 1.05 : 1.0);
   for (LiveChartView* v : m_charts) {
     auto* x = qobject_cast<QValueAxis*>(v->chart()->axes(Qt::Horizontal).first());
     auto* y = qobject_cast<QValueAxis*>(v->chart()->axes(Qt::Vertical).first());
-    x->setRange(0, x1);
-    x->setTickInterval(niceTickInterval(x1, 4));
-    y->setRange(0, top);
-    y->setTickInterval(niceTickInterval(top, 4));
+    if (y->max() != top) y->setLabelFormat(axisLabelFormat(top));
+    setAxis(x, 0, x1, niceTickInterval(x1, 4));
+    setAxis(y, 0, top, niceTickInterval(top, 4));
   }
   updateTable();
 }

@@ -60,7 +60,7 @@ ExportDialog::ExportDialog(const RunStore& store, const QString& dir, QWidget* p
   connect(m_runs, &QListWidget::itemChanged, this, &ExportDialog::updateOk);
 
   auto* what = new QGroupBox(tr("Write"), this);
-  m_csv = new QCheckBox(tr("CSV: steps.csv, evals.csv, events.csv, summary.csv, config.json"), what);
+  m_csv = new QCheckBox(tr("CSV: steps, evals, events, grads, summary (.csv) and config.json"), what);
   m_csv->setObjectName(QStringLiteral("exportCsvCheck"));
   m_png = new QCheckBox(tr("Each chart as PNG"), what);
   m_png->setObjectName(QStringLiteral("exportPngCheck"));

@@ -1,6 +1,6 @@
 // ExportDialog: where to export, which runs, and what — the CSV files of
-// DESIGN.md (steps, evals, events, summary, config.json) and every chart
-// as PNG and SVG.
+// DESIGN.md (steps, evals, events, grads, summary, config.json) and every
+// chart as PNG and SVG.
 #pragma once
 
 #include <QDialog>

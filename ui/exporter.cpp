@@ -24,8 +24,8 @@ QStringList exportRuns(const RunStore& store, const ExportRequest& request) {
     std::vector<engine::RunExport> runs;
     for (int id : request.runs) runs.push_back(store.run(id).toExport());
     engine::export_runs(request.dir.toStdString(), runs);  // throws naming the file
-    for (const char* f : {"steps.csv", "evals.csv", "events.csv", "summary.csv", "config.json"})
-      written << dir.filePath(QString::fromLatin1(f));
+    for (const char* f : {"steps.csv", "evals.csv", "events.csv", "grads.csv", "summary.csv", "config.json"})
+      if (dir.exists(QString::fromLatin1(f))) written << dir.filePath(QString::fromLatin1(f));
   }
   QSet<QString> stems;
   for (QChartView* view : request.charts) {

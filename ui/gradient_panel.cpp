@@ -28,8 +28,9 @@ namespace {
 constexpr double kAxisFloor = -70.0;  // FP32's 2^-149 would squash the histogram
 constexpr double kAxisCeil = 45.0;
 
-QString pow2(double e) {
-  return QStringLiteral("2^%1").arg(QString::number(e, 'g', 4));
+// Rich text (legend entries and labels are HTML): 2 with a superscript.
+QString pow2Html(double e) {
+  return QStringLiteral("2<sup>%1</sup>").arg(QString::number(e, 'g', 4));
 }
 
 QString percent(double f) {
@@ -80,7 +81,7 @@ GradientPanel::GradientPanel(RunStore* store, QWidget* parent) : QWidget(parent)
   chart->setMargins(QMargins(4, 2, 4, 2));
   chart->layout()->setContentsMargins(0, 0, 0, 0);
   chart->setBackgroundRoundness(0);
-  chart->legend()->setAlignment(Qt::AlignRight);
+  chart->legend()->setAlignment(Qt::AlignBottom);
   QFont legendFont = chart->legend()->font();
   legendFont.setPointSizeF(titleFont.pointSizeF() * 0.8);
   chart->legend()->setFont(legendFont);
@@ -147,7 +148,10 @@ GradientPanel::GradientPanel(RunStore* store, QWidget* parent) : QWidget(parent)
 
   m_layer = new QComboBox(this);
   m_layer->setObjectName(QStringLiteral("gradientLayerCombo"));
-  m_layer->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  // Fixed sizes: a combo or label that resizes with its text re-lays out
+  // the whole chart grid (measured: 50 ms in the first live frame).
+  m_layer->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  m_layer->setMinimumContentsLength(18);
   m_layer->setPlaceholderText(tr("no statistics yet"));
   m_layer->setToolTip(tr("The layer whose weight-gradient histogram is drawn"));
   connect(m_layer, &QComboBox::textActivated, this, [this](const QString& text) {
@@ -160,6 +164,8 @@ GradientPanel::GradientPanel(RunStore* store, QWidget* parent) : QWidget(parent)
   m_fractions->setWordWrap(true);
   m_fractions->setTextFormat(Qt::RichText);
   m_fractions->setText(tr("Gradient statistics arrive at step 1 and every 100 steps."));
+  m_fractions->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+  m_fractions->setFixedHeight(2 * m_fractions->fontMetrics().lineSpacing() + 4);
 
   auto* header = new QHBoxLayout;
   header->setContentsMargins(4, 0, 4, 0);
@@ -171,6 +177,10 @@ GradientPanel::GradientPanel(RunStore* store, QWidget* parent) : QWidget(parent)
   layout->setSpacing(2);
   layout->addWidget(m_view, 1);
   layout->addLayout(header);
+}
+
+GradientPanel::~GradientPanel() {
+  for (auto& [id, h] : m_hists) delete h;  // the series belong to the chart
 }
 
 QChart* GradientPanel::chart() const { return m_view->chart(); }
@@ -186,6 +196,29 @@ void GradientPanel::setLayer(const QString& layer) {
 QLineSeries* GradientPanel::histogram(int runId) const {
   const auto it = m_hists.find(runId);
   return it == m_hists.end() ? nullptr : it->second->unscaled;
+}
+
+void GradientPanel::prepareRun(const RunData& run) { histFor(run); }
+
+GradientPanel::RunHist& GradientPanel::histFor(const RunData& r) {
+  auto it = m_hists.find(r.id);
+  if (it != m_hists.end()) return *it->second;
+  QChart* c = chart();
+  auto* h = new RunHist;
+  auto add = [&](Qt::PenStyle style, double width) {
+    auto* s = new QLineSeries(this);
+    s->setName(r.name);
+    s->setPen(QPen(r.colour, width, style));
+    s->setVisible(false);
+    c->addSeries(s);
+    for (QAbstractAxis* a : c->axes()) s->attachAxis(a);
+    for (QLegendMarker* m : c->legend()->markers(s)) m->setVisible(false);
+    return s;
+  };
+  h->unscaled = add(Qt::SolidLine, 2.0);
+  h->scaled = add(Qt::DashLine, 1.4);
+  m_hists.emplace(r.id, h);
+  return *h;
 }
 
 void GradientPanel::rebuildLayerList(const RunData* focus) {
@@ -231,7 +264,7 @@ void GradientPanel::refresh(int focusRun) {
   for (int id = 0; id < m_store->count(); ++id) {
     const RunData& r = m_store->run(id);
     const engine::GradStats* g = r.visible && !layer.empty() ? r.latestGrad(layer) : nullptr;
-    auto it = m_hists.find(id);
+    const auto it = m_hists.find(id);
     if (!g) {
       if (it != m_hists.end()) {
         it->second->unscaled->setVisible(false);
@@ -239,28 +272,20 @@ void GradientPanel::refresh(int focusRun) {
       }
       continue;
     }
-    if (it == m_hists.end()) {
-      auto* h = new RunHist;
-      auto add = [&](Qt::PenStyle style, double width) {
-        auto* s = new QLineSeries(this);
-        s->setName(r.name);
-        s->setPen(QPen(r.colour, width, style));
-        c->addSeries(s);
-        for (QAbstractAxis* a : c->axes()) s->attachAxis(a);
-        for (QLegendMarker* m : c->legend()->markers(s)) m->setVisible(false);
-        return s;
-      };
-      h->unscaled = add(Qt::SolidLine, 2.0);
-      h->scaled = add(Qt::DashLine, 1.4);
-      it = m_hists.emplace(id, h).first;
+    RunHist& h = histFor(r);
+    if (!h.unscaled->isVisible()) {
+      h.unscaled->setVisible(true);
+      // A series shown again gets its legend marker back: keep it out.
+      for (QLegendMarker* m : c->legend()->markers(h.unscaled)) m->setVisible(false);
     }
-    RunHist& h = *it->second;
-    h.unscaled->setVisible(true);
     h.unscaled->replace(outline(*g, 0.0, yMax, xLo, xHi));
     // The same values as the GEMMs saw them: multiplied by the loss scale,
     // i.e. shifted right by log2(scale) bins.
     const double shift = std::log2(r.lossScaleAt(g->step));
-    h.scaled->setVisible(shift != 0.0);
+    if (h.scaled->isVisible() != (shift != 0.0)) {
+      h.scaled->setVisible(shift != 0.0);
+      for (QLegendMarker* m : c->legend()->markers(h.scaled)) m->setVisible(false);
+    }
     h.scaled->replace(shift != 0.0 ? outline(*g, shift, yMax, xLo, xHi) : QList<QPointF>{});
   }
 
@@ -281,21 +306,24 @@ void GradientPanel::refresh(int focusRun) {
       m_range.maxFinite = std::log2(info.max);
     }
     const double scale = focus ? focus->lossScaleAt(fg->step) : 1.0;
-    text = tr("<b>%1</b> · grads %2 · step %3 · scale %4<br>"
-              "flush to zero <b>%5</b> unscaled → <b>%6</b> scaled · subnormal %7 → %8 · "
-              "overflow <b>%9</b> → <b>%10</b> · exact zeros %11")
-               .arg(QString::fromStdString(fg->layer).toHtmlEscaped(), m_range.format.isEmpty()
-                                                                         ? QString::fromStdString(fg->format)
-                                                                         : m_range.format)
-               .arg(QLocale().toString(static_cast<qint64>(fg->step)))
-               .arg(pow2(std::log2(scale)))
-               .arg(percent(fg->underflow_unscaled), percent(fg->underflow_scaled), percent(fg->subnormal_unscaled),
-                    percent(fg->subnormal_scaled), percent(fg->overflow_unscaled), percent(fg->overflow_scaled))
-               .arg(percent(fg->total > 0 ? static_cast<double>(fg->zeros) / static_cast<double>(fg->total) : 0.0));
+    const QString format = m_range.format.isEmpty() ? QString::fromStdString(fg->format) : m_range.format;
+    const double zeros = fg->total > 0 ? static_cast<double>(fg->zeros) / static_cast<double>(fg->total) : 0.0;
+    QStringList parts;
+    parts << tr("<b>%1</b> · grads in %2 · step %3 · loss scale %4")
+                 .arg(QString::fromStdString(fg->layer).toHtmlEscaped(), format,
+                      QLocale().toString(static_cast<qint64>(fg->step)), pow2Html(std::log2(scale)));
+    parts << tr("flush to zero <b>%1</b> → <b>%2</b> scaled").arg(percent(fg->underflow_unscaled),
+                                                                    percent(fg->underflow_scaled));
+    parts << tr("subnormal %1 → %2").arg(percent(fg->subnormal_unscaled), percent(fg->subnormal_scaled));
+    parts << tr("overflow <b>%1</b> → <b>%2</b>").arg(percent(fg->overflow_unscaled), percent(fg->overflow_scaled));
+    parts << tr("exact zeros %1").arg(percent(zeros));
+    text = parts.join(QStringLiteral(" · "));
   } else {
-    text = tr("Gradient statistics arrive at step 1 and every %1 steps.").arg(100);
+    const std::int64_t every = focus ? focus->config.stats_every : engine::RunConfig{}.stats_every;
+    text = every > 0 ? tr("Gradient statistics arrive at step 1 and every %1 steps.").arg(every)
+                     : tr("Gradient statistics are off for this run (stats_every 0).");
   }
-  m_fractions->setText(text);
+  if (m_fractions->text() != text) m_fractions->setText(text);
 
   // Axis: the histograms and the format's boundaries, within reason.
   if (!m_range.format.isEmpty())
@@ -306,10 +334,9 @@ void GradientPanel::refresh(int focusRun) {
   const double yTop = niceCeil(std::max(1.0, yMax * 1.1));
   auto* xa = qobject_cast<QValueAxis*>(c->axes(Qt::Horizontal).first());
   auto* ya = qobject_cast<QValueAxis*>(c->axes(Qt::Vertical).first());
-  xa->setRange(x0, x1);
-  xa->setTickInterval(std::max(1.0, niceTickInterval(x1 - x0, 8)));
-  ya->setRange(0, yTop);
-  ya->setTickInterval(niceTickInterval(yTop, 5));
+  // Only real changes: each one re-lays out the chart.
+  setAxis(xa, x0, x1, powerOfTwoTickInterval(x1 - x0, 10));
+  setAxis(ya, 0, yTop, niceTickInterval(yTop, 5));
   updateZones(x0, x1, yTop);
 }
 
@@ -326,7 +353,10 @@ void GradientPanel::updateZones(double x0, double x1, double yTop) {
       l->replace(QList<QPointF>{});
   };
   if (m_range.format.isEmpty()) {
-    for (QAreaSeries* a : {m_zoneUnder, m_zoneSub, m_zoneOver}) a->upperSeries()->replace(QList<QPointF>{});
+    for (QAreaSeries* a : {m_zoneUnder, m_zoneSub, m_zoneOver}) {
+      a->upperSeries()->replace(QList<QPointF>{});
+      for (QLegendMarker* m : chart()->legend()->markers(a)) m->setVisible(false);
+    }
     for (QLineSeries* l : {m_lineSub, m_lineNormal, m_lineMax}) l->replace(QList<QPointF>{});
     return;
   }
@@ -339,10 +369,22 @@ void GradientPanel::updateZones(double x0, double x1, double yTop) {
   vline(m_lineNormal, m_range.minNormal);
   vline(m_lineMax, m_range.maxFinite);
   const QLocale locale;
-  m_zoneUnder->setName(tr("%1 flushes to 0 (< %2)").arg(m_range.format, pow2(m_range.minSubnormal)));
-  m_zoneSub->setName(tr("subnormal (< %1)").arg(pow2(m_range.minNormal)));
-  m_zoneOver->setName(
-      tr("overflows (> %1)").arg(locale.toString(std::exp2(m_range.maxFinite), 'g', 5)));
+  // Legend entries are rich text: '<' would open a tag. Renamed only on a
+  // change of format (a rename re-lays out the legend and the chart).
+  auto rename = [](QAreaSeries* a, const QString& name) {
+    if (a->name() != name) a->setName(name);
+  };
+  rename(m_zoneUnder, tr("%1: flushes to 0 below %2").arg(m_range.format, pow2Html(m_range.minSubnormal)));
+  rename(m_zoneSub, tr("subnormal below %1").arg(pow2Html(m_range.minNormal)));
+  rename(m_zoneOver, tr("overflows above %1").arg(locale.toString(std::exp2(m_range.maxFinite), 'g', 5)));
+  // Zones off the axis (FP32's range) get no legend entry.
+  auto legend = [this](QAreaSeries* a, bool shown) {
+    for (QLegendMarker* m : chart()->legend()->markers(a))
+      if (m->isVisible() != shown) m->setVisible(shown);
+  };
+  legend(m_zoneUnder, m_range.minSubnormal > x0);
+  legend(m_zoneSub, m_range.minNormal > x0 && m_range.minSubnormal < x1);
+  legend(m_zoneOver, m_range.maxFinite < x1);
 }
 
 QString GradientPanel::hoverText(const QPointF& value) const {
@@ -350,7 +392,7 @@ QString GradientPanel::hoverText(const QPointF& value) const {
   if (layer.empty()) return {};
   const int bin = static_cast<int>(std::floor(value.x()));
   QStringList lines;
-  lines << tr("|g| in [2^%1, 2^%2)").arg(bin).arg(bin + 1);
+  lines << tr("|g| in [%1, %2)").arg(pow2Html(bin), pow2Html(bin + 1));
   for (int id = 0; id < m_store->count(); ++id) {
     const RunData& r = m_store->run(id);
     const engine::GradStats* g = r.visible ? r.latestGrad(layer) : nullptr;

@@ -32,6 +32,7 @@ class GradientPanel : public QWidget {
 
  public:
   explicit GradientPanel(RunStore* store, QWidget* parent = nullptr);
+  ~GradientPanel() override;
 
   LiveChartView* view() const { return m_view; }
   QChart* chart() const;
@@ -47,6 +48,8 @@ class GradientPanel : public QWidget {
   // format whose range is drawn. Cheap when nothing changed.
   void refresh(int focusRun);
 
+  // Makes the run's series ahead of its first statistics.
+  void prepareRun(const RunData& run);
   // The histogram series (unscaled) of a run, or null.
   QLineSeries* histogram(int runId) const;
   // The range lines drawn for the focus layer's format, in log2 units:
@@ -60,6 +63,7 @@ class GradientPanel : public QWidget {
  private:
   struct RunHist;
   void rebuildLayerList(const RunData* focus);
+  RunHist& histFor(const RunData& run);
   void updateZones(double x0, double x1, double yTop);
   QString hoverText(const QPointF& value) const;
 

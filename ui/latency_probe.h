@@ -28,6 +28,18 @@ class LatencyProbe : public QObject {
     double p99Ms = 0.0;
     double p50Ms = 0.0;
     double meanMs = 0.0;
+    // The worst ticks, worst first: when (ms since start()), how late, and
+    // how much CPU the UI thread used in that interval (little CPU in a
+    // late interval: the thread was waiting for a core, not blocked by
+    // its own work).
+    struct Tick {
+      double atMs, lateMs, cpuMs;
+    };
+    std::vector<Tick> worst;
+    // Worst lateness counting only the UI thread's own CPU time in the
+    // interval (what the UI's code cost), max and p99.
+    double maxBusyMs = 0.0;
+    double p99BusyMs = 0.0;
   };
   Stats stats() const;
   // "ticks 1234, lateness max 12.3 ms, p99 4.5 ms, median 0.1 ms, mean 0.3 ms"
@@ -40,4 +52,7 @@ class LatencyProbe : public QObject {
   QElapsedTimer m_clock;
   qint64 m_lastNs = 0;
   std::vector<double> m_lateMs;
+  std::vector<double> m_atMs;
+  std::vector<double> m_cpuMs;
+  double m_lastCpuMs = 0.0;
 };

@@ -13,7 +13,7 @@
 
 LiveChartView::LiveChartView(QChart* chart, QWidget* parent) : QChartView(chart, parent) {
   setMouseTracking(true);
-  setRenderHint(QPainter::Antialiasing);
+  setRenderHint(QPainter::Antialiasing, qEnvironmentVariable("PL_CHARTS_ANTIALIAS") != QLatin1String("0"));
 }
 
 QString LiveChartView::showValueAt(const QPointF& value) {
@@ -51,7 +51,7 @@ void LiveChartView::contextMenuEvent(QContextMenuEvent* event) {
   QMenu menu(this);
   const QString stem = chartFileStem(chart()->title());
   QAction* png = menu.addAction(tr("Save chart as PNG…"));
-  QAction* svg = menu.addAction(tr("Save chart as SVG…"));
+  menu.addAction(tr("Save chart as SVG…"));
   QAction* chosen = menu.exec(event->globalPos());
   if (!chosen) return;
   const bool asPng = chosen == png;
@@ -62,5 +62,5 @@ void LiveChartView::contextMenuEvent(QContextMenuEvent* event) {
   QString error;
   const bool ok = asPng ? saveChartPng(this, file, &error) : saveChartSvg(this, file, &error);
   if (!ok) QMessageBox::warning(this, tr("Save chart"), error);
-  (void)svg;
 }
+

@@ -1,10 +1,15 @@
-// MainWindow: assembles the widgets; each area lives in its own file.
+// MainWindow: assembles the widgets (each area lives in its own file) and
+// routes the toolbar, the precision table and the engine's records.
 #include "main_window.h"
 
 #include <QAction>
 #include <QApplication>
+#include <QChartView>
+#include <QCloseEvent>
+#include <QDir>
 #include <QDockWidget>
 #include <QGroupBox>
+#include <QItemSelectionModel>
 #include <QLabel>
 #include <QLocale>
 #include <QMenuBar>
@@ -12,17 +17,34 @@
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSplitter>
+#include <QStandardPaths>
 #include <QStatusBar>
 #include <QStyle>
+#include <QTabWidget>
 #include <QToolBar>
 #include <QVBoxLayout>
 
 #include <cmath>
+#include <exception>
+
+#include "amp/recipe.h"
+#include "numeric/format.h"
 
 #include "chart_area.h"
+#include "compare_dialog.h"
+#include "compare_view.h"
+#include "dataset_cache.h"
+#include "export_dialog.h"
+#include "exporter.h"
+#include "gradient_panel.h"
+#include "layer_rows.h"
+#include "live_chart_view.h"
 #include "precision_table.h"
+#include "precision_table_model.h"
+#include "run_store.h"
 #include "runs_list.h"
 #include "setup_panel.h"
+#include "training_controller.h"
 
 // Q_INIT_RESOURCE must run outside any namespace; the qrc is compiled into
 // the static `ui` library, whose initialiser the linker would otherwise drop.
@@ -38,6 +60,13 @@ QGroupBox* framed(const QString& title, QWidget* content) {
   return box;
 }
 
+QString stateText(const RunData& r) {
+  if (r.state == engine::RunState::Running && r.totalSteps > 0 && !r.steps.empty())
+    return QObject::tr("running %1%").arg(static_cast<int>(100.0 * static_cast<double>(r.steps.back().step) /
+                                                           static_cast<double>(r.totalSteps)));
+  return QString::fromLatin1(engine::run_state_name(r.state));
+}
+
 }  // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
@@ -45,6 +74,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setObjectName(QStringLiteral("mainWindow"));
   setWindowTitle(tr("Precision Lab"));
   setWindowIcon(QIcon(QStringLiteral(":/icons/precision-lab.svg")));
+  m_compareRecipes = CompareDialog::defaultRecipes();
+  m_exportDir = QDir(QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation))
+                    .filePath(QStringLiteral("precision-lab-export"));
+
+  m_store = new RunStore(this);
+  m_controller = new TrainingController(m_store, this);
+  m_datasets = new DatasetCache(this);
 
   // Left dock: the experiment's settings, scrollable on short screens.
   m_setup = new SetupPanel;
@@ -61,19 +97,26 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   dock->setAllowedAreas(Qt::LeftDockWidgetArea | Qt::RightDockWidgetArea);
   addDockWidget(Qt::LeftDockWidgetArea, dock);
 
-  // Centre: charts above; the precision table and the runs list below.
-  m_charts = new ChartArea;
+  // Centre: Live / Compare tabs above; the precision table and runs below.
+  m_charts = new ChartArea(m_store);
+  m_compare = new CompareView(m_store);
+  m_tabs = new QTabWidget;
+  m_tabs->setObjectName(QStringLiteral("centreTabs"));
+  m_tabs->setDocumentMode(true);
+  m_tabs->addTab(m_charts, tr("Live"));
+  m_tabs->addTab(m_compare, tr("Compare"));
   m_precision = new PrecisionTable;
   m_runs = new RunsList;
   auto* bottom = new QSplitter(Qt::Horizontal);
-  bottom->addWidget(framed(tr("Per-layer precision"), m_precision));
-  bottom->addWidget(framed(tr("Runs"), m_runs));
+  bottom->addWidget(framed(tr("Per-layer precision (double-click a format to change it, also during a run)"),
+                           m_precision));
+  bottom->addWidget(framed(tr("Runs (tick to overlay)"), m_runs));
   bottom->setStretchFactor(0, 3);
   bottom->setStretchFactor(1, 2);
   bottom->setChildrenCollapsible(false);
   auto* centre = new QSplitter(Qt::Vertical);
   centre->setObjectName(QStringLiteral("centreSplitter"));
-  centre->addWidget(m_charts);
+  centre->addWidget(m_tabs);
   centre->addWidget(bottom);
   centre->setStretchFactor(0, 3);
   centre->setStretchFactor(1, 1);
@@ -83,7 +126,59 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   createActions();
   createMenus();
   createStatusBar();
+
+  // Engine -> store -> widgets, once per frame.
+  connect(m_controller, &TrainingController::framed, this, &MainWindow::onFrame);
+  connect(m_controller, &TrainingController::finished, this, &MainWindow::onTrainingFinished);
+  connect(m_controller, &TrainingController::pausedChanged, this, [this] { updateActions(); });
+  connect(m_store, &RunStore::runAdded, this, [this](int id) {
+    const RunData& r = m_store->run(id);
+    m_runs->addRun(r.name, r.recipe, r.colour, QString::fromLatin1(engine::run_state_name(r.state)));
+    m_eventsSeen.resize(m_store->count());
+    updateActions();
+  });
+  connect(m_store, &RunStore::runChanged, this, &MainWindow::onRunChanged);
+  connect(m_runs, &RunsList::runCheckedChanged, this, [this](int row, bool checked) {
+    m_store->setVisible(row, checked);
+    m_charts->refresh();
+    m_compare->refresh();
+  });
+  connect(m_runs, &RunsList::currentRunChanged, this, [this](int row) {
+    m_charts->setFocusRun(row);
+    updateStatusMetrics();
+    // During training the table shows (and edits) the selected live run.
+    if (row >= 0 && m_controller->active() && m_controller->isCurrent(row)) showRunInTable(row);
+  });
+  connect(m_charts, &ChartArea::pointsAppeared, this, [this] {
+    if (m_firstPointMs >= 0 || !m_startClock.isValid()) return;
+    m_firstPointMs = m_startClock.elapsed();
+    emit firstPointShown(m_firstPointMs);
+  });
+  connect(m_tabs, &QTabWidget::currentChanged, this, [this] {
+    if (m_tabs->currentWidget() == m_compare) m_compare->refresh();
+  });
+
+  // Setup -> precision table (for the next run); table edits -> engine.
+  connect(m_setup, &SetupPanel::settingsChanged, this, [this] {
+    m_datasets->request(m_setup->settings().dataset);
+    if (!m_controller->active()) rebuildPrecisionTable();
+  });
+  m_datasets->request(m_setup->settings().dataset);
+  connect(m_precision->precisionModel(), &PrecisionTableModel::precisionEdited, this,
+          [this](int row, const engine::LayerPrecision&) { onPrecisionEdited(row); });
+  connect(m_precision->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          [this](const QModelIndex& current) {
+            if (!current.isValid()) return;
+            const PrecisionTableRow& row = m_precision->precisionModel()->rows()[current.row()];
+            if (row.parameters > 0) m_charts->gradientPanel()->setLayer(row.layer);
+          });
+  rebuildPrecisionTable();
   updateActions();
+}
+
+MainWindow::~MainWindow() {
+  // Join the engine thread while the store still exists.
+  m_controller->shutdown();
 }
 
 void MainWindow::createActions() {
@@ -102,14 +197,20 @@ void MainWindow::createActions() {
   m_pause = make(QStringLiteral("actionPause"), s->standardIcon(QStyle::SP_MediaPause), tr("Pause"),
                  QKeySequence(Qt::Key_F6), tr("Pause or resume at the next step boundary"));
   m_step = make(QStringLiteral("actionStep"), s->standardIcon(QStyle::SP_MediaSkipForward), tr("Step"),
-                QKeySequence(Qt::Key_F10), tr("Run one training step"));
+                QKeySequence(Qt::Key_F10), tr("Run one training step (pauses a running run)"));
   m_stop = make(QStringLiteral("actionStop"), s->standardIcon(QStyle::SP_MediaStop), tr("Stop"),
                 QKeySequence(Qt::SHIFT | Qt::Key_F5), tr("Stop the run at the next step boundary"));
-  m_compare = make(QStringLiteral("actionCompare"), s->standardIcon(QStyle::SP_FileDialogDetailedView),
-                   tr("Compare"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C),
-                   tr("Run fp32, fp16 and mixed side by side on the same data and weights"));
+  m_compareAction = make(QStringLiteral("actionCompare"), s->standardIcon(QStyle::SP_FileDialogDetailedView),
+                         tr("Compare"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C),
+                         tr("Run fp32, fp16 and mixed side by side on the same data and weights"));
   m_export = make(QStringLiteral("actionExport"), s->standardIcon(QStyle::SP_DialogSaveButton), tr("Export"),
-                  QKeySequence(Qt::CTRL | Qt::Key_E), tr("Export the runs as CSV"));
+                  QKeySequence(Qt::CTRL | Qt::Key_E), tr("Export runs as CSV and charts as PNG/SVG"));
+  connect(m_start, &QAction::triggered, this, [this] { startRun(); });
+  connect(m_pause, &QAction::triggered, this, &MainWindow::togglePause);
+  connect(m_step, &QAction::triggered, this, &MainWindow::stepOnce);
+  connect(m_stop, &QAction::triggered, this, &MainWindow::stopRun);
+  connect(m_compareAction, &QAction::triggered, this, &MainWindow::openCompareDialog);
+  connect(m_export, &QAction::triggered, this, &MainWindow::openExportDialog);
   m_quit = new QAction(tr("Quit"), this);
   m_quit->setShortcut(QKeySequence::Quit);
   connect(m_quit, &QAction::triggered, this, &QWidget::close);
@@ -126,7 +227,7 @@ void MainWindow::createActions() {
   toolbar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
   toolbar->addActions({m_start, m_pause, m_step, m_stop});
   toolbar->addSeparator();
-  toolbar->addActions({m_compare, m_export});
+  toolbar->addActions({m_compareAction, m_export});
 }
 
 void MainWindow::createMenus() {
@@ -137,7 +238,7 @@ void MainWindow::createMenus() {
   QMenu* run = menuBar()->addMenu(tr("&Run"));
   run->addActions({m_start, m_pause, m_step, m_stop});
   run->addSeparator();
-  run->addAction(m_compare);
+  run->addAction(m_compareAction);
   QMenu* view = menuBar()->addMenu(tr("&View"));
   for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
   QMenu* help = menuBar()->addMenu(tr("&Help"));
@@ -155,7 +256,7 @@ void MainWindow::createStatusBar() {
     statusBar()->addPermanentWidget(l);
     return l;
   };
-  m_statusStep = label(QStringLiteral("statusStep"), tr("step 9,999,999"));
+  m_statusStep = label(QStringLiteral("statusStep"), tr("step 9,999,999 / 9,999,999"));
   m_statusRate = label(QStringLiteral("statusRate"), tr("999,999 samples/s"));
   m_statusScale = label(QStringLiteral("statusScale"), tr("loss scale 2^-24"));
   m_statusMemory = label(QStringLiteral("statusMemory"), tr("memory 1023.9 MiB"));
@@ -179,10 +280,384 @@ void MainWindow::setStatusMetrics(qint64 step, double samplesPerSecond, double l
 }
 
 void MainWindow::updateActions() {
-  m_start->setEnabled(m_trainerConnected && !m_running);
-  m_pause->setEnabled(m_running);
-  m_step->setEnabled(m_trainerConnected);
-  m_stop->setEnabled(m_running);
-  m_compare->setEnabled(m_trainerConnected && !m_running);
+  const bool active = m_controller->active();
+  const bool paused = m_controller->paused();
+  m_start->setEnabled(!active);
+  m_pause->setEnabled(active);
+  m_pause->setText(paused ? tr("Resume") : tr("Pause"));
+  m_pause->setIcon(style()->standardIcon(paused ? QStyle::SP_MediaPlay : QStyle::SP_MediaPause));
+  m_step->setEnabled(true);
+  m_stop->setEnabled(active);
+  m_compareAction->setEnabled(!active);
   m_export->setEnabled(m_runs->runCount() > 0);
+}
+
+void MainWindow::showError(const QString& title, const QString& message) {
+  m_lastError = message;
+  statusBar()->showMessage(QStringLiteral("%1: %2").arg(title, message));
+  if (!m_quietErrors) QMessageBox::warning(this, title, message);
+}
+
+void MainWindow::setBaseConfig(const engine::RunConfig& config) {
+  m_baseConfig = config;
+  m_setup->applyConfig(config);
+  rebuildPrecisionTable();
+}
+
+engine::RunConfig MainWindow::nextRunConfig() const {
+  engine::RunConfig c = m_setup->toConfig(m_baseConfig);
+  if (c.recipe == "custom") {
+    // The table is the recipe: every layer's precision, edited or not.
+    c.layers.clear();
+    for (const PrecisionTableRow& row : m_precision->precisionModel()->rows())
+      c.layers[row.layer.toStdString()] = row.precision;
+  }
+  return c;
+}
+
+bool MainWindow::launch(const std::vector<engine::RunConfig>& configs, const QStringList& names, int compareGroup,
+                        bool paused) {
+  // Start to first point counts from here: the click.
+  m_startClock.start();
+  m_firstPointMs = -1;
+  std::vector<TrainingController::RunRequest> requests;
+  for (std::size_t i = 0; i < configs.size(); ++i)
+    requests.push_back({configs[i], names[static_cast<int>(i)],
+                        RunsList::paletteColour(m_store->count() + static_cast<int>(i))});
+  try {
+    // Validate before anything is added: a bad setting never leaves a
+    // half-started comparison behind.
+    for (std::size_t i = 0; i < configs.size(); ++i) {
+      const engine::RunConfig& c = configs[i];
+      engine::validate(c, "settings");
+      // Builds the model ("cnn: needs image samples ...") before any thread
+      // starts; runs of a comparison share model and data: once.
+      if (i == 0 || c.model != configs[0].model || c.dataset != configs[0].dataset || c.widths != configs[0].widths)
+        (void)layerRowsFor(c);
+    }
+    // The data set loaded in the background, if it is ready.
+    if (auto data = m_datasets->get(configs[0].dataset)) m_controller->provideData(configs[0].dataset, data);
+    m_charts->resetFirstPoint();
+    m_controller->start(requests, compareGroup, paused);
+  } catch (const std::exception& e) {
+    showError(compareGroup >= 0 ? tr("Cannot start the comparison") : tr("Cannot start the run"),
+              QString::fromStdString(e.what()));
+    return false;
+  }
+  updateActions();
+  const int focus = liveFocusRun();
+  if (focus >= 0) showRunInTable(focus);
+  return true;
+}
+
+bool MainWindow::startRun() {
+  if (m_controller->active()) return false;
+  const engine::RunConfig c = nextRunConfig();
+  const QString name = tr("run %1").arg(++m_runCounter);
+  if (!launch({c}, {name}, -1, false)) {
+    --m_runCounter;
+    return false;
+  }
+  statusBar()->showMessage(tr("Started %1 (%2)").arg(name, QString::fromStdString(c.recipe)), 4000);
+  return true;
+}
+
+bool MainWindow::startComparison(const QStringList& recipes) {
+  if (m_controller->active() || recipes.isEmpty()) return false;
+  const engine::RunConfig base = nextRunConfig();
+  std::vector<engine::RunConfig> configs;
+  QStringList names;
+  for (const QString& r : recipes) {
+    engine::RunConfig c = base;
+    c.recipe = r.toStdString();
+    // The presets as they are, without the table's overrides: the
+    // comparison is of recipes (same seed, same data, same weights). The
+    // panel's loss-scaler numbers (initial scale, growth, backoff,
+    // interval) apply to the recipes that scale the loss; the others keep
+    // theirs (fp16 stays unscaled).
+    c.layers.clear();
+    c.loss_scale_set = false;
+    if (base.loss_scale_set) {
+      try {
+        const engine::LossScalerConfig own = engine::make_recipe(c.recipe).scaling;
+        if (own.mode != engine::ScalingMode::None) {
+          c.loss_scale = base.loss_scale;
+          if (c.loss_scale.mode == engine::ScalingMode::None) c.loss_scale.mode = own.mode;
+          c.loss_scale_set = true;
+        }
+      } catch (const std::exception&) {
+        // An unknown recipe: validate() below names it.
+      }
+    }
+    c.compare.clear();
+    for (const QString& other : recipes) c.compare.push_back(other.toStdString());
+    configs.push_back(c);
+    names << tr("run %1").arg(m_runCounter + static_cast<int>(names.size()) + 1);
+  }
+  try {
+    for (const engine::RunConfig& c : configs) engine::validate(c, "settings");
+  } catch (const std::exception& e) {
+    showError(tr("Cannot start the comparison"), QString::fromStdString(e.what()));
+    return false;
+  }
+  const int previous = m_store->count();
+  const int realGroup = m_store->newCompareGroup();
+  if (!launch(configs, names, realGroup, false)) return false;
+  m_runCounter += static_cast<int>(names.size());
+  // Older runs step back: the overlay shows the comparison (re-tick to add).
+  for (int id = 0; id < previous; ++id) m_runs->setRunChecked(id, false);
+  m_compare->setGroup(realGroup);
+  statusBar()->showMessage(
+      tr("Comparing %1 on seed %2 — overlaid here; small multiples and the summary on the Compare tab")
+          .arg(recipes.join(QStringLiteral(", ")))
+          .arg(base.seed),
+      8000);
+  return true;
+}
+
+void MainWindow::togglePause() {
+  if (!m_controller->active()) return;
+  if (m_controller->paused())
+    m_controller->resume();
+  else
+    m_controller->pause();
+  updateActions();
+}
+
+void MainWindow::stepOnce() {
+  if (m_controller->active()) {
+    m_controller->stepOnce();
+  } else {
+    // No run yet: build one paused and take its first step.
+    const engine::RunConfig c = nextRunConfig();
+    const QString name = tr("run %1").arg(++m_runCounter);
+    if (!launch({c}, {name}, -1, true)) {
+      --m_runCounter;
+      return;
+    }
+    m_controller->stepOnce();
+  }
+  updateActions();
+}
+
+void MainWindow::stopRun() {
+  if (!m_controller->active()) return;
+  m_controller->stop();
+  statusBar()->showMessage(tr("Stopping at the next step boundary…"));
+}
+
+void MainWindow::openCompareDialog() {
+  if (m_controller->active()) return;
+  CompareDialog dialog(m_compareRecipes, m_setup->settings().seed, this);
+  if (dialog.exec() != QDialog::Accepted) return;
+  m_compareRecipes = dialog.recipes();
+  startComparison(m_compareRecipes);
+}
+
+QList<QChartView*> MainWindow::allCharts() const {
+  QList<QChartView*> charts;
+  for (int m = 0; m < ChartArea::MetricCount; ++m) charts << m_charts->view(static_cast<ChartArea::Metric>(m));
+  for (LiveChartView* v : m_compare->smallCharts()) charts << v;
+  return charts;
+}
+
+void MainWindow::openExportDialog() {
+  ExportDialog dialog(*m_store, m_exportDir, this);
+  if (dialog.exec() != QDialog::Accepted) return;
+  m_exportDir = dialog.directory();
+  ExportRequest request;
+  request.dir = dialog.directory();
+  request.runs = dialog.runs();
+  request.csv = dialog.csv() && !request.runs.isEmpty();
+  request.png = dialog.png();
+  request.svg = dialog.svg();
+  request.charts = allCharts();
+  exportTo(request);
+}
+
+bool MainWindow::exportTo(const ExportRequest& request) {
+  // Charts are drawn from the store as it is now.
+  m_controller->drainNow();
+  m_charts->refresh();
+  m_compare->refresh();
+  try {
+    const QStringList files = exportRuns(*m_store, request);
+    statusBar()->showMessage(
+        tr("Exported %1 files to %2").arg(files.size()).arg(QDir::toNativeSeparators(request.dir)), 8000);
+    return true;
+  } catch (const std::exception& e) {
+    showError(tr("Export failed"), QString::fromStdString(e.what()));
+    return false;
+  }
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  if (m_controller->active()) {
+    // Stop at the next step boundary, join, and drain what is left: the
+    // history is complete (and exportable) up to the last step taken.
+    statusBar()->showMessage(tr("Stopping…"));
+    m_controller->shutdown();
+  }
+  event->accept();
+}
+
+void MainWindow::onFrame() {
+  m_charts->refresh();
+  if (m_tabs->currentWidget() == m_compare) m_compare->refresh();
+  for (int id : m_controller->currentRuns()) {
+    const RunData& r = m_store->run(id);
+    m_runs->setRunStatus(id, stateText(r), r.message, r.state == engine::RunState::Failed);
+  }
+  scanEvents();
+  updateStatusMetrics();
+}
+
+void MainWindow::onRunChanged(int id) {
+  const RunData& r = m_store->run(id);
+  m_runs->setRunStatus(id, stateText(r), r.message, r.state == engine::RunState::Failed);
+  if (m_runs->isRunChecked(id) != r.visible) m_runs->setRunChecked(id, r.visible);
+  if (r.state == engine::RunState::Failed)
+    showError(tr("Run failed"), tr("%1 failed: %2").arg(r.name, r.message));
+  updateActions();
+}
+
+void MainWindow::onTrainingFinished() {
+  onFrame();
+  m_compare->refresh();
+  updateActions();
+  // The table describes the next run again (it followed the live one).
+  rebuildPrecisionTable();
+  bool failed = false;
+  for (int id : m_controller->currentRuns()) failed = failed || m_store->run(id).state == engine::RunState::Failed;
+  if (!failed) statusBar()->showMessage(tr("Training ended"), 5000);
+  emit trainingFinished();
+}
+
+// Events worth a status message: divergence, precision changes applied by
+// the engine, and errors of queued commands.
+void MainWindow::scanEvents() {
+  if (m_eventsSeen.size() < m_store->count()) m_eventsSeen.resize(m_store->count());
+  for (int id : m_controller->currentRuns()) {
+    const RunData& r = m_store->run(id);
+    std::size_t& seen = m_eventsSeen[id];
+    for (; seen < r.events.size(); ++seen) {
+      const engine::Event& e = r.events[seen];
+      if (e.kind == "nan_loss" && (seen == 0 || r.events[seen - 1].kind != "nan_loss")) {
+        bool first = true;
+        for (std::size_t k = 0; k < seen; ++k) first = first && r.events[k].kind != "nan_loss";
+        if (first)
+          statusBar()->showMessage(tr("%1 diverged at step %2: the loss is NaN (marked ★ on the loss chart)")
+                                       .arg(r.name)
+                                       .arg(e.step),
+                                   10000);
+      } else if (e.kind == "precision_change") {
+        statusBar()->showMessage(tr("%1: %2 now computes/stores/accumulates/grads in %3 (from step %4)")
+                                     .arg(r.name, QString::fromStdString(e.layer), QString::fromStdString(e.tensor))
+                                     .arg(e.step + 1),
+                                 8000);
+      } else if (e.kind == "error") {
+        showError(tr("Engine"), tr("%1: %2").arg(r.name, QString::fromStdString(e.tensor)));
+      }
+    }
+  }
+}
+
+int MainWindow::liveFocusRun() const {
+  const int current = m_runs->currentRun();
+  if (current >= 0 && m_controller->isCurrent(current) && m_store->run(current).live()) return current;
+  for (int id : m_controller->currentRuns())
+    if (m_store->run(id).live()) return id;
+  return -1;
+}
+
+void MainWindow::updateStatusMetrics() {
+  int id = m_charts->focusRun();
+  if (id < 0 || id >= m_store->count()) {
+    setStatusMetrics(-1, -1, -1, -1);
+    return;
+  }
+  const RunData& r = m_store->run(id);
+  if (r.steps.empty()) {
+    setStatusMetrics(-1, -1, -1, -1);
+    return;
+  }
+  // Samples/s over the last 50 steps (one step's rate is noisy).
+  double samples = 0, ms = 0;
+  const std::size_t n = r.steps.size();
+  for (std::size_t i = n > 50 ? n - 50 : 0; i < n; ++i) {
+    samples += r.steps[i].samples_per_second * r.steps[i].wall_ms / 1000.0;
+    ms += r.steps[i].wall_ms;
+  }
+  const engine::StepMetrics& last = r.steps.back();
+  setStatusMetrics(last.step, ms > 0 ? samples / (ms / 1000.0) : -1, last.loss_scale, last.mem.total());
+  if (r.totalSteps > 0)
+    m_statusStep->setText(tr("step %1 / %2").arg(QLocale().toString(static_cast<qint64>(last.step)),
+                                                 QLocale().toString(static_cast<qint64>(r.totalSteps))));
+}
+
+void MainWindow::rebuildPrecisionTable() {
+  if (m_rebuildingTable) return;
+  m_rebuildingTable = true;
+  engine::RunConfig c = m_setup->toConfig(m_baseConfig);
+  if (c.recipe == "custom") {
+    // Keep the table's precisions for the layers the new model still has.
+    for (const PrecisionTableRow& row : m_precision->precisionModel()->rows())
+      c.layers[row.layer.toStdString()] = row.precision;
+  }
+  try {
+    m_precision->precisionModel()->setRows(layerRowsFor(c));
+    m_precision->setToolTip(QString());
+  } catch (const std::exception& e) {
+    // A model that cannot take this data set (cnn on spirals): say so; the
+    // Start button reports it again with the same words.
+    m_precision->precisionModel()->setRows({});
+    m_precision->setToolTip(QString::fromStdString(e.what()));
+    statusBar()->showMessage(QString::fromStdString(e.what()), 8000);
+  }
+  m_rebuildingTable = false;
+}
+
+// The table of a live run: its config's layers, with the precision changes
+// the engine has applied since (precision_change events) on top.
+void MainWindow::showRunInTable(int id) {
+  const RunData& run = m_store->run(id);
+  engine::RunConfig c = run.config;
+  for (const engine::Event& e : run.events) {
+    if (e.kind != "precision_change") continue;
+    const QStringList keys = QString::fromStdString(e.tensor).split(QLatin1Char('/'));
+    if (keys.size() != 4) continue;
+    engine::LayerPrecision p;
+    engine::Format* fields[] = {&p.compute, &p.storage, &p.accumulate, &p.grad};
+    bool ok = true;
+    for (int k = 0; k < 4; ++k) {
+      const auto f = engine::parse_format(keys[k].toStdString());
+      ok = ok && f.has_value();
+      if (f) *fields[k] = *f;
+    }
+    if (ok) c.layers[e.layer] = p;
+  }
+  try {
+    m_precision->precisionModel()->setRows(layerRowsFor(c));
+  } catch (const std::exception&) {
+    // The run was built from this config: it fits.
+  }
+}
+
+void MainWindow::onPrecisionEdited(int row) {
+  const PrecisionTableRow& r = m_precision->precisionModel()->rows()[row];
+  // Mid-run: the engine applies it at its next step boundary.
+  const int live = liveFocusRun();
+  if (live >= 0 && m_controller->setLayerPrecision(live, r.layer.toStdString(), r.precision))
+    statusBar()->showMessage(tr("%1: %2 → %3/%4/%5 at the next step")
+                                 .arg(m_store->run(live).name, r.layer,
+                                      QString::fromLatin1(engine::format_name(r.precision.compute)),
+                                      QString::fromLatin1(engine::format_name(r.precision.storage)),
+                                      QString::fromLatin1(engine::format_name(r.precision.accumulate))),
+                             6000);
+  // The next run is 'custom': the table, as edited, is its recipe.
+  if (m_setup->settings().recipe != QLatin1String("custom")) {
+    m_rebuildingTable = true;  // the table already shows what custom will be
+    m_setup->setRecipe(QStringLiteral("custom"));
+    m_rebuildingTable = false;
+  }
 }

@@ -16,13 +16,15 @@ engine::Format& formatOf(PrecisionTableRow& row, int column) {
   }
 }
 
-engine::Format formatAt(const PrecisionTableRow& row, int column) {
+engine::Format formatAt(const engine::LayerPrecision& p, int column) {
   switch (column) {
-    case PrecisionTableModel::Compute: return row.precision.compute;
-    case PrecisionTableModel::Storage: return row.precision.storage;
-    default: return row.precision.accumulate;
+    case PrecisionTableModel::Compute: return p.compute;
+    case PrecisionTableModel::Storage: return p.storage;
+    default: return p.accumulate;
   }
 }
+
+engine::Format formatAt(const PrecisionTableRow& row, int column) { return formatAt(row.precision, column); }
 
 bool isFormatColumn(int column) {
   return column == PrecisionTableModel::Compute || column == PrecisionTableModel::Storage ||
@@ -88,14 +90,14 @@ QVariant PrecisionTableModel::data(const QModelIndex& index, int role) const {
     }
   }
   if (role == Qt::FontRole && isFormatColumn(column) &&
-      formatAt(row, column) != formatAt(PrecisionTableRow{QString(), QString(), row.recipePrecision}, column)) {
+      formatAt(row, column) != formatAt(row.recipePrecision, column)) {
     QFont bold;
     bold.setBold(true);
     return bold;
   }
   if (role == Qt::ToolTipRole && isFormatColumn(column) && row.precision != row.recipePrecision)
     return tr("Edited: the recipe gives %1 here").arg(
-        QString::fromLatin1(engine::format_name(formatAt(PrecisionTableRow{QString(), QString(), row.recipePrecision}, column))));
+        QString::fromLatin1(engine::format_name(formatAt(row.recipePrecision, column))));
   if (role == Qt::TextAlignmentRole && (column == Parameters || column == Memory))
     return static_cast<int>(Qt::AlignRight | Qt::AlignVCenter);
   return {};

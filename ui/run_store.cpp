@@ -65,11 +65,13 @@ engine::RunExport RunData::toExport() const {
   x.steps = steps;
   x.evals = evals;
   x.events = events;
+  x.grad_stats = grads;
   x.summary = currentSummary();
   x.summary.run_id = id;
   for (engine::StepMetrics& m : x.steps) m.run_id = id;
   for (engine::EvalMetrics& e : x.evals) e.run_id = id;
   for (engine::Event& e : x.events) e.run_id = id;
+  for (engine::GradStats& g : x.grad_stats) g.run_id = id;
   return x;
 }
 

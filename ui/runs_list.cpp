@@ -41,7 +41,7 @@ RunsList::RunsList(QWidget* parent) : QTreeView(parent) {
   header()->setStretchLastSection(false);
   const QFontMetrics fm = fontMetrics();
   header()->resizeSection(Recipe, fm.horizontalAdvance(QStringLiteral("mixed-bf16")) + 24);
-  header()->resizeSection(Colour, fm.horizontalAdvance(QStringLiteral("#000000")) + 40);
+  header()->resizeSection(Colour, fm.horizontalAdvance(QStringLiteral("colour")) + 16);
   header()->resizeSection(Status, fm.horizontalAdvance(QStringLiteral("running 100%")) + 24);
   setMinimumSize(300, 140);
   connect(m_model, &QStandardItemModel::itemChanged, this, [this](QStandardItem* item) {
@@ -52,8 +52,11 @@ RunsList::RunsList(QWidget* parent) : QTreeView(parent) {
 }
 
 int RunsList::addRun(const QString& name, const QString& recipe, const QColor& colour, const QString& status) {
-  auto* colourItem = new QStandardItem(swatch(colour), colour.name());
+  // The swatch is the cell; the colour's name is its tooltip and data.
+  auto* colourItem = new QStandardItem(swatch(colour), QString());
   colourItem->setData(colour, Qt::UserRole);
+  colourItem->setData(colour.name(), Qt::AccessibleTextRole);
+  colourItem->setToolTip(colour.name());
   auto* nameItem = new QStandardItem(name);
   nameItem->setCheckable(true);
   nameItem->setCheckState(Qt::Checked);
@@ -96,7 +99,9 @@ int RunsList::currentRun() const {
 
 int RunsList::runCount() const { return m_model->rowCount(); }
 
-QColor RunsList::nextColour() const {
+QColor RunsList::nextColour() const { return paletteColour(m_model->rowCount()); }
+
+QColor RunsList::paletteColour(int index) {
   constexpr int n = static_cast<int>(sizeof kPalette / sizeof kPalette[0]);
-  return kPalette[m_model->rowCount() % n];
+  return kPalette[((index % n) + n) % n];
 }

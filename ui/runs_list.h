@@ -33,6 +33,8 @@ class RunsList : public QTreeView {
   // The colour the next run gets: a fixed palette, so a recipe keeps its
   // colour between sessions when runs are started in the same order.
   QColor nextColour() const;
+  // The palette colour of the run with index `index` (store id).
+  static QColor paletteColour(int index);
 
  signals:
   // The user ticked or unticked a run (overlay on the charts).

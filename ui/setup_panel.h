@@ -53,9 +53,14 @@ class SetupPanel : public QWidget {
   void applyConfig(const engine::RunConfig& config);
   void setRecipe(const QString& recipe);
 
-  // The engine thread count used when nothing else says: 1 (see
-  // DESIGN.md "Backends": oneDNN's OpenMP threads collapse when the GUI
-  // thread holds a core; measured in the report of this widget's author).
+  // The engine thread count used when nothing else says: 1. Measured on
+  // this 2-core machine, 3-run fashion-mnist mlp comparison while the UI
+  // draws (precision-lab --measure): 1 thread gave 60-68k samples/s and
+  // stayed above 43k with another busy process; 2 threads gave 56-70k on
+  // a quiet machine but collapsed to 7-28k when another process was busy
+  // (OMP_WAIT_POLICY active/default), or sat at 43k (passive). With one
+  // thread the OpenMP wait policy does not matter: a team of one never
+  // waits at a barrier. DESIGN.md "Backends".
   static int defaultThreads();
 
   // The recipes in the order the combo lists them.

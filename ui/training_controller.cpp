@@ -25,7 +25,12 @@ QVector<int> TrainingController::start(const std::vector<RunRequest>& runs, int 
   // Everything that can be refused is refused before anything changes: a
   // fresh trainer validates every config (add_run throws naming the field).
   auto trainer = std::make_unique<engine::Trainer>();
-  for (const RunRequest& r : runs) trainer->add_run(r.config);
+  for (const RunRequest& r : runs) {
+    trainer->add_run(r.config);
+    if (m_provided && r.config.dataset == m_providedName)
+      trainer->provide_data(r.config.dataset, r.config.seed, m_provided);
+  }
+  m_provided.reset();
 
   if (m_trainer) shutdown();
   m_storeIds.clear();
@@ -41,6 +46,11 @@ QVector<int> TrainingController::start(const std::vector<RunRequest>& runs, int 
   emit started();
   if (paused) emit pausedChanged(true);
   return m_storeIds;
+}
+
+void TrainingController::provideData(const std::string& dataset, std::shared_ptr<const engine::DatasetPair> data) {
+  m_providedName = dataset;
+  m_provided = std::move(data);
 }
 
 void TrainingController::pause() {

@@ -20,6 +20,7 @@
 
 namespace engine {
 class Trainer;
+struct DatasetPair;
 }
 class RunStore;
 
@@ -47,6 +48,9 @@ class TrainingController : public QObject {
   // is still active is stopped and drained first. `paused`: build the runs
   // and wait (Step then advances one step). Returns the store ids.
   QVector<int> start(const std::vector<RunRequest>& runs, int compareGroup = -1, bool paused = false);
+  // Data the next start() hands to its Trainer (Trainer::provide_data):
+  // runs on this dataset skip loading it. Cleared by start().
+  void provideData(const std::string& dataset, std::shared_ptr<const engine::DatasetPair> data);
 
   void pause();
   void resume();
@@ -85,6 +89,8 @@ class TrainingController : public QObject {
 
   RunStore* m_store;
   std::unique_ptr<engine::Trainer> m_trainer;
+  std::string m_providedName;
+  std::shared_ptr<const engine::DatasetPair> m_provided;
   QVector<int> m_storeIds;
   QTimer m_timer;
   std::vector<engine::Record> m_buffer;

@@ -41,6 +41,11 @@ int Trainer::add_run(const RunConfig& config) {
   return static_cast<int>(m_configs.size()) - 1;
 }
 
+void Trainer::provide_data(const std::string& dataset, std::uint64_t seed, std::shared_ptr<const DatasetPair> data) {
+  if (m_thread.joinable()) throw std::logic_error("Trainer::provide_data after start()");
+  if (data) m_provided[{dataset, seed}] = std::move(data);
+}
+
 void Trainer::start() {
   if (m_thread.joinable()) throw std::logic_error("Trainer::start called twice");
   m_active.store(true, std::memory_order_release);
@@ -156,7 +161,7 @@ void Trainer::thread_main() {
     m_active.store(false, std::memory_order_release);
     return;
   }
-  std::map<std::pair<std::string, std::uint64_t>, std::shared_ptr<const DatasetPair>> data_cache;
+  std::map<std::pair<std::string, std::uint64_t>, std::shared_ptr<const DatasetPair>> data_cache = m_provided;
   m_runs.resize(m_configs.size());
   for (std::size_t i = 0; i < m_configs.size(); ++i) {
     const RunConfig& c = m_configs[i];

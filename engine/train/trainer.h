@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "amp/loss_scaler.h"
@@ -22,6 +24,7 @@ namespace engine {
 
 class Backend;
 class Run;
+struct DatasetPair;
 
 // Usage (any one controlling thread):
 //   Trainer t;
@@ -50,6 +53,12 @@ class Trainer {
   // Before start(). Validates the config (throws std::runtime_error naming
   // the field) and returns the run id (0, 1, ...).
   int add_run(const RunConfig& config);
+  // Before start(): data already loaded for the runs whose dataset and seed
+  // match, so the engine thread does not load it again (the GUI loads the
+  // selected set in the background while the user sets up, and a run's
+  // first step follows Start at once). `data` must be what
+  // load_dataset(dataset, seed) returns.
+  void provide_data(const std::string& dataset, std::uint64_t seed, std::shared_ptr<const DatasetPair> data);
   void start();
 
   void pause();
@@ -80,6 +89,7 @@ class Trainer {
   void apply_commands();
 
   std::vector<RunConfig> m_configs;
+  std::map<std::pair<std::string, std::uint64_t>, std::shared_ptr<const DatasetPair>> m_provided;
   std::vector<std::unique_ptr<Run>> m_runs;
   std::unique_ptr<Backend> m_backend;
   std::thread m_thread;

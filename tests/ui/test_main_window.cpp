@@ -159,10 +159,22 @@ TEST_F(MainWindowTest, PrecisionTableHasItsColumnsAndEditsFormats) {
   QStringList headers;
   for (int c = 0; c < model->columnCount(); ++c) headers << model->headerData(c, Qt::Horizontal).toString();
   EXPECT_EQ(headers, (QStringList{"layer", "shape", "compute", "storage", "accumulate", "parameters", "memory"}));
-  EXPECT_EQ(model->rowCount(), 0);
+  // The default setup (fashion-mnist, mlp, mixed-fp16): one row per leaf,
+  // the matmul layers in FP16 with FP32 accumulation.
+  QStringList layers;
+  for (const PrecisionTableRow& r : model->rows()) layers << r.layer;
+  EXPECT_EQ(layers, (QStringList{"flatten", "fc1", "relu1", "fc2", "relu2", "fc3"}));
+  const PrecisionTableRow& first = model->rows()[1];
+  EXPECT_EQ(first.shape, QStringLiteral("256 x 784"));
+  EXPECT_EQ(first.parameters, 784 * 256 + 256);
+  EXPECT_EQ(first.precision.compute, engine::Format::FP16);
+  EXPECT_EQ(first.precision.accumulate, engine::Format::FP32);
+  // FP16 weights (2 bytes) + FP32 master (4 bytes) + FP16 activations of a batch of 64.
+  EXPECT_EQ(first.memoryBytes, first.parameters * 6 + 64 * 256 * 2);
 
   PrecisionTableRow fc1;
   fc1.layer = QStringLiteral("fc1");
+  fc1.precision = fc1.recipePrecision = engine::LayerPrecision{};
   fc1.shape = QStringLiteral("784 x 256");
   fc1.parameters = 784 * 256 + 256;
   fc1.memoryBytes = 2 * fc1.parameters;
@@ -200,7 +212,10 @@ TEST_F(MainWindowTest, ChartAreaHasFiveChartsWithLabelledAxes) {
     QValueAxis* y = area->yAxis(metric);
     ASSERT_NE(x, nullptr) << m;
     ASSERT_NE(y, nullptr) << m;
-    EXPECT_EQ(x->titleText(), QStringLiteral("step")) << m;
+    // Every chart runs over training steps, except the gradient histogram.
+    EXPECT_EQ(x->titleText(), metric == ChartArea::Gradients ? QStringLiteral("log2 |gradient|")
+                                                              : QStringLiteral("step"))
+        << m;
     EXPECT_FALSE(y->titleText().isEmpty()) << m;
     EXPECT_TRUE(area->view(metric)->isVisible()) << m;
   }
@@ -219,7 +234,10 @@ TEST_F(MainWindowTest, RunsListHasItsColumnsAndEnablesExport) {
   EXPECT_FALSE(exportAction->isEnabled());
   const QColor colour = runs->nextColour();
   const int row = runs->addRun(QStringLiteral("run 1"), QStringLiteral("mixed-fp16"), colour, QStringLiteral("finished"));
-  EXPECT_EQ(runs->model()->index(row, RunsList::Colour).data().toString(), colour.name());
+  EXPECT_EQ(runs->model()->index(row, RunsList::Colour).data(Qt::UserRole).value<QColor>(), colour);
+  EXPECT_EQ(runs->model()->index(row, RunsList::Colour).data(Qt::ToolTipRole).toString(), colour.name());
+  // New runs are ticked: drawn on the charts.
+  EXPECT_TRUE(runs->isRunChecked(row));
   EXPECT_NE(runs->nextColour(), colour);
   m_window->updateActions();
   EXPECT_TRUE(exportAction->isEnabled());
@@ -232,9 +250,12 @@ TEST_F(MainWindowTest, ToolbarAndStatusBar) {
   for (QAction* a : toolbar->actions())
     if (!a->isSeparator()) texts << a->text();
   EXPECT_EQ(texts, (QStringList{"Start", "Pause", "Step", "Stop", "Compare", "Export"}));
-  // Nothing to pause or stop before a run exists.
+  // Nothing to pause or stop before a run exists; Start, Step and Compare work.
   EXPECT_FALSE(child<QAction>("actionPause")->isEnabled());
   EXPECT_FALSE(child<QAction>("actionStop")->isEnabled());
+  EXPECT_TRUE(child<QAction>("actionStart")->isEnabled());
+  EXPECT_TRUE(child<QAction>("actionStep")->isEnabled());
+  EXPECT_TRUE(child<QAction>("actionCompare")->isEnabled());
 
   m_window->setStatusMetrics(1234, 5678.0, 65536.0, 3 * 1024 * 1024);
   EXPECT_TRUE(child<QLabel>("statusStep")->text().contains(QStringLiteral("1")));

@@ -1,0 +1,141 @@
+// Command line: QCommandLineParser for the spelling, the engine's config
+// parser for the values (same checks and messages as precision-lab-cli).
+#include "command_line.h"
+
+#include <QCommandLineOption>
+#include <QCommandLineParser>
+#include <QCoreApplication>
+
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "amp/recipe.h"
+
+bool parseLaunchOptions(const QStringList& arguments, LaunchOptions& out, QString* error, bool* exitNow) {
+  *exitNow = false;
+  QCommandLineParser parser;
+  parser.setApplicationDescription(QStringLiteral("Interactive mixed-precision training experiments."));
+  const QCommandLineOption help = parser.addHelpOption();
+  const QCommandLineOption version = parser.addVersionOption();
+  const QCommandLineOption config(QStringLiteral("config"), QStringLiteral("Run settings from a JSON config file."),
+                                  QStringLiteral("file"));
+  const QCommandLineOption start(QStringLiteral("start"),
+                                 QStringLiteral("Start at once (the comparison, with --compare)."));
+  const QCommandLineOption compare(QStringLiteral("compare"),
+                                   QStringLiteral("Recipes to compare side by side, e.g. fp32,fp16,mixed-fp16."),
+                                   QStringLiteral("recipes"));
+  const QCommandLineOption screenshot(
+      QStringLiteral("screenshot"),
+      QStringLiteral("Save the window to <file> and quit: once it is laid out, or, with --start, once the runs "
+                     "have drawn points."),
+      QStringLiteral("file"));
+  const QCommandLineOption screenshotAfter(QStringLiteral("screenshot-after-ms"),
+                                           QStringLiteral("Take the --screenshot <ms> after the window shows."),
+                                           QStringLiteral("ms"));
+  const QCommandLineOption view(QStringLiteral("view"),
+                                QStringLiteral("What --screenshot shows: live, compare, gradients, export, "
+                                               "compare-dialog."),
+                                QStringLiteral("view"), QStringLiteral("live"));
+  const QCommandLineOption measure(
+      QStringLiteral("measure"),
+      QStringLiteral("Measure the UI thread's event-loop latency and the training throughput; print them when "
+                     "training ends, then quit."));
+  // Run settings, spelled as the CLI's (DESIGN.md), checked by the engine.
+  const std::vector<std::pair<QString, QString>> keys = {
+      {QStringLiteral("recipe"), QStringLiteral("Precision recipe (fp32, fp16, mixed-fp16, mixed-bf16, fp8).")},
+      {QStringLiteral("model"), QStringLiteral("Model: mlp, cnn, transformer.")},
+      {QStringLiteral("dataset"), QStringLiteral("fashion-mnist, spirals, tiny-gradients, or a folder of IDX files.")},
+      {QStringLiteral("steps"), QStringLiteral("Train this many steps.")},
+      {QStringLiteral("epochs"), QStringLiteral("Train this many epochs.")},
+      {QStringLiteral("batch"), QStringLiteral("Batch size.")},
+      {QStringLiteral("optimizer"), QStringLiteral("sgd or adam.")},
+      {QStringLiteral("lr"), QStringLiteral("Learning rate.")},
+      {QStringLiteral("seed"), QStringLiteral("Seed: same seed, same initial weights and batches.")},
+      {QStringLiteral("backend"), QStringLiteral("auto, cpu or cuda.")},
+      {QStringLiteral("threads"), QStringLiteral("Engine CPU threads (0 = all cores).")},
+  };
+  std::vector<QCommandLineOption> keyOptions;
+  for (const auto& [key, description] : keys) keyOptions.emplace_back(key, description, QStringLiteral("value"));
+  parser.addOptions({config, start, compare, screenshot, screenshotAfter, view, measure});
+  for (const QCommandLineOption& o : keyOptions) parser.addOption(o);
+
+  if (!parser.parse(arguments)) {
+    *error = parser.errorText();
+    return false;
+  }
+  if (parser.isSet(help)) {
+    *exitNow = true;
+    *error = parser.helpText();
+    return true;
+  }
+  if (parser.isSet(version)) {
+    *exitNow = true;
+    *error = QStringLiteral("%1 %2").arg(QCoreApplication::applicationName(), QCoreApplication::applicationVersion());
+    return true;
+  }
+  if (!parser.positionalArguments().isEmpty()) {
+    *error = QStringLiteral("unexpected argument '%1'").arg(parser.positionalArguments().front());
+    return false;
+  }
+
+  LaunchOptions o;
+  o.config.threads = 0;
+  try {
+    std::string origin = "command line";
+    if (parser.isSet(config)) {
+      o.config = engine::load_run_config(parser.value(config).toStdString());  // names the file
+      o.configGiven = true;
+      origin = parser.value(config).toStdString();
+    }
+    if (parser.isSet(QStringLiteral("steps")) && parser.isSet(QStringLiteral("epochs")))
+      throw std::runtime_error("--steps and --epochs: give one of them");
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (!parser.isSet(keyOptions[i])) continue;
+      const std::string key = keys[i].first.toStdString();
+      engine::set_config_value(o.config, key, parser.value(keyOptions[i]).toStdString(), "--" + key);
+      o.configGiven = true;
+      if (key == "threads") o.threadsGiven = true;
+    }
+    // --epochs after a config with steps: epochs counts.
+    if (parser.isSet(QStringLiteral("epochs"))) o.config.steps = 0;
+    engine::validate(o.config, origin);
+    if (parser.isSet(compare)) {
+      for (const QString& r : parser.value(compare).split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+        try {
+          (void)engine::make_recipe(r.trimmed().toStdString());
+        } catch (const std::exception& e) {
+          throw std::runtime_error(std::string("--compare: ") + e.what());  // "unknown recipe 'x' (expected ...)"
+        }
+        o.compare << r.trimmed();
+      }
+      if (o.compare.isEmpty()) throw std::runtime_error("--compare: no recipe given");
+    }
+  } catch (const std::exception& e) {
+    *error = QString::fromStdString(e.what());
+    return false;
+  }
+  o.start = parser.isSet(start);
+  o.screenshot = parser.value(screenshot);
+  if (parser.isSet(screenshotAfter)) {
+    bool ok = false;
+    o.screenshotAfterMs = parser.value(screenshotAfter).toInt(&ok);
+    if (!ok || o.screenshotAfterMs < 0) {
+      *error = QStringLiteral("--screenshot-after-ms: '%1' is not a number of milliseconds")
+                   .arg(parser.value(screenshotAfter));
+      return false;
+    }
+  }
+  o.view = parser.value(view);
+  static const QStringList views = {QStringLiteral("live"), QStringLiteral("compare"), QStringLiteral("gradients"),
+                                    QStringLiteral("export"), QStringLiteral("compare-dialog")};
+  if (!views.contains(o.view)) {
+    *error = QStringLiteral("--view: '%1' is not one of %2").arg(o.view, views.join(QStringLiteral(", ")));
+    return false;
+  }
+  o.measure = parser.isSet(measure);
+  out = o;
+  return true;
+}
