@@ -43,38 +43,45 @@ void LossScaler::set_config(const LossScalerConfig& c, bool reset_scale) {
   }
 }
 
-std::int64_t LossScaler::unscale(std::span<const GradSpan> grads) {
+std::int64_t LossScaler::unscale(std::span<const GradSpan> grads, double* sum_squares) {
   if (m_state != State::Ready)
     throw ScalerStateError("unscale() has already been called since the last update()");
   // GradScaler: inv_scale = scale.double().reciprocal().float()
   const float inv = static_cast<float>(1.0 / static_cast<double>(scale()));
   std::int64_t bad = 0;
+  double sq = 0.0;
   for (const GradSpan& g : grads) {
     float* p = g.data;
     const std::int64_t n = g.n;
     std::int64_t local = 0;
-    if (inv != 1.0f) {
-#pragma omp parallel for simd reduction(+ : local) if (n >= 65536)
-      for (std::int64_t i = 0; i < n; ++i) {
-        const float v = p[i] * inv;
-        p[i] = v;
-        std::uint32_t u;
-        std::memcpy(&u, &v, 4);
-        local += ((u & 0x7F800000u) == 0x7F800000u);
-      }
-    } else {
-#pragma omp parallel for simd reduction(+ : local) if (n >= 65536)
-      for (std::int64_t i = 0; i < n; ++i) {
-        std::uint32_t u;
-        std::memcpy(&u, &p[i], 4);
-        local += ((u & 0x7F800000u) == 0x7F800000u);
-      }
+    double local_sq = 0.0;
+#pragma omp parallel for simd reduction(+ : local, local_sq) if (n >= 65536)
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float v = p[i] * inv;  // v == p[i] when inv == 1
+      p[i] = v;
+      std::uint32_t u;
+      std::memcpy(&u, &v, 4);
+      local += ((u & 0x7F800000u) == 0x7F800000u);
+      local_sq += static_cast<double>(v) * static_cast<double>(v);
     }
     bad += local;
+    sq += local_sq;
   }
+  if (sum_squares) *sum_squares = sq;
   m_found = bad;
   m_state = State::Unscaled;
   return bad;
+}
+
+void LossScaler::multiply_by_inverse(std::span<const GradSpan> grads, float scale) {
+  const float inv = static_cast<float>(1.0 / static_cast<double>(scale));
+  if (inv == 1.0f) return;
+  for (const GradSpan& g : grads) {
+    float* p = g.data;
+    const std::int64_t n = g.n;
+#pragma omp parallel for simd if (n >= 65536)
+    for (std::int64_t i = 0; i < n; ++i) p[i] *= inv;
+  }
 }
 
 void LossScaler::record_nonfinite(std::int64_t count) {

@@ -68,7 +68,13 @@ class LossScaler {
     float* data;
     std::int64_t n;
   };
-  std::int64_t unscale(std::span<const GradSpan> grads);
+  // When `sum_squares` is non-null it receives the sum of the squared
+  // unscaled gradients (double accumulation), fused into the same pass: the
+  // trainer's grad_norm without a second sweep over the gradients.
+  std::int64_t unscale(std::span<const GradSpan> grads, double* sum_squares = nullptr);
+  // The unscale multiply alone (grads *= float(1 / double(scale))), for
+  // gradients recomputed after unscale() — the overflow attribution re-run.
+  static void multiply_by_inverse(std::span<const GradSpan> grads, float scale);
   // Records the non-finite count found elsewhere (e.g. in low-precision
   // gradients checked before decoding) without touching data. ready -> unscaled.
   void record_nonfinite(std::int64_t count);

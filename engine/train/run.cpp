@@ -103,7 +103,7 @@ Run::Run(int id, const RunConfig& config, std::shared_ptr<const DatasetPair> dat
   for (const auto& [name, p] : m_config.layers) m_recipe.overrides[name] = p;
   if (m_config.loss_scale_set) m_recipe.scaling = m_config.loss_scale;
   apply_recipe(*m_model, m_recipe);
-  for (Layer* l : m_model->leaves()) l->track_nonfinite = true;
+  m_model->set_track_nonfinite(false);  // counted only on overflow steps (see step())
 
   s.scaler.set_config(m_recipe.scaling, true);
   s.optimizer = make_optimizer(optimizer_config(m_config, m_recipe.optimizer_state));
@@ -172,55 +172,73 @@ void Run::step(std::vector<Record>& out) {
     gather_batch(train, idx, s.x.f32(), nullptr, s.targets.f32());
   }
 
-  // --- forward and the true (unscaled) loss, in FP32/double ---
+  // --- forward, the true (unscaled) loss in FP32/double, scaled backward ---
   const float loss_scale = s.scaler.scale();
-  const Tensor& logits = m_model->forward(m_backend, s.x);
-  const float* lg = logits.format() == Format::FP32 ? logits.f32() : nullptr;
-  if (!lg) {
-    decode_to(logits, s.logits_f32);
-    lg = s.logits_f32.f32();
-  }
-  s.dlogits.resize({B, s.outputs}, Format::FP32);
-  double loss = 0.0;
   std::int64_t correct = 0;
-  if (cls) {
-    s.probs.resize({B, s.outputs}, Format::FP32);
-    loss = m_backend.cross_entropy_forward(lg, s.labels.data(), B, s.outputs, s.probs.f32(), &correct);
-    m_backend.cross_entropy_backward(s.probs.f32(), s.labels.data(), B, s.outputs, loss_scale,
-                                     s.dlogits.f32());
-  } else {
-    loss = m_backend.mse_forward(lg, s.targets.f32(), B * s.outputs);
-    m_backend.mse_backward(lg, s.targets.f32(), B * s.outputs, loss_scale, s.dlogits.f32());
-  }
-
-  // --- backward (gradients carry the loss scale) ---
-  m_model->backward(m_backend, s.dlogits);
+  auto forward_backward = [&]() -> double {
+    const Tensor& logits = m_model->forward(m_backend, s.x);
+    const float* lg = logits.format() == Format::FP32 ? logits.f32() : nullptr;
+    if (!lg) {
+      decode_to(logits, s.logits_f32);
+      lg = s.logits_f32.f32();
+    }
+    s.dlogits.resize({B, s.outputs}, Format::FP32);
+    double l = 0.0;
+    if (cls) {
+      s.probs.resize({B, s.outputs}, Format::FP32);
+      l = m_backend.cross_entropy_forward(lg, s.labels.data(), B, s.outputs, s.probs.f32(), &correct);
+      m_backend.cross_entropy_backward(s.probs.f32(), s.labels.data(), B, s.outputs, loss_scale,
+                                       s.dlogits.f32());
+    } else {
+      l = m_backend.mse_forward(lg, s.targets.f32(), B * s.outputs);
+      m_backend.mse_backward(lg, s.targets.f32(), B * s.outputs, loss_scale, s.dlogits.f32());
+    }
+    m_model->backward(m_backend, s.dlogits);
+    return l;
+  };
+  const double loss = forward_backward();
 
   // --- gradients as f32 spans; unscale in FP32 and find inf/NaN ---
   std::vector<Parameter*> params = m_model->parameters();
   s.grad_scratch.resize(params.size());
   s.weight_scratch.resize(params.size());
-  s.scaler_spans.clear();
-  s.clip_spans.clear();
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    Parameter& p = *params[i];
-    float* g;
-    if (p.grad.format() == Format::FP32) {
-      g = p.grad.f32();
-    } else {
-      decode_to(p.grad, s.grad_scratch[i]);
-      g = s.grad_scratch[i].f32();
+  auto gradient_spans = [&] {
+    s.scaler_spans.clear();
+    s.clip_spans.clear();
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      Parameter& p = *params[i];
+      float* g;
+      if (p.grad.format() == Format::FP32) {
+        g = p.grad.f32();
+      } else {
+        decode_to(p.grad, s.grad_scratch[i]);
+        g = s.grad_scratch[i].f32();
+      }
+      s.scaler_spans.push_back({g, p.grad.numel()});
+      s.clip_spans.push_back({g, static_cast<std::size_t>(p.grad.numel())});
     }
-    s.scaler_spans.push_back({g, p.grad.numel()});
-    s.clip_spans.push_back({g, static_cast<std::size_t>(p.grad.numel())});
-  }
-  const std::int64_t nonfinite = s.scaler.unscale(s.scaler_spans);
+  };
+  gradient_spans();
+  double sum_squares = 0.0;
+  const std::int64_t nonfinite = s.scaler.unscale(s.scaler_spans, &sum_squares);
   const bool overflow = nonfinite > 0;
   const std::int64_t step_no = m_step + 1;
+  if (overflow || !std::isfinite(loss)) {
+    // Attribution: per-layer counting costs a pass over every activation
+    // and gradient, so it runs only on steps that overflowed. The step is
+    // recomputed with counting on — same batch, same weights, same scale,
+    // so the same values — and the gradients unscaled again.
+    m_model->set_track_nonfinite(true);
+    (void)forward_backward();
+    m_model->set_track_nonfinite(false);
+    record_overflow_events(step_no, out);
+    gradient_spans();
+    LossScaler::multiply_by_inverse(s.scaler_spans, loss_scale);
+  }
   if (m_config.stats_every > 0 && (step_no == 1 || step_no % m_config.stats_every == 0))
     gradient_statistics(step_no, loss_scale, out);
 
-  double grad_norm = global_grad_norm(s.clip_spans);
+  const double grad_norm = std::sqrt(sum_squares);
   if (m_config.clip > 0.0 && !overflow) clip_grad_norm(s.clip_spans, m_config.clip);
 
   // --- optimizer step, or skip ---
@@ -283,7 +301,6 @@ void Run::step(std::vector<Record>& out) {
   m.train_accuracy = cls ? static_cast<double>(correct) / static_cast<double>(B) : -1.0;
   m_peak_memory = std::max(m_peak_memory, m.mem.total());
 
-  if (overflow) record_overflow_events(step_no, out);
   if (!std::isfinite(loss)) {
     Event e{m_id, step_no, "nan_loss", "", "loss", 1};
     m_events.push_back(e);

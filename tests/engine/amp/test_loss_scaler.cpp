@@ -222,3 +222,18 @@ TEST(LossScaler, RejectsOutOfRangeSettingsByName) {
   c.init_scale = -1;
   EXPECT_THROW(LossScaler{c}, std::invalid_argument);
 }
+
+TEST(LossScaler, FusedSumOfSquaresIsTheUnscaledNorm) {
+  LossScalerConfig c;
+  c.init_scale = 4.0;
+  LossScaler s(c);
+  std::vector<float> g = {12.0f, -16.0f};  // unscaled: 3, -4
+  LossScaler::GradSpan span{g.data(), 2};
+  double sq = -1.0;
+  s.unscale({&span, 1}, &sq);
+  EXPECT_EQ(sq, 25.0);
+  std::vector<float> h = {8.0f};
+  LossScaler::GradSpan hs{h.data(), 1};
+  LossScaler::multiply_by_inverse({&hs, 1}, 4.0f);
+  EXPECT_EQ(h[0], 2.0f);
+}
