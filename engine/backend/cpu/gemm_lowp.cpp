@@ -18,8 +18,16 @@ namespace {
 // contiguous row of B; the order of additions per (i, j) stays p = 0..k-1.
 // target_clones: the same source compiled for AVX-512, AVX2 and the
 // baseline, picked at load time from the CPU (the rounding is integer
-// bit manipulation, so every clone gives the same bits).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void lowp_row_fp16(
+// bit manipulation, so every clone gives the same bits). Sanitizer builds
+// take the baseline only: the ifunc resolver runs during relocation, before
+// the sanitizer runtime is up, and its instrumented code crashes there.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define PL_CPU_CLONES
+#else
+#define PL_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+
+PL_CPU_CLONES void lowp_row_fp16(
     float* acc, const float* a, std::int64_t a_step, const float* b, std::int64_t n,
     std::int64_t k) {
   for (std::int64_t j = 0; j < n; ++j) acc[j] = 0.0f;
@@ -31,7 +39,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void lowp_row_fp16(
   }
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void lowp_row_bf16(
+PL_CPU_CLONES void lowp_row_bf16(
     float* acc, const float* a, std::int64_t a_step, const float* b, std::int64_t n,
     std::int64_t k) {
   for (std::int64_t j = 0; j < n; ++j) acc[j] = 0.0f;
