@@ -8,6 +8,9 @@
 #   scripts/setup.sh run [ARGS...]   deps + build + start the GUI
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ccache keys use paths relative to the checkout, so another clone of the
+# project on the same machine reuses the cache.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 
 PKGS=(
   build-essential cmake ninja-build ccache pkg-config git

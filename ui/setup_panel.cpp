@@ -2,6 +2,8 @@
 // (GradScaler's loss-scaling defaults, the recipes' scaling modes).
 #include "setup_panel.h"
 
+#include "data/dataset.h"
+
 #include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
@@ -92,6 +94,11 @@ SetupPanel::SetupPanel(QWidget* parent) : QWidget(parent) {
                          Qt::ToolTipRole);
   m_dataset->setItemData(kFolderItem, tr("Any folder of MNIST-format IDX files"), Qt::ToolTipRole);
   connect(m_dataset, &QComboBox::activated, this, &SetupPanel::onDatasetActivated);
+  if (!QDir(QString::fromUtf8(engine::kFashionMnistDir)).exists()) {
+    // The default experiment falls back to the built-in synthetic set.
+    m_dataset->setItemData(0, tr("Not installed: apt-get install dataset-fashion-mnist"), Qt::ToolTipRole);
+    m_dataset->setCurrentIndex(1);
+  }
   form->addRow(tr("Dataset"), m_dataset);
   m_model = makeCombo(QStringLiteral("modelCombo"),
                       {QStringLiteral("mlp"), QStringLiteral("cnn"), QStringLiteral("transformer")}, data);
