@@ -59,6 +59,14 @@ class DelayedScale {
 
 inline bool is_fp8(Format f) { return f == Format::E4M3 || f == Format::E5M2; }
 
+// A layer's delayed scale for FP8 format f: `s` itself, (re)started first
+// when it is inactive or was made for another format (a layer's precision
+// changed since set_delayed_scaling).
+inline DelayedScale& delayed_scale_for(DelayedScale& s, Format f, const DelayedScaling& c) {
+  if (!s.active() || s.format() != f) s = DelayedScale(f, c);
+  return s;
+}
+
 // max |x_i| over n floats; NaN when any x_i is NaN, else inf when any is
 // infinite (the amax Transformer Engine records: a non-finite amax then
 // keeps the scale where it was). Any thread.

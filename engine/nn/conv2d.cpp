@@ -69,11 +69,6 @@ void Conv2d::set_delayed_scaling(const DelayedScaling& c) {
 
 namespace {
 
-DelayedScale& scale_for(DelayedScale& s, Format f, const DelayedScaling& c) {
-  if (!s.active() || s.format() != f) s = DelayedScale(f, c);
-  return s;
-}
-
 // y[n, c, :] = alpha * y[n, c, :] + bias[c] (bias may be null).
 void scale_and_add_bias(Backend& be, float* y, const float* bias, float alpha, std::int64_t n, std::int64_t c,
                         std::int64_t hw) {
@@ -109,7 +104,7 @@ const float* Conv2d::weight_values(Backend& be, bool record, float* scale) {
     return f32_values(m_weight.weight, m_w32);
   }
   // Not stored in FP8: the layer scales it itself (delayed, per forward).
-  DelayedScale& ds = scale_for(m_w_scale, compute, m_scaling);
+  DelayedScale& ds = delayed_scale_for(m_w_scale, compute, m_scaling);
   if (record) {
     *scale = ds.scale() * m_weight.weight_scale;
     ds.record(round_scaled(be, m_weight.weight, compute, ds.scale(), m_w8, m_w32));
@@ -131,7 +126,7 @@ void Conv2d::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) 
     // FP8 delayed scaling: x, w hold value * scale on the FP8 grid (so the
     // backend's exact FP8 path applies); bias is FP32 and added after the
     // result is multiplied by 1/(s_x s_w).
-    DelayedScale& ds = scale_for(m_x_scale, p.compute, m_scaling);
+    DelayedScale& ds = delayed_scale_for(m_x_scale, p.compute, m_scaling);
     ctx.x_scale = ds.scale();
     ds.record(round_scaled(be, x, p.compute, ctx.x_scale, ctx.x_compute, m_x32));
     ctx.x = &ctx.x_compute;
@@ -183,7 +178,7 @@ void Conv2d::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
     float sdy = 1.0f;
     const float* dyf;
     if (is_fp8(p.grad)) {
-      DelayedScale& ds = scale_for(m_dy_scale, p.grad, m_scaling);
+      DelayedScale& ds = delayed_scale_for(m_dy_scale, p.grad, m_scaling);
       sdy = ds.scale();
       ds.record(round_scaled(be, dy, p.grad, sdy, m_dy8, m_dy32));
       dyf = m_dy32.f32();

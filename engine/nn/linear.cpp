@@ -91,15 +91,6 @@ void Linear::set_delayed_scaling(const DelayedScaling& c) {
   m_w_scale = {};
 }
 
-namespace {
-// The layer's delayed scale for FP8 format f, (re)started when the format
-// changed since it was made (a precision set without set_delayed_scaling).
-DelayedScale& scale_for(DelayedScale& s, Format f, const DelayedScaling& c) {
-  if (!s.active() || s.format() != f) s = DelayedScale(f, c);
-  return s;
-}
-}  // namespace
-
 void Linear::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
   auto& ctx = static_cast<LinearContext&>(context);
   const Shape ys = output_shape(x.shape());
@@ -111,7 +102,7 @@ void Linear::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) 
   if (fp8) {
     // Delayed scaling: this step's scale comes from earlier steps' amaxes;
     // this step's amax is recorded after the cast.
-    DelayedScale& ds = scale_for(m_x_scale, p.compute, m_scaling);
+    DelayedScale& ds = delayed_scale_for(m_x_scale, p.compute, m_scaling);
     ctx.x_scale = ds.scale();
     ds.record(round_scaled(be, x, p.compute, ctx.x_scale, ctx.x_compute, m_fp8_ws));
     ctx.x = &ctx.x_compute;
@@ -122,7 +113,7 @@ void Linear::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) 
   ctx.w_scale = m_weight.weight_scale;
   if (fp8 && m_weight.weight.format() != p.compute) {
     // A weight the AMP code did not store in FP8: scaled here, per forward.
-    DelayedScale& ds = scale_for(m_w_scale, p.compute, m_scaling);
+    DelayedScale& ds = delayed_scale_for(m_w_scale, p.compute, m_scaling);
     ctx.w_scale = ds.scale() * m_weight.weight_scale;
     ds.record(round_scaled(be, m_weight.weight, p.compute, ds.scale(), m_w_compute, m_fp8_ws));
     ctx.w = &m_w_compute;
@@ -150,7 +141,7 @@ void Linear::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
   const Tensor* dyg;
   const float* dy32 = nullptr;
   if (is_fp8(p.grad)) {
-    DelayedScale& ds = scale_for(m_dy_scale, p.grad, m_scaling);
+    DelayedScale& ds = delayed_scale_for(m_dy_scale, p.grad, m_scaling);
     s.dy = ds.scale();
     ds.record(round_scaled(be, dy, p.grad, s.dy, m_dy_grad, m_fp8_ws));
     dyg = &m_dy_grad;

@@ -139,32 +139,23 @@ void stochastic_from_f32(Format to, const float* src, void* dst, std::size_t n,
   }
 }
 
+// dst[i] = decode(src[i]) over n storage words of type T.
+template <class T, class Decode>
+void decode_each(const void* src, float* dst, std::size_t n, Decode decode) {
+  const auto* s = static_cast<const T*>(src);
+  for (std::size_t i = 0; i < n; ++i) dst[i] = decode(s[i]);
+}
+
 void scalar_to_f32(Format from, const void* src, float* dst, std::size_t n) {
   switch (from) {
     case Format::FP32:
     case Format::TF32:
       if (n) std::memmove(dst, src, n * sizeof(float));
       return;
-    case Format::BF16: {
-      const auto* s = static_cast<const std::uint16_t*>(src);
-      for (std::size_t i = 0; i < n; ++i) dst[i] = bf16_to_fp32(s[i]);
-      return;
-    }
-    case Format::FP16: {
-      const auto* s = static_cast<const std::uint16_t*>(src);
-      for (std::size_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(s[i]);
-      return;
-    }
-    case Format::E5M2: {
-      const auto* s = static_cast<const std::uint8_t*>(src);
-      for (std::size_t i = 0; i < n; ++i) dst[i] = e5m2_to_fp32(s[i]);
-      return;
-    }
-    case Format::E4M3: {
-      const auto* s = static_cast<const std::uint8_t*>(src);
-      for (std::size_t i = 0; i < n; ++i) dst[i] = e4m3_to_fp32(s[i]);
-      return;
-    }
+    case Format::BF16: return decode_each<std::uint16_t>(src, dst, n, bf16_to_fp32);
+    case Format::FP16: return decode_each<std::uint16_t>(src, dst, n, fp16_to_fp32);
+    case Format::E5M2: return decode_each<std::uint8_t>(src, dst, n, e5m2_to_fp32);
+    case Format::E4M3: return decode_each<std::uint8_t>(src, dst, n, e4m3_to_fp32);
   }
 }
 
