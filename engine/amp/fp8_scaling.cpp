@@ -1,7 +1,11 @@
 // FP8 delayed scaling: amax history ring and Transformer Engine's scale formula.
 #include "amp/fp8_scaling.h"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -45,14 +49,45 @@ void DelayedScale::record(float amax) {
   if (std::isfinite(sf) && sf > 0.0f) m_scale = sf;
 }
 
+namespace {
+
+// max|x_i| and whether any x_i is NaN, in one vectorizable pass: |x| as
+// bits (NaN patterns are the integers above inf's), so neither -ffast-math
+// nor a NaN comparison can hide one. `out`, when non-null, gets x * scale.
+std::uint32_t abs_bits(float v) {
+  std::uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return u & 0x7FFFFFFFu;
+}
+
+float amax_from_bits(std::uint32_t m) {
+  if (m > 0x7F800000u) return std::numeric_limits<float>::quiet_NaN();
+  return std::bit_cast<float>(m);
+}
+
+constexpr std::int64_t kAmaxParallelMin = std::int64_t{1} << 17;
+
+}  // namespace
+
+// Both: max|x_i| and whether any x_i is NaN in one vectorizable pass, on
+// |x| as bits (NaN patterns are the integers above inf's), so neither
+// -ffast-math nor a NaN comparison can hide one.
 float amax_of(const float* x, std::int64_t n) {
-  float m = 0.0f;
+  std::uint32_t m = 0;
+#pragma omp parallel for simd reduction(max : m) if (n >= kAmaxParallelMin)
+  for (std::int64_t i = 0; i < n; ++i) m = std::max(m, abs_bits(x[i]));
+  return amax_from_bits(m);
+}
+
+float scale_and_amax(const float* x, float scale, float* out, std::int64_t n) {
+  std::uint32_t m = 0;
+#pragma omp parallel for simd reduction(max : m) if (n >= kAmaxParallelMin)
   for (std::int64_t i = 0; i < n; ++i) {
-    const float a = std::fabs(x[i]);
-    if (a > m) m = a;            // an inf lands here and stays
-    else if (a != a) return a;   // NaN
+    const float v = x[i];
+    m = std::max(m, abs_bits(v));
+    out[i] = v * scale;
   }
-  return m;
+  return amax_from_bits(m);
 }
 
 }  // namespace engine

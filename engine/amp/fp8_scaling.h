@@ -72,4 +72,8 @@ inline DelayedScale& delayed_scale_for(DelayedScale& s, Format f, const DelayedS
 // keeps the scale where it was). Any thread.
 float amax_of(const float* x, std::int64_t n);
 
+// out[i] = x[i] * scale over n floats (out may be x), returning amax_of(x)
+// from the same pass. Any thread.
+float scale_and_amax(const float* x, float scale, float* out, std::int64_t n);
+
 }  // namespace engine

@@ -110,11 +110,16 @@ float* grad_begin(Parameter& p, Tensor& ws) {
 
 void grad_end(Backend& be, Parameter& p, Format grad_format, Tensor& ws, std::int64_t* nonfinite) {
   const std::int64_t n = p.grad.numel();
-  float* g = is_f32_container(p.grad.format()) ? p.grad.f32() : ws.f32();
-  if (grad_format != Format::FP32) be.quantize(grad_format, g, n, false);
+  const bool stored_f32 = is_f32_container(p.grad.format());
+  float* g = stored_f32 ? p.grad.f32() : ws.f32();
+  // The encode below rounds to p.grad's format itself (RNE, no saturation,
+  // as quantize does): a separate rounding pass is needed only when the
+  // gradient format differs from the storage, or the count must see the
+  // rounded values.
+  if (grad_format != Format::FP32 && (stored_f32 || grad_format != p.grad.format() || nonfinite))
+    be.quantize(grad_format, g, n, false);
   if (nonfinite) *nonfinite += be.count_nonfinite(g, n);
-  if (!is_f32_container(p.grad.format()) && n)
-    cast_from_f32(p.grad.format(), g, p.grad.data(), static_cast<std::size_t>(n));
+  if (!stored_f32 && n) cast_from_f32(p.grad.format(), g, p.grad.data(), static_cast<std::size_t>(n));
 }
 
 const float* weight_f32(Backend& be, const Parameter& p, Format compute, Tensor& ws) {
@@ -129,22 +134,25 @@ const float* weight_f32(Backend& be, const Parameter& p, Format compute, Tensor&
   return ws.f32();
 }
 
-float round_scaled(Backend& be, const Tensor& x, Format f, float scale, Tensor& q, Tensor& ws) {
-  const std::int64_t n = x.numel();
+float round_scaled(Backend& be, const Tensor& x, Format f, float scale, Tensor& q, Tensor& ws,
+                   bool rounded_floats) {
+  (void)be;
+  const auto n = static_cast<std::size_t>(x.numel());
   ws.resize(x.shape(), Format::FP32);
-  if (is_f32_container(x.format())) {
-    if (n) std::memcpy(ws.f32(), x.f32(), x.bytes());
-  } else if (n) {
-    cast_to_f32(x.format(), x.data(), ws.f32(), static_cast<std::size_t>(n));
-  }
-  const float amax = amax_of(ws.f32(), n);
-  if (scale != 1.0f) be.scale(ws.f32(), scale, n);
-  // Round in f32 first (ws keeps the operand's values), then the encode is exact.
-  be.quantize(f, ws.f32(), n, true);
   q.resize(x.shape(), f);
+  if (n == 0) return 0.0f;
+  const float* src = x.f32();
+  if (!is_f32_container(x.format())) {
+    cast_to_f32(x.format(), x.data(), ws.f32(), n);
+    src = ws.f32();
+  }
+  // One pass for amax and scale, one saturating encode (RNE, then finite
+  // overflow clamps to the format's max), and a decode only when asked.
+  const float amax = scale_and_amax(src, scale, ws.f32(), x.numel());
   CastOptions opt;
   opt.saturate = true;
-  if (n) cast_from_f32(f, ws.f32(), q.data(), static_cast<std::size_t>(n), opt);
+  cast_from_f32(f, ws.f32(), q.data(), n, opt);
+  if (rounded_floats) cast_to_f32(f, q.data(), ws.f32(), n);
   return amax;
 }
 

@@ -62,11 +62,12 @@ const float* weight_f32(Backend& be, const Parameter& p, Format compute, Tensor&
 // One FP8 GEMM operand under per-tensor delayed scaling (amp/fp8_scaling.h):
 // x's values times `scale`, rounded with saturation to the FP8 format f
 // (Transformer Engine's cast: finite overflow clamps to the format's max;
-// inf and NaN stay), stored in `q` (resized to x's shape and f). `ws` holds
-// the same rounded values as floats afterwards (for the conv kernels).
-// Returns max|x| before scaling (NaN/inf propagate): the amax the caller
-// records after the op.
-float round_scaled(Backend& be, const Tensor& x, Format f, float scale, Tensor& q, Tensor& ws);
+// inf and NaN stay), stored in `q` (resized to x's shape and f). `ws` is
+// scratch; with `rounded_floats` it holds the same rounded values as floats
+// afterwards (for the conv kernels). Returns max|x| before scaling (NaN/inf
+// propagate): the amax the caller records after the op.
+float round_scaled(Backend& be, const Tensor& x, Format f, float scale, Tensor& q, Tensor& ws,
+                   bool rounded_floats);
 
 // The alpha of a GEMM whose operands hold value * scale_a and value *
 // scale_b: 1/scale_a * 1/scale_b (each reciprocal rounded to float, as

@@ -21,6 +21,10 @@ void PointwiseLayer::forward(Backend& be, const Tensor& x, Tensor& y, Context& c
   const LayerPrecision& p = m_precision;
   const Tensor& xc = round_to(x, p.compute, ctx.x_compute, saturates_forward(p.compute));
   ctx.x = &xc;
+  if (!track_nonfinite && xc.format() == p.storage) {
+    y.resize(ys, p.storage);
+    if (forward_bits(xc, y)) return;
+  }
   const float* xf = f32_values(xc, m_x32);
   float* yf = output_begin(y, ys, p.storage, m_y32);
   apply_forward(be, xf, yf, x.numel());
@@ -34,6 +38,10 @@ void PointwiseLayer::backward(Backend& be, const Tensor& dy, Tensor* dx, Context
   const Tensor& x = *ctx.x;
   if (dy.shape() != x.shape()) throw_shape(name(), "gradient does not match the output " + shape_string(x.shape()), dy.shape());
   const LayerPrecision& p = m_precision;
+  if (!track_nonfinite && dy.format() == p.grad) {
+    dx->resize(x.shape(), p.grad);
+    if (backward_bits(x, dy, *dx)) return;
+  }
   const float* dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
   const float* xf = f32_values(x, m_x32);
   float* dxf = output_begin(*dx, x.shape(), p.grad, m_dx32);

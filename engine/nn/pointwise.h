@@ -31,6 +31,12 @@ class PointwiseLayer : public Layer {
  protected:
   virtual void apply_forward(Backend& be, const float* x, float* y, std::int64_t n) = 0;
   virtual void apply_backward(Backend& be, const float* x, const float* dy, float* dx, std::int64_t n) = 0;
+  // A layer whose f keeps x or gives 0 by x's sign (ReLU) may work on the
+  // stored 16-bit patterns directly when input, output and gradient are all
+  // in one 16-bit format: the same bits as decode, f32 math, encode, without
+  // the three passes. Returns false where it does not apply.
+  virtual bool forward_bits(const Tensor& /*x*/, Tensor& /*y*/) { return false; }
+  virtual bool backward_bits(const Tensor& /*x*/, const Tensor& /*dy*/, Tensor& /*dx*/) { return false; }
 
  private:
   Tensor m_x32, m_y32, m_dy32, m_dx32;

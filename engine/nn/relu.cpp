@@ -2,6 +2,7 @@
 #include "nn/relu.h"
 
 #include "backend/backend.h"
+#include "tensor/tensor.h"
 
 namespace engine {
 
@@ -9,6 +10,55 @@ void relu_forward(Backend& be, const float* x, float* y, std::int64_t n) { be.re
 
 void relu_backward(Backend& be, const float* x, const float* dy, float* dx, std::int64_t n) {
   be.relu_backward(x, dy, dx, n);
+}
+
+namespace {
+
+// The magnitude bits of +inf in a 16-bit format: patterns above it are NaN.
+// 0 for formats this path does not handle.
+std::uint16_t inf_bits16(Format f) {
+  switch (f) {
+    case Format::BF16: return 0x7F80;
+    case Format::FP16: return 0x7C00;
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+// y = x < 0 ? 0 : x on the patterns: x < 0 exactly when the sign is set,
+// the magnitude is non-zero and not NaN (-0 and NaN pass through, as in
+// the f32 kernel).
+bool ReLU::forward_bits(const Tensor& x, Tensor& y) {
+  const std::uint16_t inf = inf_bits16(x.format());
+  if (inf == 0 || y.format() != x.format()) return false;
+  const auto* xs = static_cast<const std::uint16_t*>(x.data());
+  auto* ys = static_cast<std::uint16_t*>(y.data());
+  const std::int64_t n = x.numel();
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::uint16_t v = xs[i];
+    const std::uint16_t mag = v & 0x7FFF;
+    const bool negative = (v & 0x8000) && mag != 0 && mag <= inf;
+    ys[i] = negative ? std::uint16_t{0} : v;
+  }
+  return true;
+}
+
+// dx = x > 0 ? dy : 0 on the patterns (x > 0: sign clear, magnitude
+// non-zero and not NaN); 0 is +0, as the f32 kernel's 0.0f encodes.
+bool ReLU::backward_bits(const Tensor& x, const Tensor& dy, Tensor& dx) {
+  const std::uint16_t inf = inf_bits16(x.format());
+  if (inf == 0 || inf_bits16(dy.format()) == 0 || dx.format() != dy.format()) return false;
+  const auto* xs = static_cast<const std::uint16_t*>(x.data());
+  const auto* dys = static_cast<const std::uint16_t*>(dy.data());
+  auto* dxs = static_cast<std::uint16_t*>(dx.data());
+  const std::int64_t n = x.numel();
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::uint16_t v = xs[i];
+    const bool positive = (v & 0x8000) == 0 && v != 0 && v <= inf;
+    dxs[i] = positive ? dys[i] : std::uint16_t{0};
+  }
+  return true;
 }
 
 }  // namespace engine

@@ -10,6 +10,8 @@
 #include "nn/conv2d.h"
 #include "nn/linear.h"
 #include "nn/model.h"
+#include "nn/relu.h"
+#include "numeric/cast.h"
 #include "numeric/convert.h"
 
 namespace {
@@ -335,6 +337,63 @@ TEST(NonFinite, ModelLeavesReportTheirOwn) {
   Tensor ok = Tensor::from_values({2, 4}, Format::FP32, std::vector<float>(8, 0.5f));
   m->forward(test::backend(), ok);
   for (Layer* l : leaves) EXPECT_EQ(l->nonfinite.activation, 0) << l->name();
+}
+
+// ReLU in BF16 and FP16 works on the stored patterns; it must give the bits
+// the decode / f32 kernel / encode path gives, for every 16-bit pattern of x
+// (zeros, subnormals, infinities and NaNs included) forward and backward,
+// and the f32 path (taken while non-finite values are counted) must agree.
+TEST(LowPrecision, Relu16BitPatternsMatchTheF32PathExhaustively) {
+  Backend& be = test::backend();
+  constexpr std::int64_t kN = 65536;
+  for (Format f : {Format::BF16, Format::FP16}) {
+    SCOPED_TRACE(format_name(f));
+    Tensor x({2, kN / 2}, f), dy({2, kN / 2}, f);
+    auto* xs = static_cast<std::uint16_t*>(x.data());
+    auto* dys = static_cast<std::uint16_t*>(dy.data());
+    for (std::int64_t i = 0; i < kN; ++i) {
+      xs[i] = static_cast<std::uint16_t>(i);
+      dys[i] = static_cast<std::uint16_t>((i * 40503) ^ 0x5A5A);  // every pattern, shuffled
+    }
+    // Reference: decode, f32 ReLU, encode.
+    std::vector<float> xf(kN), dyf(kN), yf(kN), dxf(kN);
+    cast_to_f32(f, xs, xf.data(), kN);
+    cast_to_f32(f, dys, dyf.data(), kN);
+    for (std::int64_t i = 0; i < kN; ++i) {
+      yf[i] = xf[i] < 0.0f ? 0.0f : xf[i];
+      dxf[i] = xf[i] > 0.0f ? dyf[i] : 0.0f;
+    }
+    std::vector<std::uint16_t> y_ref(kN), dx_ref(kN);
+    cast_from_f32(f, yf.data(), y_ref.data(), kN);
+    cast_from_f32(f, dxf.data(), dx_ref.data(), kN);
+
+    for (bool track : {false, true}) {
+      SCOPED_TRACE(track ? "counting non-finite values (f32 path)" : "pattern path");
+      ReLU relu("relu");
+      relu.set_precision({f, f, Format::FP32, f});
+      relu.track_nonfinite = track;
+      auto ctx = relu.make_context();
+      Tensor y, dx;
+      relu.forward(be, x, y, *ctx);
+      relu.backward(be, dy, &dx, *ctx);
+      ASSERT_EQ(y.format(), f);
+      ASSERT_EQ(dx.format(), f);
+      const auto* yb = static_cast<const std::uint16_t*>(y.data());
+      const auto* dxb = static_cast<const std::uint16_t*>(dx.data());
+      std::int64_t y_bad = 0, dx_bad = 0, first_y = -1, first_dx = -1;
+      for (std::int64_t i = 0; i < kN; ++i) {
+        // A NaN result may be any NaN pattern (payloads are not part of the contract).
+        const std::uint16_t inf = f == Format::BF16 ? 0x7F80 : 0x7C00;
+        auto is_nan = [inf](std::uint16_t b) { return (b & 0x7FFF) > inf; };
+        const bool y_ok = std::isnan(yf[i]) ? is_nan(yb[i]) : yb[i] == y_ref[i];
+        const bool dx_ok = std::isnan(dxf[i]) ? is_nan(dxb[i]) : dxb[i] == dx_ref[i];
+        if (!y_ok && y_bad++ == 0) first_y = i;
+        if (!dx_ok && dx_bad++ == 0) first_dx = i;
+      }
+      EXPECT_EQ(y_bad, 0) << "first x pattern 0x" << std::hex << first_y;
+      EXPECT_EQ(dx_bad, 0) << "first x pattern 0x" << std::hex << first_dx;
+    }
+  }
 }
 
 }  // namespace
