@@ -35,11 +35,14 @@ bool ReLU::forward_bits(const Tensor& x, Tensor& y) {
   const auto* xs = static_cast<const std::uint16_t*>(x.data());
   auto* ys = static_cast<std::uint16_t*>(y.data());
   const std::int64_t n = x.numel();
+  // Branch-free (the sign of an activation is a coin flip for a predictor):
+  // negative non-NaN, non-zero patterns are 0x8001 .. 0x8000 + inf, one
+  // unsigned compare after the subtraction.
+  const std::uint32_t span = inf;
+#pragma omp simd
   for (std::int64_t i = 0; i < n; ++i) {
     const std::uint16_t v = xs[i];
-    const std::uint16_t mag = v & 0x7FFF;
-    const bool negative = (v & 0x8000) && mag != 0 && mag <= inf;
-    ys[i] = negative ? std::uint16_t{0} : v;
+    ys[i] = static_cast<std::uint32_t>(v) - 0x8001u < span ? std::uint16_t{0} : v;
   }
   return true;
 }
@@ -53,10 +56,12 @@ bool ReLU::backward_bits(const Tensor& x, const Tensor& dy, Tensor& dx) {
   const auto* dys = static_cast<const std::uint16_t*>(dy.data());
   auto* dxs = static_cast<std::uint16_t*>(dx.data());
   const std::int64_t n = x.numel();
+  // Positive patterns are 0x0001 .. inf (branch-free, as above).
+  const std::uint32_t span = inf;
+#pragma omp simd
   for (std::int64_t i = 0; i < n; ++i) {
     const std::uint16_t v = xs[i];
-    const bool positive = (v & 0x8000) == 0 && v != 0 && v <= inf;
-    dxs[i] = positive ? dys[i] : std::uint16_t{0};
+    dxs[i] = static_cast<std::uint32_t>(v) - 1u < span ? dys[i] : std::uint16_t{0};
   }
   return true;
 }
