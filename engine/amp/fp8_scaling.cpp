@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "numeric/clones.h"
+
 namespace engine {
 
 DelayedScale::DelayedScale(Format format, const DelayedScaling& config) : m_format(format), m_config(config) {
@@ -72,14 +74,14 @@ constexpr std::int64_t kAmaxParallelMin = std::int64_t{1} << 17;
 // Both: max|x_i| and whether any x_i is NaN in one vectorizable pass, on
 // |x| as bits (NaN patterns are the integers above inf's), so neither
 // -ffast-math nor a NaN comparison can hide one.
-float amax_of(const float* x, std::int64_t n) {
+PL_CPU_CLONES float amax_of(const float* x, std::int64_t n) {
   std::uint32_t m = 0;
 #pragma omp parallel for simd reduction(max : m) if (n >= kAmaxParallelMin)
   for (std::int64_t i = 0; i < n; ++i) m = std::max(m, abs_bits(x[i]));
   return amax_from_bits(m);
 }
 
-float scale_and_amax(const float* x, float scale, float* out, std::int64_t n) {
+PL_CPU_CLONES float scale_and_amax(const float* x, float scale, float* out, std::int64_t n) {
   std::uint32_t m = 0;
 #pragma omp parallel for simd reduction(max : m) if (n >= kAmaxParallelMin)
   for (std::int64_t i = 0; i < n; ++i) {

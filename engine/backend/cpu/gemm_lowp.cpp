@@ -8,6 +8,7 @@
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/lowp.h"
 #include "backend/cpu/parallel.h"
+#include "numeric/clones.h"
 
 namespace engine::cpu {
 
@@ -18,14 +19,7 @@ namespace {
 // contiguous row of B; the order of additions per (i, j) stays p = 0..k-1.
 // target_clones: the same source compiled for AVX-512, AVX2 and the
 // baseline, picked at load time from the CPU (the rounding is integer
-// bit manipulation, so every clone gives the same bits). Sanitizer builds
-// take the baseline only: the ifunc resolver runs during relocation, before
-// the sanitizer runtime is up, and its instrumented code crashes there.
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define PL_CPU_CLONES
-#else
-#define PL_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
+// bit manipulation, so every clone gives the same bits; numeric/clones.h).
 
 PL_CPU_CLONES void lowp_row_fp16(
     float* acc, const float* a, std::int64_t a_step, const float* b, std::int64_t n,
