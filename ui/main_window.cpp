@@ -108,8 +108,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   m_precision = new PrecisionTable;
   m_runs = new RunsList;
   auto* bottom = new QSplitter(Qt::Horizontal);
-  bottom->addWidget(framed(tr("Per-layer precision (double-click a format to change it, also during a run)"),
-                           m_precision));
+  m_precisionBox = framed(QString(), m_precision);
+  bottom->addWidget(m_precisionBox);
   bottom->addWidget(framed(tr("Runs (tick to overlay)"), m_runs));
   bottom->setStretchFactor(0, 3);
   bottom->setStretchFactor(1, 2);
@@ -604,6 +604,8 @@ void MainWindow::rebuildPrecisionTable() {
     for (const PrecisionTableRow& row : m_precision->precisionModel()->rows())
       c.layers[row.layer.toStdString()] = row.precision;
   }
+  m_precisionBox->setTitle(tr("Per-layer precision of the next run: %1 (double-click a format to change it)")
+                               .arg(QString::fromStdString(c.recipe)));
   try {
     m_precision->precisionModel()->setRows(layerRowsFor(c));
     m_precision->setToolTip(QString());
@@ -636,6 +638,8 @@ void MainWindow::showRunInTable(int id) {
     }
     if (ok) c.layers[e.layer] = p;
   }
+  m_precisionBox->setTitle(tr("Per-layer precision of %1: %2, live (double-click a format to change it at the next step)")
+                               .arg(run.name, QString::fromStdString(run.config.recipe)));
   try {
     m_precision->precisionModel()->setRows(layerRowsFor(c));
   } catch (const std::exception&) {

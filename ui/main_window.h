@@ -15,6 +15,7 @@ class DatasetCache;
 class CompareView;
 class PrecisionTable;
 class QAction;
+class QGroupBox;
 class QLabel;
 class QTabWidget;
 class RunStore;
@@ -136,4 +137,5 @@ class MainWindow : public QMainWindow {
   int m_runCounter = 0;
   QVector<std::size_t> m_eventsSeen;
   bool m_rebuildingTable = false;
+  QGroupBox* m_precisionBox = nullptr;  // its title says whose precisions the table shows
 };
