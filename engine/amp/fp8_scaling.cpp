@@ -53,9 +53,6 @@ void DelayedScale::record(float amax) {
 
 namespace {
 
-// max|x_i| and whether any x_i is NaN, in one vectorizable pass: |x| as
-// bits (NaN patterns are the integers above inf's), so neither -ffast-math
-// nor a NaN comparison can hide one. `out`, when non-null, gets x * scale.
 std::uint32_t abs_bits(float v) {
   std::uint32_t u;
   std::memcpy(&u, &v, 4);

@@ -107,7 +107,7 @@ const float* Conv2d::weight_values(Backend& be, bool record, float* scale) {
   DelayedScale& ds = delayed_scale_for(m_w_scale, compute, m_scaling);
   if (record) {
     *scale = ds.scale() * m_weight.weight_scale;
-    ds.record(round_scaled(be, m_weight.weight, compute, ds.scale(), m_w8, m_w32, true));
+    ds.record(round_scaled(m_weight.weight, compute, ds.scale(), m_w8, m_w32, true));
     return m_w32.f32();
   }
   *scale = m_w_used_scale;
@@ -128,7 +128,7 @@ void Conv2d::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) 
     // result is multiplied by 1/(s_x s_w).
     DelayedScale& ds = delayed_scale_for(m_x_scale, p.compute, m_scaling);
     ctx.x_scale = ds.scale();
-    ds.record(round_scaled(be, x, p.compute, ctx.x_scale, ctx.x_compute, m_x32, true));
+    ds.record(round_scaled(x, p.compute, ctx.x_scale, ctx.x_compute, m_x32, true));
     ctx.x = &ctx.x_compute;
     const float* xf = m_x32.f32();
     float sw = 1.0f;
@@ -180,7 +180,7 @@ void Conv2d::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
     if (is_fp8(p.grad)) {
       DelayedScale& ds = delayed_scale_for(m_dy_scale, p.grad, m_scaling);
       sdy = ds.scale();
-      ds.record(round_scaled(be, dy, p.grad, sdy, m_dy8, m_dy32, true));
+      ds.record(round_scaled(dy, p.grad, sdy, m_dy8, m_dy32, true));
       dyf = m_dy32.f32();
     } else {
       dyf = f32_rounded(be, dy, p.grad, m_dy32, false);

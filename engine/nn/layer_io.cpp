@@ -134,9 +134,7 @@ const float* weight_f32(Backend& be, const Parameter& p, Format compute, Tensor&
   return ws.f32();
 }
 
-float round_scaled(Backend& be, const Tensor& x, Format f, float scale, Tensor& q, Tensor& ws,
-                   bool rounded_floats) {
-  (void)be;
+float round_scaled(const Tensor& x, Format f, float scale, Tensor& q, Tensor& ws, bool rounded_floats) {
   const auto n = static_cast<std::size_t>(x.numel());
   ws.resize(x.shape(), Format::FP32);
   q.resize(x.shape(), f);

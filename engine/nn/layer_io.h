@@ -66,8 +66,7 @@ const float* weight_f32(Backend& be, const Parameter& p, Format compute, Tensor&
 // scratch; with `rounded_floats` it holds the same rounded values as floats
 // afterwards (for the conv kernels). Returns max|x| before scaling (NaN/inf
 // propagate): the amax the caller records after the op.
-float round_scaled(Backend& be, const Tensor& x, Format f, float scale, Tensor& q, Tensor& ws,
-                   bool rounded_floats);
+float round_scaled(const Tensor& x, Format f, float scale, Tensor& q, Tensor& ws, bool rounded_floats);
 
 // The alpha of a GEMM whose operands hold value * scale_a and value *
 // scale_b: 1/scale_a * 1/scale_b (each reciprocal rounded to float, as

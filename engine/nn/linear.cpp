@@ -104,7 +104,7 @@ void Linear::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) 
     // this step's amax is recorded after the cast.
     DelayedScale& ds = delayed_scale_for(m_x_scale, p.compute, m_scaling);
     ctx.x_scale = ds.scale();
-    ds.record(round_scaled(be, x, p.compute, ctx.x_scale, ctx.x_compute, m_fp8_ws, false));
+    ds.record(round_scaled(x, p.compute, ctx.x_scale, ctx.x_compute, m_fp8_ws, false));
     ctx.x = &ctx.x_compute;
   } else {
     ctx.x = &round_to(x, p.compute, ctx.x_compute, sat);
@@ -115,7 +115,7 @@ void Linear::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) 
     // A weight the AMP code did not store in FP8: scaled here, per forward.
     DelayedScale& ds = delayed_scale_for(m_w_scale, p.compute, m_scaling);
     ctx.w_scale = ds.scale() * m_weight.weight_scale;
-    ds.record(round_scaled(be, m_weight.weight, p.compute, ds.scale(), m_w_compute, m_fp8_ws, false));
+    ds.record(round_scaled(m_weight.weight, p.compute, ds.scale(), m_w_compute, m_fp8_ws, false));
     ctx.w = &m_w_compute;
   } else {
     ctx.w = &round_to(m_weight.weight, p.compute, m_w_compute, sat);
@@ -143,7 +143,7 @@ void Linear::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
   if (is_fp8(p.grad)) {
     DelayedScale& ds = delayed_scale_for(m_dy_scale, p.grad, m_scaling);
     s.dy = ds.scale();
-    ds.record(round_scaled(be, dy, p.grad, s.dy, m_dy_grad, m_fp8_ws, false));
+    ds.record(round_scaled(dy, p.grad, s.dy, m_dy_grad, m_fp8_ws, false));
     dyg = &m_dy_grad;
     // The bias gradient sums the unscaled, unrounded dy (TE's fused dbias).
     if (m_has_bias) dy32 = f32_values(dy, m_dy32);

@@ -106,7 +106,7 @@ void PatchEmbed::forward(Backend& be, const Tensor& x, Tensor& y, Context& conte
     patchify(xf, m_patch32.f32(), B, m_c, m_h, m_w, m_patch);
     if (!m_x_scale.active() || m_x_scale.format() != p.compute) m_x_scale = DelayedScale(p.compute, m_scaling);
     ctx.patch_scale = m_x_scale.scale();
-    m_x_scale.record(round_scaled(be, m_patch32, p.compute, ctx.patch_scale, ctx.patches, m_fp8_ws, false));
+    m_x_scale.record(round_scaled(m_patch32, p.compute, ctx.patch_scale, ctx.patches, m_fp8_ws, false));
   } else {
     m_patch32.resize({rows, m_patch_size}, Format::FP32);
     patchify(xf, m_patch32.f32(), B, m_c, m_h, m_w, m_patch);
@@ -136,7 +136,7 @@ void PatchEmbed::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& co
   if (is_fp8(p.grad)) {
     if (!m_dy_scale.active() || m_dy_scale.format() != p.grad) m_dy_scale = DelayedScale(p.grad, m_scaling);
     s.dy = m_dy_scale.scale();
-    m_dy_scale.record(round_scaled(be, dy, p.grad, s.dy, m_dy_grad, m_fp8_ws, false));
+    m_dy_scale.record(round_scaled(dy, p.grad, s.dy, m_dy_grad, m_fp8_ws, false));
     dyg = &m_dy_grad;
     dy32 = f32_values(dy, m_dy32);  // bias and position sums: unscaled dy
   } else {
