@@ -109,6 +109,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   m_runs = new RunsList;
   auto* bottom = new QSplitter(Qt::Horizontal);
   m_precisionBox = framed(QString(), m_precision);
+  m_precisionBox->setObjectName(QStringLiteral("precisionBox"));
   bottom->addWidget(m_precisionBox);
   bottom->addWidget(framed(tr("Runs (tick to overlay)"), m_runs));
   bottom->setStretchFactor(0, 3);

@@ -97,7 +97,7 @@ SetupPanel::SetupPanel(QWidget* parent) : QWidget(parent) {
   if (!QDir(QString::fromUtf8(engine::kFashionMnistDir)).exists()) {
     // The default experiment falls back to the built-in synthetic set.
     m_dataset->setItemData(0, tr("Not installed: apt-get install dataset-fashion-mnist"), Qt::ToolTipRole);
-    m_dataset->setCurrentIndex(1);
+    m_dataset->setCurrentIndex(m_dataset->findData(QStringLiteral("spirals")));
   }
   form->addRow(tr("Dataset"), m_dataset);
   m_model = makeCombo(QStringLiteral("modelCombo"),

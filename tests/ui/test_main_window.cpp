@@ -8,6 +8,7 @@
 #include <QChartView>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QGroupBox>
 #include <QHeaderView>
 #include <QLabel>
 #include <QSignalSpy>
@@ -193,6 +194,23 @@ TEST_F(MainWindowTest, PrecisionTableHasItsColumnsAndEditsFormats) {
   EXPECT_FALSE(model->setData(model->index(0, PrecisionTableModel::Compute), QStringLiteral("fp12")));
   EXPECT_FALSE(model->flags(model->index(0, PrecisionTableModel::Layer)) & Qt::ItemIsEditable);
   EXPECT_EQ(edited.count(), 1);
+}
+
+// Between runs the table shows (and edits) the next run's recipe, and its
+// title says so; a new recipe rebuilds both.
+TEST_F(MainWindowTest, PrecisionTableTitleNamesTheRecipeItShows) {
+  auto* box = child<QGroupBox>("precisionBox");
+  auto* table = qobject_cast<PrecisionTable*>(child<QTableView>("precisionTable"));
+  auto* panel = child<SetupPanel>("setupPanel");
+  ASSERT_NE(box, nullptr);
+  ASSERT_NE(table, nullptr);
+  ASSERT_NE(panel, nullptr);
+  EXPECT_TRUE(box->title().contains(QStringLiteral("next run: mixed-fp16"))) << box->title().toStdString();
+  panel->setRecipe(QStringLiteral("fp32"));
+  QApplication::processEvents();
+  EXPECT_TRUE(box->title().contains(QStringLiteral("next run: fp32"))) << box->title().toStdString();
+  ASSERT_GT(table->precisionModel()->rows().size(), 1);
+  EXPECT_EQ(table->precisionModel()->rows()[1].precision.compute, engine::Format::FP32);
 }
 
 TEST_F(MainWindowTest, ChartAreaHasFiveChartsWithLabelledAxes) {
