@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "numeric/convert.h"
 #include "numeric/format.h"
+#include "numeric/inspect.h"
 
 namespace cli {
 
@@ -29,15 +30,6 @@ constexpr const char* kUsage =
 int bad_input(const std::string& message) {
   std::fprintf(stderr, "precision-lab-cli formats: %s\n", message.c_str());
   return 2;
-}
-
-// Shortest decimal that reads back as exactly this float.
-std::string shortest(float v) {
-  if (std::isnan(v)) return std::signbit(v) ? "-nan" : "nan";
-  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
-  char buf[64];
-  const auto res = std::to_chars(buf, buf + sizeof(buf), v);
-  return std::string(buf, res.ptr);
 }
 
 std::string sci(double v) {
@@ -95,26 +87,6 @@ std::optional<ParsedValue> parse_value(std::string_view text) {
   return ParsedValue{negative ? -v : v, false};
 }
 
-std::string binary_fields(const engine::FormatInfo& info, std::uint32_t bits) {
-  const int total = 1 + info.exp_bits + info.man_bits;
-  std::string s;
-  for (int b = total - 1; b >= 0; --b) {
-    s.push_back(((bits >> b) & 1u) ? '1' : '0');
-    if (b == total - 1 || b == info.man_bits) s.push_back('|');
-  }
-  return s;
-}
-
-// `in` is X as read (FP32); `finite_nonzero_x` says whether X itself was a
-// finite nonzero number, even if FP32 already overflowed or underflowed.
-const char* classify(Format f, float in, bool finite_nonzero_x, float out) {
-  if (std::isnan(out)) return std::isnan(in) ? "nan" : "nan (overflow)";
-  if (std::isinf(out)) return finite_nonzero_x ? "inf (overflow)" : "inf";
-  if (out == 0.0f) return finite_nonzero_x ? "zero (underflow)" : "zero";
-  if (std::fabs(out) < engine::format_info(f).min_normal) return "subnormal";
-  return "normal";
-}
-
 void print_table() {
   std::printf("%-9s %4s %3s %3s %4s %5s  %-12s  %-21s  %-21s  %-19s  %s\n", "format", "bits", "exp",
               "man", "bias", "bytes", "max", "min normal", "min subnormal", "epsilon", "inf");
@@ -131,19 +103,16 @@ void print_table() {
 
 void print_value(const ParsedValue& parsed) {
   const float x = parsed.value;
-  const bool finite_nonzero_x = parsed.out_of_range || (std::isfinite(x) && x != 0.0f);
   for (Format f : engine::kAllFormats) {
-    const engine::FormatInfo& info = engine::format_info(f);
-    const std::uint32_t bits = engine::encode(f, x);
-    const float rounded = engine::decode(f, bits);
-    char hex[16];
-    if (info.storage_bytes == 4) std::snprintf(hex, sizeof(hex), "0x%08X", bits);
-    else if (info.storage_bytes == 2) std::snprintf(hex, sizeof(hex), "0x%04X", bits);
-    else std::snprintf(hex, sizeof(hex), "0x%02X", bits);
-    // TF32's 19 bits are the top of its FP32 container.
-    const std::uint32_t field_bits = f == Format::TF32 ? bits >> 13 : bits;
-    std::printf("%-9s %-16s %-10s %-35s %s\n", info.name, shortest(rounded).c_str(), hex,
-                binary_fields(info, field_bits).c_str(), classify(f, x, finite_nonzero_x, rounded));
+    engine::Inspection i = engine::inspect(f, x);
+    if (parsed.out_of_range) {
+      // X itself was finite and nonzero; FP32 already overflowed or underflowed it.
+      i.overflowed = !std::isfinite(i.value);
+      i.underflowed = i.value == 0.0;
+    }
+    std::printf("%-9s %-16s %-10s %-35s %s\n", engine::format_name(f),
+                engine::shortest_decimal(static_cast<float>(i.value)).c_str(), engine::hex_bits(f, i.bits).c_str(),
+                engine::binary_fields(f, i.field_bits).c_str(), engine::class_text(i).c_str());
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "report/csv.h"
+#include "train/comparison.h"
 #include "train/run.h"
 #include "train/trainer.h"
 
@@ -94,13 +95,14 @@ std::string human_time(double s) {
   return buf;
 }
 
-int execute(const Options& o, const std::vector<std::string>& recipes) {
+int execute(const Options& o, const std::vector<std::string>& recipes, bool compare) {
   engine::Trainer trainer;
-  for (const std::string& r : recipes) {
-    engine::RunConfig c = o.config;
-    c.recipe = r;
-    trainer.add_run(c);
-  }
+  // A comparison's runs come from the engine's one rule (the app's Compare
+  // uses it too): each recipe keeps its own loss-scaling rule.
+  std::vector<engine::ComparisonRun> runs;
+  if (compare) runs = engine::comparison_runs(o.config, recipes);
+  else runs.push_back({o.config.recipe, o.config});
+  for (const engine::ComparisonRun& r : runs) trainer.add_run(r.config);
   const bool tty = isatty(STDOUT_FILENO) != 0;
   g_interrupted = 0;
   auto prev = std::signal(SIGINT, on_sigint);
@@ -145,7 +147,7 @@ int execute(const Options& o, const std::vector<std::string>& recipes) {
         }
         if (st->total_steps > 0) total[static_cast<std::size_t>(st->run_id)] = st->total_steps;
       } else if (const auto* ev = std::get_if<engine::Event>(&rec)) {
-        if (ev->kind == "nan_loss") {
+        if (ev->kind == engine::EventKind::NanLoss) {
           if (tty) std::printf("\r\033[K");
           std::printf("[%s] step %lld: loss is NaN/inf (diverged)\n",
                       recipes[static_cast<std::size_t>(ev->run_id)].c_str(), static_cast<long long>(ev->step));
@@ -198,12 +200,10 @@ int execute(const Options& o, const std::vector<std::string>& recipes) {
     if (!r) continue;
     engine::RunExport x;
     x.run_id = i;
+    x.name = runs[static_cast<std::size_t>(i)].name;
     x.recipe = r->config().recipe;
     x.config = r->config();
-    x.steps = r->steps();
-    x.evals = r->evals();
-    x.events = r->events();
-    x.grad_stats = r->grad_stats();
+    x.history = r->history();
     x.summary = r->summary();
     exports.push_back(std::move(x));
     const engine::RunSummary& s = exports.back().summary;
@@ -233,7 +233,7 @@ int cmd_run(int argc, char** argv, bool compare) {
     return 2;
   }
   std::vector<std::string> recipes = compare ? o.recipes : std::vector<std::string>{o.config.recipe};
-  return execute(o, recipes);
+  return execute(o, recipes, compare);
 }
 
 }  // namespace cli

@@ -68,6 +68,9 @@ Recipe make_recipe(std::string_view name) {
     r.matmul = r.norm = r.elementwise = all(Format::FP16);
     r.master_weights = false;
     r.scaling.mode = ScalingMode::None;
+    // The optimizer's state is FP16 too (a .half() model's momentum buffers
+    // are FP16): weights, gradients and state take half of FP32's bytes.
+    r.optimizer_state = Format::FP16;
   } else if (name == "mixed-fp16") {
     // torch.autocast(float16) + GradScaler: FP16 GEMMs with FP32 accumulate,
     // norms and softmax in FP32, FP32 master weights, dynamic loss scaling.

@@ -287,10 +287,12 @@ void Attention::forward(Backend& be, const Tensor& x, Tensor& y, Context& contex
   output_shape(x.shape());
   nonfinite = {};
   m_qkv.forward(be, x, ctx.qkv, *ctx.qkv_ctx);
+  record_output(m_qkv, ctx.qkv);
   m_scores.forward(be, ctx.qkv, ctx.scores, *ctx.scores_ctx);
   m_softmax.forward(be, ctx.scores, ctx.probs, *ctx.softmax_ctx);
   m_values.forward_pair(be, ctx.probs, ctx.qkv, ctx.values, *ctx.values_ctx);
   m_proj.forward(be, ctx.values, y, *ctx.proj_ctx);
+  record_output(m_proj, y);
 }
 
 void Attention::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {

@@ -67,6 +67,9 @@ class AttentionScores : public Layer {
   void check_dy(const Tensor& dy, const Tensor& qkv) const;
   std::int64_t m_dim, m_heads;
   Tensor m_y32, m_dy_grad, m_dx32;
+  std::size_t workspace_bytes() const override {
+    return tensors_bytes({&m_y32, &m_dy_grad, &m_dx32});
+  }
 };
 
 // What AttentionValues saves: probs and qkv in its compute format. When they
@@ -106,6 +109,9 @@ class AttentionValues : public Layer {
  private:
   std::int64_t m_dim, m_heads;
   Tensor m_y32, m_dy_grad, m_dp32;
+  std::size_t workspace_bytes() const override {
+    return tensors_bytes({&m_y32, &m_dy_grad, &m_dp32});
+  }
 };
 
 // Everything Attention keeps between forward and backward: the children's

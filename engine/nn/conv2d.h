@@ -71,6 +71,9 @@ class Conv2d : public Layer {
   DelayedScale m_x_scale, m_dy_scale, m_w_scale;
   float m_w_used_scale = 1.0f;  // the weight scale of the last forward (backward reuses it)
   Tensor m_x32, m_w32, m_w8, m_b32, m_y32, m_dy32, m_dy8, m_dyu32, m_dx32, m_dw32, m_db32;
+  std::size_t workspace_bytes() const override {
+    return tensors_bytes({&m_x32, &m_w32, &m_w8, &m_b32, &m_y32, &m_dy32, &m_dy8, &m_dyu32, &m_dx32, &m_dw32, &m_db32});
+  }
 };
 
 }  // namespace engine

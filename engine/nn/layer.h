@@ -69,8 +69,17 @@ class Layer {
   // without FP8 GEMMs.
   virtual void set_delayed_scaling(const DelayedScaling&) {}
 
+  // Bytes of the layer's own scratch tensors (decode/encode copies the CPU
+  // needs to emulate a format): memory accounting's `emulation`.
+  virtual std::size_t workspace_bytes() const { return 0; }
+
   bool track_nonfinite = false;
   NonfiniteCounts nonfinite;
+  // Statistics steps: when set, the caller of forward() keeps a copy of the
+  // output as floats in captured_output (record_output() below), for the
+  // comparison with the FP32 shadow pass.
+  bool capture_output = false;
+  std::vector<float> captured_output;
 
  protected:
   LayerPrecision m_precision;
@@ -78,5 +87,12 @@ class Layer {
  private:
   std::string m_name;
 };
+
+// After l.forward(..., y, ...): keeps y's values when l.capture_output.
+// Called by whoever calls forward (the Model, composite layers).
+void record_output(Layer& l, const Tensor& y);
+
+// Sum of the bytes of some scratch tensors (Layer::workspace_bytes).
+std::size_t tensors_bytes(std::initializer_list<const Tensor*> tensors);
 
 }  // namespace engine

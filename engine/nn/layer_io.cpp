@@ -187,3 +187,23 @@ void throw_shape(const std::string& layer, const std::string& what, const Shape&
 }
 
 }  // namespace engine
+
+namespace engine {
+
+void record_output(Layer& l, const Tensor& y) {
+  if (!l.capture_output) return;
+  if (y.format() == Format::FP32 || y.format() == Format::TF32) {
+    l.captured_output.assign(y.f32(), y.f32() + y.numel());
+  } else {
+    l.captured_output.resize(static_cast<std::size_t>(y.numel()));
+    cast_to_f32(y.format(), y.data(), l.captured_output.data(), static_cast<std::size_t>(y.numel()));
+  }
+}
+
+std::size_t tensors_bytes(std::initializer_list<const Tensor*> tensors) {
+  std::size_t n = 0;
+  for (const Tensor* t : tensors) n += t->bytes();
+  return n;
+}
+
+}  // namespace engine

@@ -54,6 +54,9 @@ class LayerNorm : public Layer {
   float m_eps;
   Parameter m_gamma, m_beta;
   Tensor m_x32, m_g32, m_b32, m_y32, m_dy32, m_dx32, m_dg32, m_db32;
+  std::size_t workspace_bytes() const override {
+    return tensors_bytes({&m_x32, &m_g32, &m_b32, &m_y32, &m_dy32, &m_dx32, &m_dg32, &m_db32});
+  }
 };
 
 }  // namespace engine

@@ -83,6 +83,9 @@ class Linear : public Layer {
   DelayedScale m_x_scale, m_dy_scale, m_w_scale;
   // Reused workspaces (grow once, then steady state allocates nothing).
   Tensor m_w_compute, m_b32, m_y32, m_dy_grad, m_dy32, m_dx32, m_dw32, m_db32, m_fp8_ws;
+  std::size_t workspace_bytes() const override {
+    return tensors_bytes({&m_w_compute, &m_b32, &m_y32, &m_dy_grad, &m_dy32, &m_dx32, &m_dw32, &m_db32, &m_fp8_ws});
+  }
 };
 
 }  // namespace engine

@@ -42,6 +42,9 @@ class MaxPool2d : public Layer {
  private:
   std::int64_t m_kernel;
   Tensor m_x32, m_y32, m_dy32, m_dx32;
+  std::size_t workspace_bytes() const override {
+    return tensors_bytes({&m_x32, &m_y32, &m_dy32, &m_dx32});
+  }
 };
 
 }  // namespace engine

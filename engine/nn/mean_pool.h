@@ -34,6 +34,9 @@ class MeanPool : public Layer {
 
  private:
   Tensor m_x32, m_y32, m_dy32, m_dx32;
+  std::size_t workspace_bytes() const override {
+    return tensors_bytes({&m_x32, &m_y32, &m_dy32, &m_dx32});
+  }
 };
 
 }  // namespace engine

@@ -125,6 +125,7 @@ const Tensor& Model::forward(Backend& be, const Tensor& x) {
   }
   for (std::size_t i = 0; i < m_layers.size(); ++i) {
     m_layers[i]->forward(be, *in, m_activations[i], *m_contexts[i]);
+    record_output(*m_layers[i], m_activations[i]);
     in = &m_activations[i];
   }
   m_forward_done = true;
@@ -169,6 +170,23 @@ void Model::set_precision(const LayerPrecision& p) {
 void Model::set_track_nonfinite(bool on) {
   for (const auto& l : m_layers) l->track_nonfinite = on;
   for (Layer* l : leaves()) l->track_nonfinite = on;
+}
+
+void Model::set_capture_outputs(bool on) {
+  for (Layer* l : leaves()) {
+    l->capture_output = on && !l->parameters().empty();
+    if (!l->capture_output) l->captured_output.clear();
+  }
+}
+
+std::size_t Model::workspace_bytes() const {
+  std::size_t n = m_input.bytes();
+  for (const auto& l : m_layers) {
+    n += l->workspace_bytes();
+    for (Layer* leaf : l->leaves())
+      if (leaf != l.get()) n += leaf->workspace_bytes();
+  }
+  return n;
 }
 
 std::size_t Model::saved_activation_bytes() const {

@@ -60,6 +60,10 @@ class Model {
   // Sets every leaf's precision (a recipe uses amp/apply.h instead).
   void set_precision(const LayerPrecision& p);
   void set_track_nonfinite(bool on);
+  // Leaves with parameters keep a copy of their outputs (Layer::capture_output).
+  void set_capture_outputs(bool on);
+  // The layers' scratch bytes (Layer::workspace_bytes) plus the staged input.
+  std::size_t workspace_bytes() const;
 
   // Bytes of what the contexts hold for backward after the last forward
   // (0 before the first one).

@@ -76,6 +76,9 @@ class PatchEmbed : public Layer {
   Tensor m_fp8_ws;
   Tensor m_x32, m_patch32, m_w_compute, m_b32, m_pos32, m_y32, m_dy_grad, m_dy32, m_dp32, m_dx32, m_dw32, m_db32,
       m_dpos32;
+  std::size_t workspace_bytes() const override {
+    return tensors_bytes({&m_fp8_ws, &m_x32, &m_patch32, &m_w_compute, &m_b32, &m_pos32, &m_y32, &m_dy_grad, &m_dy32, &m_dp32, &m_dx32, &m_dw32, &m_db32, &m_dpos32});
+  }
 };
 
 }  // namespace engine

@@ -85,14 +85,18 @@ void TransformerBlock::forward(Backend& be, const Tensor& x, Tensor& y, Context&
   output_shape(x.shape());
   nonfinite = {};
   m_ln1.forward(be, x, ctx.ln1_out, *ctx.ln1_ctx);
+  record_output(m_ln1, ctx.ln1_out);
   m_attn.forward(be, ctx.ln1_out, ctx.attn_out, *ctx.attn_ctx);
   Linear& proj = m_attn.proj();
   residual_add(be, x, ctx.attn_out, ctx.h, m_ws_a, m_ws_b, m_ws_y, saturates_forward(ctx.attn_out.format()),
                tracked(proj, proj.nonfinite.activation));
   m_ln2.forward(be, ctx.h, ctx.ln2_out, *ctx.ln2_ctx);
+  record_output(m_ln2, ctx.ln2_out);
   m_fc1.forward(be, ctx.ln2_out, ctx.fc1_out, *ctx.fc1_ctx);
+  record_output(m_fc1, ctx.fc1_out);
   m_gelu.forward(be, ctx.fc1_out, ctx.gelu_out, *ctx.gelu_ctx);
   m_fc2.forward(be, ctx.gelu_out, ctx.fc2_out, *ctx.fc2_ctx);
+  record_output(m_fc2, ctx.fc2_out);
   residual_add(be, ctx.h, ctx.fc2_out, y, m_ws_a, m_ws_b, m_ws_y, saturates_forward(ctx.fc2_out.format()),
                tracked(m_fc2, m_fc2.nonfinite.activation));
 }

@@ -71,6 +71,9 @@ class TransformerBlock : public CompositeLayer {
   GELU m_gelu;
   Linear m_fc2;
   Tensor m_ws_a, m_ws_b, m_ws_y;
+  std::size_t workspace_bytes() const override {
+    return tensors_bytes({&m_ws_a, &m_ws_b, &m_ws_y});
+  }
 };
 
 }  // namespace engine

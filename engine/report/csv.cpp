@@ -92,54 +92,66 @@ void export_runs(const std::string& dir_s, const std::vector<RunExport>& runs) {
   std::string steps, evals, events, grads, summary;
   {
     Row h;
-    for (const char* c : {"run_id", "recipe", "step", "epoch", "loss", "loss_scale", "overflow", "skipped",
+    for (const char* c : {"run_id", "run", "recipe", "step", "epoch", "loss", "loss_scale", "overflow", "skipped",
                           "grad_norm", "lr", "mem_weights", "mem_master", "mem_grads", "mem_optimizer",
-                          "mem_activations", "mem_workspace", "mem_total", "rss", "wall_ms",
+                          "mem_activations", "mem_workspace", "mem_total", "mem_emulation", "rss", "wall_ms",
                           "samples_per_second", "train_accuracy"})
       h << c;
     steps = h.line();
   }
-  evals = "run_id,recipe,step,epoch,val_loss,val_accuracy\r\n";
-  events = "run_id,recipe,step,kind,layer,tensor,count\r\n";
+  evals = "run_id,run,recipe,step,epoch,val_loss,val_accuracy\r\n";
+  events = "run_id,run,recipe,step,kind,layer,tensor,count,value\r\n";
   grads =
-      "run_id,recipe,step,layer,format,zeros,total,underflow_unscaled,subnormal_unscaled,overflow_unscaled,"
-      "underflow_scaled,subnormal_scaled,overflow_scaled\r\n";
+      "run_id,run,recipe,step,layer,format,zeros,total,underflow_unscaled,subnormal_unscaled,overflow_unscaled,"
+      "underflow_scaled,subnormal_scaled,overflow_scaled,shadow,output_error,grad_error\r\n";
   summary =
-      "run_id,recipe,model,dataset,backend,steps,final_loss,val_loss,val_accuracy,overflow_steps,"
+      "run_id,run,recipe,model,dataset,backend,steps,final_loss,val_loss,val_accuracy,overflow_steps,"
       "skipped_steps,final_loss_scale,peak_memory_bytes,wall_seconds,samples_per_second\r\n";
   for (const RunExport& r : runs) {
-    for (const StepMetrics& m : r.steps) {
+    const std::string& name = r.name.empty() ? r.recipe : r.name;
+    auto lead = [&](Row& row) { row << num(r.run_id) << name << r.recipe; };
+    const RunHistory& h = r.history;
+    for (const StepMetrics& m : h.steps) {
       Row row;
-      row << num(r.run_id) << r.recipe << num(m.step) << num(m.epoch) << num(m.loss) << num(m.loss_scale)
-          << flag(m.overflow) << flag(m.skipped) << num(m.grad_norm) << num(m.lr) << num(m.mem.weights)
-          << num(m.mem.master) << num(m.mem.grads) << num(m.mem.optimizer) << num(m.mem.activations)
-          << num(m.mem.workspace) << num(m.mem.total()) << num(m.rss) << num(m.wall_ms)
+      lead(row);
+      row << num(m.step) << num(m.epoch) << num(m.loss) << num(m.loss_scale) << flag(m.overflow)
+          << flag(m.skipped) << num(m.grad_norm) << num(m.lr) << num(m.mem.weights) << num(m.mem.master)
+          << num(m.mem.grads) << num(m.mem.optimizer) << num(m.mem.activations) << num(m.mem.workspace)
+          << num(m.mem.total()) << num(m.mem.emulation) << num(m.rss) << num(m.wall_ms)
           << num(m.samples_per_second) << num(m.train_accuracy);
       steps += row.line();
     }
-    for (const EvalMetrics& e : r.evals) {
+    for (const EvalMetrics& e : h.evals) {
       Row row;
-      row << num(r.run_id) << r.recipe << num(e.step) << num(e.epoch) << num(e.val_loss) << num(e.val_accuracy);
+      lead(row);
+      row << num(e.step) << num(e.epoch) << num(e.val_loss) << num(e.val_accuracy);
       evals += row.line();
     }
-    for (const Event& e : r.events) {
+    for (const Event& e : h.events) {
       Row row;
-      row << num(r.run_id) << r.recipe << num(e.step) << e.kind << e.layer << e.tensor << num(e.count);
+      lead(row);
+      std::string tensor = e.tensor;
+      if (e.kind == EventKind::PrecisionChange)
+        tensor = std::string(format_key(e.precision.compute)) + "/" + format_key(e.precision.storage) + "/" +
+                 format_key(e.precision.accumulate) + "/" + format_key(e.precision.grad);
+      row << num(e.step) << event_kind_name(e.kind) << e.layer << tensor << num(e.count) << num(e.value);
       events += row.line();
     }
-    for (const GradStats& g : r.grad_stats) {
+    for (const GradStats& g : h.grads) {
       Row row;
-      row << num(r.run_id) << r.recipe << num(g.step) << g.layer << g.format << num(g.zeros) << num(g.total)
-          << num(g.underflow_unscaled) << num(g.subnormal_unscaled) << num(g.overflow_unscaled)
-          << num(g.underflow_scaled) << num(g.subnormal_scaled) << num(g.overflow_scaled);
+      lead(row);
+      row << num(g.step) << g.layer << g.format << num(g.zeros) << num(g.total) << num(g.underflow_unscaled)
+          << num(g.subnormal_unscaled) << num(g.overflow_unscaled) << num(g.underflow_scaled)
+          << num(g.subnormal_scaled) << num(g.overflow_scaled) << flag(g.shadow) << num(g.output_error)
+          << num(g.grad_error);
       grads += row.line();
     }
     const RunSummary& s = r.summary;
     Row row;
-    row << num(r.run_id) << r.recipe << s.model << s.dataset << s.backend << num(s.steps) << num(s.final_loss)
-        << num(s.val_loss) << num(s.val_accuracy) << num(s.overflow_steps) << num(s.skipped_steps)
-        << num(s.final_loss_scale) << num(s.peak_memory_bytes) << num(s.wall_seconds)
-        << num(s.samples_per_second);
+    lead(row);
+    row << s.model << s.dataset << s.backend << num(s.steps) << num(s.final_loss) << num(s.val_loss)
+        << num(s.val_accuracy) << num(s.overflow_steps) << num(s.skipped_steps) << num(s.final_loss_scale)
+        << num(s.peak_memory_bytes) << num(s.wall_seconds) << num(s.samples_per_second);
     summary += row.line();
   }
   std::string config;

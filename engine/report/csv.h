@@ -13,20 +13,22 @@ namespace engine {
 // from the trainer's runs.
 struct RunExport {
   int run_id = 0;
+  std::string name;    // the `run` column: the recipe, or the name the app or a preset gave
   std::string recipe;
   RunConfig config;
-  std::vector<StepMetrics> steps;
-  std::vector<EvalMetrics> evals;
-  std::vector<Event> events;
-  std::vector<GradStats> grad_stats;  // grads.csv (histograms are not exported)
+  RunHistory history;  // grads.csv from history.grads (histograms are not exported)
   RunSummary summary;
 };
 
 // Writes steps.csv, evals.csv, events.csv, grads.csv, summary.csv and
-// config.json into `dir` (created if missing). grads.csv has one row per
-// GradStats: run_id, recipe, step, layer, format, zeros, total, then the
-// fractions underflow/subnormal/overflow_unscaled and _scaled (header only
-// when no run has any). RFC 4180, UTF-8, '.' decimal point whatever the
+// config.json into `dir` (created if missing). Every file starts with the
+// columns run_id, run, recipe. grads.csv has one row per GradStats: step,
+// layer, format, zeros, total, the fractions underflow/subnormal/
+// overflow_unscaled and _scaled, shadow, output_error and grad_error
+// (header only when no run has any). events.csv has kind, layer, tensor,
+// count and value (the new loss scale of a scale_change). steps.csv has
+// mem_emulation beside the categories of mem_total (it is not part of it).
+// RFC 4180, UTF-8, '.' decimal point whatever the
 // locale, floats with enough digits to round-trip (%.9g for float values,
 // %.17g for doubles). Each file is written to a temporary file in `dir` and
 // renamed, so a failed export never leaves a half file. Throws

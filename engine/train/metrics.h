@@ -4,20 +4,29 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
+#include "amp/precision.h"
+
 namespace engine {
 
-// Bytes per category, from the real storage width of every tensor.
+// Bytes per category, from the real storage width of every tensor: what the
+// recipe would hold on a device (DESIGN.md "Memory accounting").
 struct MemoryBytes {
-  std::int64_t weights = 0;      // weights in their compute format
+  std::int64_t weights = 0;      // weights in their storage format
   std::int64_t master = 0;       // FP32 master weights
-  std::int64_t grads = 0;
-  std::int64_t optimizer = 0;    // momentum / Adam moments
+  std::int64_t grads = 0;        // gradients in their storage format
+  std::int64_t optimizer = 0;    // momentum / Adam moments in the state format
   std::int64_t activations = 0;  // saved for backward
-  std::int64_t workspace = 0;    // scratch: casts, decoded copies, batch buffers
+  std::int64_t workspace = 0;    // the step's own buffers: batch, logits, loss gradient
+  // f32 copies that exist only because the CPU emulates a format (decoded
+  // FP16 gradients and weights the optimizer updates in f32). Reported
+  // apart and NOT part of total(): a device holding the recipe has none.
+  std::int64_t emulation = 0;
   std::int64_t total() const { return weights + master + grads + optimizer + activations + workspace; }
 };
 
@@ -46,21 +55,39 @@ struct EvalMetrics {
   double val_accuracy = -1.0;  // -1 for regression
 };
 
-// An event on the timeline: kind "overflow" (non-finite values in a
-// layer's tensor), "nan_loss", "skipped", "precision_change", "scale_change".
+// What happened (events.csv's `kind` column is event_kind_name()).
+enum class EventKind : std::uint8_t {
+  Overflow,         // non-finite values in a layer's tensor (layer, tensor, count)
+  NanLoss,          // the loss is NaN or inf
+  Skipped,          // the optimizer step was skipped (count: non-finite gradient values)
+  ScaleChange,      // the loss scale changed (tensor: "backoff"/"growth", value: the new scale)
+  PrecisionChange,  // a live change of a layer's precision (layer, precision)
+  Error,            // a command the engine could not apply (tensor: the message)
+};
+const char* event_kind_name(EventKind k);  // "overflow", "nan_loss", ...
+std::optional<EventKind> parse_event_kind(std::string_view s);
+
+// An event on the timeline. Typed: the UI reads the fields, never a string
+// split apart again.
 struct Event {
   int run_id = 0;
   std::int64_t step = 0;
-  std::string kind;
+  EventKind kind = EventKind::Overflow;
   std::string layer;   // layer name, or "" for run-wide events
   std::string tensor;  // "activation", "activation_grad", "weight_grad", or detail
   std::int64_t count = 0;
+  double value = 0.0;         // ScaleChange: the new loss scale
+  LayerPrecision precision;   // PrecisionChange: the layer's new precision
 };
 
 // Gradient statistics of one layer's weight gradients at one step:
 // histogram of log2|g| in unit bins [log2_lo, log2_lo + bins), with the
-// fractions that are zero, subnormal or overflow in the layer's grad format,
-// both as computed (scaled by the loss scale) and after unscaling.
+// fractions that underflow, are subnormal or overflow in the layer's grad
+// format, measured on the gradient as exact arithmetic has it (DESIGN.md):
+// the layer's own when it runs in FP32, else the FP32 shadow pass's.
+// `_scaled`: as the run computed it, with its loss scale (an entry that is
+// nonzero in exact arithmetic but came out zero counts as underflow);
+// `_unscaled`: without loss scaling (for an unscaled run, the same).
 struct GradStats {
   int run_id = 0;
   std::int64_t step = 0;
@@ -76,6 +103,15 @@ struct GradStats {
   double underflow_scaled = 0.0;    // same, for the gradients as scaled by the loss scale
   double subnormal_scaled = 0.0;
   double overflow_scaled = 0.0;
+  // Whether the histogram and fractions come from an FP32 shadow pass (the
+  // layer computes in low precision: its own gradient has already lost what
+  // the format flushed, so the exact one is measured instead).
+  bool shadow = false;
+  // Relative L2 error against the FP32 shadow pass: ||y - y32|| / ||y32|| of
+  // the layer's output, and likewise of its (unscaled) weight gradient. 0
+  // for a layer that runs in FP32 throughout.
+  double output_error = 0.0;
+  double grad_error = 0.0;
 };
 
 struct RunSummary {
@@ -104,5 +140,41 @@ struct RunStatus {
 };
 
 using Record = std::variant<StepMetrics, EvalMetrics, Event, GradStats, RunSummary, RunStatus>;
+
+// One run's history: every record it produced, in order, and the counters
+// the summary needs. The one history the Run, the UI's store, the CLI and
+// the CSV export share.
+struct RunHistory {
+  std::vector<StepMetrics> steps;
+  std::vector<EvalMetrics> evals;
+  std::vector<Event> events;
+  std::vector<GradStats> grads;  // every GradStats record, in arrival order
+
+  std::int64_t overflow_steps = 0;
+  std::int64_t skipped_steps = 0;
+  std::int64_t peak_memory = 0;  // largest MemoryBytes::total() so far
+  double wall_seconds = 0.0;     // sum of the steps' wall times
+  double samples = 0.0;          // samples trained (sum of batch sizes)
+
+  void add(const StepMetrics& m);
+  void add(const EvalMetrics& e) { evals.push_back(e); }
+  void add(const Event& e) { events.push_back(e); }
+  void add(const GradStats& g) { grads.push_back(g); }
+  // Adds a step, eval, event or gradient record; false for the others
+  // (summaries and statuses are not history).
+  bool add(const Record& r);
+
+  // The latest GradStats of `layer`, or null.
+  const GradStats* latest_grad(const std::string& layer) const;
+  // Layers with gradient statistics, in the order they first arrived.
+  std::vector<std::string> grad_layers() const;
+  // The loss scale used at `step` (1 when unknown).
+  double loss_scale_at(std::int64_t step) const;
+  // The summary's figures from the history: steps, final loss, last
+  // evaluation, overflow/skipped counts, final loss scale (after the last
+  // step's update when known), peak memory, time and speed. Names (recipe,
+  // model, ...) are the caller's.
+  RunSummary summarize(double final_loss_scale) const;
+};
 
 }  // namespace engine

@@ -23,6 +23,7 @@
 #include "nn/model.h"
 #include "numeric/cast.h"
 #include "numeric/convert.h"
+#include "numeric/inspect.h"
 #include "optim/clip.h"
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
@@ -61,6 +62,10 @@ struct Run::Impl {
   std::vector<ParamSlot> slots;
   std::vector<LossScaler::GradSpan> scaler_spans;
   std::vector<GradSpan> clip_spans;
+  // The FP32 shadow model of statistics steps (built at the first one) and
+  // its loss buffers. Not part of the recipe's memory: a measuring tool.
+  std::unique_ptr<Model> shadow;
+  Tensor shadow_probs, shadow_dlogits;
 };
 
 namespace {
@@ -116,7 +121,7 @@ Run::Run(int id, const RunConfig& config, std::shared_ptr<const DatasetPair> dat
   s.schedule.warmup_steps = m_config.warmup;
   s.schedule.total_steps = m_total_steps;
   s.sampler->set_epoch(0);
-  m_steps.reserve(static_cast<std::size_t>(std::min<std::int64_t>(m_total_steps, 1 << 20)));
+  m_history.steps.reserve(static_cast<std::size_t>(std::min<std::int64_t>(m_total_steps, 1 << 20)));
 }
 
 Run::~Run() = default;
@@ -137,12 +142,16 @@ MemoryBytes Run::memory() const {
   const Impl& s = *m_impl;
   m.optimizer = static_cast<std::int64_t>(s.optimizer->state_bytes());
   m.activations = static_cast<std::int64_t>(m_model->saved_activation_bytes());
-  std::int64_t ws = static_cast<std::int64_t>(s.x.bytes() + s.targets.bytes() + s.logits_f32.bytes() +
-                                              s.probs.bytes() + s.dlogits.bytes()) +
-                    static_cast<std::int64_t>(s.labels.size() * sizeof(std::int32_t));
-  for (const Tensor& t : s.grad_scratch) ws += static_cast<std::int64_t>(t.bytes());
-  for (const Tensor& t : s.weight_scratch) ws += static_cast<std::int64_t>(t.bytes());
-  m.workspace = ws;
+  m.workspace = static_cast<std::int64_t>(s.x.bytes() + s.targets.bytes() + s.probs.bytes() + s.dlogits.bytes()) +
+                static_cast<std::int64_t>(s.labels.size() * sizeof(std::int32_t));
+  // What only the CPU's emulation needs: f32 views of low-precision
+  // gradients and weights for the f32 optimizer, decoded logits, and the
+  // layers' decode/encode scratch. A device holding the recipe has none.
+  std::int64_t em = static_cast<std::int64_t>(s.logits_f32.bytes()) +
+                    static_cast<std::int64_t>(m_model->workspace_bytes());
+  for (const Tensor& t : s.grad_scratch) em += static_cast<std::int64_t>(t.bytes());
+  for (const Tensor& t : s.weight_scratch) em += static_cast<std::int64_t>(t.bytes());
+  m.emulation = em;
   return m;
 }
 
@@ -174,6 +183,11 @@ void Run::step(std::vector<Record>& out) {
 
   // --- forward, the true (unscaled) loss in FP32/double, scaled backward ---
   const float loss_scale = s.scaler.scale();
+  const std::int64_t step_no = m_step + 1;
+  const bool stats_step = m_config.stats_every > 0 && (step_no == 1 || step_no % m_config.stats_every == 0);
+  // Statistics steps keep each parameterised leaf's output for the
+  // comparison with the FP32 shadow pass.
+  m_model->set_capture_outputs(stats_step);
   std::int64_t correct = 0;
   auto forward_backward = [&]() -> double {
     const Tensor& logits = m_model->forward(m_backend, s.x);
@@ -222,7 +236,6 @@ void Run::step(std::vector<Record>& out) {
   double sum_squares = 0.0;
   const std::int64_t nonfinite = s.scaler.unscale(s.scaler_spans, &sum_squares);
   const bool overflow = nonfinite > 0;
-  const std::int64_t step_no = m_step + 1;
   if (overflow || !std::isfinite(loss)) {
     // Attribution: per-layer counting costs a pass over every activation
     // and gradient, so it runs only on steps that overflowed. The step is
@@ -235,8 +248,10 @@ void Run::step(std::vector<Record>& out) {
     gradient_spans();
     LossScaler::multiply_by_inverse(s.scaler_spans, loss_scale);
   }
-  if (m_config.stats_every > 0 && (step_no == 1 || step_no % m_config.stats_every == 0))
+  if (stats_step) {
     gradient_statistics(step_no, loss_scale, out);
+    m_model->set_capture_outputs(false);
+  }
 
   const double grad_norm = std::sqrt(sum_squares);
   if (m_config.clip > 0.0 && !overflow) clip_grad_norm(s.clip_spans, m_config.clip);
@@ -277,10 +292,6 @@ void Run::step(std::vector<Record>& out) {
   m_step = step_no;
   ++s.batch_in_epoch;
   const double wall_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
-  m_wall_seconds += wall_ms / 1000.0;
-  m_samples += B;
-  if (overflow) ++m_overflow_steps;
-  if (!take) ++m_skipped_steps;
 
   StepMetrics m;
   m.run_id = m_id;
@@ -299,26 +310,21 @@ void Run::step(std::vector<Record>& out) {
   m.wall_ms = wall_ms;
   m.samples_per_second = wall_ms > 0 ? static_cast<double>(B) / (wall_ms / 1000.0) : 0.0;
   m.train_accuracy = cls ? static_cast<double>(correct) / static_cast<double>(B) : -1.0;
-  m_peak_memory = std::max(m_peak_memory, m.mem.total());
 
-  if (!std::isfinite(loss)) {
-    Event e{m_id, step_no, "nan_loss", "", "loss", 1};
-    m_events.push_back(e);
-    out.emplace_back(e);
-  }
-  if (!take) {
-    Event e{m_id, step_no, "skipped", "", "optimizer", nonfinite};
-    m_events.push_back(e);
-    out.emplace_back(e);
-  }
+  if (!std::isfinite(loss)) emit(Event{m_id, step_no, EventKind::NanLoss, "", "loss", 1}, out);
+  if (!take) emit(Event{m_id, step_no, EventKind::Skipped, "", "optimizer", nonfinite}, out);
   if (s.scaler.scale() != loss_scale) {
-    Event e{m_id, step_no, "scale_change", "", overflow ? "backoff" : "growth",
-            static_cast<std::int64_t>(s.scaler.scale())};
-    m_events.push_back(e);
-    out.emplace_back(e);
+    Event e{m_id, step_no, EventKind::ScaleChange, "", overflow ? "backoff" : "growth", 0};
+    e.value = static_cast<double>(s.scaler.scale());
+    emit(e, out);
   }
-  m_steps.push_back(m);
+  m_history.add(m);
   out.emplace_back(m);
+}
+
+void Run::emit(const Event& e, std::vector<Record>& out) {
+  m_history.add(e);
+  out.emplace_back(e);
 }
 
 void Run::record_overflow_events(std::int64_t step, std::vector<Record>& out) {
@@ -328,30 +334,97 @@ void Run::record_overflow_events(std::int64_t step, std::vector<Record>& out) {
   for (auto it = leaves.rbegin(); it != leaves.rend(); ++it) {
     const Layer& l = **it;
     const NonfiniteCounts& c = l.nonfinite;
-    auto emit = [&](const char* tensor, std::int64_t n) {
-      if (n <= 0) return;
-      Event e{m_id, step, "overflow", l.name(), tensor, n};
-      m_events.push_back(e);
-      out.emplace_back(e);
+    auto overflow = [&](const char* tensor, std::int64_t n) {
+      if (n > 0) emit(Event{m_id, step, EventKind::Overflow, l.name(), tensor, n}, out);
     };
-    emit("activation_grad", c.activation_grad);
-    emit("weight_grad", c.weight_grad);
+    overflow("activation_grad", c.activation_grad);
+    overflow("weight_grad", c.weight_grad);
   }
   // Forward activations that overflowed (in forward order).
-  for (Layer* l : leaves) {
-    if (l->nonfinite.activation > 0) {
-      Event e{m_id, step, "overflow", l->name(), "activation", l->nonfinite.activation};
-      m_events.push_back(e);
-      out.emplace_back(e);
+  for (Layer* l : leaves)
+    if (l->nonfinite.activation > 0)
+      emit(Event{m_id, step, EventKind::Overflow, l->name(), "activation", l->nonfinite.activation}, out);
+}
+
+bool Run::shadow_pass() {
+  Impl& s = *m_impl;
+  bool low = false;
+  for (Layer* l : m_model->leaves()) low = low || !l->precision().is_fp32();
+  if (!low) return false;
+  const Dataset& train = m_data->train;
+  if (!s.shadow) {
+    // The same architecture, all FP32 (no master copies, no FP8 scaling).
+    if (m_config.model == "mlp" && !m_config.widths.empty())
+      s.shadow = build_mlp(s.sample_shape, s.outputs, m_config.widths);
+    else
+      s.shadow = build_model(m_config.model, s.sample_shape, s.outputs);
+    s.shadow->set_precision(LayerPrecision{});
+  }
+  // The weights as exact arithmetic has them: the FP32 master copy where the
+  // recipe keeps one, else the stored weights decoded (and unscaled for FP8).
+  std::vector<Parameter*> mine = m_model->parameters();
+  std::vector<Parameter*> ref = s.shadow->parameters();
+  for (std::size_t i = 0; i < mine.size() && i < ref.size(); ++i) {
+    Parameter& p = *mine[i];
+    float* dst = ref[i]->weight.f32();
+    const std::size_t n = static_cast<std::size_t>(p.numel());
+    if (p.has_master()) {
+      std::memcpy(dst, p.master.f32(), n * sizeof(float));
+    } else if (p.weight.format() == Format::FP32 || p.weight.format() == Format::TF32) {
+      std::memcpy(dst, p.weight.f32(), n * sizeof(float));
+    } else {
+      cast_to_f32(p.weight.format(), p.weight.data(), dst, n);
+    }
+    if (p.weight_scale != 1.0f && !p.has_master())
+      for (std::size_t k = 0; k < n; ++k) dst[k] /= p.weight_scale;
+  }
+  s.shadow->set_capture_outputs(true);
+  const Tensor& logits = s.shadow->forward(m_backend, s.x);
+  const std::int64_t B = logits.dim(0);
+  s.shadow_dlogits.resize({B, s.outputs}, Format::FP32);
+  if (train.is_classification()) {
+    s.shadow_probs.resize({B, s.outputs}, Format::FP32);
+    (void)m_backend.cross_entropy_forward(logits.f32(), s.labels.data(), B, s.outputs, s.shadow_probs.f32(), nullptr);
+    m_backend.cross_entropy_backward(s.shadow_probs.f32(), s.labels.data(), B, s.outputs, 1.0f,
+                                     s.shadow_dlogits.f32());
+  } else {
+    (void)m_backend.mse_forward(logits.f32(), s.targets.f32(), B * s.outputs);
+    m_backend.mse_backward(logits.f32(), s.targets.f32(), B * s.outputs, 1.0f, s.shadow_dlogits.f32());
+  }
+  s.shadow->backward(m_backend, s.shadow_dlogits);
+  return true;
+}
+
+namespace {
+
+// ||a - b|| / ||b|| in double (0 when both are zero; inf when only b is).
+struct ErrorSum {
+  double diff = 0.0, ref = 0.0;
+  void add(const float* a, const float* b, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const double d = static_cast<double>(a[i]) - static_cast<double>(b[i]);
+      diff += d * d;
+      ref += static_cast<double>(b[i]) * static_cast<double>(b[i]);
     }
   }
-}
+  double relative() const {
+    if (diff == 0.0) return 0.0;
+    return ref > 0.0 ? std::sqrt(diff / ref) : std::numeric_limits<double>::infinity();
+  }
+};
+
+}  // namespace
 
 void Run::gradient_statistics(std::int64_t step, float loss_scale, std::vector<Record>& out) {
   Impl& s = *m_impl;
+  const bool shadow = shadow_pass();
   std::vector<Parameter*> all = m_model->parameters();
+  std::vector<Layer*> leaves = m_model->leaves();
+  std::vector<Parameter*> ref_params = shadow ? s.shadow->parameters() : std::vector<Parameter*>{};
+  std::vector<Layer*> ref_leaves = shadow ? s.shadow->leaves() : std::vector<Layer*>{};
   std::size_t pi = 0;
-  for (Layer* l : m_model->leaves()) {
+  for (std::size_t li = 0; li < leaves.size(); ++li) {
+    Layer* l = leaves[li];
     std::vector<Parameter*> ps = l->parameters();
     if (ps.empty()) continue;
     GradStats g;
@@ -360,32 +433,24 @@ void Run::gradient_statistics(std::int64_t step, float loss_scale, std::vector<R
     g.layer = l->name();
     const Format f = l->precision().grad;
     g.format = format_name(f);
+    g.shadow = shadow;
     g.log2_lo = -40;
     g.histogram.assign(64, 0);
-    // Exact rounding thresholds of format f, in double (RNE: a value at
-    // exactly half the smallest subnormal rounds to zero, and a value at
-    // min_normal - min_subnormal/2 rounds up to min_normal).
-    const FormatInfo& fi = format_info(f);
-    const double under = fi.min_subnormal / 2.0;
-    const double sub_hi = fi.min_normal - fi.min_subnormal / 2.0;
-    // First magnitude that overflows: max + half an ulp of max; for E4M3 the
-    // tie at 464 still rounds to 448, so only values above it overflow.
-    const double ulp_max = std::ldexp(1.0, std::ilogb(fi.max) - fi.man_bits);
-    const double over = fi.max + ulp_max / 2.0;
-    const bool tie_overflows = fi.has_inf;  // IEEE: max has an odd mantissa, the tie goes to inf
-    std::int64_t uu = 0, su = 0, ou = 0, us = 0, ss = 0, os = 0;
-    auto classify = [&](double a, std::int64_t& u, std::int64_t& sb, std::int64_t& o) {
-      if (a <= under) ++u;
-      else if (a < sub_hi) ++sb;
-      else if (a > over || (tie_overflows && a == over)) ++o;
-    };
+    const RoundingThresholds th = rounding_thresholds(f);
+    std::int64_t counts_unscaled[5] = {}, counts_scaled[5] = {};
     const double scale = static_cast<double>(loss_scale);
+    ErrorSum grad_err;
     for (Parameter* p : ps) {
       // The unscaled f32 gradient of p (same span order as parameters()).
       while (pi < all.size() && all[pi] != p) ++pi;
       if (pi >= all.size()) break;
-      const float* gv = s.clip_spans[pi].data;
+      const float* own = s.clip_spans[pi].data;
       const std::int64_t n = static_cast<std::int64_t>(s.clip_spans[pi].n);
+      // The gradient the format's fate is measured on: the exact (FP32
+      // shadow) one where the layer computed in low precision, since its own
+      // has already lost what the format flushed.
+      const float* gv = shadow ? ref_params[pi]->grad.f32() : own;
+      if (shadow) grad_err.add(own, gv, static_cast<std::size_t>(n));
       g.total += n;
       for (std::int64_t i = 0; i < n; ++i) {
         const float v = gv[i];
@@ -393,27 +458,44 @@ void Run::gradient_statistics(std::int64_t step, float loss_scale, std::vector<R
           ++g.zeros;
           continue;
         }
-        if (!std::isfinite(v)) {
-          ++ou;
-          ++os;
-          continue;
+        if (std::isfinite(v)) {
+          int bin = std::ilogb(v) - g.log2_lo;  // floor(log2|v|), subnormals included
+          bin = std::clamp(bin, 0, static_cast<int>(g.histogram.size()) - 1);
+          ++g.histogram[static_cast<std::size_t>(bin)];
         }
         const double a = std::fabs(static_cast<double>(v));
-        int bin = std::ilogb(v) - g.log2_lo;  // floor(log2|v|), subnormals included
-        bin = std::clamp(bin, 0, static_cast<int>(g.histogram.size()) - 1);
-        ++g.histogram[static_cast<std::size_t>(bin)];
-        classify(a, uu, su, ou);
-        classify(a * scale, us, ss, os);
+        Magnitude as_run = classify_magnitude(th, a * scale);
+        // Nonzero in exact arithmetic, zero as this run computed it: the
+        // format flushed it somewhere on the way (an activation gradient
+        // that underflowed upstream wipes out whole rows). That is
+        // underflow as the run saw it, whatever the exact value's size.
+        if (shadow && own[i] == 0.0f) as_run = Magnitude::Underflow;
+        ++counts_scaled[static_cast<int>(as_run)];
+        // Unscaled: what the format does without loss scaling. A run that
+        // is not scaled saw exactly that; for a scaled one only the exact
+        // magnitude can tell.
+        ++counts_unscaled[static_cast<int>(scale == 1.0 ? as_run : classify_magnitude(th, a))];
       }
     }
     const double t = g.total > 0 ? static_cast<double>(g.total) : 1.0;
-    g.underflow_unscaled = uu / t;
-    g.subnormal_unscaled = su / t;
-    g.overflow_unscaled = ou / t;
-    g.underflow_scaled = us / t;
-    g.subnormal_scaled = ss / t;
-    g.overflow_scaled = os / t;
-    m_grad_stats.push_back(g);
+    auto frac = [t](const std::int64_t* c, Magnitude m) { return static_cast<double>(c[static_cast<int>(m)]) / t; };
+    g.underflow_unscaled = frac(counts_unscaled, Magnitude::Underflow);
+    g.subnormal_unscaled = frac(counts_unscaled, Magnitude::Subnormal);
+    g.overflow_unscaled = frac(counts_unscaled, Magnitude::Overflow);
+    g.underflow_scaled = frac(counts_scaled, Magnitude::Underflow);
+    g.subnormal_scaled = frac(counts_scaled, Magnitude::Subnormal);
+    g.overflow_scaled = frac(counts_scaled, Magnitude::Overflow);
+    if (shadow) {
+      g.grad_error = grad_err.relative();
+      const std::vector<float>& y = l->captured_output;
+      const std::vector<float>& y32 = ref_leaves[li]->captured_output;
+      if (!y.empty() && y.size() == y32.size()) {
+        ErrorSum e;
+        e.add(y.data(), y32.data(), y.size());
+        g.output_error = e.relative();
+      }
+    }
+    m_history.add(g);
     out.emplace_back(std::move(g));
   }
 }
@@ -471,30 +553,18 @@ EvalMetrics Run::evaluate(std::vector<Record>& out) {
   e.epoch = s.epoch;
   e.val_loss = n > 0 ? loss_sum / static_cast<double>(n) : 0.0;
   e.val_accuracy = cls && n > 0 ? static_cast<double>(correct_sum) / static_cast<double>(n) : -1.0;
-  m_evals.push_back(e);
+  m_history.add(e);
   out.emplace_back(e);
   return e;
 }
 
 RunSummary Run::summary() const {
-  RunSummary r;
+  RunSummary r = m_history.summarize(m_impl->scaler.scale());
   r.run_id = m_id;
   r.recipe = m_config.recipe;
   r.model = m_config.model;
   r.dataset = m_config.dataset;
   r.backend = backend_name();
-  r.steps = m_step;
-  r.final_loss = m_steps.empty() ? std::numeric_limits<double>::quiet_NaN() : m_steps.back().loss;
-  if (!m_evals.empty()) {
-    r.val_accuracy = m_evals.back().val_accuracy;
-    r.val_loss = m_evals.back().val_loss;
-  }
-  r.overflow_steps = m_overflow_steps;
-  r.skipped_steps = m_skipped_steps;
-  r.final_loss_scale = m_impl->scaler.scale();
-  r.peak_memory_bytes = m_peak_memory;
-  r.wall_seconds = m_wall_seconds;
-  r.samples_per_second = m_wall_seconds > 0 ? static_cast<double>(m_samples) / m_wall_seconds : 0.0;
   return r;
 }
 
@@ -503,11 +573,9 @@ void Run::set_layer_precision(const std::string& layer, const LayerPrecision& p)
   m_recipe.overrides[layer] = p;
   // The optimizer's state layout is unchanged (same element counts); only
   // the stored formats of this layer's tensors changed.
-  Event e{m_id, m_step, "precision_change", layer,
-          std::string(format_key(p.compute)) + "/" + format_key(p.storage) + "/" +
-              format_key(p.accumulate) + "/" + format_key(p.grad),
-          0};
-  m_events.push_back(e);
+  Event e{m_id, m_step, EventKind::PrecisionChange, layer, "", 0};
+  e.precision = p;
+  m_history.add(e);
 }
 
 void Run::set_loss_scaler(const LossScalerConfig& c) {

@@ -50,11 +50,15 @@ class Run {
   void set_loss_scaler(const LossScalerConfig& c);
 
   // History (full, for CSV export).
-  const std::vector<StepMetrics>& steps() const { return m_steps; }
-  const std::vector<EvalMetrics>& evals() const { return m_evals; }
-  const std::vector<Event>& events() const { return m_events; }
+  const RunHistory& history() const { return m_history; }
+  const std::vector<StepMetrics>& steps() const { return m_history.steps; }
+  const std::vector<EvalMetrics>& evals() const { return m_history.evals; }
+  const std::vector<Event>& events() const { return m_history.events; }
   // Every GradStats taken (each layer with parameters, every stats_every steps).
-  const std::vector<GradStats>& grad_stats() const { return m_grad_stats; }
+  const std::vector<GradStats>& grad_stats() const { return m_history.grads; }
+  // Whether the last evaluation was taken after the last step (a stopped
+  // run evaluates once more at its end when not).
+  bool evaluated_at_end() const { return !m_history.evals.empty() && m_history.evals.back().step == m_step; }
 
   std::string backend_name() const;
   MemoryBytes memory() const;
@@ -63,6 +67,12 @@ class Run {
   struct Impl;
   void record_overflow_events(std::int64_t step, std::vector<Record>& out);
   void gradient_statistics(std::int64_t step, float loss_scale, std::vector<Record>& out);
+  // The FP32 shadow pass of a statistics step: the same batch through an
+  // FP32 copy of the model with the same (master) weights; fills the
+  // reference gradients per parameter and outputs per leaf. False when the
+  // model runs in FP32 throughout (its own gradients are the reference).
+  bool shadow_pass();
+  void emit(const Event& e, std::vector<Record>& out);
 
   int m_id;
   RunConfig m_config;
@@ -74,16 +84,8 @@ class Run {
   std::int64_t m_step = 0;
   std::int64_t m_total_steps = 0;
   std::int64_t m_steps_per_epoch = 0;
-  std::int64_t m_overflow_steps = 0;
-  std::int64_t m_skipped_steps = 0;
-  std::int64_t m_peak_memory = 0;
   std::int64_t m_last_rss = 0;
-  double m_wall_seconds = 0.0;
-  std::int64_t m_samples = 0;
-  std::vector<StepMetrics> m_steps;
-  std::vector<EvalMetrics> m_evals;
-  std::vector<Event> m_events;
-  std::vector<GradStats> m_grad_stats;
+  RunHistory m_history;
 };
 
 // Process resident set size in bytes (Linux /proc/self/statm), 0 if unknown.

@@ -1,6 +1,8 @@
-# engine/train: run configuration, the step loop, the trainer thread.
+# engine/train: run configuration, run history, comparisons, the step loop, the trainer thread.
 target_sources(engine_train PRIVATE
   train/run_config.cpp
+  train/run_history.cpp
+  train/comparison.cpp
   train/run.cpp
   train/trainer.cpp
 )

@@ -140,7 +140,7 @@ void Trainer::apply_commands() {
       c.apply(r);
       if (!r.events().empty()) out.emplace_back(r.events().back());
     } catch (const std::exception& e) {
-      out.emplace_back(Event{c.run_id, r.steps_done(), "error", "", e.what(), 0});
+      out.emplace_back(Event{c.run_id, r.steps_done(), EventKind::Error, "", e.what(), 0});
     }
   }
   push(out);
@@ -230,6 +230,15 @@ void Trainer::thread_main() {
   }
   for (std::size_t i = 0; i < m_runs.size(); ++i) {
     if (state[i] == RunState::Running || state[i] == RunState::Paused) {
+      // Every run evaluates at its end, a stopped one too: its validation
+      // point is where it stopped.
+      if (m_runs[i] && m_runs[i]->steps_done() > 0 && !m_runs[i]->evaluated_at_end()) {
+        try {
+          m_runs[i]->evaluate(out);
+        } catch (const std::exception&) {
+          // The summary below still reports the steps taken.
+        }
+      }
       if (m_runs[i]) out.emplace_back(m_runs[i]->summary());
       out.emplace_back(RunStatus{static_cast<int>(i), RunState::Stopped, ""});
     }

@@ -5,6 +5,8 @@
 // precision changes.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -521,10 +523,20 @@ TEST(RecipeTraining, TinyGradientsStallInFp16AndLearnWithLossScaling) {
   EXPECT_LT(std::abs(lmixed - l32), 0.1 * l32);  // mixed-fp16 learns as FP32 does
   // Why: in the fp16 run the weight gradients are zero (dL/dyhat flushed
   // to zero in the output layer's backward; only the far tail, |z| > 4,
-  // survives) ...
+  // survives). The statistics measure the exact gradient (the FP32 shadow
+  // pass), so what FP16 wiped out reads as underflow, not as exact zeros ...
   int checked = 0;
   for (const GradStats& g : fp16.grad_stats()) {
-    EXPECT_GT(double(g.zeros), 0.99 * double(g.total)) << g.layer << " step " << g.step;
+    EXPECT_TRUE(g.shadow) << g.layer;
+    std::int64_t drawn = 0;
+    for (std::int64_t n : g.histogram) drawn += n;
+    EXPECT_EQ(drawn, g.total - g.zeros) << "the histogram shows the exact gradient: " << g.layer;
+    EXPECT_EQ(g.underflow_scaled, g.underflow_unscaled) << "an unscaled run saw its unscaled fate";
+    if (g.layer == "fc3") {
+      EXPECT_GT(g.underflow_unscaled, 0.9) << "step " << g.step;
+      EXPECT_LT(double(g.zeros), 0.05 * double(g.total)) << "few exact zeros, step " << g.step;
+      EXPECT_GT(g.grad_error, 0.99) << "nearly every exact gradient came out zero, step " << g.step;
+    }
     ++checked;
   }
   EXPECT_EQ(checked, 4 * 3);  // steps 1, 100, 200, 300; fc1..fc3
@@ -569,14 +581,14 @@ TEST(RecipeTraining, DynamicScalingOverflowIsAttributedSkippedAndBacksOff) {
   bool attributed = false, skipped = false, backoff = false;
   for (const Event& e : run.events()) {
     if (e.step != 1) continue;
-    if (e.kind == "overflow") {
+    if (e.kind == EventKind::Overflow) {
       EXPECT_FALSE(e.layer.empty());
       EXPECT_TRUE(e.tensor == "activation_grad" || e.tensor == "weight_grad" || e.tensor == "activation") << e.tensor;
       EXPECT_GT(e.count, 0);
       attributed |= e.layer == "fc3";  // the output layer's backward is where FP16 overflows first
     }
-    skipped |= e.kind == "skipped";
-    backoff |= e.kind == "scale_change" && e.tensor == "backoff";
+    skipped |= e.kind == EventKind::Skipped;
+    backoff |= e.kind == EventKind::ScaleChange && e.tensor == "backoff";
   }
   EXPECT_TRUE(attributed);
   EXPECT_TRUE(skipped);
@@ -609,7 +621,7 @@ TEST(RecipeTraining, LivePrecisionChangesKeepTrainingFinite) {
   while (!run.finished()) run.step(out);
   for (const StepMetrics& m : run.steps()) ASSERT_TRUE(std::isfinite(m.loss)) << "step " << m.step;
   int changes = 0;
-  for (const Event& e : run.events()) changes += e.kind == "precision_change";
+  for (const Event& e : run.events()) changes += e.kind == EventKind::PrecisionChange;
   EXPECT_EQ(changes, 3);
   double first = 0, last = 0;
   for (int i = 0; i < 10; ++i) {
@@ -620,3 +632,50 @@ TEST(RecipeTraining, LivePrecisionChangesKeepTrainingFinite) {
 }
 
 }  // namespace
+
+namespace {
+
+// The statistics of the last statistics step of `run`, by layer.
+std::map<std::string, GradStats> last_stats(const engine::Run& run) {
+  std::map<std::string, GradStats> by_layer;
+  for (const GradStats& g : run.grad_stats()) by_layer[g.layer] = g;
+  return by_layer;
+}
+
+}  // namespace
+
+TEST(ShadowPass, MeasuresOutputAndGradientErrorAgainstFp32) {
+  // DESIGN.md: an FP32 shadow pass on statistics steps gives, per layer, the
+  // relative L2 error of the output and of the weight gradient.
+  auto data = dataset("spirals", 4);
+  auto run_with = [&](const char* recipe, bool fp16_accumulate) {
+    RunConfig c = spirals_config(recipe);
+    c.steps = 20;
+    c.stats_every = 10;
+    c.model = "mlp";
+    c.widths = {256, 256};
+    if (fp16_accumulate)
+      c.layers["fc2"] = LayerPrecision{Format::FP16, Format::FP16, Format::FP16, Format::FP16};
+    auto run = std::make_unique<engine::Run>(0, c, data, backend());
+    std::vector<Record> out;
+    while (!run->finished()) run->step(out);
+    return run;
+  };
+  auto fp32 = run_with("fp32", false);
+  for (const auto& [layer, g] : last_stats(*fp32)) {
+    EXPECT_FALSE(g.shadow) << layer;  // FP32 is its own reference
+    EXPECT_EQ(g.output_error, 0.0) << layer;
+    EXPECT_EQ(g.grad_error, 0.0) << layer;
+  }
+  auto mixed = run_with("mixed-fp16", false);
+  auto acc16 = run_with("mixed-fp16", true);
+  const auto m = last_stats(*mixed), a = last_stats(*acc16);
+  ASSERT_TRUE(m.count("fc2") && a.count("fc2"));
+  EXPECT_TRUE(m.at("fc2").shadow);
+  // FP16 operands cost about FP16's precision (2^-11 relative)...
+  EXPECT_GT(m.at("fc2").output_error, 1e-5);
+  EXPECT_LT(m.at("fc2").output_error, 1e-2);
+  EXPECT_GT(m.at("fc2").grad_error, 0.0);
+  // ... and summing 256 products in FP16 costs several times more.
+  EXPECT_GT(a.at("fc2").output_error, 2.0 * m.at("fc2").output_error);
+}

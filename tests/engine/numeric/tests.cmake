@@ -20,3 +20,7 @@ pl_add_test(test_numeric_stochastic
   LIBS engine_core
   LABELS engine
   TIMEOUT 300)
+pl_add_test(test_numeric_inspect
+  SOURCES engine/numeric/test_inspect.cpp
+  LIBS engine_core
+  LABELS engine)

@@ -23,6 +23,7 @@ fs::path temp_dir(const char* name) {
 engine::RunExport sample_run() {
   engine::RunExport r;
   r.run_id = 0;
+  r.name = "run 1, \"mixed\"";
   r.recipe = "mixed-fp16";
   r.config.recipe = "mixed-fp16";
   for (int i = 1; i <= 3; ++i) {
@@ -35,11 +36,28 @@ engine::RunExport sample_run() {
     m.grad_norm = 0.1 + i;
     m.lr = 0.05;
     m.mem.weights = 1000 * i;
+    m.mem.emulation = 7 * i;
     m.wall_ms = 1.25;
-    r.steps.push_back(m);
+    r.history.add(m);
   }
-  r.evals.push_back({0, 3, 0, 0.5, 0.875});
-  r.events.push_back({0, 2, "overflow", "fc1, \"first\"", "weight_grad", 12});
+  r.history.add(engine::EvalMetrics{0, 3, 0, 0.5, 0.875});
+  r.history.add(engine::Event{0, 2, engine::EventKind::Overflow, "fc1, \"first\"", "weight_grad", 12});
+  engine::Event scale{0, 2, engine::EventKind::ScaleChange, "", "backoff", 0};
+  scale.value = 0.5;  // a scale below 1 (a bf16-pretrained model in FP16)
+  r.history.add(scale);
+  engine::Event change{0, 3, engine::EventKind::PrecisionChange, "fc2", "", 0};
+  change.precision = {engine::Format::FP16, engine::Format::FP16, engine::Format::FP32, engine::Format::FP16};
+  r.history.add(change);
+  engine::GradStats g;
+  g.step = 3;
+  g.layer = "fc1";
+  g.format = "FP16";
+  g.total = 10;
+  g.underflow_unscaled = 0.25;
+  g.shadow = true;
+  g.output_error = 1e-3;
+  g.grad_error = 2.5e-2;
+  r.history.add(g);
   r.summary.recipe = "mixed-fp16";
   r.summary.steps = 3;
   r.summary.final_loss = 1.0;
@@ -82,12 +100,33 @@ TEST(Csv, ExportWritesTheDesignColumnsAndReadsBackEqual) {
   ASSERT_EQ(steps.rows.size(), 3u);
   for (std::size_t i = 0; i < 3; ++i) {
     EXPECT_EQ(std::strtod(steps.rows[i][static_cast<std::size_t>(steps.column("loss"))].c_str(), nullptr),
-              run.steps[i].loss);
+              run.history.steps[i].loss);
+    // Emulation buffers are reported apart and are not part of the total.
+    EXPECT_EQ(steps.rows[i][static_cast<std::size_t>(steps.column("mem_emulation"))], std::to_string(7 * (i + 1)));
+    EXPECT_EQ(steps.rows[i][static_cast<std::size_t>(steps.column("mem_total"))], std::to_string(1000 * (i + 1)));
     EXPECT_EQ(steps.rows[i][static_cast<std::size_t>(steps.column("overflow"))], i == 1 ? "1" : "0");
   }
   const engine::CsvTable events = engine::read_csv((dir / "events.csv").string());
-  ASSERT_EQ(events.rows.size(), 1u);
+  ASSERT_EQ(events.rows.size(), 3u);
   EXPECT_EQ(events.rows[0][static_cast<std::size_t>(events.column("layer"))], "fc1, \"first\"");
+  EXPECT_EQ(events.rows[0][static_cast<std::size_t>(events.column("kind"))], "overflow");
+  // A scale below 1 is a value, not an integer count gone wrong.
+  EXPECT_EQ(events.rows[1][static_cast<std::size_t>(events.column("kind"))], "scale_change");
+  EXPECT_EQ(events.rows[1][static_cast<std::size_t>(events.column("value"))], "0.5");
+  EXPECT_EQ(events.rows[1][static_cast<std::size_t>(events.column("count"))], "0");
+  EXPECT_EQ(events.rows[2][static_cast<std::size_t>(events.column("tensor"))], "fp16/fp16/fp32/fp16");
+  // Every file names the run.
+  for (const char* f : {"steps.csv", "evals.csv", "events.csv", "grads.csv", "summary.csv"}) {
+    const engine::CsvTable t = engine::read_csv((dir / f).string());
+    ASSERT_EQ(t.column("run"), 1) << f;
+    ASSERT_FALSE(t.rows.empty()) << f;
+    for (const auto& row : t.rows) EXPECT_EQ(row[1], "run 1, \"mixed\"") << f;
+  }
+  const engine::CsvTable grads = engine::read_csv((dir / "grads.csv").string());
+  ASSERT_EQ(grads.rows.size(), 1u);
+  EXPECT_EQ(grads.rows[0][static_cast<std::size_t>(grads.column("shadow"))], "1");
+  EXPECT_EQ(std::strtod(grads.rows[0][static_cast<std::size_t>(grads.column("grad_error"))].c_str(), nullptr), 2.5e-2);
+  EXPECT_EQ(std::strtod(grads.rows[0][static_cast<std::size_t>(grads.column("output_error"))].c_str(), nullptr), 1e-3);
   const engine::CsvTable summary = engine::read_csv((dir / "summary.csv").string());
   for (const char* col : {"run_id", "recipe", "model", "dataset", "backend", "steps", "final_loss", "val_accuracy",
                           "overflow_steps", "skipped_steps", "final_loss_scale", "peak_memory_bytes",

@@ -166,7 +166,7 @@ TEST(Trainer, PrecisionChangeReachesTheEngineAtAStepBoundary) {
   t.set_layer_precision(0, first, fp16);
   ASSERT_TRUE(drain_until(t, all, [&](auto& a) {
     for (const Record& r : a)
-      if (const auto* e = std::get_if<engine::Event>(&r); e && e->kind == "precision_change" && e->layer == first)
+      if (const auto* e = std::get_if<engine::Event>(&r); e && e->kind == engine::EventKind::PrecisionChange && e->layer == first)
         return true;
     return false;
   }));
@@ -219,13 +219,13 @@ TEST(Trainer, DivergenceIsAnEvent) {
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->steps().size(), 120u);  // ran to the end
   bool nan_event = false;
-  for (const auto& e : r->events()) nan_event |= e.kind == "nan_loss";
+  for (const auto& e : r->events()) nan_event |= e.kind == engine::EventKind::NanLoss;
   bool nan_loss = false;
   for (const auto& m : r->steps()) nan_loss |= !std::isfinite(m.loss);
   EXPECT_EQ(nan_event, nan_loss);
   EXPECT_TRUE(nan_loss) << "lr 10 on tiny-gradients was expected to diverge";
   bool overflow_event = false;
-  for (const auto& e : r->events()) overflow_event |= e.kind == "overflow" && !e.layer.empty();
+  for (const auto& e : r->events()) overflow_event |= e.kind == engine::EventKind::Overflow && !e.layer.empty();
   EXPECT_TRUE(overflow_event) << "the overflow was expected to be attributed to a layer";
 }
 

@@ -1,0 +1,139 @@
+// Memory accounting (DESIGN.md "Memory accounting"): every category's bytes
+// as the recipe would hold them on a device, computed here from parameter
+// counts and activation shapes for the mlp and the cnn in every recipe, and
+// compared with what a step reports (the steps.csv columns).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "data/dataset.h"
+#include "train/run.h"
+
+namespace {
+
+using namespace engine;
+
+Backend& backend() {
+  static std::unique_ptr<Backend> be = make_cpu_backend(1);
+  return *be;
+}
+
+std::shared_ptr<const DatasetPair> fashion() {
+  static auto data = std::make_shared<const DatasetPair>(load_dataset("fashion-mnist", 0));
+  return data;
+}
+
+constexpr std::int64_t B = 32;
+
+// A layer's parameters: weight elements (GEMM operands) and bias elements.
+struct Params {
+  std::int64_t weights = 0, biases = 0;
+  std::int64_t all() const { return weights + biases; }
+};
+
+// Bytes a recipe holds for those parameters.
+struct Expected {
+  std::int64_t weights, master, grads, optimizer;
+};
+
+Expected parameter_bytes(const std::string& recipe, const Params& p) {
+  const std::int64_t n = p.all();
+  if (recipe == "fp32") return {4 * n, 0, 4 * n, 4 * n};
+  // FP16 only: weights, gradients and momentum all in FP16 — half of FP32.
+  if (recipe == "fp16") return {2 * n, 0, 2 * n, 2 * n};
+  // Mixed: 16-bit weights beside FP32 masters; FP32 gradients and state.
+  if (recipe == "mixed-fp16" || recipe == "mixed-bf16") return {2 * n, 4 * n, 4 * n, 4 * n};
+  // fp8: E4M3 GEMM weights (1 byte), biases FP32; FP32 masters, grads, state.
+  return {p.weights + 4 * p.biases, 4 * n, 4 * n, 4 * n};
+}
+
+// Bytes of a saved activation tensor of `values` elements for a layer of
+// `role` in `recipe` (compute format for GEMM inputs, storage format else).
+std::int64_t saved(const std::string& recipe, bool gemm_input, std::int64_t values) {
+  if (recipe == "fp32") return 4 * values;
+  if (recipe == "fp8") return gemm_input ? values : 4 * values;  // E4M3 operands; the rest FP32
+  return 2 * values;                                              // FP16/BF16
+}
+
+const char* kRecipes[] = {"fp32", "fp16", "mixed-fp16", "mixed-bf16", "fp8"};
+
+MemoryBytes first_step(const std::string& model, const std::string& recipe) {
+  RunConfig c;
+  c.recipe = recipe;
+  c.model = model;
+  c.dataset = "fashion-mnist";
+  c.batch = B;
+  c.steps = 2;
+  c.stats_every = 0;
+  c.threads = 1;
+  Run run(0, c, fashion(), backend());
+  std::vector<Record> out;
+  run.step(out);
+  return run.steps().back().mem;
+}
+
+// The step's own buffers: the batch (FP32 pixels and int32 labels) and the
+// loss's probabilities and output gradient (FP32, 10 classes).
+std::int64_t workspace_bytes() { return B * 784 * 4 + B * 4 + 2 * B * 10 * 4; }
+
+TEST(MemoryAccounting, MlpEveryCategoryInEveryRecipe) {
+  const Params p{784 * 256 + 256 * 128 + 128 * 10, 256 + 128 + 10};
+  for (const char* recipe : kRecipes) {
+    SCOPED_TRACE(recipe);
+    const MemoryBytes m = first_step("mlp", recipe);
+    const Expected e = parameter_bytes(recipe, p);
+    EXPECT_EQ(m.weights, e.weights);
+    EXPECT_EQ(m.master, e.master);
+    EXPECT_EQ(m.grads, e.grads);
+    EXPECT_EQ(m.optimizer, e.optimizer);
+    // fc1, fc2, fc3 save their inputs; relu1, relu2 their outputs.
+    const std::string r = recipe;
+    EXPECT_EQ(m.activations, saved(r, true, B * 784) + saved(r, false, B * 256) + saved(r, true, B * 256) +
+                                 saved(r, false, B * 128) + saved(r, true, B * 128));
+    EXPECT_EQ(m.workspace, workspace_bytes());
+    EXPECT_EQ(m.total(), m.weights + m.master + m.grads + m.optimizer + m.activations + m.workspace);
+    // The f32 copies of emulation exist exactly where values are not FP32.
+    if (r == "fp32") EXPECT_EQ(m.emulation, 0);
+    else EXPECT_GT(m.emulation, 0);
+  }
+}
+
+TEST(MemoryAccounting, CnnEveryCategoryInEveryRecipe) {
+  const Params p{1 * 32 * 25 + 32 * 64 * 25 + 64 * 7 * 7 * 128 + 128 * 10, 32 + 64 + 128 + 10};
+  for (const char* recipe : kRecipes) {
+    SCOPED_TRACE(recipe);
+    const MemoryBytes m = first_step("cnn", recipe);
+    const Expected e = parameter_bytes(recipe, p);
+    EXPECT_EQ(m.weights, e.weights);
+    EXPECT_EQ(m.master, e.master);
+    EXPECT_EQ(m.grads, e.grads);
+    EXPECT_EQ(m.optimizer, e.optimizer);
+    // conv1 and conv2 save their inputs, relu1/relu2 their outputs, each
+    // pool its argmax (int32, whatever the format), fc1 and fc2 their
+    // inputs, relu3 its output.
+    const std::string r = recipe;
+    const std::int64_t argmax = 4 * (B * 32 * 14 * 14 + B * 64 * 7 * 7);
+    EXPECT_EQ(m.activations, saved(r, true, B * 784) + saved(r, false, B * 32 * 28 * 28) +
+                                 saved(r, true, B * 32 * 14 * 14) + saved(r, false, B * 64 * 14 * 14) + argmax +
+                                 saved(r, true, B * 64 * 7 * 7) + saved(r, false, B * 128) + saved(r, true, B * 128));
+    EXPECT_EQ(m.workspace, workspace_bytes());
+  }
+}
+
+TEST(MemoryAccounting, Fp16OnlyNeedsAboutHalfOfFp32AndMixedSavesActivations) {
+  const MemoryBytes fp32 = first_step("mlp", "fp32");
+  const MemoryBytes fp16 = first_step("mlp", "fp16");
+  const MemoryBytes mixed = first_step("mlp", "mixed-fp16");
+  // Emulation buffers would make fp16 look larger than fp32: they are not
+  // part of the total.
+  EXPECT_LT(double(fp16.total()), 0.6 * double(fp32.total()));
+  EXPECT_GT(fp16.total() + fp16.emulation, fp16.total());
+  EXPECT_LT(mixed.activations, fp32.activations);
+  EXPECT_GT(mixed.master, 0);
+}
+
+}  // namespace
