@@ -187,7 +187,7 @@ void Run::step(std::vector<Record>& out) {
   const bool stats_step = m_config.stats_every > 0 && (step_no == 1 || step_no % m_config.stats_every == 0);
   // Statistics steps keep each parameterised leaf's output for the
   // comparison with the FP32 shadow pass.
-  m_model->set_capture_outputs(stats_step);
+  if (stats_step) m_model->set_capture_outputs(true);
   std::int64_t correct = 0;
   auto forward_backward = [&]() -> double {
     const Tensor& logits = m_model->forward(m_backend, s.x);

@@ -1,8 +1,10 @@
 # tests/cli: runs the built precision-lab-cli and checks its output and exit codes.
-pl_add_test(test_cli_formats
-  SOURCES cli/test_cli_formats.cpp
-  LABELS cli
-  TIMEOUT 60)
-add_dependencies(test_cli_formats precision-lab-cli)
-target_compile_definitions(test_cli_formats PRIVATE
-  PL_CLI_PATH="$<TARGET_FILE:precision-lab-cli>")
+foreach(t test_cli_formats test_cli_compare)
+  pl_add_test(${t}
+    SOURCES cli/${t}.cpp
+    LIBS engine_train
+    LABELS cli
+    TIMEOUT 120)
+  add_dependencies(${t} precision-lab-cli)
+  target_compile_definitions(${t} PRIVATE PL_CLI_PATH="$<TARGET_FILE:precision-lab-cli>")
+endforeach()
