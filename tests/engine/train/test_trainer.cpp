@@ -141,6 +141,14 @@ TEST(Trainer, PauseStepResumeStop) {
   // Step numbers are consecutive: nothing lost.
   const auto steps = steps_of(t, all);
   for (std::size_t i = 0; i < steps.size(); ++i) EXPECT_EQ(steps[i].step, static_cast<std::int64_t>(i + 1));
+  // A stopped run, shorter than its first epoch, still ends with a
+  // validation point where it stopped (the chart draws it).
+  const engine::EvalMetrics* last_eval = nullptr;
+  for (const Record& r : all)
+    if (const auto* e = std::get_if<engine::EvalMetrics>(&r)) last_eval = e;
+  ASSERT_NE(last_eval, nullptr);
+  EXPECT_EQ(last_eval->step, steps.back().step);
+  EXPECT_GT(last_eval->val_accuracy, 0.0);
 }
 
 TEST(Trainer, PrecisionChangeReachesTheEngineAtAStepBoundary) {
