@@ -76,6 +76,13 @@ MemoryBytes first_step(const std::string& model, const std::string& recipe) {
   return run.steps().back().mem;
 }
 
+void expect_parameter_bytes(const MemoryBytes& m, const Expected& e) {
+  EXPECT_EQ(m.weights, e.weights);
+  EXPECT_EQ(m.master, e.master);
+  EXPECT_EQ(m.grads, e.grads);
+  EXPECT_EQ(m.optimizer, e.optimizer);
+}
+
 // The step's own buffers: the batch (FP32 pixels and int32 labels) and the
 // loss's probabilities and output gradient (FP32, 10 classes).
 std::int64_t workspace_bytes() { return B * 784 * 4 + B * 4 + 2 * B * 10 * 4; }
@@ -85,11 +92,7 @@ TEST(MemoryAccounting, MlpEveryCategoryInEveryRecipe) {
   for (const char* recipe : kRecipes) {
     SCOPED_TRACE(recipe);
     const MemoryBytes m = first_step("mlp", recipe);
-    const Expected e = parameter_bytes(recipe, p);
-    EXPECT_EQ(m.weights, e.weights);
-    EXPECT_EQ(m.master, e.master);
-    EXPECT_EQ(m.grads, e.grads);
-    EXPECT_EQ(m.optimizer, e.optimizer);
+    expect_parameter_bytes(m, parameter_bytes(recipe, p));
     // fc1, fc2, fc3 save their inputs; relu1, relu2 their outputs.
     const std::string r = recipe;
     EXPECT_EQ(m.activations, saved(r, true, B * 784) + saved(r, false, B * 256) + saved(r, true, B * 256) +
@@ -107,11 +110,7 @@ TEST(MemoryAccounting, CnnEveryCategoryInEveryRecipe) {
   for (const char* recipe : kRecipes) {
     SCOPED_TRACE(recipe);
     const MemoryBytes m = first_step("cnn", recipe);
-    const Expected e = parameter_bytes(recipe, p);
-    EXPECT_EQ(m.weights, e.weights);
-    EXPECT_EQ(m.master, e.master);
-    EXPECT_EQ(m.grads, e.grads);
-    EXPECT_EQ(m.optimizer, e.optimizer);
+    expect_parameter_bytes(m, parameter_bytes(recipe, p));
     // conv1 and conv2 save their inputs, relu1/relu2 their outputs, each
     // pool its argmax (int32, whatever the format), fc1 and fc2 their
     // inputs, relu3 its output.
