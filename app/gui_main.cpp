@@ -21,18 +21,18 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "chart_area.h"
-#include "chart_export.h"
-#include "command_line.h"
-#include "compare_dialog.h"
-#include "compare_view.h"
-#include "export_dialog.h"
-#include "gradient_panel.h"
-#include "latency_probe.h"
+#include "charts/chart_area.h"
+#include "charts/chart_export.h"
+#include "session/command_line.h"
+#include "compare/compare_dialog.h"
+#include "compare/compare_view.h"
+#include "export/export_dialog.h"
+#include "charts/gradient_panel.h"
+#include "session/latency_probe.h"
 #include "main_window.h"
-#include "run_store.h"
-#include "setup_panel.h"
-#include "training_controller.h"
+#include "session/run_store.h"
+#include "panels/setup_panel.h"
+#include "session/training_controller.h"
 
 namespace {
 

@@ -28,23 +28,24 @@
 #include <exception>
 
 #include "amp/recipe.h"
+#include "train/comparison.h"
 #include "numeric/format.h"
 
-#include "chart_area.h"
-#include "compare_dialog.h"
-#include "compare_view.h"
-#include "dataset_cache.h"
-#include "export_dialog.h"
-#include "exporter.h"
-#include "gradient_panel.h"
-#include "layer_rows.h"
-#include "live_chart_view.h"
-#include "precision_table.h"
-#include "precision_table_model.h"
-#include "run_store.h"
-#include "runs_list.h"
-#include "setup_panel.h"
-#include "training_controller.h"
+#include "charts/chart_area.h"
+#include "compare/compare_dialog.h"
+#include "compare/compare_view.h"
+#include "session/dataset_cache.h"
+#include "export/export_dialog.h"
+#include "export/exporter.h"
+#include "charts/gradient_panel.h"
+#include "panels/layer_rows.h"
+#include "charts/live_chart_view.h"
+#include "panels/precision_table.h"
+#include "panels/precision_table_model.h"
+#include "session/run_store.h"
+#include "panels/runs_list.h"
+#include "panels/setup_panel.h"
+#include "session/training_controller.h"
 
 // Q_INIT_RESOURCE must run outside any namespace; the qrc is compiled into
 // the static `ui` library, whose initialiser the linker would otherwise drop.
@@ -128,8 +129,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   createMenus();
   createStatusBar();
 
-  // Engine -> store -> widgets, once per frame.
-  connect(m_controller, &TrainingController::framed, this, &MainWindow::onFrame);
+  // Engine -> store; the views subscribe to the store themselves (once per
+  // frame, coalesced). The window keeps only its own read-outs: the runs'
+  // status, the status bar and the events worth a message.
+  connect(m_store, &RunStore::appended, this, &MainWindow::onFrame);
   connect(m_controller, &TrainingController::finished, this, &MainWindow::onTrainingFinished);
   connect(m_controller, &TrainingController::pausedChanged, this, [this] { updateActions(); });
   connect(m_store, &RunStore::runAdded, this, [this](int id) {
@@ -140,9 +143,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
   connect(m_store, &RunStore::runChanged, this, &MainWindow::onRunChanged);
   connect(m_runs, &RunsList::runCheckedChanged, this, [this](int row, bool checked) {
-    m_store->setVisible(row, checked);
-    m_charts->refresh();
-    m_compare->refresh();
+    m_store->setVisible(row, checked);  // runChanged: the views redraw
   });
   connect(m_runs, &RunsList::currentRunChanged, this, [this](int row) {
     m_charts->setFocusRun(row);
@@ -365,34 +366,18 @@ bool MainWindow::startRun() {
 
 bool MainWindow::startComparison(const QStringList& recipes) {
   if (m_controller->active() || recipes.isEmpty()) return false;
-  const engine::RunConfig base = nextRunConfig();
+  // The presets as they are, without the table's overrides: the comparison
+  // is of recipes (same seed, same data, same weights). The engine's one
+  // rule (shared with precision-lab-cli compare) says which recipes take
+  // the panel's loss-scaler settings.
+  engine::RunConfig base = nextRunConfig();
+  base.layers.clear();
+  std::vector<std::string> names8;
+  for (const QString& r : recipes) names8.push_back(r.toStdString());
   std::vector<engine::RunConfig> configs;
   QStringList names;
-  for (const QString& r : recipes) {
-    engine::RunConfig c = base;
-    c.recipe = r.toStdString();
-    // The presets as they are, without the table's overrides: the
-    // comparison is of recipes (same seed, same data, same weights). The
-    // panel's loss-scaler numbers (initial scale, growth, backoff,
-    // interval) apply to the recipes that scale the loss; the others keep
-    // theirs (fp16 stays unscaled).
-    c.layers.clear();
-    c.loss_scale_set = false;
-    if (base.loss_scale_set) {
-      try {
-        const engine::LossScalerConfig own = engine::make_recipe(c.recipe).scaling;
-        if (own.mode != engine::ScalingMode::None) {
-          c.loss_scale = base.loss_scale;
-          if (c.loss_scale.mode == engine::ScalingMode::None) c.loss_scale.mode = own.mode;
-          c.loss_scale_set = true;
-        }
-      } catch (const std::exception&) {
-        // An unknown recipe: validate() below names it.
-      }
-    }
-    c.compare.clear();
-    for (const QString& other : recipes) c.compare.push_back(other.toStdString());
-    configs.push_back(c);
+  for (engine::ComparisonRun& run : engine::comparison_runs(base, names8)) {
+    configs.push_back(std::move(run.config));
     names << tr("run %1").arg(m_runCounter + static_cast<int>(names.size()) + 1);
   }
   try {
@@ -503,8 +488,6 @@ void MainWindow::closeEvent(QCloseEvent* event) {
 }
 
 void MainWindow::onFrame() {
-  m_charts->refresh();
-  if (m_tabs->currentWidget() == m_compare) m_compare->refresh();
   for (int id : m_controller->currentRuns()) {
     const RunData& r = m_store->run(id);
     m_runs->setRunStatus(id, stateText(r), r.message, r.state == engine::RunState::Failed);
@@ -524,6 +507,8 @@ void MainWindow::onRunChanged(int id) {
 
 void MainWindow::onTrainingFinished() {
   onFrame();
+  // The last records are drawn before anyone hears that training ended.
+  m_charts->refresh();
   m_compare->refresh();
   updateActions();
   // The table describes the next run again (it followed the live one).
@@ -543,20 +528,25 @@ void MainWindow::scanEvents() {
     std::size_t& seen = m_eventsSeen[id];
     for (; seen < r.events.size(); ++seen) {
       const engine::Event& e = r.events[seen];
-      if (e.kind == "nan_loss" && (seen == 0 || r.events[seen - 1].kind != "nan_loss")) {
+      if (e.kind == engine::EventKind::NanLoss && (seen == 0 || r.events[seen - 1].kind != engine::EventKind::NanLoss)) {
         bool first = true;
-        for (std::size_t k = 0; k < seen; ++k) first = first && r.events[k].kind != "nan_loss";
+        for (std::size_t k = 0; k < seen; ++k) first = first && r.events[k].kind != engine::EventKind::NanLoss;
         if (first)
           statusBar()->showMessage(tr("%1 diverged at step %2: the loss is NaN (marked ★ on the loss chart)")
                                        .arg(r.name)
                                        .arg(e.step),
                                    10000);
-      } else if (e.kind == "precision_change") {
+      } else if (e.kind == engine::EventKind::PrecisionChange) {
+        const QString formats = QStringLiteral("%1/%2/%3/%4")
+                                    .arg(QString::fromLatin1(engine::format_name(e.precision.compute)),
+                                         QString::fromLatin1(engine::format_name(e.precision.storage)),
+                                         QString::fromLatin1(engine::format_name(e.precision.accumulate)),
+                                         QString::fromLatin1(engine::format_name(e.precision.grad)));
         statusBar()->showMessage(tr("%1: %2 now computes/stores/accumulates/grads in %3 (from step %4)")
-                                     .arg(r.name, QString::fromStdString(e.layer), QString::fromStdString(e.tensor))
+                                     .arg(r.name, QString::fromStdString(e.layer), formats)
                                      .arg(e.step + 1),
                                  8000);
-      } else if (e.kind == "error") {
+      } else if (e.kind == engine::EventKind::Error) {
         showError(tr("Engine"), tr("%1: %2").arg(r.name, QString::fromStdString(e.tensor)));
       }
     }
@@ -625,20 +615,8 @@ void MainWindow::rebuildPrecisionTable() {
 void MainWindow::showRunInTable(int id) {
   const RunData& run = m_store->run(id);
   engine::RunConfig c = run.config;
-  for (const engine::Event& e : run.events) {
-    if (e.kind != "precision_change") continue;
-    const QStringList keys = QString::fromStdString(e.tensor).split(QLatin1Char('/'));
-    if (keys.size() != 4) continue;
-    engine::LayerPrecision p;
-    engine::Format* fields[] = {&p.compute, &p.storage, &p.accumulate, &p.grad};
-    bool ok = true;
-    for (int k = 0; k < 4; ++k) {
-      const auto f = engine::parse_format(keys[k].toStdString());
-      ok = ok && f.has_value();
-      if (f) *fields[k] = *f;
-    }
-    if (ok) c.layers[e.layer] = p;
-  }
+  for (const engine::Event& e : run.events)
+    if (e.kind == engine::EventKind::PrecisionChange) c.layers[e.layer] = e.precision;
   m_precisionBox->setTitle(tr("Per-layer precision of %1: %2, live (double-click a format to change it at the next step)")
                                .arg(run.name, QString::fromStdString(run.config.recipe)));
   try {

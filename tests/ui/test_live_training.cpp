@@ -28,24 +28,24 @@
 #include <memory>
 #include <string>
 
-#include "chart_area.h"
-#include "command_line.h"
-#include "compare_view.h"
-#include "dataset_cache.h"
+#include "charts/chart_area.h"
+#include "session/command_line.h"
+#include "compare/compare_view.h"
+#include "session/dataset_cache.h"
 #include "data/dataset.h"
-#include "decimate.h"
-#include "exporter.h"
-#include "gradient_panel.h"
-#include "latency_probe.h"
-#include "live_chart_view.h"
+#include "charts/decimate.h"
+#include "export/exporter.h"
+#include "charts/gradient_panel.h"
+#include "session/latency_probe.h"
+#include "charts/live_chart_view.h"
 #include "main_window.h"
-#include "precision_table.h"
-#include "precision_table_model.h"
+#include "panels/precision_table.h"
+#include "panels/precision_table_model.h"
 #include "report/csv.h"
-#include "run_store.h"
-#include "runs_list.h"
-#include "setup_panel.h"
-#include "training_controller.h"
+#include "session/run_store.h"
+#include "panels/runs_list.h"
+#include "panels/setup_panel.h"
+#include "session/training_controller.h"
 
 namespace {
 
@@ -227,13 +227,13 @@ TEST_F(LiveTrainingTest, PrecisionChangeMidRunReachesTheEngine) {
   ASSERT_TRUE(table->setData(table->index(row, PrecisionTableModel::Compute), QStringLiteral("FP16")));
   auto changeEvent = [this]() -> const engine::Event* {
     for (const engine::Event& e : store().run(0).events)
-      if (e.kind == "precision_change") return &e;
+      if (e.kind == engine::EventKind::PrecisionChange) return &e;
     return nullptr;
   };
   ASSERT_TRUE(waitFor([&] { return changeEvent() != nullptr; }, 5000));
   const engine::Event* e = changeEvent();
   EXPECT_EQ(e->layer, "fc2");
-  EXPECT_EQ(e->tensor.rfind("fp16/", 0), 0u) << e->tensor;  // compute/storage/accumulate/grad keys
+  EXPECT_EQ(e->precision.compute, engine::Format::FP16);  // typed: no string to split
   // The next run is 'custom', and its config carries the edited table.
   EXPECT_EQ(m_window->setupPanel()->settings().recipe, QStringLiteral("custom"));
   const engine::RunConfig next = m_window->nextRunConfig();
@@ -284,7 +284,9 @@ TEST_F(LiveTrainingTest, CompareRunsEachRecipeOnTheSameSeed) {
   QTableWidget* t = cv->summaryTable();
   ASSERT_EQ(t->rowCount(), 3);
   EXPECT_EQ(t->item(0, CompareView::AccuracyDiff)->text(), QStringLiteral("reference"));
-  EXPECT_EQ(t->item(1, CompareView::LossDiff)->text(), QStringLiteral("0.0000"));
+  // fp16 on spirals equals fp32 to the last bit: the same loss, a ratio of 1.
+  EXPECT_EQ(t->item(1, CompareView::LossDiff)->text(), QStringLiteral("0"));
+  EXPECT_EQ(t->item(1, CompareView::LossRatio)->text(), QStringLiteral("1.00x"));
   EXPECT_EQ(t->item(0, CompareView::Recipe)->text(), QStringLiteral("fp32"));
 }
 
@@ -360,16 +362,20 @@ TEST_F(LiveTrainingTest, ExportWritesCsvThatReadsBackEqual) {
   ASSERT_EQ(grads.rows.size(), r.grads.size());
   ASSERT_FALSE(r.grads.empty());
   EXPECT_EQ(grads.rows[0][static_cast<std::size_t>(grads.column("layer"))], r.grads[0].layer);
-  // Charts: a PNG and an SVG each.
-  for (const char* stem : {"loss", "loss_scale_log2", "memory", "accuracy", "gradients"}) {
-    QFile png(QDir(request.dir).filePath(QString::fromLatin1(stem) + ".png"));
-    QFile svg(QDir(request.dir).filePath(QString::fromLatin1(stem) + ".svg"));
-    ASSERT_TRUE(png.open(QIODevice::ReadOnly)) << stem;
-    EXPECT_TRUE(png.read(8).startsWith("\x89PNG")) << stem;
-    ASSERT_TRUE(svg.open(QIODevice::ReadOnly)) << stem;
+  // Charts: a PNG and an SVG each, named for what they show: the memory
+  // stack is run 1's, the histogram one layer's.
+  const QString layer = m_window->chartArea()->gradientPanel()->layer();
+  ASSERT_FALSE(layer.isEmpty());
+  for (const QString& stem : {QStringLiteral("loss"), QStringLiteral("loss-scale"), QStringLiteral("memory-run-1"),
+                              QStringLiteral("accuracy"), QStringLiteral("gradients-") + layer}) {
+    QFile png(QDir(request.dir).filePath(stem + ".png"));
+    QFile svg(QDir(request.dir).filePath(stem + ".svg"));
+    ASSERT_TRUE(png.open(QIODevice::ReadOnly)) << stem.toStdString();
+    EXPECT_TRUE(png.read(8).startsWith("\x89PNG")) << stem.toStdString();
+    ASSERT_TRUE(svg.open(QIODevice::ReadOnly)) << stem.toStdString();
     const QByteArray text = svg.readAll();
-    EXPECT_TRUE(text.contains("<svg")) << stem;
-    EXPECT_TRUE(text.contains("<path") || text.contains("<polyline")) << stem;
+    EXPECT_TRUE(text.contains("<svg")) << stem.toStdString();
+    EXPECT_TRUE(text.contains("<path") || text.contains("<polyline")) << stem.toStdString();
   }
 }
 
@@ -420,7 +426,7 @@ TEST_F(LiveTrainingTest, DivergenceIsAnEventMarkerNotACrash) {
   ASSERT_TRUE(waitFinished());
   const RunData& r = store().run(0);
   bool nanEvent = false;
-  for (const engine::Event& e : r.events) nanEvent = nanEvent || e.kind == "nan_loss";
+  for (const engine::Event& e : r.events) nanEvent = nanEvent || e.kind == engine::EventKind::NanLoss;
   ASSERT_TRUE(nanEvent);
   auto* stars = m_window->chartArea()->runSeries(ChartArea::Loss, 0, ChartArea::Markers);
   ASSERT_NE(stars, nullptr);

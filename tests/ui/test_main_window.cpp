@@ -23,12 +23,12 @@
 #include <memory>
 
 #include "backend/cuda_module.h"
-#include "chart_area.h"
+#include "charts/chart_area.h"
 #include "main_window.h"
-#include "precision_table.h"
-#include "precision_table_model.h"
-#include "runs_list.h"
-#include "setup_panel.h"
+#include "panels/precision_table.h"
+#include "panels/precision_table_model.h"
+#include "panels/runs_list.h"
+#include "panels/setup_panel.h"
 
 namespace {
 

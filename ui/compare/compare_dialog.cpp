@@ -1,5 +1,5 @@
 // CompareDialog: a checkable list of the recipe presets.
-#include "compare_dialog.h"
+#include "compare/compare_dialog.h"
 
 #include <QDialogButtonBox>
 #include <QLabel>
@@ -7,7 +7,7 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
-#include "setup_panel.h"
+#include "panels/setup_panel.h"
 
 namespace {
 

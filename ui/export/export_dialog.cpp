@@ -1,5 +1,5 @@
 // ExportDialog: folder, runs and formats.
-#include "export_dialog.h"
+#include "export/export_dialog.h"
 
 #include <QCheckBox>
 #include <QDialogButtonBox>
@@ -14,7 +14,7 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
-#include "run_store.h"
+#include "session/run_store.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // PrecisionTableModel: the per-layer precision table's data and editing.
-#include "precision_table_model.h"
+#include "panels/precision_table_model.h"
 
 #include <QFont>
 #include <QLocale>

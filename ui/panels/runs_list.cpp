@@ -1,19 +1,15 @@
 // RunsList: a flat QTreeView over a QStandardItemModel; the colour column
 // shows a swatch, the colour the run's series have on every chart.
-#include "runs_list.h"
+#include "panels/runs_list.h"
 
 #include <QHeaderView>
 #include <QPainter>
 #include <QPixmap>
 #include <QStandardItemModel>
 
-namespace {
+#include "charts/chart_style.h"
 
-// Distinguishable on white and for the common colour-vision deficiencies
-// (Okabe-Ito).
-const QColor kPalette[] = {QColor(0x00, 0x72, 0xB2), QColor(0xD5, 0x5E, 0x00), QColor(0x00, 0x9E, 0x73),
-                           QColor(0xCC, 0x79, 0xA7), QColor(0xE6, 0x9F, 0x00), QColor(0x56, 0xB4, 0xE9),
-                           QColor(0xF0, 0xE4, 0x42), QColor(0x00, 0x00, 0x00)};
+namespace {
 
 QIcon swatch(const QColor& colour) {
   QPixmap pixmap(14, 14);
@@ -101,7 +97,6 @@ int RunsList::runCount() const { return m_model->rowCount(); }
 
 QColor RunsList::nextColour() const { return paletteColour(m_model->rowCount()); }
 
-QColor RunsList::paletteColour(int index) {
-  constexpr int n = static_cast<int>(sizeof kPalette / sizeof kPalette[0]);
-  return kPalette[((index % n) + n) % n];
-}
+// Distinguishable on white and for the common colour-vision deficiencies
+// (Okabe-Ito): chart_style.
+QColor RunsList::paletteColour(int index) { return chart_style::runColour(index); }

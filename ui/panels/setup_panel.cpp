@@ -1,6 +1,6 @@
 // SetupPanel: the experiment's settings form; defaults follow DESIGN.md
 // (GradScaler's loss-scaling defaults, the recipes' scaling modes).
-#include "setup_panel.h"
+#include "panels/setup_panel.h"
 
 #include "data/dataset.h"
 

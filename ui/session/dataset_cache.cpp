@@ -1,5 +1,5 @@
 // DatasetCache: one background load at a time, the latest request wins.
-#include "dataset_cache.h"
+#include "session/dataset_cache.h"
 
 #include <chrono>
 #include <exception>

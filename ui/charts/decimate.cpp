@@ -1,5 +1,5 @@
 // Decimation: one pass over the samples, four candidates per pixel column.
-#include "decimate.h"
+#include "charts/decimate.h"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,5 @@
-// Chart export: a chart view as PNG (raster, at the screen's pixel ratio)
+// Chart export: a chart view as PNG (raster, at twice the device pixels or
+// more: at least chart_style::kExportMinWidth wide, for slides)
 // or SVG (QSvgGenerator, vector), with OpenGL series drawn in software for
 // the capture (an OpenGL series is not part of a widget grab or render).
 #pragma once
@@ -18,5 +19,13 @@ bool saveChartSvg(QChartView* view, const QString& file, QString* error = nullpt
 // software drawing for the capture (screenshots of the whole window).
 QPixmap grabWithoutOpenGL(QWidget* widget);
 
-// A file name for a chart title: "Loss scale (log2)" -> "loss_scale_log2".
+// The pixel ratio a PNG export renders `view` at: 2x or more, and at least
+// chart_style::kExportMinWidth pixels wide.
+double exportPixelRatio(const QWidget* view);
+// The chart as the PNG export draws it.
+class QImage;
+QImage renderChart(QChartView* view);
+
+// A file name for a chart title or label: "Loss scale (log2)" ->
+// "loss-scale-log2", "gradients fc3" -> "gradients-fc3".
 QString chartFileStem(const QString& title);

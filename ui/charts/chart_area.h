@@ -1,7 +1,10 @@
 // ChartArea: the live charts over training steps — loss (train and
-// validation), loss scale (log2, overflow and skipped steps marked), memory
-// stacked by category, accuracy (validation and train batch) — and the
-// per-layer gradient histogram. One colour per run; ticked runs overlay.
+// validation; linear or log axis), loss scale (log2, overflow and skipped
+// steps marked; runs without loss scaling left off), memory stacked by
+// category with the CPU's emulation buffers apart, accuracy (validation and
+// train batch) — and the per-layer gradient histogram. One colour per run;
+// ticked runs overlay; one legend above the grid names every run in full.
+// It subscribes to the RunStore and redraws once per frame.
 #pragma once
 
 #include <QString>
@@ -12,17 +15,21 @@
 #include <cstdint>
 #include <map>
 
-#include "decimate.h"
+#include "charts/decimate.h"
 
 class GradientPanel;
 class LiveChartView;
 class QAreaSeries;
+class QCheckBox;
+class QLabel;
+class QLogValueAxis;
 class QGraphicsSimpleTextItem;
 class QChart;
 class QChartView;
 class QLineSeries;
 class QScatterSeries;
 class QValueAxis;
+class QAbstractAxis;
 class QXYSeries;
 class RunStore;
 struct RunData;
@@ -56,7 +63,8 @@ class ChartArea : public QWidget {
   QChartView* view(Metric m) const;
   QChart* chart(Metric m) const;
   QValueAxis* xAxis(Metric m) const;
-  QValueAxis* yAxis(Metric m) const;
+  QValueAxis* yAxis(Metric m) const;  // null for the loss chart on its log axis
+  QAbstractAxis* lossAxis() const;    // the loss chart's y axis, linear or log
   GradientPanel* gradientPanel() const { return m_gradients; }
   static QString title(Metric m);
 
@@ -65,8 +73,29 @@ class ChartArea : public QWidget {
   void setFocusRun(int id);
   int focusRun() const;
 
-  // Redraws what changed since the last call: once per frame.
+  // Redraws what changed since the last call. The store's signals schedule
+  // it, coalesced to one call per event-loop pass (one per frame).
   void refresh();
+  void scheduleRefresh();
+
+  // The loss axis: logarithmic or linear. Until the user chooses, it is
+  // logarithmic when the visible losses span more than three decades.
+  void setLossLogScale(bool on);  // the user's choice: kept
+  bool lossLogScale() const { return m_logScale; }
+  QCheckBox* logScaleCheck() const { return m_logCheck; }
+  static constexpr double kLogDecades = 3.0;
+
+  // The legend shared by the grid: every visible run's whole name in its colour.
+  QLabel* sharedLegend() const { return m_legend; }
+  // The loss-scale chart's note naming the runs without loss scaling.
+  QString lossScaleNote() const;
+
+  // Double-click: one chart fills the area; again: the grid is back.
+  void toggleEnlarged(QWidget* chartOrPanel);
+  QWidget* enlarged() const { return m_enlarged; }
+
+  // The CPU-emulation band of the focus run (not part of the total).
+  QAreaSeries* emulationArea() const { return m_emulationArea; }
   // A run's series on a chart (null before the run was first drawn).
   QXYSeries* runSeries(Metric m, int runId, Role role = Main) const;
   // The stacked memory area of category c (0 weights .. 5 workspace).
@@ -94,6 +123,9 @@ class ChartArea : public QWidget {
   void updateRun(const RunData& run, RunSeries& s, double x1, bool force);
   void updateMemoryStack(const RunData* run, double x1, bool force);
   void updateRanges(double x1);
+  void updateLegend();
+  QString runLabel(const RunData& r) const;
+  void applyLossAxis(bool log);
   QString hoverText(Metric m, const QPointF& value) const;
 
   RunStore* m_store;
@@ -113,4 +145,16 @@ class ChartArea : public QWidget {
   QVector<int> m_pending;  // runs whose series are still to be made
   QTimer m_prepare;
   bool m_hadPoints = false;
+  bool m_refreshPending = false;
+  QLabel* m_legend = nullptr;
+  QCheckBox* m_logCheck = nullptr;
+  QValueAxis* m_lossLinear = nullptr;
+  QLogValueAxis* m_lossLog = nullptr;
+  bool m_logScale = false;
+  bool m_logChosen = false;  // the user chose; no more automatic switching
+  QGraphicsSimpleTextItem* m_scaleNote = nullptr;
+  QLineSeries* m_emulationUpper = nullptr;
+  QAreaSeries* m_emulationArea = nullptr;
+  QWidget* m_enlarged = nullptr;
+  double m_emulationMax = 0.0;  // MiB: the focus run's stack plus emulation, at most
 };

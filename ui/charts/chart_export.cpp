@@ -1,17 +1,22 @@
-// Chart export: PNG through QWidget::grab, SVG through QSvgGenerator.
-#include "chart_export.h"
+// Chart export: PNG rendered at >= 2x (and >= 1920 px wide), SVG through
+// QSvgGenerator.
+#include "charts/chart_export.h"
 
 #include <QApplication>
 #include <QChart>
 #include <QChartView>
 #include <QFileInfo>
+#include <QImage>
 #include <QPainter>
 #include <QRegularExpression>
 #include <QSaveFile>
 #include <QSvgGenerator>
 #include <QXYSeries>
 
+#include <algorithm>
 #include <vector>
+
+#include "charts/chart_style.h"
 
 namespace {
 
@@ -49,11 +54,33 @@ QPixmap grabWithoutOpenGL(QWidget* widget) {
   return widget->grab();
 }
 
+double exportPixelRatio(const QWidget* view) {
+  const double width = std::max(1, view->width());
+  return std::max({chart_style::kExportMinPixelRatio, view->devicePixelRatioF(),
+                   chart_style::kExportMinWidth / width});
+}
+
+QImage renderChart(QChartView* view) {
+  SoftwareSeries software(view);
+  // Rendered (vector) at the export ratio, not grabbed at the screen's:
+  // a slide needs more pixels than a 350-pixel chart on screen has.
+  const double ratio = exportPixelRatio(view);
+  QImage image((QSizeF(view->size()) * ratio).toSize(), QImage::Format_ARGB32_Premultiplied);
+  image.setDevicePixelRatio(ratio);
+  image.fill(Qt::white);
+  QPainter painter(&image);
+  painter.setRenderHint(QPainter::Antialiasing);
+  painter.setRenderHint(QPainter::TextAntialiasing);
+  view->render(&painter);
+  painter.end();
+  return image;
+}
+
 bool saveChartPng(QChartView* view, const QString& file, QString* error) {
-  const QPixmap pixmap = grabWithoutOpenGL(view);
+  const QImage image = renderChart(view);
   // QSaveFile: written to a temporary file and renamed, never half a PNG.
   QSaveFile out(file);
-  if (!out.open(QIODevice::WriteOnly) || !pixmap.save(&out, "PNG") || !out.commit()) {
+  if (!out.open(QIODevice::WriteOnly) || !image.save(&out, "PNG") || !out.commit()) {
     if (error) *error = writeError(file, out.errorString().isEmpty() ? QStringLiteral("cannot write PNG") : out.errorString());
     return false;
   }
@@ -93,8 +120,9 @@ bool saveChartSvg(QChartView* view, const QString& file, QString* error) {
 
 QString chartFileStem(const QString& title) {
   QString stem = title.toLower();
-  stem.replace(QRegularExpression(QStringLiteral("[^a-z0-9]+")), QStringLiteral("_"));
-  while (stem.startsWith(QLatin1Char('_'))) stem.remove(0, 1);
-  while (stem.endsWith(QLatin1Char('_'))) stem.chop(1);
+  stem.remove(QRegularExpression(QStringLiteral("<[^>]*>")));  // rich-text titles
+  stem.replace(QRegularExpression(QStringLiteral("[^a-z0-9.]+")), QStringLiteral("-"));
+  while (stem.startsWith(QLatin1Char('-'))) stem.remove(0, 1);
+  while (stem.endsWith(QLatin1Char('-'))) stem.chop(1);
   return stem.isEmpty() ? QStringLiteral("chart") : stem;
 }

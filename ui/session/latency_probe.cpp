@@ -1,5 +1,5 @@
 // LatencyProbe: lateness of a 5 ms timer, max and percentiles.
-#include "latency_probe.h"
+#include "session/latency_probe.h"
 
 #include <time.h>
 

@@ -1,8 +1,14 @@
 // ChartArea: builds the chart grid and redraws it from the RunStore, one
 // replace() per changed series per frame, decimated per pixel column.
-#include "chart_area.h"
+#include "charts/chart_area.h"
 
+#include <QAction>
 #include <QAreaSeries>
+#include <QCheckBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLogValueAxis>
+#include <QVBoxLayout>
 #include <QChart>
 #include <QGraphicsLayout>
 #include <QGraphicsSimpleTextItem>
@@ -21,10 +27,12 @@
 #include <algorithm>
 #include <cmath>
 
-#include "decimate.h"
-#include "gradient_panel.h"
-#include "live_chart_view.h"
-#include "run_store.h"
+#include "charts/chart_style.h"
+#include "charts/decimate.h"
+#include "charts/chart_export.h"
+#include "charts/gradient_panel.h"
+#include "charts/live_chart_view.h"
+#include "session/run_store.h"
 
 namespace {
 
@@ -50,18 +58,11 @@ const ChartSpec kSpecs[ChartArea::MetricCount] = {
      QT_TRANSLATE_NOOP("ChartArea", "share of values (%)"), 0.0, 10.0, "%.0f"},
 };
 
-// Memory categories, bottom to top, with the colour each stack band has.
-struct Category {
-  const char* name;
-  QColor colour;
-};
-const Category kCategories[] = {
-    {QT_TRANSLATE_NOOP("ChartArea", "weights"), QColor(0x4C, 0x72, 0xB0)},
-    {QT_TRANSLATE_NOOP("ChartArea", "master"), QColor(0x55, 0xA8, 0x68)},
-    {QT_TRANSLATE_NOOP("ChartArea", "grads"), QColor(0xC4, 0x4E, 0x52)},
-    {QT_TRANSLATE_NOOP("ChartArea", "optimizer"), QColor(0x81, 0x72, 0xB2)},
-    {QT_TRANSLATE_NOOP("ChartArea", "activations"), QColor(0xCC, 0xB9, 0x74)},
-    {QT_TRANSLATE_NOOP("ChartArea", "workspace"), QColor(0x64, 0xB5, 0xCD)},
+// Memory categories, bottom to top (colours: chart_style::memoryColour).
+const char* const kCategories[] = {
+    QT_TRANSLATE_NOOP("ChartArea", "weights"),     QT_TRANSLATE_NOOP("ChartArea", "master"),
+    QT_TRANSLATE_NOOP("ChartArea", "grads"),       QT_TRANSLATE_NOOP("ChartArea", "optimizer"),
+    QT_TRANSLATE_NOOP("ChartArea", "activations"), QT_TRANSLATE_NOOP("ChartArea", "workspace"),
 };
 constexpr int kCategoryCount = 6;
 
@@ -77,7 +78,7 @@ std::int64_t categoryBytes(const engine::MemoryBytes& m, int c) {
 }
 
 constexpr double kMiB = 1024.0 * 1024.0;
-const QColor kOverflowRed(0xD0, 0x1C, 0x1C);
+const QColor kOverflowRed = chart_style::kAlarm;
 
 void hideLegend(QChart* chart, QAbstractSeries* s) {
   for (QLegendMarker* m : chart->legend()->markers(s)) m->setVisible(false);
@@ -152,14 +153,41 @@ struct ChartArea::RunSeries {
   QLineSeries* valAcc = nullptr;
   QLineSeries* trainAcc = nullptr;
   std::uint64_t revision = ~std::uint64_t{0};
+
+
   ColumnDecimator dLoss, dScale, dMem, dTrainAcc;
   ColumnPicker pNan, pOverflow, pSkipped;
   QList<std::int64_t> nanSteps;   // decimated NaN-loss steps (y set from the axis)
   double lossMax = 0.0, lossHigh = 0.0;  // max and 98th percentile of the drawn losses
+  double lossMin = 0.0;                  // the smallest positive loss drawn (0: none)
   double scaleMin = 0.0, scaleMax = 0.0;
   double memMax = 0.0;
   bool hasScale = false;
 };
+
+// How a run is named on the charts: the recipe alone where it names one
+// visible run, else the run's name with it.
+QString ChartArea::runLabel(const RunData& r) const {
+  int sameRecipe = 0;
+  for (int id = 0; id < m_store->count(); ++id)
+    if (m_store->run(id).visible && m_store->run(id).recipe == r.recipe) ++sameRecipe;
+  return sameRecipe > 1 ? QStringLiteral("%1 · %2").arg(r.name, r.recipe) : r.recipe;
+}
+
+void ChartArea::updateLegend() {
+  QStringList entries;
+  for (int id = 0; id < m_store->count(); ++id) {
+    const RunData& r = m_store->run(id);
+    if (!r.visible || m_series.find(id) == m_series.end()) continue;
+    // Whole names, never elided; a non-breaking space keeps swatch and name together.
+    entries << QStringLiteral("<span style='color:%1'>&#9632;</span>&nbsp;%2")
+                   .arg(r.colour.name(), runLabel(r).toHtmlEscaped().replace(QLatin1Char(' '), QStringLiteral("&nbsp;")));
+    const QString label = runLabel(r);
+    if (m_series.at(id)->loss->name() != label) m_series.at(id)->loss->setName(label);
+  }
+  const QString text = entries.join(QStringLiteral(" &nbsp; &nbsp; "));
+  if (m_legend->text() != text) m_legend->setText(text);
+}
 
 QString ChartArea::title(Metric m) { return tr(kSpecs[m].title); }
 
@@ -218,25 +246,34 @@ ChartArea::ChartArea(RunStore* store, QWidget* parent) : QWidget(parent), m_stor
   for (int c = 0; c < kCategoryCount; ++c) {
     auto* upper = new QLineSeries(this);
     auto* area = new QAreaSeries(upper, lower);
-    area->setName(tr(kCategories[c].name));
-    QColor fill = kCategories[c].colour;
+    area->setName(tr(kCategories[c]));
+    QColor fill = chart_style::memoryColour(c);
     fill.setAlpha(170);
     area->setBrush(fill);
-    area->setPen(QPen(kCategories[c].colour.darker(120), 1));
+    area->setPen(QPen(chart_style::memoryColour(c).darker(120), 1));
     attach(mem, area);
     m_memUpper << upper;
     m_memAreas << area;
     lower = upper;
   }
+  // The CPU's emulation buffers: hatched above the stack, outside it (a
+  // device holding the recipe has none; DESIGN.md "Memory accounting").
+  m_emulationUpper = new QLineSeries(this);
+  m_emulationArea = new QAreaSeries(m_emulationUpper, lower);
+  m_emulationArea->setName(tr("CPU emulation (not in total)"));
+  m_emulationArea->setBrush(QBrush(chart_style::kEmulation, Qt::BDiagPattern));
+  m_emulationArea->setPen(QPen(chart_style::kEmulation, 1, Qt::DotLine));
+  attach(mem, m_emulationArea);
 
   // Legend-only series (no points): what the dashes and markers mean.
   auto legendLine = [](QChart* chart, const QString& name, Qt::PenStyle style, double width) {
     auto* s = new QLineSeries;
     s->setName(name);
-    s->setPen(QPen(QColor(90, 90, 90), width, style));
+    s->setPen(QPen(chart_style::kNeutral, width, style));
     attach(chart, s);
   };
   legendLine(chart(Loss), tr("validation"), Qt::DashLine, 2);
+  legendLine(chart(Memory), tr("other runs' totals"), Qt::DashLine, 2);
   legendLine(chart(Accuracy), tr("validation"), Qt::SolidLine, 2);
   legendLine(chart(Accuracy), tr("train batch"), Qt::SolidLine, 1);
   auto legendMarker = [](QChart* chart, const QString& name, QScatterSeries::MarkerShape shape, const QColor& fill,
@@ -252,17 +289,62 @@ ChartArea::ChartArea(RunStore* store, QWidget* parent) : QWidget(parent), m_stor
   };
   legendMarker(chart(LossScale), tr("overflow"), QScatterSeries::MarkerShapeTriangle, kOverflowRed, kOverflowRed, 9);
   legendMarker(chart(LossScale), tr("skipped step"), QScatterSeries::MarkerShapeCircle, Qt::transparent,
-               QColor(40, 40, 40), 12);
+               chart_style::kInk, 12);
   m_legendNan = legendMarker(chart(Loss), tr("NaN loss"), QScatterSeries::MarkerShapeStar, kOverflowRed,
                              kOverflowRed.darker(130), 11);
   hideLegend(chart(Loss), m_legendNan);  // shown once a run diverges
 
   m_accuracyNote = new QGraphicsSimpleTextItem(tr("No accuracy:\na regression (mean squared error)"), chart(Accuracy));
-  m_accuracyNote->setBrush(QColor(110, 110, 110));
+  m_accuracyNote->setBrush(chart_style::kNote);
   m_accuracyNote->setVisible(false);
+  m_scaleNote = new QGraphicsSimpleTextItem(chart(LossScale));
+  m_scaleNote->setBrush(chart_style::kNote);
+  m_scaleNote->setFont(chart_style::legendFont(chart(LossScale)));
+  m_scaleNote->setVisible(false);
+
+  // The loss axis, linear or logarithmic (swapped in applyLossAxis()).
+  m_lossLinear = yAxis(Loss);
+  m_lossLog = new QLogValueAxis;
+  m_lossLog->setObjectName(QStringLiteral("yLogAxis"));
+  m_lossLog->setBase(10);
+  m_lossLog->setLabelFormat(QStringLiteral("%.0e"));
+  m_lossLog->setTitleText(m_lossLinear->titleText() + tr(" (log)"));
+  m_lossLog->setTitleFont(m_lossLinear->titleFont());
+  m_lossLog->setLabelsFont(m_lossLinear->labelsFont());
+  m_lossLog->setMinorTickCount(-1);
+  m_lossLog->setRange(1e-3, 10);
+  m_logCheck = new QCheckBox(tr("Log loss axis"), this);
+  m_logCheck->setObjectName(QStringLiteral("lossLogCheck"));
+  m_logCheck->setToolTip(tr("A logarithmic loss axis: on by itself when the losses span more than %1 decades")
+                             .arg(kLogDecades));
+  connect(m_logCheck, &QCheckBox::toggled, this, [this](bool on) {
+    if (on != m_logScale) setLossLogScale(on);
+  });
+  auto* logAction = new QAction(tr("Logarithmic loss axis"), this);
+  logAction->setCheckable(true);
+  connect(m_logCheck, &QCheckBox::toggled, logAction, &QAction::setChecked);
+  connect(logAction, &QAction::triggered, this, [this](bool on) { setLossLogScale(on); });
+  m_views[Loss]->addContextAction(logAction);
+
+  // One legend for the grid: whole run names (a chart's own legend would
+  // elide them to "mixed-f…" with five runs).
+  m_legend = new QLabel(this);
+  m_legend->setObjectName(QStringLiteral("chartLegend"));
+  m_legend->setTextFormat(Qt::RichText);
+  m_legend->setWordWrap(true);
+  m_legend->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
 
   // Top row: the scalar curves; bottom: memory, and the wide gradient panel.
-  auto* grid = new QGridLayout(this);
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(0, 0, 0, 0);
+  outer->setSpacing(2);
+  auto* header = new QHBoxLayout;
+  header->setContentsMargins(6, 0, 6, 0);
+  header->addWidget(m_legend, 1);
+  header->addWidget(m_logCheck);
+  outer->addLayout(header);
+  auto* grid = new QGridLayout;
+  outer->addLayout(grid, 1);
   grid->setContentsMargins(0, 0, 0, 0);
   grid->setSpacing(4);
   grid->addWidget(m_views[Loss], 0, 0);
@@ -276,7 +358,32 @@ ChartArea::ChartArea(RunStore* store, QWidget* parent) : QWidget(parent), m_stor
   for (int m = 0; m < Gradients; ++m) {
     const auto metric = static_cast<Metric>(m);
     m_views[m]->setHoverText([this, metric](const QPointF& v) { return hoverText(metric, v); });
+    connect(m_views[m], &LiveChartView::enlargeToggled, this, [this, m] { toggleEnlarged(m_views[m]); });
+    connect(m_views[m], &LiveChartView::zoomChanged, this, [this](bool zoomed) {
+      if (!zoomed) {
+        m_x1 = -1;  // the axes are ours again: redraw with the full ranges
+        scheduleRefresh();
+      }
+    });
   }
+  connect(m_gradients->view(), &LiveChartView::enlargeToggled, this, [this] { toggleEnlarged(m_gradients); });
+  // Exported file names say what a chart shows: the memory stack is one
+  // run's, the histogram one layer's.
+  m_views[Loss]->setExportStem([] { return QStringLiteral("loss"); });
+  m_views[LossScale]->setExportStem([] { return QStringLiteral("loss-scale"); });
+  m_views[Accuracy]->setExportStem([] { return QStringLiteral("accuracy"); });
+  m_views[Memory]->setExportStem([this] {
+    const int f = focusRun();
+    return f < 0 ? QStringLiteral("memory") : chartFileStem(QStringLiteral("memory ") + m_store->run(f).name);
+  });
+  m_gradients->view()->setExportStem([this] {
+    const QString layer = m_gradients->layer();
+    return layer.isEmpty() ? QStringLiteral("gradients") : chartFileStem(QStringLiteral("gradients ") + layer);
+  });
+
+  // The store says when something changed; one redraw per event-loop pass.
+  connect(m_store, &RunStore::appended, this, &ChartArea::scheduleRefresh);
+  connect(m_store, &RunStore::runChanged, this, &ChartArea::scheduleRefresh);
 
   // A run's series are made as soon as it is added, one run per event-loop
   // pass, while the engine loads its data: making them in the first live
@@ -309,48 +416,23 @@ LiveChartView* ChartArea::makeChart(Metric m) {
   const ChartSpec& spec = kSpecs[m];
   auto* chart = new QChart;
   chart->setTitle(tr(spec.title));
-  QFont titleFont = chart->titleFont();
-  titleFont.setBold(true);
-  chart->setTitleFont(titleFont);
-  chart->legend()->setAlignment(Qt::AlignBottom);
-  QFont legendFont = chart->legend()->font();
-  legendFont.setPointSizeF(titleFont.pointSizeF() * 0.8);
-  chart->legend()->setFont(legendFont);
-  chart->setMargins(QMargins(4, 2, 4, 2));
-  chart->layout()->setContentsMargins(0, 0, 0, 0);
-  chart->setBackgroundRoundness(0);
+  chart_style::styleChart(chart);
 
-  QFont axisFont = chart->titleFont();
-  axisFont.setBold(false);
-  axisFont.setPointSizeF(axisFont.pointSizeF() * 0.85);
-
-  auto* x = new QValueAxis;
-  x->setObjectName(QStringLiteral("xAxis"));
-  x->setTitleText(tr("step"));
-  x->setTitleFont(axisFont);
-  x->setLabelsFont(axisFont);
+  auto* x = chart_style::makeValueAxis(chart, tr("step"), QStringLiteral("xAxis"));
   x->setRange(0, 1000);
   x->setLabelFormat(QStringLiteral("%.0f"));
-  x->setTickType(QValueAxis::TicksDynamic);
-  x->setTickAnchor(0);
   x->setTickInterval(200);
   chart->addAxis(x, Qt::AlignBottom);
 
-  auto* y = new QValueAxis;
-  y->setObjectName(QStringLiteral("yAxis"));
-  y->setTitleText(tr(spec.yTitle));
-  y->setTitleFont(axisFont);
-  y->setLabelsFont(axisFont);
+  auto* y = chart_style::makeValueAxis(chart, tr(spec.yTitle), QStringLiteral("yAxis"));
   y->setRange(spec.yMin, spec.yMax);
   y->setLabelFormat(QString::fromLatin1(spec.yFormat));
-  y->setTickType(QValueAxis::TicksDynamic);
-  y->setTickAnchor(0);
   y->setTickInterval(niceTickInterval(spec.yMax - spec.yMin, 5));
   chart->addAxis(y, Qt::AlignLeft);
 
   auto* view = new LiveChartView(chart, this);
   view->setObjectName(QString::fromLatin1(spec.objectName));
-  view->setMinimumSize(260, 190);
+  view->setMinimumSize(chart_style::kMinChartWidth, chart_style::kMinChartHeight);
   return view;
 }
 
@@ -361,6 +443,56 @@ QChart* ChartArea::chart(Metric m) const { return m_views[m]->chart(); }
 QValueAxis* ChartArea::xAxis(Metric m) const {
   const auto axes = chart(m)->axes(Qt::Horizontal);
   return axes.isEmpty() ? nullptr : qobject_cast<QValueAxis*>(axes.first());
+}
+
+QAbstractAxis* ChartArea::lossAxis() const {
+  const auto axes = chart(Loss)->axes(Qt::Vertical);
+  return axes.isEmpty() ? nullptr : axes.first();
+}
+
+void ChartArea::scheduleRefresh() {
+  if (m_refreshPending) return;
+  m_refreshPending = true;
+  QTimer::singleShot(0, this, [this] {
+    m_refreshPending = false;
+    refresh();
+  });
+}
+
+void ChartArea::setLossLogScale(bool on) {
+  m_logChosen = true;
+  applyLossAxis(on);
+  refresh();
+}
+
+void ChartArea::applyLossAxis(bool log) {
+  if (log == m_logScale) return;
+  m_logScale = log;
+  QChart* c = chart(Loss);
+  QAbstractAxis* from = log ? static_cast<QAbstractAxis*>(m_lossLinear) : m_lossLog;
+  QAbstractAxis* to = log ? static_cast<QAbstractAxis*>(m_lossLog) : m_lossLinear;
+  const auto series = c->series();
+  for (QAbstractSeries* sr : series) sr->detachAxis(from);
+  c->removeAxis(from);  // kept: ownership comes back to this area
+  from->setParent(this);
+  c->addAxis(to, Qt::AlignLeft);
+  for (QAbstractSeries* sr : series) sr->attachAxis(to);
+  if (m_logCheck->isChecked() != log) {
+    const QSignalBlocker block(m_logCheck);
+    m_logCheck->setChecked(log);
+  }
+}
+
+QString ChartArea::lossScaleNote() const { return m_scaleNote->isVisible() ? m_scaleNote->text() : QString(); }
+
+void ChartArea::toggleEnlarged(QWidget* target) {
+  QList<QWidget*> all;
+  for (int m = 0; m < Gradients; ++m) all << m_views[m];
+  all << m_gradients;
+  m_enlarged = m_enlarged == target ? nullptr : target;
+  for (QWidget* w : all) w->setVisible(!m_enlarged || w == m_enlarged);
+  m_x1 = -1;  // new plot widths: decimate again
+  scheduleRefresh();
 }
 
 QValueAxis* ChartArea::yAxis(Metric m) const {
@@ -414,9 +546,7 @@ ChartArea::RunSeries& ChartArea::seriesFor(const RunData& run) {
   auto line = [&](Metric m, double width, Qt::PenStyle style, const QColor& c, bool dense) {
     auto* l = new QLineSeries(this);
     l->setName(run.name);
-    // Flat caps and bevel joins: round ones make the stroker build a Bezier
-    // arc at every vertex (profiled: the largest single cost of a paint).
-    l->setPen(QPen(c, width, style, Qt::FlatCap, Qt::BevelJoin));
+    l->setPen(chart_style::linePen(c, width, style));
     // OpenGL draws solid lines only: dense solid series only.
     if (dense && gl && style == Qt::SolidLine) l->setUseOpenGL(true);
     attach(chart(m), l);
@@ -434,19 +564,20 @@ ChartArea::RunSeries& ChartArea::seriesFor(const RunData& run) {
     hideLegend(chart(m), sc);
     return sc;
   };
-  s->loss = line(Loss, 1.6, Qt::SolidLine, colour, true);
+  s->loss = line(Loss, chart_style::kLossWidth, Qt::SolidLine, colour, true);
+  hideLegend(chart(Loss), s->loss);  // the shared legend above the grid names the run
   // Validation: sparse (once per epoch by default), so thick, dark and
   // with markers, to read above the noisy per-batch curves.
-  s->valLoss = line(Loss, 2.6, Qt::DashLine, colour.darker(125), false);
+  s->valLoss = line(Loss, chart_style::kValidationWidth, Qt::DashLine, colour.darker(125), false);
   s->valLoss->setPointsVisible(true);
   s->valLoss->setMarkerSize(7);
   hideLegend(chart(Loss), s->valLoss);
   s->nan = markers(Loss, QScatterSeries::MarkerShapeStar, kOverflowRed, colour, 11);
-  s->scale = line(LossScale, 1.8, Qt::SolidLine, colour, true);
+  s->scale = line(LossScale, chart_style::kScaleWidth, Qt::SolidLine, colour, true);
   hideLegend(chart(LossScale), s->scale);
   s->overflow = markers(LossScale, QScatterSeries::MarkerShapeTriangle, kOverflowRed, colour.darker(110), 9);
-  s->skipped = markers(LossScale, QScatterSeries::MarkerShapeCircle, Qt::transparent, QColor(40, 40, 40), 12);
-  s->memTotal = line(Memory, 2.0, Qt::DashLine, colour, false);
+  s->skipped = markers(LossScale, QScatterSeries::MarkerShapeCircle, Qt::transparent, chart_style::kInk, 12);
+  s->memTotal = line(Memory, chart_style::kMemTotalWidth, Qt::DashLine, colour, false);
   hideLegend(chart(Memory), s->memTotal);
   // Raster, so the validation line (drawn after it) stays on top: OpenGL
   // series are painted above every raster item.
@@ -497,18 +628,12 @@ void ChartArea::refresh() {
     if (r.steps.empty() && r.evals.empty() && m_series.find(id) == m_series.end()) continue;
     RunSeries& s = seriesFor(r);
     updateRun(r, s, x1, force);
+    // A run without loss scaling has no loss scale to show: a flat line at
+    // 2^0 would stretch the axis and squash the others' sawtooth.
+    if (!r.scalesLoss()) s.hasScale = false;
     anyPoints = anyPoints || s.loss->count() > 0;
   }
-  // Legend: the recipe alone where it names one visible run, else with the
-  // run's name.
-  QMap<QString, int> recipeCount;
-  for (int id = 0; id < m_store->count(); ++id)
-    if (m_store->run(id).visible) ++recipeCount[m_store->run(id).recipe];
-  for (auto& [id, rs] : m_series) {
-    const RunData& r = m_store->run(id);
-    const QString label = recipeCount.value(r.recipe) > 1 ? QStringLiteral("%1 · %2").arg(r.name, r.recipe) : r.recipe;
-    if (rs->loss->name() != label) rs->loss->setName(label);
-  }
+  updateLegend();
   const int focus = focusRun();
   // The focus run's memory is the stack; other runs show their total line.
   for (auto& [id, rs] : m_series)
@@ -523,16 +648,21 @@ void ChartArea::refresh() {
 }
 
 void ChartArea::updateRun(const RunData& r, RunSeries& s, double x1, bool force) {
+  // A run without loss scaling is absent from the loss-scale chart.
+  const bool scaled = r.scalesLoss();
+  for (QAbstractSeries* a : {static_cast<QAbstractSeries*>(s.scale), static_cast<QAbstractSeries*>(s.overflow),
+                             static_cast<QAbstractSeries*>(s.skipped)})
+    if (!scaled && a->isVisible()) a->setVisible(false);
   for (QAbstractSeries* a : {static_cast<QAbstractSeries*>(s.loss), static_cast<QAbstractSeries*>(s.valLoss),
                              static_cast<QAbstractSeries*>(s.nan), static_cast<QAbstractSeries*>(s.scale),
                              static_cast<QAbstractSeries*>(s.overflow), static_cast<QAbstractSeries*>(s.skipped),
                              static_cast<QAbstractSeries*>(s.memTotal), static_cast<QAbstractSeries*>(s.valAcc),
                              static_cast<QAbstractSeries*>(s.trainAcc)})
-    if (!a->isVisible()) {
+    if (!a->isVisible() && (scaled || (a != s.scale && a != s.overflow && a != s.skipped))) {
       a->setVisible(true);
-      // A series shown again gets its legend marker back: only the train
-      // loss (the run's entry) keeps one.
-      if (a != s.loss) hideLegend(a->chart(), a);
+      // A series shown again gets its legend marker back: runs are named
+      // in the shared legend, not in each chart's.
+      hideLegend(a->chart(), a);
     }
   if (!force && s.revision == r.revision) return;
   s.revision = r.revision;
@@ -576,6 +706,10 @@ void ChartArea::updateRun(const RunData& r, RunSeries& s, double x1, bool force)
   // set); frequent ones (a small set) would be a row of blobs.
   s.valLoss->setPointsVisible(val.size() * 12 < std::max(m_widths[Loss], 50));
   for (const QPointF& p : val) s.lossMax = std::max(s.lossMax, p.y()), s.lossHigh = std::max(s.lossHigh, p.y());
+  s.lossMin = 0.0;
+  for (const QList<QPointF>* pts : {&loss, static_cast<const QList<QPointF>*>(&val)})
+    for (const QPointF& p : *pts)
+      if (std::isfinite(p.y()) && p.y() > 0 && (s.lossMin == 0.0 || p.y() < s.lossMin)) s.lossMin = p.y();
 
   // NaN loss: one marker per 6 pixels (placed at the top of the axis later).
   gridPick(s.pNan, std::max(m_widths[Loss], 50) / 6, ColumnPicker::FirstKept);
@@ -611,7 +745,7 @@ void ChartArea::updateRun(const RunData& r, RunSeries& s, double x1, bool force)
   grid(s.dMem, std::max(m_widths[Memory], 50));
   s.dMem.feed(n, [&](std::int64_t i) { return QPointF(stepX(i), static_cast<double>(at(i).mem.total()) / kMiB); });
   s.memTotal->replace(s.dMem.points());
-  s.memMax = static_cast<double>(r.peakMemory) / kMiB;
+  s.memMax = static_cast<double>(r.peak_memory) / kMiB;
 
   // Accuracy in percent: validation, and the (noisy) train batch accuracy.
   QList<QPointF> valAcc;
@@ -636,6 +770,8 @@ void ChartArea::updateMemoryStack(const RunData* run, double x1, bool force) {
   m_memoryRun = id;
   m_memoryRevision = run ? run->revision : 0;
   QVector<QList<QPointF>> bands(kCategoryCount);
+  QList<QPointF> emulation;  // the stack's top plus the emulation buffers
+  m_emulationMax = 0.0;
   if (run && !run->steps.empty()) {
     // Per pixel column the step with the largest total (the peak), so
     // every band uses the same steps and the stack stays consistent.
@@ -650,26 +786,41 @@ void ChartArea::updateMemoryStack(const RunData* run, double x1, bool force) {
         sum += static_cast<double>(categoryBytes(at(i).mem, c)) / kMiB;
         bands[c].append(QPointF(static_cast<double>(at(i).step), sum));
       }
+      sum += static_cast<double>(at(i).mem.emulation) / kMiB;
+      emulation.append(QPointF(static_cast<double>(at(i).step), sum));
+      m_emulationMax = std::max(m_emulationMax, sum);
     }
     // One step is a single point: give the band a visible width.
-    if (bands[0].size() == 1)
+    if (bands[0].size() == 1) {
       for (auto& b : bands) b.append(QPointF(b[0].x() + x1 / columns * 2, b[0].y()));
+      emulation.append(QPointF(emulation[0].x() + x1 / columns * 2, emulation[0].y()));
+    }
   }
   for (int c = 0; c < kCategoryCount; ++c) m_memUpper[c]->replace(bands[c]);
+  // Only when there is any: no legend entry for a recipe the CPU runs natively.
+  bool anyEmulation = false;
+  for (int k = 0; k < emulation.size() && !anyEmulation; ++k) anyEmulation = emulation[k].y() > bands[kCategoryCount - 1][k].y();
+  m_emulationUpper->replace(anyEmulation ? emulation : QList<QPointF>{});
+  for (QLegendMarker* mk : chart(Memory)->legend()->markers(m_emulationArea))
+    if (mk->isVisible() != anyEmulation) mk->setVisible(anyEmulation);
 }
 
 void ChartArea::updateRanges(double x1) {
   const double xTick = niceTickInterval(x1, 5);
+  // A zoomed chart keeps the user's ranges until the zoom is reset.
+  auto zoomed = [this](Metric m) { return m_views[m]->isZoomed(); };
   for (int m = 0; m < Gradients; ++m) {
+    if (zoomed(static_cast<Metric>(m))) continue;
     QValueAxis* x = xAxis(static_cast<Metric>(m));
     setAxis(x, 0, x1, xTick);
   }
-  double lossHigh = 0, lossMax = 0, scaleMin = 1e9, scaleMax = -1e9, memMax = 0;
+  double lossHigh = 0, lossMax = 0, lossMin = 0, scaleMin = 1e9, scaleMax = -1e9, memMax = 0;
   bool anyScale = false, anyNan = false;
   for (const auto& [id, s] : m_series) {
     if (!m_store->run(id).visible) continue;
     lossHigh = std::max(lossHigh, s->lossHigh);
     lossMax = std::max(lossMax, s->lossMax);
+    if (s->lossMin > 0 && (lossMin == 0 || s->lossMin < lossMin)) lossMin = s->lossMin;
     memMax = std::max(memMax, s->memMax);
     anyNan = anyNan || !s->nanSteps.isEmpty();
     if (s->hasScale) {
@@ -681,16 +832,30 @@ void ChartArea::updateRanges(double x1) {
   // Loss: from 0; a divergence spike (fp16) would flatten every other
   // curve, so the axis follows the bulk (98th percentile) when the maximum
   // is far above it.
-  if (lossMax > 0) {
-    const double top = niceCeil(lossMax > 3 * lossHigh ? 1.3 * lossHigh : 1.05 * lossMax);
-    QValueAxis* y = yAxis(Loss);
-    if (y->max() != top || y->min() != 0) {
-      y->setLabelFormat(axisLabelFormat(top));
-      setAxis(y, 0, top, niceTickInterval(top, 5));
+  // Until the user chooses, the axis is logarithmic when the losses span
+  // more than kLogDecades decades (tiny-gradients: 1e-1 down to 1e-11).
+  if (!m_logChosen && lossMin > 0 && lossMax > 0)
+    applyLossAxis(std::log10(lossMax / lossMin) > kLogDecades);
+  if (lossMax > 0 && !zoomed(Loss)) {
+    double top = 0;
+    if (m_logScale && lossMin > 0) {
+      const double lo = std::pow(10.0, std::floor(std::log10(lossMin)));
+      top = std::pow(10.0, std::ceil(std::log10(lossMax)));
+      if (top <= lo) top = lo * 10;
+      if (m_lossLog->min() != lo || m_lossLog->max() != top) m_lossLog->setRange(lo, top);
+      // Its NaN stars sit at the top, a little below.
+      top = std::pow(10.0, std::log10(top) - 0.05 * std::log10(top / lo));
+    } else {
+      top = niceCeil(lossMax > 3 * lossHigh ? 1.3 * lossHigh : 1.05 * lossMax);
+      if (m_lossLinear->max() != top || m_lossLinear->min() != 0) {
+        m_lossLinear->setLabelFormat(axisLabelFormat(top));
+        setAxis(m_lossLinear, 0, top, niceTickInterval(top, 5));
+      }
+      top *= 0.95;
     }
     for (const auto& [id, s] : m_series) {
       QList<QPointF> stars;
-      for (std::int64_t step : s->nanSteps) stars.append(QPointF(static_cast<double>(step), top * 0.95));
+      for (std::int64_t step : s->nanSteps) stars.append(QPointF(static_cast<double>(step), top));
       s->nan->replace(stars);
     }
   }
@@ -711,12 +876,33 @@ void ChartArea::updateRanges(double x1) {
     const QRectF text = m_accuracyNote->boundingRect();
     m_accuracyNote->setPos(plot.center() - QPointF(text.width() / 2, text.height() / 2));
   }
-  if (anyScale) {
-    const double lo = std::floor(scaleMin) - 1, hi = std::ceil(scaleMax) + 1;
+  // Runs without loss scaling are named, not drawn.
+  QStringList unscaled;
+  bool anyVisible = false;
+  for (int id = 0; id < m_store->count(); ++id) {
+    const RunData& r = m_store->run(id);
+    if (!r.visible || (r.steps.empty() && m_series.find(id) == m_series.end())) continue;
+    anyVisible = true;
+    if (!r.scalesLoss()) unscaled << runLabel(r);
+  }
+  const QString scaleNote = unscaled.isEmpty() ? QString() : tr("no loss scaling: %1").arg(unscaled.join(QStringLiteral(", ")));
+  if (m_scaleNote->text() != scaleNote) m_scaleNote->setText(scaleNote);
+  m_scaleNote->setVisible(anyVisible && !scaleNote.isEmpty());
+  if (m_scaleNote->isVisible()) {
+    const QRectF plot = chart(LossScale)->plotArea();
+    const QRectF text = m_scaleNote->boundingRect();
+    // Centred when no run scales; else in the top-left corner, where the
+    // axis keeps a free unit above the highest scale.
+    m_scaleNote->setPos(anyScale ? plot.topLeft() + QPointF(6, 2)
+                                 : plot.center() - QPointF(text.width() / 2, text.height() / 2));
+  }
+  if (anyScale && !zoomed(LossScale)) {
+    const double lo = std::floor(scaleMin) - 1, hi = std::ceil(scaleMax) + (scaleNote.isEmpty() ? 1 : 2);
     QValueAxis* y = yAxis(LossScale);
     setAxis(y, lo, hi, powerOfTwoTickInterval(hi - lo, 6));
   }
-  if (memMax > 0) {
+  memMax = std::max(memMax, m_emulationMax);
+  if (memMax > 0 && !zoomed(Memory)) {
     const double top = niceCeil(memMax * 1.1);
     QValueAxis* y = yAxis(Memory);
     if (y->max() != top) {
@@ -748,6 +934,10 @@ QString ChartArea::hoverText(Metric m, const QPointF& value) const {
         break;
       }
       case LossScale: {
+        if (!r.scalesLoss()) {
+          lines << tr("%1: — (no loss scaling)").arg(who);
+          break;
+        }
         QString t = tr("%1: scale %2").arg(who, formatScale(s->loss_scale));
         if (s->overflow) t += tr(", <b>overflow</b>");
         if (s->skipped) t += tr(", step skipped");
@@ -759,9 +949,14 @@ QString ChartArea::hoverText(Metric m, const QPointF& value) const {
         if (id == focusRun()) {
           QStringList parts;
           for (int c = kCategoryCount - 1; c >= 0; --c)
-            parts << QStringLiteral("%1 %2").arg(tr(kCategories[c].name),
+            parts << QStringLiteral("%1 %2").arg(tr(kCategories[c]),
                                                  locale.formattedDataSize(categoryBytes(s->mem, c)));
           t += QStringLiteral("<br>&nbsp;&nbsp;") + parts.join(QStringLiteral(", "));
+        }
+        if (s->mem.emulation > 0) {
+          t += QStringLiteral("<br>&nbsp;&nbsp;") +
+               tr("CPU emulation %1 (not in the total: a device has none)")
+                   .arg(locale.formattedDataSize(s->mem.emulation));
         }
         lines << t;
         break;

@@ -1,5 +1,5 @@
 // Exporter: the store's history -> engine::RunExport -> CSV; charts -> images.
-#include "exporter.h"
+#include "export/exporter.h"
 
 #include <QChart>
 #include <QChartView>
@@ -9,9 +9,10 @@
 
 #include <stdexcept>
 
-#include "chart_export.h"
+#include "charts/chart_export.h"
+#include "charts/live_chart_view.h"
 #include "report/csv.h"
-#include "run_store.h"
+#include "session/run_store.h"
 
 QStringList exportRuns(const RunStore& store, const ExportRequest& request) {
   QStringList written;
@@ -29,12 +30,16 @@ QStringList exportRuns(const RunStore& store, const ExportRequest& request) {
   }
   QSet<QString> stems;
   for (QChartView* view : request.charts) {
-    // Titles may carry HTML (the compare charts' colour swatch).
-    QString title = view->chart() ? view->chart()->title() : view->objectName();
-    title.remove(QRegularExpression(QStringLiteral("<[^>]*>")));
-    QString stem = chartFileStem(title);
-    if (view->objectName().startsWith(QLatin1String("compareChart"))) stem = QStringLiteral("compare_") + stem;
-    for (int k = 2; stems.contains(stem); ++k) stem = QStringLiteral("%1_%2").arg(stem).arg(k);
+    // The name says what the chart shows: run and layer where it is one
+    // run's or one layer's ("memory-run-3", "gradients-fc3").
+    QString stem;
+    if (auto* live = qobject_cast<LiveChartView*>(view)) {
+      stem = live->exportStem();
+    } else {
+      QString title = view->chart() ? view->chart()->title() : view->objectName();
+      stem = chartFileStem(title);
+    }
+    for (int k = 2; stems.contains(stem); ++k) stem = QStringLiteral("%1-%2").arg(stem).arg(k);
     stems.insert(stem);
     QString error;
     if (request.png) {

@@ -1,8 +1,9 @@
 // CompareView: the "Compare" tab — one small loss chart per run of the
 // latest comparison (small multiples on shared axes) and a summary table:
 // final loss, accuracy, overflow and skipped steps, final loss scale, peak
-// memory, samples/s, and each run's difference to the FP32 run, flagged
-// red where the accuracy gap exceeds 0.5 points.
+// memory, samples/s, and each run's difference to the FP32 run (its loss
+// minus FP32's, and as a multiple of it), the accuracy gap flagged red above
+// 0.5 points. Numbers keep 3 significant digits (scientific below 1e-3).
 #pragma once
 
 #include <QVector>
@@ -27,7 +28,7 @@ class CompareView : public QWidget {
 
   enum Column {
     Run = 0, Recipe, FinalLoss, Accuracy, OverflowSteps, SkippedSteps, FinalScale, PeakMemory, SamplesPerSecond,
-    LossDiff, AccuracyDiff, ColumnCount
+    LossDiff, LossRatio, AccuracyDiff, ColumnCount
   };
 
   explicit CompareView(RunStore* store, QWidget* parent = nullptr);
@@ -42,6 +43,9 @@ class CompareView : public QWidget {
   const QVector<LiveChartView*>& smallCharts() const { return m_charts; }
   // The loss series of the small chart of store run `runId`, or null.
   QLineSeries* smallLoss(int runId) const;
+
+ protected:
+  void showEvent(QShowEvent* event) override;
 
  private:
   void rebuild();
@@ -58,4 +62,6 @@ class CompareView : public QWidget {
   QVector<QLineSeries*> m_val;
   QTableWidget* m_table = nullptr;
   std::uint64_t m_signature = 0;
+  bool m_refreshPending = false;
+  LiveChartView* m_enlarged = nullptr;
 };

@@ -1,5 +1,5 @@
 // GradientPanel: histogram series per run, format range zones, fractions.
-#include "gradient_panel.h"
+#include "charts/gradient_panel.h"
 
 #include <QAreaSeries>
 #include <QChart>
@@ -17,11 +17,13 @@
 #include <cmath>
 #include <functional>
 
-#include "chart_area.h"
-#include "decimate.h"
-#include "live_chart_view.h"
+#include "charts/chart_area.h"
+#include "charts/chart_style.h"
+#include "charts/decimate.h"
+#include "charts/number_text.h"
+#include "charts/live_chart_view.h"
 #include "numeric/format.h"
-#include "run_store.h"
+#include "session/run_store.h"
 
 namespace {
 
@@ -33,11 +35,11 @@ QString pow2Html(double e) {
   return QStringLiteral("2<sup>%1</sup>").arg(QString::number(e, 'g', 4));
 }
 
-QString percent(double f) {
-  if (f <= 0) return QStringLiteral("0%");
-  if (f < 0.0001) return QStringLiteral("<0.01%");
-  return QStringLiteral("%1%").arg(100.0 * f, 0, 'f', f < 0.1 ? 2 : 1);
-}
+// Every fraction a number, however small: "0.0031%", never "<0.01%".
+QString percent(double f) { return number_text::percent(f); }
+
+// Plain text: 2^-24.
+QString pow2Text(double e) { return QStringLiteral("2^%1").arg(QString::number(e, 'g', 4)); }
 
 // Step outline of a histogram: bin b spans [lo + b, lo + b + 1) in log2|g|.
 QList<QPointF> outline(const engine::GradStats& g, double shift, double& yMax, double& xLo, double& xHi) {
@@ -75,39 +77,15 @@ GradientPanel::GradientPanel(RunStore* store, QWidget* parent) : QWidget(parent)
   setObjectName(QStringLiteral("gradientPanel"));
   auto* chart = new QChart;
   chart->setTitle(ChartArea::title(ChartArea::Gradients));
-  QFont titleFont = chart->titleFont();
-  titleFont.setBold(true);
-  chart->setTitleFont(titleFont);
-  chart->setMargins(QMargins(4, 2, 4, 2));
-  chart->layout()->setContentsMargins(0, 0, 0, 0);
-  chart->setBackgroundRoundness(0);
-  chart->legend()->setAlignment(Qt::AlignBottom);
-  QFont legendFont = chart->legend()->font();
-  legendFont.setPointSizeF(titleFont.pointSizeF() * 0.8);
-  chart->legend()->setFont(legendFont);
-  QFont axisFont = titleFont;
-  axisFont.setBold(false);
-  axisFont.setPointSizeF(titleFont.pointSizeF() * 0.85);
+  chart_style::styleChart(chart);
 
-  auto* x = new QValueAxis;
-  x->setObjectName(QStringLiteral("xAxis"));
-  x->setTitleText(tr("log2 |gradient|"));
-  x->setTitleFont(axisFont);
-  x->setLabelsFont(axisFont);
+  auto* x = chart_style::makeValueAxis(chart, tr("log2 |gradient|"), QStringLiteral("xAxis"));
   x->setLabelFormat(QStringLiteral("%.0f"));
-  x->setTickType(QValueAxis::TicksDynamic);
-  x->setTickAnchor(0);
   x->setTickInterval(8);
   x->setRange(-40, 24);
   chart->addAxis(x, Qt::AlignBottom);
-  auto* y = new QValueAxis;
-  y->setObjectName(QStringLiteral("yAxis"));
-  y->setTitleText(tr("share of values (%)"));
-  y->setTitleFont(axisFont);
-  y->setLabelsFont(axisFont);
+  auto* y = chart_style::makeValueAxis(chart, tr("share of values (%)"), QStringLiteral("yAxis"));
   y->setLabelFormat(QStringLiteral("%.0f"));
-  y->setTickType(QValueAxis::TicksDynamic);
-  y->setTickAnchor(0);
   y->setTickInterval(2);
   y->setRange(0, 10);
   chart->addAxis(y, Qt::AlignLeft);
@@ -125,9 +103,9 @@ GradientPanel::GradientPanel(RunStore* store, QWidget* parent) : QWidget(parent)
     area->attachAxis(y);
     return area;
   };
-  m_zoneUnder = zone(tr("flushes to zero"), QColor(0xD0, 0x1C, 0x1C));
-  m_zoneSub = zone(tr("subnormal"), QColor(0xE6, 0x9F, 0x00));
-  m_zoneOver = zone(tr("overflows"), QColor(0xD0, 0x1C, 0x1C));
+  m_zoneUnder = zone(tr("flushes to zero"), chart_style::kAlarm);
+  m_zoneSub = zone(tr("subnormal"), chart_style::kCaution);
+  m_zoneOver = zone(tr("overflows"), chart_style::kAlarm);
   auto line = [chart, x, y](const QColor& colour) {
     auto* l = new QLineSeries;
     l->setPen(QPen(colour, 1.2, Qt::DashLine));
@@ -137,13 +115,13 @@ GradientPanel::GradientPanel(RunStore* store, QWidget* parent) : QWidget(parent)
     for (QLegendMarker* m : chart->legend()->markers(l)) m->setVisible(false);
     return l;
   };
-  m_lineSub = line(QColor(0xB0, 0x10, 0x10));
-  m_lineNormal = line(QColor(0xB0, 0x70, 0x00));
-  m_lineMax = line(QColor(0xB0, 0x10, 0x10));
+  m_lineSub = line(chart_style::kAlarmLine);
+  m_lineNormal = line(chart_style::kCautionLine);
+  m_lineMax = line(chart_style::kAlarmLine);
 
   m_view = new LiveChartView(chart, this);
   m_view->setObjectName(QStringLiteral("gradientsChart"));
-  m_view->setMinimumSize(260, 170);
+  m_view->setMinimumSize(chart_style::kMinChartWidth, chart_style::kMinChartHeight - 30);
   m_view->setHoverText([this](const QPointF& v) { return hoverText(v); });
 
   m_layer = new QComboBox(this);
@@ -162,10 +140,12 @@ GradientPanel::GradientPanel(RunStore* store, QWidget* parent) : QWidget(parent)
   m_fractions = new QLabel(this);
   m_fractions->setObjectName(QStringLiteral("gradientFractions"));
   m_fractions->setWordWrap(true);
-  m_fractions->setTextFormat(Qt::RichText);
+  // Plain text: a '<' in a number would open a tag in rich text and
+  // swallow the words after it.
+  m_fractions->setTextFormat(Qt::PlainText);
   m_fractions->setText(tr("Gradient statistics arrive at step 1 and every 100 steps."));
   m_fractions->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
-  m_fractions->setFixedHeight(2 * m_fractions->fontMetrics().lineSpacing() + 4);
+  m_fractions->setFixedHeight(3 * m_fractions->fontMetrics().lineSpacing() + 4);
 
   auto* header = new QHBoxLayout;
   header->setContentsMargins(4, 0, 4, 0);
@@ -208,14 +188,14 @@ GradientPanel::RunHist& GradientPanel::histFor(const RunData& r) {
   auto add = [&](Qt::PenStyle style, double width) {
     auto* s = new QLineSeries(this);
     s->setName(r.name);
-    s->setPen(QPen(r.colour, width, style));
+    s->setPen(chart_style::linePen(r.colour, width, style));
     s->setVisible(false);
     c->addSeries(s);
     for (QAbstractAxis* a : c->axes()) s->attachAxis(a);
     for (QLegendMarker* m : c->legend()->markers(s)) m->setVisible(false);
     return s;
   };
-  h->unscaled = add(Qt::SolidLine, 2.0);
+  h->unscaled = add(Qt::SolidLine, chart_style::kHistogramWidth);
   h->scaled = add(Qt::DashLine, 1.4);
   m_hists.emplace(r.id, h);
   return *h;
@@ -224,7 +204,7 @@ GradientPanel::RunHist& GradientPanel::histFor(const RunData& r) {
 void GradientPanel::rebuildLayerList(const RunData* focus) {
   QStringList layers;
   if (focus)
-    for (const std::string& l : focus->gradLayers()) layers << QString::fromStdString(l);
+    for (const std::string& l : focus->grad_layers()) layers << QString::fromStdString(l);
   QStringList current;
   for (int i = 0; i < m_layer->count(); ++i) current << m_layer->itemText(i);
   if (layers != current) {
@@ -233,9 +213,17 @@ void GradientPanel::rebuildLayerList(const RunData* focus) {
     m_layer->addItems(layers);
   }
   if (layers.isEmpty()) return;
-  const QString want = layers.contains(m_wantedLayer) ? m_wantedLayer
-                       : layers.contains(m_layer->currentText()) ? m_layer->currentText()
-                                                                  : layers.front();
+  // The user's layer; else the one whose gradients underflow most (where
+  // the format's lesson is), the first on a tie.
+  QString want = layers.contains(m_wantedLayer) ? m_wantedLayer : QString();
+  if (want.isEmpty()) {
+    double most = -1.0;
+    for (const QString& l : layers) {
+      const engine::GradStats* g = focus->latest_grad(l.toStdString());
+      const double u = g ? g->underflow_unscaled : 0.0;
+      if (u > most) most = u, want = l;
+    }
+  }
   if (m_layer->currentText() != want) {
     const QSignalBlocker block(m_layer);
     m_layer->setCurrentText(want);
@@ -263,7 +251,7 @@ void GradientPanel::refresh(int focusRun) {
   double yMax = 0, xLo = 1e9, xHi = -1e9;
   for (int id = 0; id < m_store->count(); ++id) {
     const RunData& r = m_store->run(id);
-    const engine::GradStats* g = r.visible && !layer.empty() ? r.latestGrad(layer) : nullptr;
+    const engine::GradStats* g = r.visible && !layer.empty() ? r.latest_grad(layer) : nullptr;
     const auto it = m_hists.find(id);
     if (!g) {
       if (it != m_hists.end()) {
@@ -281,7 +269,7 @@ void GradientPanel::refresh(int focusRun) {
     h.unscaled->replace(outline(*g, 0.0, yMax, xLo, xHi));
     // The same values as the GEMMs saw them: multiplied by the loss scale,
     // i.e. shifted right by log2(scale) bins.
-    const double shift = std::log2(r.lossScaleAt(g->step));
+    const double shift = std::log2(r.loss_scale_at(g->step));
     if (h.scaled->isVisible() != (shift != 0.0)) {
       h.scaled->setVisible(shift != 0.0);
       for (QLegendMarker* m : c->legend()->markers(h.scaled)) m->setVisible(false);
@@ -290,10 +278,10 @@ void GradientPanel::refresh(int focusRun) {
   }
 
   // The focus run's layer format decides the range drawn.
-  const engine::GradStats* fg = focus && !layer.empty() ? focus->latestGrad(layer) : nullptr;
+  const engine::GradStats* fg = focus && !layer.empty() ? focus->latest_grad(layer) : nullptr;
   if (!fg && !layer.empty())
     for (int id = 0; id < m_store->count() && !fg; ++id)
-      if (m_store->run(id).visible) fg = m_store->run(id).latestGrad(layer);
+      if (m_store->run(id).visible) fg = m_store->run(id).latest_grad(layer);
   m_range = {};
   QString text;
   if (fg) {
@@ -305,18 +293,21 @@ void GradientPanel::refresh(int focusRun) {
       m_range.minNormal = std::log2(info.min_normal);
       m_range.maxFinite = std::log2(info.max);
     }
-    const double scale = focus ? focus->lossScaleAt(fg->step) : 1.0;
+    const double scale = focus ? focus->loss_scale_at(fg->step) : 1.0;
     const QString format = m_range.format.isEmpty() ? QString::fromStdString(fg->format) : m_range.format;
     const double zeros = fg->total > 0 ? static_cast<double>(fg->zeros) / static_cast<double>(fg->total) : 0.0;
     QStringList parts;
-    parts << tr("<b>%1</b> · grads in %2 · step %3 · loss scale %4")
-                 .arg(QString::fromStdString(fg->layer).toHtmlEscaped(), format,
-                      QLocale().toString(static_cast<qint64>(fg->step)), pow2Html(std::log2(scale)));
-    parts << tr("flush to zero <b>%1</b> → <b>%2</b> scaled").arg(percent(fg->underflow_unscaled),
-                                                                    percent(fg->underflow_scaled));
+    parts << tr("%1 · grads in %2 · step %3 · loss scale %4")
+                 .arg(QString::fromStdString(fg->layer), format, QLocale().toString(static_cast<qint64>(fg->step)),
+                      focus && focus->scalesLoss() ? pow2Text(std::log2(scale)) : tr("none"));
+    parts << tr("flush to zero %1 → %2 scaled").arg(percent(fg->underflow_unscaled), percent(fg->underflow_scaled));
     parts << tr("subnormal %1 → %2").arg(percent(fg->subnormal_unscaled), percent(fg->subnormal_scaled));
-    parts << tr("overflow <b>%1</b> → <b>%2</b>").arg(percent(fg->overflow_unscaled), percent(fg->overflow_scaled));
+    parts << tr("overflow %1 → %2").arg(percent(fg->overflow_unscaled), percent(fg->overflow_scaled));
     parts << tr("exact zeros %1").arg(percent(zeros));
+    // What the format did, against an FP32 pass of the same batch.
+    parts << tr("output error %1, grad error %2 vs FP32")
+                 .arg(number_text::significant(fg->output_error, 2), number_text::significant(fg->grad_error, 2));
+    if (fg->shadow) parts << tr("histogram of the exact (FP32 shadow) gradient");
     text = parts.join(QStringLiteral(" · "));
   } else {
     const std::int64_t every = focus ? focus->config.stats_every : engine::RunConfig{}.stats_every;
@@ -374,7 +365,7 @@ void GradientPanel::updateZones(double x0, double x1, double yTop) {
   auto rename = [](QAreaSeries* a, const QString& name) {
     if (a->name() != name) a->setName(name);
   };
-  rename(m_zoneUnder, tr("%1: flushes to 0 below %2").arg(m_range.format, pow2Html(m_range.minSubnormal)));
+  rename(m_zoneUnder, tr("%1: flushes to 0 below %2").arg(m_range.format.toHtmlEscaped(), pow2Html(m_range.minSubnormal)));
   rename(m_zoneSub, tr("subnormal below %1").arg(pow2Html(m_range.minNormal)));
   rename(m_zoneOver, tr("overflows above %1").arg(locale.toString(std::exp2(m_range.maxFinite), 'g', 5)));
   // Zones off the axis (FP32's range) get no legend entry.
@@ -395,7 +386,7 @@ QString GradientPanel::hoverText(const QPointF& value) const {
   lines << tr("|g| in [%1, %2)").arg(pow2Html(bin), pow2Html(bin + 1));
   for (int id = 0; id < m_store->count(); ++id) {
     const RunData& r = m_store->run(id);
-    const engine::GradStats* g = r.visible ? r.latestGrad(layer) : nullptr;
+    const engine::GradStats* g = r.visible ? r.latest_grad(layer) : nullptr;
     if (!g || g->total <= 0) continue;
     const double total = static_cast<double>(g->total);
     auto share = [&](int b) {
@@ -403,7 +394,7 @@ QString GradientPanel::hoverText(const QPointF& value) const {
       if (i < 0 || i >= static_cast<int>(g->histogram.size())) return 0.0;
       return static_cast<double>(g->histogram[static_cast<std::size_t>(i)]) / total;
     };
-    const int shift = static_cast<int>(std::lround(std::log2(r.lossScaleAt(g->step))));
+    const int shift = static_cast<int>(std::lround(std::log2(r.loss_scale_at(g->step))));
     QString t = tr("<span style='color:%1'>■</span> %2 (step %3): %4 unscaled")
                     .arg(r.colour.name(), r.name.toHtmlEscaped())
                     .arg(g->step)

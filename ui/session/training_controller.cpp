@@ -1,9 +1,9 @@
 // TrainingController: Trainer lifetime, controls, and the 30 Hz drain.
-#include "training_controller.h"
+#include "session/training_controller.h"
 
 #include <stdexcept>
 
-#include "run_store.h"
+#include "session/run_store.h"
 #include "train/trainer.h"
 
 TrainingController::TrainingController(RunStore* store, QObject* parent) : QObject(parent), m_store(store) {

@@ -5,7 +5,7 @@
 
 #include <QVector>
 
-#include "precision_table_model.h"
+#include "panels/precision_table_model.h"
 #include "train/run_config.h"
 
 // Builds the model of `config` (shapes only; no data is loaded) and applies

@@ -1,6 +1,6 @@
 // Command line: QCommandLineParser for the spelling, the engine's config
 // parser for the values (same checks and messages as precision-lab-cli).
-#include "command_line.h"
+#include "session/command_line.h"
 
 #include <QCommandLineOption>
 #include <QCommandLineParser>

@@ -18,10 +18,13 @@
 #include "train/metrics.h"
 #include "train/run_config.h"
 
-// One run as the UI knows it. Plain data; the store owns it.
-struct RunData {
+// One run as the UI knows it: the engine's RunHistory (steps, evaluations,
+// events, gradient statistics and the counters kept as records arrive: the
+// one history the CLI and the journal use too) plus what only the UI has.
+// Plain data; the store owns it.
+struct RunData : engine::RunHistory {
   int id = 0;               // index in the store (stable for the session)
-  QString name;             // "run 3", "compare 1 · fp16"
+  QString name;             // "run 3"
   QString recipe;
   QColor colour;
   engine::RunConfig config;
@@ -31,36 +34,20 @@ struct RunData {
   engine::RunState state = engine::RunState::Pending;
   QString message;          // failure reason
   std::int64_t totalSteps = 0;
-
-  std::vector<engine::StepMetrics> steps;
-  std::vector<engine::EvalMetrics> evals;
-  std::vector<engine::Event> events;
-  std::vector<engine::GradStats> grads;  // every GradStats record, in arrival order
   std::optional<engine::RunSummary> summary;
-
-  // Counters kept as records arrive (the charts and the summary table read
-  // them without scanning the history).
-  std::int64_t overflowSteps = 0;
-  std::int64_t skippedSteps = 0;
-  std::int64_t peakMemory = 0;
-  double stepWallMs = 0.0;       // sum of wall_ms
-  double samples = 0.0;          // sum of batch sizes (samples_per_second * wall)
   std::uint64_t revision = 0;    // bumped whenever anything above changes
 
   bool live() const {
     return state == engine::RunState::Pending || state == engine::RunState::Running ||
            state == engine::RunState::Paused;
   }
-  // The latest GradStats of `layer`, or null.
-  const engine::GradStats* latestGrad(const std::string& layer) const;
-  // Layers with gradient statistics, in the order they first arrived.
-  std::vector<std::string> gradLayers() const;
-  // The loss scale used at `step` (1 when unknown).
-  double lossScaleAt(std::int64_t step) const;
+  // Whether the run scales its loss (its config, or its recipe's own rule):
+  // runs that do not are left off the loss-scale chart.
+  bool scalesLoss() const;
   // The engine's summary once the run ended; until then the same figures
   // computed from the history so far.
   engine::RunSummary currentSummary() const;
-  // What export_runs() needs.
+  // What export_runs() needs (the `run` column is the UI name).
   engine::RunExport toExport() const;
 };
 
@@ -83,9 +70,11 @@ class RunStore : public QObject {
 
   void setVisible(int id, bool visible);
 
-  // Appends a batch of engine records. `toStore` maps the trainer's run id
-  // (the index in it) to the store id. Emits runChanged() once per run whose
-  // status changed, then appended() once if anything arrived.
+  // Appends a batch of engine records (RunHistory::add). `toStore` maps the
+  // trainer's run id (the index in it) to the store id. Emits runChanged()
+  // once per run whose status changed, then appended() once if anything
+  // arrived. Views subscribe to these signals (and coalesce them to one
+  // redraw per frame); nothing routes frames to them by hand.
   void append(std::vector<engine::Record>& records, const QVector<int>& toStore);
 
  signals:

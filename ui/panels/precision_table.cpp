@@ -1,12 +1,12 @@
 // PrecisionTable: view, column sizing and the format-choice editor.
-#include "precision_table.h"
+#include "panels/precision_table.h"
 
 #include <QComboBox>
 #include <QHeaderView>
 #include <QStyledItemDelegate>
 
 #include "numeric/format.h"
-#include "precision_table_model.h"
+#include "panels/precision_table_model.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // Layer rows: build_model + apply_recipe on the UI thread, then read each
 // leaf's formats and the engine's own byte counts.
-#include "layer_rows.h"
+#include "panels/layer_rows.h"
 
 #include <QStringList>
 

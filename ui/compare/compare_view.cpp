@@ -1,5 +1,5 @@
 // CompareView: small multiples on one y scale, and the summary table.
-#include "compare_view.h"
+#include "compare/compare_view.h"
 
 #include <QChart>
 #include <QGraphicsLayout>
@@ -9,20 +9,23 @@
 #include <QLineSeries>
 #include <QLocale>
 #include <QTableWidget>
+#include <QTimer>
 #include <QValueAxis>
 #include <QVBoxLayout>
 
 #include <algorithm>
 #include <cmath>
 
-#include "chart_area.h"
-#include "decimate.h"
-#include "live_chart_view.h"
-#include "run_store.h"
+#include "charts/chart_area.h"
+#include "charts/chart_export.h"
+#include "charts/chart_style.h"
+#include "charts/number_text.h"
+#include "charts/decimate.h"
+#include "charts/live_chart_view.h"
+#include "session/run_store.h"
 
 namespace {
 
-const QColor kFlagRed(0xF4, 0xC7, 0xC3);
 
 QTableWidgetItem* cell(const QString& text, Qt::Alignment align = Qt::AlignRight | Qt::AlignVCenter) {
   auto* item = new QTableWidgetItem(text);
@@ -31,14 +34,9 @@ QTableWidgetItem* cell(const QString& text, Qt::Alignment align = Qt::AlignRight
   return item;
 }
 
-QString number(double v, int digits = 4) {
-  return std::isfinite(v) ? QString::number(v, 'f', digits) : QObject::tr("NaN");
-}
-
-QString signedNumber(double v, int digits) {
-  if (!std::isfinite(v)) return QObject::tr("NaN");
-  return (v > 0 ? QStringLiteral("+") : QString()) + QString::number(v, 'f', digits);
-}
+// Losses: 3 significant digits, scientific below 1e-3 (tiny-gradients'
+// 3.5e-9 against 2.5e-11 must not both read 0.0000).
+QString number(double v, int digits = 3) { return number_text::significant(v, digits); }
 
 }  // namespace
 
@@ -58,7 +56,9 @@ CompareView::CompareView(RunStore* store, QWidget* parent) : QWidget(parent), m_
   m_table->setHorizontalHeaderLabels({tr("run"), tr("recipe"), tr("final loss"), tr("accuracy (%)"),
                                       tr("overflow steps"), tr("skipped steps"), tr("final scale"),
                                       tr("peak memory"), tr("samples/s"), tr("Δ loss vs FP32"),
-                                      tr("Δ accuracy vs FP32 (points)")});
+                                      tr("loss ÷ FP32"), tr("Δ accuracy vs FP32 (points)")});
+  m_table->horizontalHeaderItem(LossRatio)
+      ->setToolTip(tr("The final loss as a multiple of the FP32 run's: 140x is 140 times FP32's loss"));
   m_table->horizontalHeaderItem(AccuracyDiff)
       ->setToolTip(tr("Red where the accuracy differs from the FP32 run by more than %1 points")
                        .arg(kAccuracyGapPoints));
@@ -78,6 +78,25 @@ CompareView::CompareView(RunStore* store, QWidget* parent) : QWidget(parent), m_
   layout->addWidget(m_header);
   layout->addWidget(m_grid, 1);
   layout->addWidget(m_table);
+
+  // The store says when something changed: one redraw per event-loop pass,
+  // and none while the tab is hidden (showEvent catches up).
+  auto schedule = [this] {
+    if (m_refreshPending || !isVisible()) return;
+    m_refreshPending = true;
+    QTimer::singleShot(0, this, [this] {
+      m_refreshPending = false;
+      refresh();
+    });
+  };
+  connect(m_store, &RunStore::appended, this, schedule);
+  connect(m_store, &RunStore::runChanged, this, schedule);
+  connect(m_store, &RunStore::runAdded, this, schedule);
+}
+
+void CompareView::showEvent(QShowEvent* event) {
+  QWidget::showEvent(event);
+  refresh();
 }
 
 QLineSeries* CompareView::smallLoss(int runId) const {
@@ -95,6 +114,7 @@ void CompareView::setGroup(int group) {
 void CompareView::rebuild() {
   for (LiveChartView* v : m_charts) delete v;
   m_charts.clear();
+  m_enlarged = nullptr;
   m_loss.clear();
   m_val.clear();
   m_runs = m_store->group(m_group);
@@ -104,35 +124,22 @@ void CompareView::rebuild() {
   for (int k = 0; k < n; ++k) {
     const RunData& r = m_store->run(m_runs[k]);
     auto* chart = new QChart;
-    chart->setTitle(QStringLiteral("<span style='color:%1'>■</span> %2").arg(r.colour.name(), r.recipe.toHtmlEscaped()));
+    chart->setTitle(QStringLiteral("<span style='color:%1'>■</span> %2 · %3")
+                        .arg(r.colour.name(), r.recipe.toHtmlEscaped(), r.name.toHtmlEscaped()));
+    chart_style::styleChart(chart, true);
     chart->legend()->hide();
-    chart->setMargins(QMargins(2, 2, 2, 2));
-    chart->layout()->setContentsMargins(0, 0, 0, 0);
-    chart->setBackgroundRoundness(0);
-    QFont small = chart->titleFont();
-    small.setPointSizeF(small.pointSizeF() * 0.85);
-    auto* x = new QValueAxis;
-    x->setTitleText(tr("step"));
-    x->setTitleFont(small);
-    x->setLabelsFont(small);
+    auto* x = chart_style::makeValueAxis(chart, tr("step"), QStringLiteral("xAxis"), true);
     x->setLabelFormat(QStringLiteral("%.0f"));
-    x->setTickType(QValueAxis::TicksDynamic);
-    x->setTickAnchor(0);
     chart->addAxis(x, Qt::AlignBottom);
-    auto* y = new QValueAxis;
-    y->setTitleText(tr("loss"));
-    y->setTitleFont(small);
-    y->setLabelsFont(small);
+    auto* y = chart_style::makeValueAxis(chart, tr("loss"), QStringLiteral("yAxis"), true);
     y->setLabelFormat(QStringLiteral("%.2f"));
-    y->setTickType(QValueAxis::TicksDynamic);
-    y->setTickAnchor(0);
     chart->addAxis(y, Qt::AlignLeft);
     auto* loss = new QLineSeries;
     loss->setName(tr("train"));
-    loss->setPen(QPen(r.colour, 1.4));
+    loss->setPen(chart_style::linePen(r.colour, 1.4));
     auto* val = new QLineSeries;
     val->setName(tr("validation"));
-    val->setPen(QPen(r.colour.darker(130), 2.0, Qt::DashLine));
+    val->setPen(chart_style::linePen(r.colour.darker(130), 2.0, Qt::DashLine));
     val->setPointsVisible(true);
     for (QLineSeries* s : {loss, val}) {
       chart->addSeries(s);
@@ -141,8 +148,15 @@ void CompareView::rebuild() {
     }
     auto* view = new LiveChartView(chart, m_grid);
     view->setObjectName(QStringLiteral("compareChart%1").arg(k));
-    view->setMinimumSize(220, 160);
+    view->setMinimumSize(200, 140);
     const int runId = m_runs[k];
+    view->setExportStem([this, runId] { return chartFileStem(QStringLiteral("compare loss ") + m_store->run(runId).name); });
+    connect(view, &LiveChartView::enlargeToggled, this, [this, view] {
+      // One small chart fills the grid; again: all of them.
+      const bool enlarge = !m_enlarged || m_enlarged != view;
+      m_enlarged = enlarge ? view : nullptr;
+      for (LiveChartView* v : m_charts) v->setVisible(!enlarge || v == view);
+    });
     view->setHoverText([this, runId](const QPointF& v) {
       const RunData& rd = m_store->run(runId);
       if (rd.steps.empty()) return QString();
@@ -150,7 +164,7 @@ void CompareView::rebuild() {
       const auto it = std::lower_bound(rd.steps.begin(), rd.steps.end(), step,
                                        [](const engine::StepMetrics& m, std::int64_t s) { return m.step < s; });
       if (it == rd.steps.end()) return QString();
-      return tr("%1, step %2: loss %3").arg(rd.recipe).arg(it->step).arg(number(it->loss, 5));
+      return tr("%1, step %2: loss %3").arg(rd.recipe).arg(it->step).arg(number(it->loss, 4));
     });
     m_gridLayout->addWidget(view, k / columns, k % columns);
     m_charts << view;
@@ -200,19 +214,15 @@ void CompareView::refresh() {
     for (const engine::EvalMetrics& e : r.evals)
       if (std::isfinite(e.val_loss)) val.append(QPointF(static_cast<double>(e.step), e.val_loss));
     m_val[k]->replace(val);
-    // The bulk of the curve sets the scale: skip the first 2% of steps (the
-    // initial loss) when there are enough points.
-    std::vector<double> ys;
-    for (const QPointF& p : pts) ys.push_back(p.y());
-    for (const QPointF& p : val) ys.push_back(p.y());
-    if (!ys.empty()) {
-      std::sort(ys.begin(), ys.end());
-      high = std::max(high, ys[static_cast<std::size_t>(0.98 * static_cast<double>(ys.size() - 1))]);
-      high = std::max(high, std::min(ys.back(), 3.0 * ys[ys.size() / 2]));
-    }
+    // Every finite loss fits, the first ones included: the drop from the
+    // initial loss is what a comparison shows first.
+    for (const QList<QPointF>* list : {&pts, static_cast<const QList<QPointF>*>(&val)})
+      for (const QPointF& p : *list)
+        if (std::isfinite(p.y())) high = std::max(high, p.y());
   }
   const double top = niceCeil(high > 0 ? high * 1.05 : 1.0);
   for (LiveChartView* v : m_charts) {
+    if (v->isZoomed()) continue;
     auto* x = qobject_cast<QValueAxis*>(v->chart()->axes(Qt::Horizontal).first());
     auto* y = qobject_cast<QValueAxis*>(v->chart()->axes(Qt::Vertical).first());
     if (y->max() != top) y->setLabelFormat(axisLabelFormat(top));
@@ -242,8 +252,10 @@ void CompareView::updateTable() {
     if (r.state == engine::RunState::Failed) name->setToolTip(r.message);
     m_table->setItem(k, Run, name);
     m_table->setItem(k, Recipe, cell(r.recipe, Qt::AlignLeft | Qt::AlignVCenter));
-    m_table->setItem(k, FinalLoss, cell(s.steps > 0 ? number(s.final_loss) : QStringLiteral("—")));
-    m_table->setItem(k, Accuracy, cell(hasAcc ? number(100.0 * s.val_accuracy, 2) : QStringLiteral("—")));
+    QTableWidgetItem* finalLoss = cell(s.steps > 0 ? number(s.final_loss) : QStringLiteral("—"));
+    if (s.steps > 0) finalLoss->setToolTip(QString::number(s.final_loss, 'g', 17));
+    m_table->setItem(k, FinalLoss, finalLoss);
+    m_table->setItem(k, Accuracy, cell(hasAcc ? QString::number(100.0 * s.val_accuracy, 'f', 2) : QStringLiteral("—")));
     m_table->setItem(k, OverflowSteps, cell(locale.toString(static_cast<qint64>(s.overflow_steps))));
     m_table->setItem(k, SkippedSteps, cell(locale.toString(static_cast<qint64>(s.skipped_steps))));
     const double e = std::log2(s.final_loss_scale);
@@ -254,24 +266,29 @@ void CompareView::updateTable() {
     m_table->setItem(k, SamplesPerSecond, cell(locale.toString(s.samples_per_second, 'f', 0)));
 
     QTableWidgetItem* dLoss = cell(QStringLiteral("—"));
+    QTableWidgetItem* ratio = cell(QStringLiteral("—"));
     QTableWidgetItem* dAcc = cell(QStringLiteral("—"));
     if (ref && ref != &r && s.steps > 0 && refSummary.steps > 0) {
-      dLoss->setText(signedNumber(s.final_loss - refSummary.final_loss, 4));
+      dLoss->setText(number_text::signedSignificant(s.final_loss - refSummary.final_loss, 3));
+      if (refSummary.final_loss > 0 && std::isfinite(refSummary.final_loss))
+        ratio->setText(number_text::ratio(s.final_loss / refSummary.final_loss));
       if (hasAcc && refSummary.val_accuracy >= 0) {
         const double gap = 100.0 * (s.val_accuracy - refSummary.val_accuracy);
-        dAcc->setText(signedNumber(gap, 2));
+        dAcc->setText(gap == 0 ? QStringLiteral("0") : (gap > 0 ? QStringLiteral("+") : QString()) + QString::number(gap, 'f', 2));
         if (std::fabs(gap) > kAccuracyGapPoints) {
-          dAcc->setBackground(kFlagRed);
-          dAcc->setForeground(QColor(0x8B, 0x00, 0x00));
+          dAcc->setBackground(chart_style::kFlagFill);
+          dAcc->setForeground(chart_style::kFlagText);
           dAcc->setData(Qt::UserRole, true);  // flagged (tests read this)
           dAcc->setToolTip(tr("%1 points from FP32: more than %2").arg(std::fabs(gap), 0, 'f', 2).arg(kAccuracyGapPoints));
         }
       }
     } else if (ref == &r) {
       dLoss->setText(tr("reference"));
+      ratio->setText(tr("1x (reference)"));
       dAcc->setText(tr("reference"));
     }
     m_table->setItem(k, LossDiff, dLoss);
+    m_table->setItem(k, LossRatio, ratio);
     m_table->setItem(k, AccuracyDiff, dAcc);
   }
 }
