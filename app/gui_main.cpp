@@ -3,7 +3,10 @@
 //                 [--compare r1,r2,...] [--steps N] [--epochs N] [--screenshot FILE]
 //                 [--screenshot-after-ms N] [--view live|compare|gradients|export|compare-dialog]
 //                 [--measure]
-// Bad options or a bad --config file: one line on stderr and exit code 2.
+// --help and --version are answered before any display is needed. Bad
+// options: one line on stderr and exit code 2. A missing or bad --config
+// file opens the window with an error dialog (and the line on stderr); with
+// --screenshot (unattended) it exits 2 instead.
 // --screenshot renders the window (or the chosen view) into FILE and exits:
 // 0 when written, 1 otherwise. With --start it waits until the runs have
 // drawn points. Without a display (and no QT_QPA_PLATFORM) it renders
@@ -85,6 +88,21 @@ int main(int argc, char** argv) {
   // (SetupPanel::defaultThreads) never waits at an OpenMP barrier, so the
   // policy does not matter for it. A user who picks 2 threads can export
   // OMP_WAIT_POLICY before starting the app.
+  if (wantsHelpOnly(argc, argv)) {
+    // No QApplication: it would need a platform (a display) to print text.
+    QCoreApplication core(argc, argv);
+    QCoreApplication::setApplicationName(QStringLiteral("Precision Lab"));
+    QCoreApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+    LaunchOptions options;
+    QString text;
+    bool exitNow = false;
+    if (!parseLaunchOptions(QCoreApplication::arguments(), options, &text, &exitNow)) {
+      std::fprintf(stderr, "precision-lab: %s\n", qPrintable(text));
+      return 2;
+    }
+    std::printf("%s\n", qPrintable(text));
+    return 0;
+  }
   if (wantsOffscreenScreenshot(argc, argv)) qputenv("QT_QPA_PLATFORM", "offscreen");
   QApplication app(argc, argv);
   QApplication::setApplicationName(QStringLiteral("Precision Lab"));
@@ -103,19 +121,31 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  MainWindow window;
-  window.resize(1400, 900);
-  if (options.configGiven) {
-    engine::RunConfig c = options.config;
-    if (!options.threadsGiven) c.threads = SetupPanel::defaultThreads();
-    window.setBaseConfig(c);
-  }
-  if (!options.compare.isEmpty()) window.setCompareRecipes(options.compare);
   // Unattended modes report errors on stderr instead of a modal box.
   const bool unattended = !options.screenshot.isEmpty() || options.measure;
+  if (!options.configError.isEmpty()) {
+    std::fprintf(stderr, "precision-lab: %s\n", qPrintable(options.configError));
+    if (unattended) return 2;
+  }
+
+  MainWindow window;
+  window.fitToScreen();
+  window.setQuietErrors(true);  // the dialog comes once the window shows
+  bool settingsOk = true;
+  if (options.configGiven) settingsOk = window.applyLaunchOptions(options);
   window.setQuietErrors(unattended);
+  if (!settingsOk && unattended) {
+    std::fprintf(stderr, "precision-lab: %s\n", qPrintable(window.lastError()));
+    return 2;
+  }
+  if (!options.compare.isEmpty()) window.setCompareRecipes(options.compare);
   if (options.view == QLatin1String("compare")) window.tabs()->setCurrentWidget(window.compareView());
   window.show();
+  if (!settingsOk) {
+    // Started from a menu, stderr is nowhere: the window says it.
+    const QString error = window.lastError();
+    QTimer::singleShot(0, &window, [&window, error] { window.reportError(QObject::tr("Cannot use the settings"), error); });
+  }
 
   LatencyProbe probe;
   QElapsedTimer trainingClock;

@@ -15,15 +15,18 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QScrollArea>
+#include <QScreen>
 #include <QScrollBar>
 #include <QSplitter>
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QStyle>
 #include <QTabWidget>
+#include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 
@@ -45,6 +48,7 @@
 #include "session/run_store.h"
 #include "panels/runs_list.h"
 #include "panels/setup_panel.h"
+#include "session/command_line.h"
 #include "session/training_controller.h"
 
 // Q_INIT_RESOURCE must run outside any namespace; the qrc is compiled into
@@ -115,13 +119,17 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   bottom->addWidget(framed(tr("Runs (tick to overlay)"), m_runs));
   bottom->setStretchFactor(0, 3);
   bottom->setStretchFactor(1, 2);
+  bottom->setSizes({3000, 2300});  // the runs list shows whole names at 1280x720
   bottom->setChildrenCollapsible(false);
   auto* centre = new QSplitter(Qt::Vertical);
   centre->setObjectName(QStringLiteral("centreSplitter"));
   centre->addWidget(m_tabs);
   centre->addWidget(bottom);
-  centre->setStretchFactor(0, 3);
+  // The charts get the height; the table and runs list keep a few rows
+  // (1280x720: nothing below 170 px a chart).
+  centre->setStretchFactor(0, 4);
   centre->setStretchFactor(1, 1);
+  centre->setSizes({4000, 1000});  // scaled to the height it gets
   centre->setChildrenCollapsible(false);
   setCentralWidget(centre);
 
@@ -282,7 +290,11 @@ void MainWindow::setStatusMetrics(qint64 step, double samplesPerSecond, double l
 }
 
 void MainWindow::updateActions() {
-  const bool active = m_controller->active();
+  // Active while a run of the trainer can still step: a run that failed
+  // (or ended) while the thread winds down leaves Start enabled.
+  bool anyLive = false;
+  for (int id : m_controller->currentRuns()) anyLive = anyLive || m_store->run(id).live();
+  const bool active = m_controller->active() && anyLive;
   const bool paused = m_controller->paused();
   m_start->setEnabled(!active);
   m_pause->setEnabled(active);
@@ -304,6 +316,33 @@ void MainWindow::setBaseConfig(const engine::RunConfig& config) {
   m_baseConfig = config;
   m_setup->applyConfig(config);
   rebuildPrecisionTable();
+}
+
+bool MainWindow::applyLaunchOptions(const LaunchOptions& options) {
+  if (!options.configError.isEmpty()) {
+    showError(tr("Cannot use the config file"), options.configError);
+    // The run options still apply (on the panel's settings).
+  }
+  try {
+    // The panel's settings with only what the options name changed (or
+    // the config file's, when it loaded).
+    setBaseConfig(applyLaunchSettings(m_setup->toConfig(m_baseConfig), options));
+  } catch (const std::exception& e) {
+    showError(tr("Bad command-line setting"), QString::fromStdString(e.what()));
+    return false;
+  }
+  return options.configError.isEmpty();
+}
+
+void MainWindow::fitToScreen() {
+  const QScreen* s = screen() ? screen() : QGuiApplication::primaryScreen();
+  const QRect avail = s ? s->availableGeometry() : QRect(0, 0, 1400, 900);
+  // Whole of a small screen; a comfortable size on a large one. The frame
+  // (title bar, borders) comes off the available height.
+  const int frame = frameGeometry().height() - geometry().height();
+  const QSize size(std::min(avail.width(), 1600), std::min(avail.height() - std::max(frame, 0), 1000));
+  resize(size.expandedTo(minimumSizeHint()).boundedTo(avail.size()));
+  move(avail.center() - QPoint(width() / 2, height() / 2 + std::max(frame, 0) / 2));
 }
 
 engine::RunConfig MainWindow::nextRunConfig() const {
@@ -352,8 +391,18 @@ bool MainWindow::launch(const std::vector<engine::RunConfig>& configs, const QSt
   return true;
 }
 
+// False while a run can still step; a trainer whose runs all ended (one
+// failed while its thread winds down) is joined first.
+bool MainWindow::readyToStart() {
+  if (!m_controller->active()) return true;
+  for (int id : m_controller->currentRuns())
+    if (m_store->run(id).live()) return false;
+  m_controller->shutdown();
+  return true;
+}
+
 bool MainWindow::startRun() {
-  if (m_controller->active()) return false;
+  if (!readyToStart()) return false;
   const engine::RunConfig c = nextRunConfig();
   const QString name = tr("run %1").arg(++m_runCounter);
   if (!launch({c}, {name}, -1, false)) {
@@ -365,7 +414,7 @@ bool MainWindow::startRun() {
 }
 
 bool MainWindow::startComparison(const QStringList& recipes) {
-  if (m_controller->active() || recipes.isEmpty()) return false;
+  if (recipes.isEmpty() || !readyToStart()) return false;
   // The presets as they are, without the table's overrides: the comparison
   // is of recipes (same seed, same data, same weights). The engine's one
   // rule (shared with precision-lab-cli compare) says which recipes take
@@ -411,7 +460,7 @@ void MainWindow::togglePause() {
 }
 
 void MainWindow::stepOnce() {
-  if (m_controller->active()) {
+  if (!readyToStart()) {
     m_controller->stepOnce();
   } else {
     // No run yet: build one paused and take its first step.
@@ -433,7 +482,7 @@ void MainWindow::stopRun() {
 }
 
 void MainWindow::openCompareDialog() {
-  if (m_controller->active()) return;
+  if (!readyToStart()) return;
   CompareDialog dialog(m_compareRecipes, m_setup->settings().seed, this);
   if (dialog.exec() != QDialog::Accepted) return;
   m_compareRecipes = dialog.recipes();
@@ -500,9 +549,16 @@ void MainWindow::onRunChanged(int id) {
   const RunData& r = m_store->run(id);
   m_runs->setRunStatus(id, stateText(r), r.message, r.state == engine::RunState::Failed);
   if (m_runs->isRunChecked(id) != r.visible) m_runs->setRunChecked(id, r.visible);
-  if (r.state == engine::RunState::Failed)
-    showError(tr("Run failed"), tr("%1 failed: %2").arg(r.name, r.message));
+  // The toolbar first: a failed run must not leave Pause/Stop enabled
+  // behind the (modal) message.
   updateActions();
+  if (r.state == engine::RunState::Failed) {
+    const QString message = tr("%1 failed: %2").arg(r.name, r.message);
+    if (m_quietErrors)
+      showError(tr("Run failed"), message);
+    else
+      QTimer::singleShot(0, this, [this, message] { showError(tr("Run failed"), message); });
+  }
 }
 
 void MainWindow::onTrainingFinished() {

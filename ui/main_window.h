@@ -23,6 +23,7 @@ class RunsList;
 class SetupPanel;
 class TrainingController;
 struct ExportRequest;
+struct LaunchOptions;
 
 // GUI thread only.
 class MainWindow : public QMainWindow {
@@ -47,6 +48,15 @@ class MainWindow : public QMainWindow {
   void setBaseConfig(const engine::RunConfig& config);
   // The config the next run gets (panel + base + the precision table).
   engine::RunConfig nextRunConfig() const;
+  // The command line's settings: each option changes only what it names; a
+  // --config file replaces the panel's settings. A --config file that
+  // cannot be used, or a bad value, is shown as an error (a dialog unless
+  // quiet) and false returned; the window stays usable.
+  bool applyLaunchOptions(const LaunchOptions& options);
+
+  // Sized to the screen's available geometry (not a fixed 1400x900): the
+  // whole of a 1280x720 projector, at most 1600x1000 on larger screens, centred.
+  void fitToScreen();
 
   // The toolbar's actions. Each returns false and shows a message box (or,
   // with setQuietErrors(true), only the status bar) when it cannot start.
@@ -61,6 +71,9 @@ class MainWindow : public QMainWindow {
   bool exportTo(const ExportRequest& request);
   // Every chart of the window (Live tab, then the Compare small multiples).
   QList<class QChartView*> allCharts() const;
+
+  // An error the user must see: a warning box (or, quiet, the status bar).
+  void reportError(const QString& title, const QString& message) { showError(title, message); }
 
   // Message boxes block: tests and the command line turn them into status
   // messages (the last one is kept).
@@ -87,6 +100,7 @@ class MainWindow : public QMainWindow {
   void closeEvent(QCloseEvent* event) override;
 
  private:
+  bool readyToStart();
   void createActions();
   void createMenus();
   void createStatusBar();

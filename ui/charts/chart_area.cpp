@@ -260,7 +260,7 @@ ChartArea::ChartArea(RunStore* store, QWidget* parent) : QWidget(parent), m_stor
   // device holding the recipe has none; DESIGN.md "Memory accounting").
   m_emulationUpper = new QLineSeries(this);
   m_emulationArea = new QAreaSeries(m_emulationUpper, lower);
-  m_emulationArea->setName(tr("CPU emulation (not in total)"));
+  m_emulationArea->setName(tr("CPU emulation<br>(not in total)"));
   m_emulationArea->setBrush(QBrush(chart_style::kEmulation, Qt::BDiagPattern));
   m_emulationArea->setPen(QPen(chart_style::kEmulation, 1, Qt::DotLine));
   attach(mem, m_emulationArea);
@@ -353,7 +353,10 @@ ChartArea::ChartArea(RunStore* store, QWidget* parent) : QWidget(parent), m_stor
   grid->addWidget(m_views[Memory], 1, 0);
   grid->addWidget(m_gradients, 1, 1, 1, 2);
   for (int c = 0; c < 3; ++c) grid->setColumnStretch(c, 1);
-  for (int r = 0; r < 2; ++r) grid->setRowStretch(r, 1);
+  // The bottom row carries the gradient panel's line of numbers: a little
+  // more height, so its histogram is not squashed on a 720-pixel screen.
+  grid->setRowStretch(0, 4);
+  grid->setRowStretch(1, 5);
 
   for (int m = 0; m < Gradients; ++m) {
     const auto metric = static_cast<Metric>(m);

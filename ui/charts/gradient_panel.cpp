@@ -2,6 +2,7 @@
 #include "charts/gradient_panel.h"
 
 #include <QAreaSeries>
+#include <QResizeEvent>
 #include <QChart>
 #include <QComboBox>
 #include <QGraphicsLayout>
@@ -129,7 +130,7 @@ GradientPanel::GradientPanel(RunStore* store, QWidget* parent) : QWidget(parent)
   // Fixed sizes: a combo or label that resizes with its text re-lays out
   // the whole chart grid (measured: 50 ms in the first live frame).
   m_layer->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  m_layer->setMinimumContentsLength(18);
+  m_layer->setMinimumContentsLength(10);
   m_layer->setPlaceholderText(tr("no statistics yet"));
   m_layer->setToolTip(tr("The layer whose weight-gradient histogram is drawn"));
   connect(m_layer, &QComboBox::textActivated, this, [this](const QString& text) {
@@ -145,7 +146,7 @@ GradientPanel::GradientPanel(RunStore* store, QWidget* parent) : QWidget(parent)
   m_fractions->setTextFormat(Qt::PlainText);
   m_fractions->setText(tr("Gradient statistics arrive at step 1 and every 100 steps."));
   m_fractions->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
-  m_fractions->setFixedHeight(3 * m_fractions->fontMetrics().lineSpacing() + 4);
+  fitFractions();
 
   auto* header = new QHBoxLayout;
   header->setContentsMargins(4, 0, 4, 0);
@@ -164,6 +165,20 @@ GradientPanel::~GradientPanel() {
 }
 
 QChart* GradientPanel::chart() const { return m_view->chart(); }
+
+// The line is as tall as its wrapped text at the label's width (changes
+// only with a statistics step or a resize; never cut off).
+void GradientPanel::fitFractions() {
+  const int lines = 2 * m_fractions->fontMetrics().lineSpacing() + 4;
+  const int w = m_fractions->width() > 50 ? m_fractions->width() : std::max(300, width() - 260);
+  const int h = std::max(lines, m_fractions->heightForWidth(w));
+  if (m_fractions->height() != h || m_fractions->minimumHeight() != h) m_fractions->setFixedHeight(h);
+}
+
+void GradientPanel::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  fitFractions();
+}
 
 QString GradientPanel::layer() const { return m_layer->currentText(); }
 
@@ -297,7 +312,7 @@ void GradientPanel::refresh(int focusRun) {
     const QString format = m_range.format.isEmpty() ? QString::fromStdString(fg->format) : m_range.format;
     const double zeros = fg->total > 0 ? static_cast<double>(fg->zeros) / static_cast<double>(fg->total) : 0.0;
     QStringList parts;
-    parts << tr("%1 · grads in %2 · step %3 · loss scale %4")
+    parts << tr("%1 · %2 grads · step %3 · scale %4")
                  .arg(QString::fromStdString(fg->layer), format, QLocale().toString(static_cast<qint64>(fg->step)),
                       focus && focus->scalesLoss() ? pow2Text(std::log2(scale)) : tr("none"));
     parts << tr("flush to zero %1 → %2 scaled").arg(percent(fg->underflow_unscaled), percent(fg->underflow_scaled));
@@ -305,16 +320,19 @@ void GradientPanel::refresh(int focusRun) {
     parts << tr("overflow %1 → %2").arg(percent(fg->overflow_unscaled), percent(fg->overflow_scaled));
     parts << tr("exact zeros %1").arg(percent(zeros));
     // What the format did, against an FP32 pass of the same batch.
-    parts << tr("output error %1, grad error %2 vs FP32")
+    parts << tr("error vs FP32: output %1, grad %2")
                  .arg(number_text::significant(fg->output_error, 2), number_text::significant(fg->grad_error, 2));
-    if (fg->shadow) parts << tr("histogram of the exact (FP32 shadow) gradient");
+    if (fg->shadow) parts << tr("exact (FP32 shadow) histogram");
     text = parts.join(QStringLiteral(" · "));
   } else {
     const std::int64_t every = focus ? focus->config.stats_every : engine::RunConfig{}.stats_every;
     text = every > 0 ? tr("Gradient statistics arrive at step 1 and every %1 steps.").arg(every)
                      : tr("Gradient statistics are off for this run (stats_every 0).");
   }
-  if (m_fractions->text() != text) m_fractions->setText(text);
+  if (m_fractions->text() != text) {
+    m_fractions->setText(text);
+    fitFractions();
+  }
 
   // Axis: the histograms and the format's boundaries, within reason.
   if (!m_range.format.isEmpty())

@@ -60,8 +60,12 @@ class GradientPanel : public QWidget {
   };
   Range range() const { return m_range; }
 
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
   struct RunHist;
+  void fitFractions();
   void rebuildLayerList(const RunData* focus);
   RunHist& histFor(const RunData& run);
   void updateZones(double x0, double x1, double yTop);

@@ -66,5 +66,5 @@ PrecisionTable::PrecisionTable(QWidget* parent) : QTableView(parent) {
     header->resizeSection(c, formatWidth);
   header->resizeSection(PrecisionTableModel::Parameters, fm.horizontalAdvance(QStringLiteral("parameters")) + 24);
   header->resizeSection(PrecisionTableModel::Memory, fm.horizontalAdvance(QStringLiteral("1,023.9 MiB")) + 16);
-  setMinimumSize(420, 140);
+  setMinimumSize(360, 96);  // three rows and the header: 1280x720 keeps its charts
 }

@@ -36,10 +36,10 @@ RunsList::RunsList(QWidget* parent) : QTreeView(parent) {
   header()->setSectionResizeMode(Name, QHeaderView::Stretch);
   header()->setStretchLastSection(false);
   const QFontMetrics fm = fontMetrics();
-  header()->resizeSection(Recipe, fm.horizontalAdvance(QStringLiteral("mixed-bf16")) + 24);
-  header()->resizeSection(Colour, fm.horizontalAdvance(QStringLiteral("colour")) + 16);
-  header()->resizeSection(Status, fm.horizontalAdvance(QStringLiteral("running 100%")) + 24);
-  setMinimumSize(300, 140);
+  header()->resizeSection(Recipe, fm.horizontalAdvance(QStringLiteral("mixed-bf16")) + 14);
+  header()->resizeSection(Colour, fm.horizontalAdvance(QStringLiteral("colour")) + 10);
+  header()->resizeSection(Status, fm.horizontalAdvance(QStringLiteral("running 100%")) + 12);
+  setMinimumSize(280, 96);
   connect(m_model, &QStandardItemModel::itemChanged, this, [this](QStandardItem* item) {
     if (item->column() == Name) emit runCheckedChanged(item->row(), item->checkState() == Qt::Checked);
   });

@@ -10,7 +10,9 @@
 #include <QFileDialog>
 #include <QFormLayout>
 #include <QGroupBox>
+#include <QFileInfo>
 #include <QLabel>
+#include <QMessageBox>
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QThread>
@@ -22,6 +24,7 @@
 
 #include "amp/recipe.h"
 #include "backend/cuda_module.h"
+#include "panels/layer_rows.h"
 
 namespace {
 
@@ -209,6 +212,7 @@ SetupPanel::SetupPanel(QWidget* parent) : QWidget(parent) {
 
   connect(m_recipe, &QComboBox::currentTextChanged, this, &SetupPanel::onRecipeChanged);
   onRecipeChanged(m_recipe->currentText());
+  updateModelChoices();
 
   // One signal for any edit, so callers need not know the controls.
   for (QComboBox* c : findChildren<QComboBox*>())
@@ -326,6 +330,12 @@ void SetupPanel::applyConfig(const engine::RunConfig& c) {
   m_backend->setCurrentText(QString::fromStdString(c.backend));
   if (c.threads > 0) m_threads->setValue(static_cast<int>(c.threads));
   updateScalerControls();
+  // The model the config names stays selected even where the data cannot
+  // feed it: Start then says why (an explicit --model is the user's).
+  auto* items = qobject_cast<QStandardItemModel*>(m_model->model());
+  const QString model = m_model->currentText();
+  updateModelChoices();
+  if (items && m_model->currentText() != model) m_model->setCurrentText(model);
 }
 
 // "folder…" asks for a directory of IDX files; the chosen path becomes
@@ -334,6 +344,7 @@ void SetupPanel::applyConfig(const engine::RunConfig& c) {
 void SetupPanel::onDatasetActivated(int index) {
   if (index != kFolderItem) {
     m_lastDatasetIndex = index;
+    updateModelChoices();
     return;
   }
   const QString start = m_dataset->itemData(kFolderItem).toString();
@@ -343,10 +354,72 @@ void SetupPanel::onDatasetActivated(int index) {
     m_dataset->setCurrentIndex(m_lastDatasetIndex);
     return;
   }
+  QString error;
+  if (!setDatasetFolder(dir, &error)) QMessageBox::warning(this, tr("Not a dataset folder"), error);
+}
+
+QString SetupPanel::datasetFolderProblem(const QString& dir) {
+  const QDir d(dir);
+  if (!d.exists()) return tr("%1: no such folder").arg(QDir::toNativeSeparators(dir));
+  QStringList missing;
+  for (const char* name : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                           "t10k-labels-idx1-ubyte"}) {
+    const QString plain = QString::fromLatin1(name);
+    const QFileInfo a(d.filePath(plain)), b(d.filePath(plain + QStringLiteral(".gz")));
+    if (!(a.isFile() && a.size() > 0) && !(b.isFile() && b.size() > 0)) missing << plain;
+  }
+  if (missing.isEmpty()) return {};
+  return tr("%1: not a dataset folder: missing %2 (MNIST-format IDX files, optionally .gz)")
+      .arg(QDir::toNativeSeparators(dir), missing.join(QStringLiteral(", ")));
+}
+
+bool SetupPanel::setDatasetFolder(const QString& dir, QString* error) {
+  const QString problem = datasetFolderProblem(dir);
+  if (!problem.isEmpty()) {
+    if (error) *error = problem;
+    m_dataset->setCurrentIndex(m_lastDatasetIndex);  // the previous choice stays
+    return false;
+  }
   m_dataset->setItemData(kFolderItem, dir);
   m_dataset->setItemText(kFolderItem, QDir(dir).dirName() + QStringLiteral("/"));
   m_dataset->setItemData(kFolderItem, QDir::toNativeSeparators(dir), Qt::ToolTipRole);
   m_lastDatasetIndex = kFolderItem;
+  if (m_dataset->currentIndex() != kFolderItem) m_dataset->setCurrentIndex(kFolderItem);
+  updateModelChoices();
+  emit settingsChanged();
+  return true;
+}
+
+bool SetupPanel::modelEnabled(const QString& model) const {
+  auto* items = qobject_cast<QStandardItemModel*>(m_model->model());
+  const int row = m_model->findText(model);
+  return items && row >= 0 && items->item(row)->isEnabled();
+}
+
+// A model the data set cannot feed is not offered: the engine's builder
+// says so (the same words Start would show).
+void SetupPanel::updateModelChoices() {
+  auto* items = qobject_cast<QStandardItemModel*>(m_model->model());
+  if (!items) return;
+  engine::RunConfig c = toConfig();
+  for (int row = 0; row < m_model->count(); ++row) {
+    c.model = m_model->itemText(row).toStdString();
+    QString why;
+    try {
+      (void)layerRowsFor(c);
+    } catch (const std::exception& e) {
+      why = QString::fromStdString(e.what());
+    }
+    items->item(row)->setEnabled(why.isEmpty());
+    items->item(row)->setToolTip(why.isEmpty() ? QString() : tr("Not for this dataset: %1").arg(why));
+  }
+  if (!modelEnabled(m_model->currentText())) {
+    for (int row = 0; row < m_model->count(); ++row)
+      if (items->item(row)->isEnabled()) {
+        m_model->setCurrentIndex(row);
+        break;
+      }
+  }
 }
 
 void SetupPanel::onRecipeChanged(const QString& recipe) {

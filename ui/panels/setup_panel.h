@@ -53,6 +53,19 @@ class SetupPanel : public QWidget {
   void applyConfig(const engine::RunConfig& config);
   void setRecipe(const QString& recipe);
 
+  // Chooses a folder of IDX files as the dataset, checked now: a folder
+  // without the four MNIST-format files is refused (the previous choice
+  // stays) and *error says which files are missing. The "folder…" item
+  // calls it with the folder the user picked, and shows the error.
+  bool setDatasetFolder(const QString& dir, QString* error = nullptr);
+  // "" when `dir` holds train/t10k images and labels (IDX, optionally .gz);
+  // else one line naming the folder and what is missing.
+  static QString datasetFolderProblem(const QString& dir);
+
+  // Models the selected dataset cannot feed (a cnn or transformer on 2-D
+  // spirals) are disabled in the model combo, their tooltip says why.
+  bool modelEnabled(const QString& model) const;
+
   // The engine thread count used when nothing else says: 1. Measured on
   // this 2-core machine, 3-run fashion-mnist mlp comparison while the UI
   // draws (precision-lab --measure): 1 thread gave 60-68k samples/s and
@@ -74,6 +87,7 @@ class SetupPanel : public QWidget {
   void onRecipeChanged(const QString& recipe);
   void onDurationUnitChanged(int index);
   void updateScalerControls();
+  void updateModelChoices();
   void setUpBackendChoice();
 
   QComboBox* m_dataset = nullptr;

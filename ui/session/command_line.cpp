@@ -14,6 +14,60 @@
 
 #include "amp/recipe.h"
 
+namespace {
+
+// The run settings spelled as the CLI's (DESIGN.md), checked by the engine.
+const std::vector<std::pair<QString, QString>>& runKeys() {
+  static const std::vector<std::pair<QString, QString>> keys = {
+      {QStringLiteral("recipe"), QStringLiteral("Precision recipe (fp32, fp16, mixed-fp16, mixed-bf16, fp8).")},
+      {QStringLiteral("model"), QStringLiteral("Model: mlp, cnn, transformer.")},
+      {QStringLiteral("dataset"), QStringLiteral("fashion-mnist, spirals, tiny-gradients, or a folder of IDX files.")},
+      {QStringLiteral("steps"), QStringLiteral("Train this many steps.")},
+      {QStringLiteral("epochs"), QStringLiteral("Train this many epochs.")},
+      {QStringLiteral("batch"), QStringLiteral("Batch size.")},
+      {QStringLiteral("optimizer"), QStringLiteral("sgd or adam.")},
+      {QStringLiteral("lr"), QStringLiteral("Learning rate.")},
+      {QStringLiteral("seed"), QStringLiteral("Seed: same seed, same initial weights and batches.")},
+      {QStringLiteral("backend"), QStringLiteral("auto, cpu or cuda.")},
+      {QStringLiteral("threads"), QStringLiteral("Engine CPU threads (0 = all cores).")},
+  };
+  return keys;
+}
+
+}  // namespace
+
+bool wantsHelpOnly(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h" || a == "-?" || a == "--help-all" || a == "--version" || a == "-v") return true;
+  }
+  return false;
+}
+
+QString launchHelpText() {
+  LaunchOptions o;
+  QString text;
+  bool exitNow = false;
+  parseLaunchOptions({QStringLiteral("precision-lab"), QStringLiteral("--help")}, o, &text, &exitNow);
+  return text;
+}
+
+engine::RunConfig applyLaunchSettings(const engine::RunConfig& current, const LaunchOptions& options) {
+  engine::RunConfig c = current;
+  std::string origin = "command line";
+  if (!options.configFile.isEmpty() && options.configError.isEmpty()) {
+    c = engine::load_run_config(options.configFile.toStdString());
+    if (c.threads == 0) c.threads = current.threads;  // the file leaves the panel's thread count
+    origin = options.configFile.toStdString();
+  }
+  for (const auto& [key, value] : options.settings) {
+    engine::set_config_value(c, key, value, "--" + key);
+    if (key == "epochs") c.steps = 0;  // --epochs after a length in steps: epochs count
+  }
+  engine::validate(c, origin);
+  return c;
+}
+
 bool parseLaunchOptions(const QStringList& arguments, LaunchOptions& out, QString* error, bool* exitNow) {
   *exitNow = false;
   QCommandLineParser parser;
@@ -43,20 +97,7 @@ bool parseLaunchOptions(const QStringList& arguments, LaunchOptions& out, QStrin
       QStringLiteral("measure"),
       QStringLiteral("Measure the UI thread's event-loop latency and the training throughput; print them when "
                      "training ends, then quit."));
-  // Run settings, spelled as the CLI's (DESIGN.md), checked by the engine.
-  const std::vector<std::pair<QString, QString>> keys = {
-      {QStringLiteral("recipe"), QStringLiteral("Precision recipe (fp32, fp16, mixed-fp16, mixed-bf16, fp8).")},
-      {QStringLiteral("model"), QStringLiteral("Model: mlp, cnn, transformer.")},
-      {QStringLiteral("dataset"), QStringLiteral("fashion-mnist, spirals, tiny-gradients, or a folder of IDX files.")},
-      {QStringLiteral("steps"), QStringLiteral("Train this many steps.")},
-      {QStringLiteral("epochs"), QStringLiteral("Train this many epochs.")},
-      {QStringLiteral("batch"), QStringLiteral("Batch size.")},
-      {QStringLiteral("optimizer"), QStringLiteral("sgd or adam.")},
-      {QStringLiteral("lr"), QStringLiteral("Learning rate.")},
-      {QStringLiteral("seed"), QStringLiteral("Seed: same seed, same initial weights and batches.")},
-      {QStringLiteral("backend"), QStringLiteral("auto, cpu or cuda.")},
-      {QStringLiteral("threads"), QStringLiteral("Engine CPU threads (0 = all cores).")},
-  };
+  const auto& keys = runKeys();
   std::vector<QCommandLineOption> keyOptions;
   for (const auto& [key, description] : keys) keyOptions.emplace_back(key, description, QStringLiteral("value"));
   parser.addOptions({config, start, compare, screenshot, screenshotAfter, view, measure});
@@ -86,9 +127,16 @@ bool parseLaunchOptions(const QStringList& arguments, LaunchOptions& out, QStrin
   try {
     std::string origin = "command line";
     if (parser.isSet(config)) {
-      o.config = engine::load_run_config(parser.value(config).toStdString());  // names the file
+      o.configFile = parser.value(config);
       o.configGiven = true;
-      origin = parser.value(config).toStdString();
+      try {
+        o.config = engine::load_run_config(o.configFile.toStdString());  // names the file
+        origin = o.configFile.toStdString();
+      } catch (const std::exception& e) {
+        // The window opens and says so (a user who started the app from a
+        // menu sees no stderr).
+        o.configError = QString::fromStdString(e.what());
+      }
     }
     if (parser.isSet(QStringLiteral("steps")) && parser.isSet(QStringLiteral("epochs")))
       throw std::runtime_error("--steps and --epochs: give one of them");
@@ -96,12 +144,13 @@ bool parseLaunchOptions(const QStringList& arguments, LaunchOptions& out, QStrin
       if (!parser.isSet(keyOptions[i])) continue;
       const std::string key = keys[i].first.toStdString();
       engine::set_config_value(o.config, key, parser.value(keyOptions[i]).toStdString(), "--" + key);
+      o.settings.emplace_back(key, parser.value(keyOptions[i]).toStdString());
       o.configGiven = true;
       if (key == "threads") o.threadsGiven = true;
     }
     // --epochs after a config with steps: epochs counts.
     if (parser.isSet(QStringLiteral("epochs"))) o.config.steps = 0;
-    engine::validate(o.config, origin);
+    if (o.configError.isEmpty()) engine::validate(o.config, origin);
     if (parser.isSet(compare)) {
       for (const QString& r : parser.value(compare).split(QLatin1Char(','), Qt::SkipEmptyParts)) {
         try {
