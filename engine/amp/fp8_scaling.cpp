@@ -39,6 +39,7 @@ void DelayedScale::record(float amax) {
   m_history[m_next] = amax;
   m_next = (m_next + 1) % m_history.size();
   ++m_records;
+  if (!m_config.enabled) return;  // unscaled FP8: the scale stays 1
   const float a = history_max();
   // _default_sf_compute: sf = (fp8_max / amax) / 2^margin, in float32 as
   // torch computes it; keep the previous scale for amax 0 or non-finite.

@@ -46,6 +46,9 @@ struct LayerPrecision {
 struct DelayedScaling {
   int amax_history_len = 1024;
   int margin = 0;
+  // false: no per-tensor scaling at all (scale stays 1: a plain saturating
+  // FP8 cast) — the lesson of why FP8 needs it. The run setting fp8_scaling.
+  bool enabled = true;
 
   bool operator==(const DelayedScaling&) const = default;
 };

@@ -139,7 +139,30 @@ struct RunStatus {
   std::int64_t total_steps = 0;  // known once the run is built
 };
 
-using Record = std::variant<StepMetrics, EvalMetrics, Event, GradStats, RunSummary, RunStatus>;
+// What one step did, layer by layer (the step inspector): asked for with
+// Trainer::inspect_next_step(), produced by the next step of each run.
+struct LayerInspection {
+  std::string layer;
+  std::string grad_format;         // the format the layer's gradients are rounded to
+  bool has_weights = false;
+  std::int64_t nonfinite_activation = 0;       // inf/NaN in the layer's output
+  std::int64_t nonfinite_activation_grad = 0;  // in the gradient it passed back
+  std::int64_t nonfinite_weight_grad = 0;      // in its weight gradients
+  double underflow = 0.0;     // weight gradients that underflowed in grad_format, as the run computed them
+  double max_abs_grad = 0.0;  // largest |weight gradient|, unscaled (0 without weights)
+};
+struct StepInspection {
+  int run_id = 0;
+  std::int64_t step = 0;
+  double loss = 0.0;           // unscaled
+  double scale_before = 1.0;   // the loss scale the step used
+  double scale_after = 1.0;    // after the scaler's update
+  bool overflow = false;
+  bool skipped = false;
+  std::vector<LayerInspection> layers;  // every leaf, forward order
+};
+
+using Record = std::variant<StepMetrics, EvalMetrics, Event, GradStats, RunSummary, RunStatus, StepInspection>;
 
 // One run's history: every record it produced, in order, and the counters
 // the summary needs. The one history the Run, the UI's store, the CLI and

@@ -107,6 +107,8 @@ Run::Run(int id, const RunConfig& config, std::shared_ptr<const DatasetPair> dat
 
   for (const auto& [name, p] : m_config.layers) m_recipe.overrides[name] = p;
   if (m_config.loss_scale_set) m_recipe.scaling = m_config.loss_scale;
+  if (m_config.master_weights >= 0) m_recipe.master_weights = m_config.master_weights == 1;
+  m_recipe.fp8.enabled = m_config.fp8_scaling != "none";
   apply_recipe(*m_model, m_recipe);
   m_model->set_track_nonfinite(false);  // counted only on overflow steps (see step())
 
@@ -184,7 +186,11 @@ void Run::step(std::vector<Record>& out) {
   // --- forward, the true (unscaled) loss in FP32/double, scaled backward ---
   const float loss_scale = s.scaler.scale();
   const std::int64_t step_no = m_step + 1;
-  const bool stats_step = m_config.stats_every > 0 && (step_no == 1 || step_no % m_config.stats_every == 0);
+  const bool inspect = m_inspect_next;
+  m_inspect_next = false;
+  const bool stats_step =
+      inspect || (m_config.stats_every > 0 && (step_no == 1 || step_no % m_config.stats_every == 0));
+  if (inspect) m_model->set_track_nonfinite(true);
   // Statistics steps keep each parameterised leaf's output for the
   // comparison with the FP32 shadow pass.
   if (stats_step) m_model->set_capture_outputs(true);
@@ -243,14 +249,42 @@ void Run::step(std::vector<Record>& out) {
     // so the same values — and the gradients unscaled again.
     m_model->set_track_nonfinite(true);
     (void)forward_backward();
-    m_model->set_track_nonfinite(false);
+    if (!inspect) m_model->set_track_nonfinite(false);
     record_overflow_events(step_no, out);
     gradient_spans();
     LossScaler::multiply_by_inverse(s.scaler_spans, loss_scale);
   }
+  StepInspection inspection;
   if (stats_step) {
+    const std::size_t first_stats = m_history.grads.size();
     gradient_statistics(step_no, loss_scale, out);
     m_model->set_capture_outputs(false);
+    if (inspect) {
+      // Per leaf: the non-finite counts of this step, the underflow the
+      // statistics measured, and the largest unscaled weight gradient.
+      inspection.layers.reserve(m_model->leaves().size());
+      std::size_t pi = 0;
+      for (Layer* l : m_model->leaves()) {
+        LayerInspection li;
+        li.layer = l->name();
+        li.grad_format = format_name(l->precision().grad);
+        li.nonfinite_activation = l->nonfinite.activation;
+        li.nonfinite_activation_grad = l->nonfinite.activation_grad;
+        li.nonfinite_weight_grad = l->nonfinite.weight_grad;
+        for (Parameter* p : l->parameters()) {
+          li.has_weights = true;
+          while (pi < params.size() && params[pi] != p) ++pi;
+          if (pi >= params.size()) break;
+          const float* g = s.clip_spans[pi].data;
+          for (std::size_t k = 0; k < s.clip_spans[pi].n; ++k)
+            li.max_abs_grad = std::max(li.max_abs_grad, static_cast<double>(std::fabs(g[k])));
+        }
+        for (std::size_t k = first_stats; k < m_history.grads.size(); ++k)
+          if (m_history.grads[k].layer == li.layer) li.underflow = m_history.grads[k].underflow_scaled;
+        inspection.layers.push_back(std::move(li));
+      }
+      m_model->set_track_nonfinite(false);
+    }
   }
 
   const double grad_norm = std::sqrt(sum_squares);
@@ -280,8 +314,15 @@ void Run::step(std::vector<Record>& out) {
       if (u.format() == Format::TF32) {
         quantize_inplace(Format::TF32, u.f32(), static_cast<std::size_t>(u.numel()));
       } else if (u.format() != Format::FP32) {
-        // Updates smaller than half an ulp of the stored weight vanish here.
-        cast_from_f32(u.format(), s.weight_scratch[i].f32(), u.data(), static_cast<std::size_t>(u.numel()));
+        // Updates smaller than half an ulp of the stored weight vanish here
+        // under round-to-nearest; stochastic rounding keeps them on average
+        // (seeded per run, step and parameter: a run repeats bit for bit).
+        CastOptions opt;
+        if (m_config.weight_rounding == "stochastic") {
+          opt.stochastic = true;
+          opt.seed = m_config.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(step_no) * 1000003ull + i;
+        }
+        cast_from_f32(u.format(), s.weight_scratch[i].f32(), u.data(), static_cast<std::size_t>(u.numel()), opt);
       }
     }
     refresh_weights(*m_model);
@@ -320,6 +361,16 @@ void Run::step(std::vector<Record>& out) {
   }
   m_history.add(m);
   out.emplace_back(m);
+  if (inspect) {
+    inspection.run_id = m_id;
+    inspection.step = step_no;
+    inspection.loss = loss;
+    inspection.scale_before = loss_scale;
+    inspection.scale_after = s.scaler.scale();
+    inspection.overflow = overflow;
+    inspection.skipped = !take;
+    out.emplace_back(std::move(inspection));
+  }
 }
 
 void Run::emit(const Event& e, std::vector<Record>& out) {

@@ -48,6 +48,8 @@ class Run {
   // Step-boundary changes (the trainer calls them between steps).
   void set_layer_precision(const std::string& layer, const LayerPrecision& p);
   void set_loss_scaler(const LossScalerConfig& c);
+  // The next step also produces a StepInspection (and gradient statistics).
+  void request_inspection() { m_inspect_next = true; }
 
   // History (full, for CSV export).
   const RunHistory& history() const { return m_history; }
@@ -85,6 +87,7 @@ class Run {
   std::int64_t m_total_steps = 0;
   std::int64_t m_steps_per_epoch = 0;
   std::int64_t m_last_rss = 0;
+  bool m_inspect_next = false;
   RunHistory m_history;
 };
 

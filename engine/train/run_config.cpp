@@ -152,6 +152,15 @@ void set_config_value(RunConfig& c, const std::string& key_in, const std::string
   } else if (key == "growth_interval") {
     c.loss_scale.growth_interval = I();
     c.loss_scale_set = true;
+  } else if (key == "master_weights") {
+    if (v == "true" || v == "1" || v == "on") c.master_weights = 1;
+    else if (v == "false" || v == "0" || v == "off") c.master_weights = 0;
+    else if (v == "recipe") c.master_weights = -1;
+    else fail(origin, "'master_weights' must be true, false or recipe (got '" + v + "')");
+  } else if (key == "weight_rounding") {
+    c.weight_rounding = v;
+  } else if (key == "fp8_scaling") {
+    c.fp8_scaling = v;
   } else {
     fail(origin, "unknown key '" + key_in + "'");
   }
@@ -186,6 +195,11 @@ void validate(const RunConfig& c, const std::string& origin) {
   range("threads", c.threads >= 0 && c.threads <= 1024, "must be in 0..1024");
   range("eval_every", c.eval_every >= 0, "must be >= 0");
   range("stats_every", c.stats_every >= 0, "must be >= 0");
+  range("weight_rounding", c.weight_rounding == "nearest" || c.weight_rounding == "stochastic",
+        "must be nearest or stochastic (got '" + c.weight_rounding + "')");
+  range("fp8_scaling", c.fp8_scaling == "delayed" || c.fp8_scaling == "none",
+        "must be delayed or none (got '" + c.fp8_scaling + "')");
+  range("master_weights", c.master_weights >= -1 && c.master_weights <= 1, "must be true, false or recipe");
   for (const auto& r : c.compare) {
     try {
       (void)make_recipe(r);
@@ -278,6 +292,9 @@ std::string to_json(const RunConfig& c) {
   j["eval_every"] = c.eval_every;
   j["stats_every"] = c.stats_every;
   if (!c.widths.empty()) j["widths"] = c.widths;
+  if (c.master_weights >= 0) j["master_weights"] = c.master_weights == 1;
+  if (c.weight_rounding != "nearest") j["weight_rounding"] = c.weight_rounding;
+  if (c.fp8_scaling != "delayed") j["fp8_scaling"] = c.fp8_scaling;
   if (!c.compare.empty()) j["compare"] = c.compare;
   if (c.loss_scale_set) {
     j["loss_scale"] = {{"mode", scaling_mode_key(c.loss_scale.mode)},

@@ -34,6 +34,15 @@ struct RunConfig {
   LossScalerConfig loss_scale;           // mode/init/... (recipe default unless set)
   bool loss_scale_set = false;           // true when the config or CLI set any loss_scale field
   std::map<std::string, LayerPrecision> layers;  // per-layer overrides (custom recipe)
+  // FP32 master weights: -1 as the recipe says, 0 off, 1 on (a lesson can
+  // take them away from mixed-fp16 and nothing else).
+  std::int64_t master_weights = -1;
+  // How a weight update is rounded into low-precision weights without a
+  // master copy: "nearest" (RNE: an update below half an ulp vanishes) or
+  // "stochastic" (seeded, unbiased: small updates survive on average).
+  std::string weight_rounding = "nearest";
+  // FP8 per-tensor scaling: "delayed" (Transformer Engine's) or "none".
+  std::string fp8_scaling = "delayed";
   std::vector<std::string> compare;      // recipes run side by side (compare); empty for run
 };
 

@@ -88,6 +88,12 @@ void Trainer::set_layer_precision(int run_id, const std::string& layer, const La
   m_commands.push_back({run_id, [layer, p](Run& r) { r.set_layer_precision(layer, p); }});
 }
 
+void Trainer::inspect_next_step() {
+  std::lock_guard<std::mutex> lk(m_command_mutex);
+  for (std::size_t i = 0; i < m_configs.size(); ++i)
+    m_commands.push_back({static_cast<int>(i), [](Run& r) { r.request_inspection(); }});
+}
+
 void Trainer::set_loss_scaler(int run_id, const LossScalerConfig& c) {
   validate(c);
   std::lock_guard<std::mutex> lk(m_command_mutex);
@@ -137,8 +143,10 @@ void Trainer::apply_commands() {
       continue;
     Run& r = *m_runs[static_cast<std::size_t>(c.run_id)];
     try {
+      const std::size_t events_before = r.events().size();
       c.apply(r);
-      if (!r.events().empty()) out.emplace_back(r.events().back());
+      // The events the change recorded (a precision change), once.
+      for (std::size_t k = events_before; k < r.events().size(); ++k) out.emplace_back(r.events()[k]);
     } catch (const std::exception& e) {
       out.emplace_back(Event{c.run_id, r.steps_done(), EventKind::Error, "", e.what(), 0});
     }

@@ -43,6 +43,7 @@ struct DatasetPair;
 // The engine thread never blocks on the consumer: when the queue is full the
 // oldest records are dropped and counted (dropped()); every run also keeps
 // its full history, readable after wait().
+// (StepInspection records are produced only on request.)
 class Trainer {
  public:
   explicit Trainer(std::size_t queue_capacity = std::size_t{1} << 20);
@@ -72,6 +73,9 @@ class Trainer {
 
   void set_layer_precision(int run_id, const std::string& layer, const LayerPrecision& p);
   void set_loss_scaler(int run_id, const LossScalerConfig& c);
+  // The next step of every run also produces a StepInspection record (the
+  // step inspector: call it, then step_once()).
+  void inspect_next_step();
 
   // Moves up to `max` queued records into `out` (appends). Any thread;
   // holds the queue lock only for the move.

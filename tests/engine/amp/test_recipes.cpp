@@ -679,3 +679,121 @@ TEST(ShadowPass, MeasuresOutputAndGradientErrorAgainstFp32) {
   // ... and summing 256 products in FP16 costs several times more.
   EXPECT_GT(a.at("fc2").output_error, 2.0 * m.at("fc2").output_error);
 }
+
+TEST(StepInspector, OneStepLayerByLayerWithTheOverflowAttributed) {
+  // The step inspector's record: mixed-fp16 with a scale of 2^40 overflows
+  // FP16 in backward; the inspection says where, and that the step was
+  // skipped and the scale halved.
+  auto data = dataset("spirals", 4);
+  RunConfig c = spirals_config("mixed-fp16");
+  c.loss_scale.mode = ScalingMode::Dynamic;
+  c.loss_scale.init_scale = std::ldexp(1.0, 40);
+  c.loss_scale_set = true;
+  engine::Run run(0, c, data, backend());
+  std::vector<Record> out;
+  run.step(out);  // an ordinary step: no inspection
+  for (const Record& r : out) EXPECT_FALSE(std::holds_alternative<StepInspection>(r));
+  out.clear();
+  run.request_inspection();
+  run.step(out);
+  const StepInspection* in = nullptr;
+  for (const Record& r : out)
+    if (const auto* i = std::get_if<StepInspection>(&r)) in = i;
+  ASSERT_NE(in, nullptr);
+  EXPECT_EQ(in->step, 2);
+  EXPECT_TRUE(in->overflow);
+  EXPECT_TRUE(in->skipped);
+  EXPECT_EQ(in->scale_after, in->scale_before / 2);
+  EXPECT_EQ(in->layers.size(), run.model().leaves().size());
+  std::int64_t nonfinite = 0;
+  bool weights = false;
+  for (const LayerInspection& l : in->layers) {
+    nonfinite += l.nonfinite_activation_grad + l.nonfinite_weight_grad;
+    weights = weights || l.has_weights;
+  }
+  EXPECT_GT(nonfinite, 0);
+  EXPECT_TRUE(weights);
+  // The next step is ordinary again.
+  out.clear();
+  run.step(out);
+  for (const Record& r : out) EXPECT_FALSE(std::holds_alternative<StepInspection>(r));
+}
+
+TEST(StepInspector, CleanStepShowsGradientsAndNoNonFinite) {
+  auto data = dataset("spirals", 4);
+  engine::Run run(0, spirals_config("fp16"), data, backend());
+  std::vector<Record> out;
+  run.request_inspection();
+  run.step(out);
+  const StepInspection* in = nullptr;
+  for (const Record& r : out)
+    if (const auto* i = std::get_if<StepInspection>(&r)) in = i;
+  ASSERT_NE(in, nullptr);
+  EXPECT_FALSE(in->skipped);
+  for (const LayerInspection& l : in->layers) {
+    EXPECT_EQ(l.nonfinite_activation + l.nonfinite_activation_grad + l.nonfinite_weight_grad, 0) << l.layer;
+    EXPECT_EQ(l.grad_format, "FP16") << l.layer;
+    if (l.has_weights) EXPECT_GT(l.max_abs_grad, 0.0) << l.layer;
+  }
+}
+
+TEST(RunSettings, StochasticRoundingKeepsUpdatesThatNearestRoundingLoses) {
+  // BF16 weights without a master copy and a learning rate whose updates
+  // are far below half a BF16 ulp of the weights: round-to-nearest drops
+  // nearly every one; stochastic rounding moves the weights.
+  auto data = dataset("spirals", 4);
+  auto moved = [&](const char* rounding) {
+    RunConfig c = spirals_config("custom");
+    c.layers["kind:linear"] = LayerPrecision{Format::BF16, Format::BF16, Format::FP32, Format::BF16};
+    c.optimizer = "sgd";
+    c.momentum = 0.0;
+    c.lr = 1e-4;
+    c.schedule = "constant";
+    c.weight_rounding = rounding;
+    engine::Run run(0, c, data, backend());
+    std::vector<std::vector<float>> before;
+    for (Parameter* p : run.model().parameters()) before.push_back(p->weight.to_f32());
+    std::vector<Record> out;
+    for (int i = 0; i < 20; ++i) run.step(out);
+    std::int64_t changed = 0, total = 0;
+    std::size_t k = 0;
+    for (Parameter* p : run.model().parameters()) {
+      EXPECT_EQ(p->weight.format(), Format::BF16);
+      EXPECT_FALSE(p->has_master());
+      const auto after = p->weight.to_f32();
+      for (std::size_t j = 0; j < after.size(); ++j) changed += after[j] != before[k][j];
+      total += static_cast<std::int64_t>(after.size());
+      ++k;
+    }
+    return double(changed) / double(total);
+  };
+  const double nearest = moved("nearest"), stochastic = moved("stochastic");
+  EXPECT_LT(nearest, 0.1);
+  EXPECT_GT(stochastic, 5.0 * nearest);
+  EXPECT_GT(stochastic, 0.005);
+}
+
+TEST(RunSettings, MasterWeightsCanBeTakenAwayAndFp8ScalingTurnedOff) {
+  auto data = dataset("spirals", 4);
+  RunConfig c = spirals_config("mixed-fp16");
+  c.master_weights = 0;
+  engine::Run no_master(0, c, data, backend());
+  for (Parameter* p : no_master.model().parameters()) {
+    EXPECT_FALSE(p->has_master()) << p->name;
+    EXPECT_EQ(p->weight.format(), Format::FP16) << p->name;
+  }
+  RunConfig f = spirals_config("fp8");
+  f.fp8_scaling = "none";
+  engine::Run unscaled(0, f, data, backend());
+  std::vector<Record> out;
+  for (int i = 0; i < 5; ++i) unscaled.step(out);
+  for (Parameter* p : unscaled.model().parameters())
+    if (p->weight.format() == Format::E4M3) EXPECT_EQ(p->weight_scale, 1.0f) << p->name;
+  RunConfig d = spirals_config("fp8");
+  engine::Run delayed(0, d, data, backend());
+  for (int i = 0; i < 5; ++i) delayed.step(out);
+  bool scaled = false;
+  for (Parameter* p : delayed.model().parameters())
+    scaled = scaled || (p->weight.format() == Format::E4M3 && p->weight_scale != 1.0f);
+  EXPECT_TRUE(scaled) << "delayed scaling moves the weight scales";
+}

@@ -103,3 +103,21 @@ TEST(RunConfig, JsonRoundTrips) {
   EXPECT_EQ(d.layers.at("blk0.ln1"), c.layers.at("blk0.ln1"));
   EXPECT_EQ(d.compare, c.compare);
 }
+
+TEST(RunConfig, LessonSettingsParseRoundTripAndAreChecked) {
+  const RunConfig c = parse_run_config(
+      R"({"master_weights": false, "weight_rounding": "stochastic", "fp8_scaling": "none"})", "cfg.json");
+  EXPECT_EQ(c.master_weights, 0);
+  EXPECT_EQ(c.weight_rounding, "stochastic");
+  EXPECT_EQ(c.fp8_scaling, "none");
+  const RunConfig d = parse_run_config(engine::to_json(c), "roundtrip");
+  EXPECT_EQ(d.master_weights, 0);
+  EXPECT_EQ(d.weight_rounding, "stochastic");
+  EXPECT_EQ(d.fp8_scaling, "none");
+  EXPECT_EQ(parse_run_config("{}", "cfg.json").master_weights, -1);  // the recipe decides
+  EXPECT_EQ(error_of(R"({"weight_rounding": "up"})"),
+            "cfg.json: 'weight_rounding' must be nearest or stochastic (got 'up')");
+  EXPECT_EQ(error_of(R"({"fp8_scaling": "current"})"), "cfg.json: 'fp8_scaling' must be delayed or none (got 'current')");
+  EXPECT_EQ(error_of(R"({"master_weights": "maybe"})"),
+            "cfg.json: 'master_weights' must be true, false or recipe (got 'maybe')");
+}
