@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <QAbstractItemModel>
+#include <QAction>
 #include <QApplication>
 #include <QAreaSeries>
 #include <QChart>
@@ -414,6 +415,34 @@ TEST_F(LiveTrainingTest, AFailedRunShowsItsMessage) {
   ASSERT_TRUE(m_window->startRun());
   ASSERT_TRUE(waitFinished());
   EXPECT_EQ(store().run(1).state, engine::RunState::Finished);
+}
+
+// Today Pause/Stop stayed enabled behind the failure's dialog.
+TEST_F(LiveTrainingTest, AFailedRunLeavesTheToolbarRight) {
+  engine::RunConfig c = spirals(10);
+  c.dataset = "/nonexistent/idx-folder";
+  m_window->setBaseConfig(c);
+  auto* start = m_window->findChild<QAction*>(QStringLiteral("actionStart"));
+  auto* pause = m_window->findChild<QAction*>(QStringLiteral("actionPause"));
+  auto* stop = m_window->findChild<QAction*>(QStringLiteral("actionStop"));
+  ASSERT_TRUE(start && pause && stop);
+  bool seen = false, startOn = false, pauseOn = true, stopOn = true;
+  // At the moment the store says "failed" (the window's handler runs first).
+  QObject::connect(&store(), &RunStore::runChanged, m_window.get(), [&](int id) {
+    if (seen || store().run(id).state != engine::RunState::Failed) return;
+    seen = true;
+    startOn = start->isEnabled();
+    pauseOn = pause->isEnabled();
+    stopOn = stop->isEnabled();
+  });
+  ASSERT_TRUE(m_window->startRun());
+  ASSERT_TRUE(waitFor([&] { return seen; }));
+  EXPECT_TRUE(startOn);
+  EXPECT_FALSE(pauseOn);
+  EXPECT_FALSE(stopOn);
+  ASSERT_TRUE(waitFinished());
+  EXPECT_TRUE(start->isEnabled());
+  EXPECT_FALSE(stop->isEnabled());
 }
 
 TEST_F(LiveTrainingTest, DivergenceIsAnEventMarkerNotACrash) {

@@ -16,6 +16,8 @@
 #include <QStandardItemModel>
 #include <QTableView>
 #include <QTest>
+#include <QScreen>
+#include <QStatusBar>
 #include <QToolBar>
 #include <QTreeView>
 #include <QValueAxis>
@@ -302,6 +304,42 @@ TEST_F(MainWindowTest, NothingIsClippedAt1400x900) {
   }
   const QPixmap shot = m_window->grab();
   EXPECT_EQ(shot.size(), m_window->size() * shot.devicePixelRatio());
+}
+
+// A 1280x720 projector: today the precision table, runs list and status bar
+// were off-screen and, shrunk to fit, the gradients chart was 80 px tall.
+TEST_F(MainWindowTest, NothingIsClippedAt1280x720) {
+  m_window->resize(1280, 720);
+  QApplication::processEvents();
+  EXPECT_EQ(m_window->size(), QSize(1280, 720));
+  EXPECT_LE(m_window->minimumSizeHint().height(), 720);
+  EXPECT_LE(m_window->minimumSizeHint().width(), 1280);
+  const QRect inside = m_window->rect();
+  for (const char* name : {"precisionTable", "runsList", "chartArea", "lossChart", "lossScaleChart", "memoryChart",
+                           "accuracyChart", "gradientsChart"}) {
+    QWidget* w = child<QWidget>(name);
+    ASSERT_NE(w, nullptr) << name;
+    EXPECT_TRUE(w->isVisible()) << name;
+    const QRect r(w->mapTo(m_window.get(), QPoint(0, 0)), w->size());
+    EXPECT_TRUE(inside.contains(r)) << name;
+    EXPECT_GE(w->height(), name == std::string("precisionTable") || name == std::string("runsList") ? 90 : 140)
+        << name;
+  }
+  QWidget* status = m_window->statusBar();
+  EXPECT_TRUE(status->isVisible());
+  EXPECT_TRUE(inside.contains(QRect(status->mapTo(m_window.get(), QPoint(0, 0)), status->size())));
+}
+
+// Today the window was fixed at 1400x900 whatever the screen.
+TEST_F(MainWindowTest, OpensSizedToTheAvailableScreen) {
+  m_window->fitToScreen();
+  const QRect avail = m_window->screen()->availableGeometry();
+  // The whole screen up to 1600x1000 (no smaller than the window can be:
+  // the offscreen platform's screen is 800x600, below the 1280x720 it supports).
+  const QSize least = m_window->minimumSizeHint();
+  EXPECT_EQ(m_window->width(), std::max(std::min(avail.width(), 1600), least.width()));
+  EXPECT_NEAR(m_window->height(), std::max(std::min(avail.height(), 1000), least.height()), 8);
+  EXPECT_NE(m_window->size(), QSize(1400, 900));
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-# tests/ui: widgets under the offscreen platform (no display needed).
+# tests/ui: widgets under the offscreen platform (no display needed); the
+# files mirror ui/ (charts/, compare/, panels/, session/).
 pl_add_test(test_main_window
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_main_window.cpp
   LIBS ui Qt6::Test
@@ -13,3 +14,28 @@ pl_add_test(test_live_training
   LABELS ui
   ENV QT_QPA_PLATFORM=offscreen
   TIMEOUT 120)
+# ui/charts: numbers, axes, legends, zoom, export (records fed, no training).
+pl_add_test(test_ui_charts
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/charts/test_charts.cpp
+  LIBS ui Qt6::Test
+  LABELS ui
+  ENV QT_QPA_PLATFORM=offscreen
+  TIMEOUT 120)
+# ui/compare: the summary table's numbers and the small multiples.
+pl_add_test(test_ui_compare
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/compare/test_compare_view.cpp
+  LIBS ui Qt6::Test
+  LABELS ui
+  ENV QT_QPA_PLATFORM=offscreen
+  TIMEOUT 120)
+# ui/session and ui/panels: the command line, the run store, the setup panel.
+pl_add_test(test_ui_session_panels
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/session/test_command_line.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/panels/test_setup_panel.cpp
+  LIBS ui Qt6::Test
+  LABELS ui
+  ENV QT_QPA_PLATFORM=offscreen
+  TIMEOUT 120)
+# --help is checked on the built app, without a display.
+add_dependencies(test_ui_session_panels precision-lab)
+target_compile_definitions(test_ui_session_panels PRIVATE PL_GUI_BINARY="$<TARGET_FILE:precision-lab>")

@@ -97,6 +97,10 @@ SetupPanel::SetupPanel(QWidget* parent) : QWidget(parent) {
                          Qt::ToolTipRole);
   m_dataset->setItemData(kFolderItem, tr("Any folder of MNIST-format IDX files"), Qt::ToolTipRole);
   connect(m_dataset, &QComboBox::activated, this, &SetupPanel::onDatasetActivated);
+  // Whatever changes the dataset (a click, a config), the models follow.
+  connect(m_dataset, &QComboBox::currentIndexChanged, this, [this] {
+    if (m_model) updateModelChoices();
+  });
   if (!QDir(QString::fromUtf8(engine::kFashionMnistDir)).exists()) {
     // The default experiment falls back to the built-in synthetic set.
     m_dataset->setItemData(0, tr("Not installed: apt-get install dataset-fashion-mnist"), Qt::ToolTipRole);

@@ -1,0 +1,66 @@
+// tests/ui/panels: the setup panel refuses what cannot train, when it is
+// chosen (not at Start): an empty dataset folder, a model the data cannot feed.
+#include <gtest/gtest.h>
+
+#include <QComboBox>
+#include <QDir>
+#include <QFile>
+#include <QStandardItemModel>
+#include <QTemporaryDir>
+
+#include "panels/setup_panel.h"
+#include "ui/ui_test_support.h"
+
+namespace {
+
+class SetupPanelTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { ui_test::ensureApplication(); }
+};
+
+// Today an empty folder was accepted and failed only at Start.
+TEST_F(SetupPanelTest, AnEmptyDatasetFolderIsRefusedWhenChosen) {
+  SetupPanel panel;
+  const QString before = panel.settings().dataset;
+  QTemporaryDir dir;
+  ASSERT_TRUE(dir.isValid());
+  QString error;
+  EXPECT_FALSE(panel.setDatasetFolder(dir.path(), &error));
+  EXPECT_TRUE(error.contains(QDir::toNativeSeparators(dir.path()))) << error.toStdString();
+  EXPECT_TRUE(error.contains(QStringLiteral("train-images-idx3-ubyte"))) << error.toStdString();
+  EXPECT_EQ(panel.settings().dataset, before);
+
+  // The four IDX files (gz or not): accepted.
+  for (const char* name : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte",
+                           "t10k-labels-idx1-ubyte"}) {
+    QFile f(QDir(dir.path()).filePath(QString::fromLatin1(name)));
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write("x");
+  }
+  EXPECT_TRUE(panel.setDatasetFolder(dir.path(), &error)) << error.toStdString();
+  EXPECT_EQ(panel.settings().dataset, dir.path());
+}
+
+// Today spirals + cnn could be chosen and failed at Start.
+TEST_F(SetupPanelTest, AModelTheDatasetCannotFeedIsDisabledWithTheReason) {
+  SetupPanel panel;
+  auto* datasets = panel.findChild<QComboBox*>(QStringLiteral("datasetCombo"));
+  auto* models = panel.findChild<QComboBox*>(QStringLiteral("modelCombo"));
+  ASSERT_NE(datasets, nullptr);
+  ASSERT_NE(models, nullptr);
+  for (const char* set : {"spirals", "tiny-gradients"}) {
+    datasets->setCurrentIndex(datasets->findData(QString::fromLatin1(set)));
+    EXPECT_TRUE(panel.modelEnabled(QStringLiteral("mlp"))) << set;
+    for (const char* model : {"cnn", "transformer"}) {
+      EXPECT_FALSE(panel.modelEnabled(QString::fromLatin1(model))) << set << " " << model;
+      const QString tip = models->itemData(models->findText(QString::fromLatin1(model)), Qt::ToolTipRole).toString();
+      EXPECT_FALSE(tip.isEmpty()) << set << " " << model;
+    }
+    EXPECT_EQ(models->currentText(), QStringLiteral("mlp"));
+  }
+  datasets->setCurrentIndex(datasets->findData(QStringLiteral("fashion-mnist")));
+  EXPECT_TRUE(panel.modelEnabled(QStringLiteral("cnn")));
+  EXPECT_TRUE(panel.modelEnabled(QStringLiteral("transformer")));
+}
+
+}  // namespace
