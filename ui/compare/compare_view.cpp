@@ -259,9 +259,12 @@ void CompareView::updateTable() {
     m_table->setItem(k, OverflowSteps, cell(locale.toString(static_cast<qint64>(s.overflow_steps))));
     m_table->setItem(k, SkippedSteps, cell(locale.toString(static_cast<qint64>(s.skipped_steps))));
     const double e = std::log2(s.final_loss_scale);
-    m_table->setItem(k, FinalScale,
-                     cell(e == std::round(e) ? QStringLiteral("2^%1").arg(static_cast<int>(e))
-                                             : QString::number(s.final_loss_scale, 'g', 6)));
+    // A run without loss scaling has no scale: "—", not 2^0.
+    QTableWidgetItem* scale = cell(!r.scalesLoss()       ? QStringLiteral("—")
+                                   : e == std::round(e) ? QStringLiteral("2^%1").arg(static_cast<int>(e))
+                                                        : QString::number(s.final_loss_scale, 'g', 6));
+    if (!r.scalesLoss()) scale->setToolTip(tr("no loss scaling"));
+    m_table->setItem(k, FinalScale, scale);
     m_table->setItem(k, PeakMemory, cell(locale.formattedDataSize(s.peak_memory_bytes)));
     m_table->setItem(k, SamplesPerSecond, cell(locale.toString(s.samples_per_second, 'f', 0)));
 

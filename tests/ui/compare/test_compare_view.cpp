@@ -58,6 +58,7 @@ TEST_F(CompareViewTest, TinyLossesKeepTheirDigitsAndTheRatioToFp32) {
   EXPECT_EQ(t->item(1, CompareView::LossDiff)->text(), QStringLiteral("+3.48e-9"));
   EXPECT_EQ(t->item(0, CompareView::LossDiff)->text(), QStringLiteral("reference"));
   EXPECT_EQ(t->horizontalHeaderItem(CompareView::LossRatio)->text(), QStringLiteral("loss ÷ FP32"));
+  EXPECT_EQ(t->item(1, CompareView::FinalScale)->text(), QStringLiteral("—"));  // fp16: no loss scaling, not 2^0
 }
 
 TEST_F(CompareViewTest, OrdinaryLossesShowThreeSignificantDigits) {
