@@ -95,14 +95,16 @@ std::string human_time(double s) {
   return buf;
 }
 
-int execute(const Options& o, const std::vector<std::string>& recipes, bool compare) {
+}  // namespace
+
+int train_runs(const std::vector<engine::ComparisonRun>& runs, const std::string& out,
+               std::vector<engine::RunExport>& exports) {
   engine::Trainer trainer;
-  // A comparison's runs come from the engine's one rule (the app's Compare
-  // uses it too): each recipe keeps its own loss-scaling rule.
-  std::vector<engine::ComparisonRun> runs;
-  if (compare) runs = engine::comparison_runs(o.config, recipes);
-  else runs.push_back({o.config.recipe, o.config});
-  for (const engine::ComparisonRun& r : runs) trainer.add_run(r.config);
+  std::vector<std::string> recipes;
+  for (const engine::ComparisonRun& r : runs) {
+    trainer.add_run(r.config);
+    recipes.push_back(r.name);
+  }
   const bool tty = isatty(STDOUT_FILENO) != 0;
   g_interrupted = 0;
   auto prev = std::signal(SIGINT, on_sigint);
@@ -194,7 +196,7 @@ int execute(const Options& o, const std::vector<std::string>& recipes, bool comp
   if (tty) std::printf("\r\033[K");
   std::signal(SIGINT, prev);
 
-  std::vector<engine::RunExport> exports;
+  exports.clear();
   for (int i = 0; i < trainer.run_count(); ++i) {
     const engine::Run* r = trainer.run(i);
     if (!r) continue;
@@ -209,20 +211,18 @@ int execute(const Options& o, const std::vector<std::string>& recipes, bool comp
     const engine::RunSummary& s = exports.back().summary;
     std::printf("%-11s steps %lld  final_loss %.5g  val_accuracy %s  overflow_steps %lld  skipped %lld  "
                 "loss_scale %g  peak_mem %.2f MiB  %.0f samples/s\n",
-                s.recipe.c_str(), static_cast<long long>(s.steps), s.final_loss,
+                exports.back().name.c_str(), static_cast<long long>(s.steps), s.final_loss,
                 s.val_accuracy >= 0 ? std::to_string(s.val_accuracy).c_str() : "n/a",
                 static_cast<long long>(s.overflow_steps), static_cast<long long>(s.skipped_steps),
                 s.final_loss_scale, s.peak_memory_bytes / 1048576.0, s.samples_per_second);
   }
   if (!exports.empty()) {
-    engine::export_runs(o.out, exports);
-    std::printf("wrote %s/{steps,evals,events,grads,summary}.csv and config.json\n", o.out.c_str());
+    engine::export_runs(out, exports);
+    std::printf("wrote %s/{steps,evals,events,grads,summary}.csv and config.json\n", out.c_str());
   }
   if (failed) return 1;
   return g_interrupted ? 130 : 0;
 }
-
-}  // namespace
 
 int cmd_run(int argc, char** argv, bool compare) {
   Options o;
@@ -232,8 +232,13 @@ int cmd_run(int argc, char** argv, bool compare) {
     std::fprintf(stderr, "precision-lab-cli %s: %s\n", compare ? "compare" : "run", e.what());
     return 2;
   }
-  std::vector<std::string> recipes = compare ? o.recipes : std::vector<std::string>{o.config.recipe};
-  return execute(o, recipes, compare);
+  // A comparison's runs come from the engine's one rule (the app's Compare
+  // uses it too): each recipe keeps its own loss-scaling rule.
+  std::vector<engine::ComparisonRun> runs;
+  if (compare) runs = engine::comparison_runs(o.config, o.recipes);
+  else runs.push_back({o.config.recipe, o.config});
+  std::vector<engine::RunExport> exports;
+  return train_runs(runs, o.out, exports);
 }
 
 }  // namespace cli

@@ -1,9 +1,23 @@
 // Subcommands of precision-lab-cli; each returns the process exit code
-// (0 ok, 1 run failed, 2 bad input).
+// (0 ok, 1 run failed or a claim failed, 2 bad input).
 #pragma once
+
+#include <string>
+#include <vector>
+
+#include "report/csv.h"
+#include "train/comparison.h"
 
 namespace cli {
 int cmd_formats(int argc, char** argv);  // argv[0] == "formats"
 // argv[0] == "run" or "compare"
 int cmd_run(int argc, char** argv, bool compare);
-}
+// argv[0] == "lecture"
+int cmd_lecture(int argc, char** argv);
+
+// Trains `runs` side by side on one trainer with a progress line, prints a
+// summary per run, writes the CSV files into `out` and returns them in
+// `exports`. Exit code: 0, 1 when a run failed, 130 when interrupted.
+int train_runs(const std::vector<engine::ComparisonRun>& runs, const std::string& out,
+               std::vector<engine::RunExport>& exports);
+}  // namespace cli

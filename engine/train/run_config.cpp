@@ -216,6 +216,20 @@ void validate(const RunConfig& c, const std::string& origin) {
 }
 
 RunConfig parse_run_config(const std::string& text, const std::string& origin) {
+  return parse_run_config_over(RunConfig{}, text, origin);
+}
+
+RunConfig parse_run_config_over(const RunConfig& base, const std::string& text, const std::string& origin_in,
+                                const std::string& field) {
+  // Errors name the field with its prefix: "file.json: 'runs[1].lr' ...".
+  const std::string origin = origin_in;
+  auto named = [&](const std::string& msg) {
+    if (field.empty()) return msg;
+    const std::string head = origin + ": ";
+    std::string rest = msg.rfind(head, 0) == 0 ? msg.substr(head.size()) : msg;
+    if (auto q = rest.find('\''); q != std::string::npos) rest.insert(q + 1, field);
+    return head + rest;
+  };
   json j;
   try {
     j = json::parse(text);
@@ -226,40 +240,45 @@ RunConfig parse_run_config(const std::string& text, const std::string& origin) {
       if (ch == '\n') ch = ' ';
     fail(origin, "not valid JSON: " + msg);
   }
-  if (!j.is_object()) fail(origin, "the config must be a JSON object");
-  RunConfig c;
-  for (const auto& [key, v] : j.items()) {
-    if (key == "layers") {
-      parse_layers(c, v, origin);
-    } else if (key == "loss_scale" && v.is_object()) {
-      for (const auto& [k, sv] : v.items()) {
-        const std::string full = "loss_scale." + k;
-        const std::string s = scalar_string(origin, full, sv);
-        if (k == "mode") set_config_value(c, "loss_scale", s, origin);
-        else if (k == "init") set_config_value(c, "loss_scale_init", s, origin);
-        else if (k == "growth_factor" || k == "backoff_factor" || k == "growth_interval")
-          set_config_value(c, k, s, origin);
-        else fail(origin, "unknown key '" + full + "'");
+  if (!j.is_object()) fail(origin, field.empty() ? "the config must be a JSON object" : "'" + field + "' must be a JSON object");
+  RunConfig c = base;
+  try {
+    for (const auto& [key, v] : j.items()) {
+      if (key == "layers") {
+        parse_layers(c, v, origin);
+      } else if (key == "loss_scale" && v.is_object()) {
+        for (const auto& [k, sv] : v.items()) {
+          const std::string full = "loss_scale." + k;
+          const std::string s = scalar_string(origin, full, sv);
+          if (k == "mode") set_config_value(c, "loss_scale", s, origin);
+          else if (k == "init") set_config_value(c, "loss_scale_init", s, origin);
+          else if (k == "growth_factor" || k == "backoff_factor" || k == "growth_interval")
+            set_config_value(c, k, s, origin);
+          else fail(origin, "unknown key '" + full + "'");
+        }
+      } else if (key == "widths" && v.is_array()) {
+        c.widths.clear();
+        for (const auto& w : v) {
+          if (!w.is_number_integer()) fail(origin, "'widths' must be an array of integers");
+          c.widths.push_back(w.get<std::int64_t>());
+        }
+      } else if (key == "compare" && v.is_array()) {
+        c.compare.clear();
+        for (const auto& r : v) {
+          if (!r.is_string()) fail(origin, "'compare' must be an array of recipe names");
+          c.compare.push_back(r.get<std::string>());
+        }
+      } else if (key == "out") {
+        // Accepted for convenience (config.json written by a run names it); ignored here.
+      } else {
+        set_config_value(c, key, scalar_string(origin, key, v), origin);
       }
-    } else if (key == "widths" && v.is_array()) {
-      c.widths.clear();
-      for (const auto& w : v) {
-        if (!w.is_number_integer()) fail(origin, "'widths' must be an array of integers");
-        c.widths.push_back(w.get<std::int64_t>());
-      }
-    } else if (key == "compare" && v.is_array()) {
-      c.compare.clear();
-      for (const auto& r : v) {
-        if (!r.is_string()) fail(origin, "'compare' must be an array of recipe names");
-        c.compare.push_back(r.get<std::string>());
-      }
-    } else if (key == "out") {
-      // Accepted for convenience (config.json written by a run names it); ignored here.
-    } else {
-      set_config_value(c, key, scalar_string(origin, key, v), origin);
     }
+    validate(c, origin);
+  } catch (const std::runtime_error& e) {
+    if (field.empty()) throw;
+    throw std::runtime_error(named(e.what()));
   }
-  validate(c, origin);
   return c;
 }
 

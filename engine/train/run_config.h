@@ -52,6 +52,11 @@ struct RunConfig {
 RunConfig load_run_config(const std::string& path);
 // Same, from a JSON string; `origin` names the source in errors.
 RunConfig parse_run_config(const std::string& json_text, const std::string& origin);
+// The keys of a JSON object applied on top of `base` (a preset's per-run
+// overrides); same checks, and the result is validated. `field` prefixes
+// key names in errors ("runs[2]." gives "'runs[2].lr' must be ...").
+RunConfig parse_run_config_over(const RunConfig& base, const std::string& json_text, const std::string& origin,
+                                const std::string& field = "");
 // Sets one key from its string form (the CLI's --key value); same checks.
 void set_config_value(RunConfig& c, const std::string& key, const std::string& value,
                       const std::string& origin);

@@ -88,6 +88,11 @@ void Trainer::set_layer_precision(int run_id, const std::string& layer, const La
   m_commands.push_back({run_id, [layer, p](Run& r) { r.set_layer_precision(layer, p); }});
 }
 
+void Trainer::set_step_rate(double steps_per_second) {
+  m_step_rate.store(steps_per_second > 0 ? steps_per_second : 0.0, std::memory_order_relaxed);
+  m_control_cv.notify_all();
+}
+
 void Trainer::inspect_next_step() {
   std::lock_guard<std::mutex> lk(m_command_mutex);
   for (std::size_t i = 0; i < m_configs.size(); ++i)
@@ -189,6 +194,7 @@ void Trainer::thread_main() {
   push(out);
 
   bool was_paused = false;
+  auto next_round = std::chrono::steady_clock::now();
   for (;;) {
     if (m_stop.load(std::memory_order_acquire)) break;
     apply_commands();
@@ -234,6 +240,21 @@ void Trainer::thread_main() {
       if (m_stop.load(std::memory_order_acquire)) break;
     }
     if (single) m_step_budget.fetch_sub(1, std::memory_order_acq_rel);
+    // A set speed: the next round waits for its slot (stop, pause and a
+    // change of speed end the wait at once).
+    const double rate = m_step_rate.load(std::memory_order_relaxed);
+    if (rate > 0 && !single) {
+      const auto now = std::chrono::steady_clock::now();
+      next_round = std::max(next_round + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                             std::chrono::duration<double>(1.0 / rate)),
+                            now - std::chrono::seconds(1));
+      std::unique_lock<std::mutex> lk(m_control_mutex);
+      m_control_cv.wait_until(lk, next_round, [&] {
+        return m_stop.load() || m_paused.load() || m_step_rate.load(std::memory_order_relaxed) != rate;
+      });
+    } else {
+      next_round = std::chrono::steady_clock::now();
+    }
     if (!any) break;
   }
   for (std::size_t i = 0; i < m_runs.size(); ++i) {

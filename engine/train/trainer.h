@@ -65,6 +65,11 @@ class Trainer {
   void pause();
   void resume();
   void step_once();
+  // At most `steps_per_second` steps of each run per second (a class
+  // watching a 3-second lesson unfold); 0: as fast as possible. Any time,
+  // any thread; takes effect at the next step boundary.
+  void set_step_rate(double steps_per_second);
+  double step_rate() const { return m_step_rate.load(std::memory_order_relaxed); }
   void stop();
   // Blocks until the engine thread has finished (all runs done, stopped, or failed).
   void wait();
@@ -102,6 +107,7 @@ class Trainer {
   std::atomic<bool> m_paused{false};
   std::atomic<bool> m_stop{false};
   std::atomic<std::int64_t> m_step_budget{0};
+  std::atomic<double> m_step_rate{0.0};
   std::mutex m_control_mutex;
   std::condition_variable m_control_cv;
 

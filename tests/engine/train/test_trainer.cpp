@@ -246,3 +246,55 @@ TEST(Trainer, RejectsBadConfigsBeforeStarting) {
   c.backend = "cuda";
   EXPECT_THROW(t.add_run(c), std::runtime_error);
 }
+
+TEST(Trainer, StepRateSlowsALessonDownAndStopStillActsAtOnce) {
+  Trainer t;
+  t.add_run(spirals(1000000));
+  t.set_step_rate(20.0);  // 20 steps a second
+  t.start();
+  std::vector<Record> all;
+  std::this_thread::sleep_for(1s);
+  t.drain(all);
+  const std::int64_t in_a_second = count_steps(all, 0);
+  EXPECT_GE(in_a_second, 10);
+  EXPECT_LE(in_a_second, 30);
+  t.set_step_rate(0.0);  // as fast as possible again
+  std::this_thread::sleep_for(300ms);
+  t.drain(all);
+  EXPECT_GT(count_steps(all, 0), in_a_second + 30);
+  t.set_step_rate(0.5);  // one step every two seconds: stop must not wait for it
+  std::this_thread::sleep_for(100ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  t.stop();
+  t.wait();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+}
+
+TEST(Trainer, InspectNextStepGivesOneInspectionPerRun) {
+  Trainer t;
+  t.add_run(spirals(1000000));
+  t.add_run(spirals(1000000));
+  t.start();
+  t.pause();
+  std::vector<Record> all;
+  ASSERT_TRUE(drain_until(t, all, [](auto& a) {
+    for (const Record& r : a)
+      if (const auto* s = std::get_if<engine::RunStatus>(&r); s && s->state == engine::RunState::Paused) return true;
+    return false;
+  }));
+  all.clear();
+  t.inspect_next_step();
+  t.step_once();
+  auto inspections = [](const std::vector<Record>& a) {
+    int n = 0;
+    for (const Record& r : a) n += std::holds_alternative<engine::StepInspection>(r);
+    return n;
+  };
+  ASSERT_TRUE(drain_until(t, all, [&](auto& a) { return inspections(a) == 2; }));
+  t.step_once();
+  std::this_thread::sleep_for(100ms);
+  t.drain(all);
+  EXPECT_EQ(inspections(all), 2) << "only the inspected step";
+  t.stop();
+  t.wait();
+}

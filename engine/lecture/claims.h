@@ -1,0 +1,37 @@
+// Checking a preset's claims against what its runs produced (the same data
+// the CSV files hold).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lecture/preset.h"
+#include "report/csv.h"
+
+namespace engine {
+
+struct ClaimResult {
+  Claim claim;
+  double value = 0.0;  // NaN when it could not be measured (then it fails)
+  bool pass = false;
+  std::string text;    // "PASS  final_loss fp16 / fp32 = 267 (>= 10)"
+};
+
+// The value of a claim over `runs` (matched by RunExport::name), as
+// DESIGN.md's table defines it:
+//   final_loss            summary final_loss; with vs: the ratio run / vs
+//   val_accuracy          summary val_accuracy in points; with vs: vs - run (the gap)
+//   peak_memory           summary peak_memory_bytes; with vs: the ratio
+//   overflow_steps, skipped_steps   summary columns
+//   scale_backoffs, scale_growths   steps whose loss_scale is lower / higher than the step before
+//   underflow             the last statistics step's underflow_unscaled of `layer` (or the largest)
+//   attributed_overflows  overflow events with a layer, a tensor and count > 0
+//   output_error, grad_error        the last statistics step's column for `layer`
+//                         (or the largest); with vs: the ratio
+// NaN when a run, layer or statistic is missing.
+double claim_value(const Claim& c, const std::vector<RunExport>& runs);
+// "final_loss fp16 / fp32", "val_accuracy gap fp32 - fp16", "underflow fp16 fc3", ...
+std::string claim_label(const Claim& c);
+std::vector<ClaimResult> check_claims(const Preset& p, const std::vector<RunExport>& runs);
+
+}  // namespace engine
