@@ -9,6 +9,7 @@ target_sources(engine_lecture PRIVATE
 # run time. Re-generated whenever a preset changes (configure dependency).
 file(GLOB PL_PRESET_FILES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/resources/presets/*.json)
 list(SORT PL_PRESET_FILES)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PL_PRESET_FILES})
 set(_pl_presets "")
 foreach(f ${PL_PRESET_FILES})
   get_filename_component(_name ${f} NAME_WE)

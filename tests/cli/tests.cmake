@@ -1,10 +1,10 @@
 # tests/cli: runs the built precision-lab-cli and checks its output and exit codes.
-foreach(t test_cli_formats test_cli_compare)
+foreach(t test_cli_formats test_cli_compare test_cli_lecture)
   pl_add_test(${t}
     SOURCES cli/${t}.cpp
-    LIBS engine_train
+    LIBS engine_lecture
     LABELS cli
-    TIMEOUT 120)
+    TIMEOUT 300)
   add_dependencies(${t} precision-lab-cli)
   target_compile_definitions(${t} PRIVATE PL_CLI_PATH="$<TARGET_FILE:precision-lab-cli>")
 endforeach()

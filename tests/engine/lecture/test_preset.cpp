@@ -1,0 +1,169 @@
+// Lecture presets: parsing with one-line errors naming the field, the built-in
+// set, and every claim metric measured as DESIGN.md's table defines it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "lecture/claims.h"
+#include "lecture/preset.h"
+
+namespace {
+
+using namespace engine;
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_preset(text, "p.json", "p");
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* kExplanation = "\"explanation\": \"Watch the loss chart: the runs differ only in their number formats.\"";
+
+std::string preset(const std::string& body) {
+  return std::string("{\"title\": \"T\", ") + kExplanation + ", \"dataset\": \"spirals\", " + body + "}";
+}
+
+TEST(Preset, ParsesRecipesRunsClaimsAndRunSettings) {
+  const Preset p = parse_preset(
+      preset(R"("steps": 40, "loss_scale": {"init": 1024}, "recipes": ["fp32", "mixed-fp16"],
+                "runs": [{"name": "no master", "recipe": "mixed-fp16", "master_weights": false}],
+                "watch": ["loss", "gradients:fc3"],
+                "expect": [{"metric": "final_loss", "run": "no master", "vs": "fp32", "max": 2}],
+                "quick": {"steps": 10}, "quick_note": "short")"),
+      "p.json", "p");
+  ASSERT_EQ(p.runs.size(), 3u);
+  EXPECT_EQ(p.runs[0].name, "fp32");
+  EXPECT_EQ(p.runs[2].name, "no master");
+  for (const PresetRun& r : p.runs) {
+    EXPECT_EQ(r.config.dataset, "spirals");
+    EXPECT_EQ(r.config.steps, 40);
+    EXPECT_EQ(r.config.compare.size(), 3u);
+  }
+  // The comparison rule: the scaler settings reach only runs that scale.
+  EXPECT_FALSE(p.runs[0].config.loss_scale_set);
+  EXPECT_EQ(p.runs[1].config.loss_scale.init_scale, 1024);
+  EXPECT_EQ(p.runs[2].config.master_weights, 0);
+  EXPECT_EQ(p.runs[2].config.loss_scale.init_scale, 1024);
+  EXPECT_EQ(p.watch.size(), 2u);
+  const Preset q = quick_version(p);
+  for (const PresetRun& r : q.runs) EXPECT_EQ(r.config.steps, 10);
+}
+
+TEST(Preset, BadInputGetsOneLineNamingTheField) {
+  EXPECT_EQ(error_of(preset(R"("recipes": ["fp32"], "expect": [{"metric": "loss", "run": "fp32", "min": 1}])")),
+            "p.json: 'expect[0].metric' is not a metric: 'loss' (expected one of final_loss, val_accuracy, "
+            "peak_memory, overflow_steps, skipped_steps, scale_backoffs, scale_growths, underflow, output_error, "
+            "grad_error, attributed_overflows)");
+  EXPECT_EQ(error_of(preset(R"("recipes": ["fp32"], "expect": [{"metric": "final_loss", "run": "fp16", "min": 1}])")),
+            "p.json: 'expect[0].run' names no run of the preset: 'fp16' (runs: fp32)");
+  EXPECT_EQ(error_of(preset(R"("recipes": ["fp32"], "expect": [{"metric": "final_loss", "run": "fp32"}])")),
+            "p.json: 'expect[0]' needs min or max");
+  EXPECT_EQ(error_of(preset(R"("recipes": ["fp32"])")),
+            "p.json: 'expect' must be a non-empty array of claims: a preset proves its point");
+  EXPECT_EQ(error_of(preset(R"("runs": [{"name": "a", "lr": "fast"}], "expect": [])")),
+            "p.json: 'runs[0].lr' must be a finite number (got 'fast')");
+  EXPECT_EQ(error_of(preset(R"("recipes": ["fp32", "fp99"], "expect": [])")).rfind("p.json: 'recipes[1]' unknown recipe 'fp99'", 0), 0u);
+  EXPECT_EQ(error_of(preset(R"("lerning_rate": 1, "recipes": ["fp32"])")), "p.json: unknown key 'lerning_rate'");
+  EXPECT_EQ(error_of(preset(R"("recipes": ["fp32"], "watch": ["speed"], "expect": [{"metric": "final_loss", "run": "fp32", "max": 1}])")),
+            "p.json: 'watch[0]' is not a chart: 'speed' (loss, loss_scale, memory, accuracy, gradients[:layer])");
+  EXPECT_EQ(error_of(preset(R"("recipes": ["fp32"], "quick": {"steps": 5}, "expect": [{"metric": "final_loss", "run": "fp32", "max": 1}])")),
+            "p.json: 'quick_note' must say why the claims survive the quick settings");
+  EXPECT_EQ(error_of("{\"title\": \"T\"}"), "p.json: 'explanation' is missing");
+  EXPECT_EQ(error_of("[1, 2]"), "p.json: a preset must be a JSON object");
+  EXPECT_EQ(error_of("{").rfind("p.json: not valid JSON: ", 0), 0u);
+  EXPECT_EQ(error_of("{").find('\n'), std::string::npos);
+}
+
+TEST(Preset, TheBuiltInSetHasTenLessonsThatProveTheirPoint) {
+  const auto& all = builtin_presets();
+  ASSERT_GE(all.size(), 10u);
+  for (const Preset& p : all) {
+    SCOPED_TRACE(p.name);
+    EXPECT_FALSE(p.title.empty());
+    EXPECT_GE(p.runs.size(), 2u) << "a lesson compares";
+    EXPECT_FALSE(p.expect.empty());
+    EXPECT_FALSE(p.watch.empty());
+    EXPECT_EQ(find_preset(p.name).title, p.title);
+  }
+  EXPECT_THROW(find_preset("no-such-lesson"), std::runtime_error);
+}
+
+// A run's export with the figures the metrics read.
+RunExport run(const std::string& name, double final_loss, double accuracy, std::int64_t peak) {
+  RunExport r;
+  r.name = name;
+  r.recipe = name;
+  r.summary.final_loss = final_loss;
+  r.summary.val_accuracy = accuracy;
+  r.summary.peak_memory_bytes = peak;
+  return r;
+}
+
+TEST(Claims, EveryMetricAsTheDesignDefinesIt) {
+  std::vector<RunExport> runs = {run("fp32", 0.5, 0.9, 1000), run("fp16", 2.0, 0.8, 500)};
+  RunExport& f = runs[1];
+  f.summary.overflow_steps = 3;
+  f.summary.skipped_steps = 2;
+  for (double s : {4.0, 8.0, 4.0, 2.0, 4.0}) {
+    StepMetrics m;
+    m.loss_scale = s;
+    f.history.add(m);
+  }
+  for (std::int64_t step : {100, 200}) {
+    for (const char* layer : {"fc1", "fc2"}) {
+      GradStats g;
+      g.step = step;
+      g.layer = layer;
+      g.underflow_unscaled = step == 200 ? (layer == std::string("fc1") ? 0.25 : 0.75) : 0.9;
+      g.output_error = layer == std::string("fc1") ? 0.01 : 0.02;
+      g.grad_error = 0.5;
+      f.history.add(g);
+    }
+  }
+  f.history.add(Event{0, 3, EventKind::Overflow, "fc2", "weight_grad", 4});
+  f.history.add(Event{0, 3, EventKind::Overflow, "", "loss", 1});  // not attributed
+  f.history.add(Event{0, 3, EventKind::Skipped, "", "optimizer", 4});
+  auto value = [&](const char* metric, const char* r, const char* vs = "", const char* layer = "") {
+    Claim c;
+    c.metric = metric;
+    c.run = r;
+    c.vs = vs;
+    c.layer = layer;
+    c.min = 0;
+    return claim_value(c, runs);
+  };
+  EXPECT_EQ(value("final_loss", "fp16"), 2.0);
+  EXPECT_EQ(value("final_loss", "fp16", "fp32"), 4.0);
+  EXPECT_DOUBLE_EQ(value("val_accuracy", "fp16"), 80.0);
+  EXPECT_DOUBLE_EQ(value("val_accuracy", "fp16", "fp32"), 10.0);  // the gap, in points
+  EXPECT_EQ(value("peak_memory", "fp16", "fp32"), 0.5);
+  EXPECT_EQ(value("overflow_steps", "fp16"), 3.0);
+  EXPECT_EQ(value("skipped_steps", "fp16"), 2.0);
+  EXPECT_EQ(value("scale_backoffs", "fp16"), 2.0);
+  EXPECT_EQ(value("scale_growths", "fp16"), 2.0);
+  EXPECT_EQ(value("underflow", "fp16", "", "fc1"), 0.25);  // the last statistics step
+  EXPECT_EQ(value("underflow", "fp16"), 0.75);             // the largest over layers
+  EXPECT_EQ(value("output_error", "fp16", "", "fc1"), 0.01);
+  EXPECT_EQ(value("grad_error", "fp16"), 0.5);
+  EXPECT_EQ(value("attributed_overflows", "fp16"), 1.0);
+  EXPECT_TRUE(std::isnan(value("final_loss", "bf16")));
+  EXPECT_TRUE(std::isnan(value("underflow", "fp32")));  // no statistics
+
+  Preset p;
+  Claim c;
+  c.metric = "final_loss";
+  c.run = "fp16";
+  c.vs = "fp32";
+  c.min = 10;
+  p.expect = {c};
+  const auto results = check_claims(p, runs);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_FALSE(results[0].pass);
+  EXPECT_EQ(results[0].text, "FAIL  final_loss fp16 / fp32 = 4  (>= 10)");
+}
+
+}  // namespace
