@@ -2,7 +2,11 @@
 //   precision-lab [--config FILE] [--recipe R] [--model M] [--dataset D] [--start]
 //                 [--compare r1,r2,...] [--steps N] [--epochs N] [--screenshot FILE]
 //                 [--screenshot-after-ms N] [--view live|compare|gradients|export|compare-dialog]
-//                 [--measure]
+//                 [--measure] [--lecture NAME|FILE] [--presentation] [--speed N] [--value X]
+// --lecture chooses a lesson (a built-in preset or a preset file; --start
+// runs all its runs); --presentation starts in presentation view; --speed
+// caps each run's steps per second; --view format-explorer (with --value X)
+// and --view step-inspector shoot those windows.
 // --help and --version are answered before any display is needed. Bad
 // options: one line on stderr and exit code 2. A missing or bad --config
 // file opens the window with an error dialog (and the line on stderr); with
@@ -14,6 +18,7 @@
 // --measure prints the event-loop latency of the UI thread (a 5 ms timer's
 // lateness, max and p99) and the training throughput when training ends.
 #include <QApplication>
+#include <QDockWidget>
 #include <QChartView>
 #include <QElapsedTimer>
 #include <QPixmap>
@@ -30,6 +35,8 @@
 #include "compare/compare_dialog.h"
 #include "compare/compare_view.h"
 #include "export/export_dialog.h"
+#include "lecture/format_explorer.h"
+#include "lecture/speed_control.h"
 #include "charts/gradient_panel.h"
 #include "session/latency_probe.h"
 #include "main_window.h"
@@ -138,9 +145,21 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "precision-lab: %s\n", qPrintable(window.lastError()));
     return 2;
   }
+  if (!options.lecture.isEmpty()) {
+    window.setQuietErrors(true);
+    if (!window.openLecture(options.lecture)) {
+      std::fprintf(stderr, "precision-lab: %s\n", qPrintable(window.lastError()));
+      if (unattended) return 2;
+      const QString error = window.lastError();
+      QTimer::singleShot(0, &window, [&window, error] { window.reportError(QObject::tr("Cannot open the lesson"), error); });
+    }
+    window.setQuietErrors(unattended);
+  }
+  if (options.speed >= 0) window.speedControl()->setRate(options.speed);
   if (!options.compare.isEmpty()) window.setCompareRecipes(options.compare);
   if (options.view == QLatin1String("compare")) window.tabs()->setCurrentWidget(window.compareView());
   window.show();
+  if (options.presentation) window.setPresentation(true);
   if (!settingsOk) {
     // Started from a menu, stderr is nowhere: the window says it.
     const QString error = window.lastError();
@@ -188,13 +207,22 @@ int main(int argc, char** argv) {
         dialog = new ExportDialog(*window.store(), QStringLiteral("/tmp/precision-lab-export"), &window);
       else if (options.view == QLatin1String("compare-dialog"))
         dialog = new CompareDialog(CompareDialog::defaultRecipes(), window.setupPanel()->settings().seed, &window);
+      else if (options.view == QLatin1String("format-explorer")) {
+        FormatExplorer* explorer = window.formatExplorer();
+        if (!options.value.isEmpty() && !explorer->setValueText(options.value))
+          std::fprintf(stderr, "precision-lab: --value: '%s' is not a number\n", qPrintable(options.value));
+        explorer->resize(explorer->sizeHint().expandedTo(QSize(1180, 600)).boundedTo(QSize(1280, 720)));
+        dialog = explorer;
+      }
       if (dialog) {
         dialog->show();
         QTimer::singleShot(300, dialog, [dialog, grabAndQuit] { grabAndQuit(dialog); });
         return;
       }
-      grabAndQuit(options.view == QLatin1String("gradients") ? static_cast<QWidget*>(window.chartArea()->gradientPanel())
-                                                             : static_cast<QWidget*>(&window));
+      QWidget* target = &window;
+      if (options.view == QLatin1String("gradients")) target = window.chartArea()->gradientPanel();
+      if (options.view == QLatin1String("step-inspector")) target = window.stepInspectorDock();
+      grabAndQuit(target);
     };
     auto* once = new QTimer(&window);
     once->setSingleShot(true);

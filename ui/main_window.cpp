@@ -35,6 +35,7 @@
 #include "numeric/format.h"
 
 #include "charts/chart_area.h"
+#include "charts/chart_style.h"
 #include "compare/compare_dialog.h"
 #include "compare/compare_view.h"
 #include "session/dataset_cache.h"
@@ -50,6 +51,14 @@
 #include "panels/setup_panel.h"
 #include "session/command_line.h"
 #include "session/training_controller.h"
+#include "lecture/claims.h"
+#include "lecture/format_explorer.h"
+#include "lecture/lecture_menu.h"
+#include "lecture/lecture_panel.h"
+#include "lecture/presentation_view.h"
+#include "lecture/preset.h"
+#include "lecture/speed_control.h"
+#include "lecture/step_inspector.h"
 
 // Q_INIT_RESOURCE must run outside any namespace; the qrc is compiled into
 // the static `ui` library, whose initialiser the linker would otherwise drop.
@@ -101,6 +110,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
   dock->setAllowedAreas(Qt::LeftDockWidgetArea | Qt::RightDockWidgetArea);
   addDockWidget(Qt::LeftDockWidgetArea, dock);
+  m_setupDock = dock;
 
   // Centre: Live / Compare tabs above; the precision table and runs below.
   m_charts = new ChartArea(m_store);
@@ -108,11 +118,22 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   m_tabs = new QTabWidget;
   m_tabs->setObjectName(QStringLiteral("centreTabs"));
   m_tabs->setDocumentMode(true);
-  m_tabs->addTab(m_charts, tr("Live"));
+  // The Live tab: the charts, and beside them the lesson (when one is chosen).
+  m_lecturePanel = new LecturePanel;
+  m_lecturePanel->hide();
+  m_liveSplitter = new QSplitter(Qt::Horizontal);
+  m_liveSplitter->setObjectName(QStringLiteral("liveSplitter"));
+  m_liveSplitter->addWidget(m_charts);
+  m_liveSplitter->addWidget(m_lecturePanel);
+  m_liveSplitter->setStretchFactor(0, 4);
+  m_liveSplitter->setStretchFactor(1, 1);
+  m_liveSplitter->setChildrenCollapsible(false);
+  m_tabs->addTab(m_liveSplitter, tr("Live"));
   m_tabs->addTab(m_compare, tr("Compare"));
   m_precision = new PrecisionTable;
   m_runs = new RunsList;
   auto* bottom = new QSplitter(Qt::Horizontal);
+  m_bottom = bottom;
   m_precisionBox = framed(QString(), m_precision);
   m_precisionBox->setObjectName(QStringLiteral("precisionBox"));
   bottom->addWidget(m_precisionBox);
@@ -133,9 +154,23 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   centre->setChildrenCollapsible(false);
   setCentralWidget(centre);
 
+  // Right dock, shown by Step: what the last step did, layer by layer.
+  m_inspector = new StepInspector(m_store);
+  m_inspectorDock = new QDockWidget(tr("Step inspector"), this);
+  m_inspectorDock->setObjectName(QStringLiteral("stepInspectorDock"));
+  m_inspectorDock->setWidget(m_inspector);
+  m_inspectorDock->setAllowedAreas(Qt::AllDockWidgetAreas);
+  addDockWidget(Qt::RightDockWidgetArea, m_inspectorDock);
+  m_inspectorDock->hide();
+  m_presentationView = new PresentationView(this);
+
   createActions();
   createMenus();
   createStatusBar();
+  m_presentationView->setHiddenWidgets({m_setupDock, m_bottom, m_inspectorDock, menuBar(), statusBar(),
+                                        m_tabs->tabBar()});
+  connect(m_lecturePanel, &LecturePanel::closeRequested, this, &MainWindow::leaveLecture);
+  connect(m_speed, &SpeedControl::rateChanged, m_controller, &TrainingController::setStepRate);
 
   // Engine -> store; the views subscribe to the store themselves (once per
   // frame, coalesced). The window keeps only its own read-outs: the runs'
@@ -238,6 +273,22 @@ void MainWindow::createActions() {
   toolbar->addActions({m_start, m_pause, m_step, m_stop});
   toolbar->addSeparator();
   toolbar->addActions({m_compareAction, m_export});
+  toolbar->addSeparator();
+  m_speed = new SpeedControl(toolbar);
+  toolbar->addWidget(m_speed);
+  m_toolbar = toolbar;
+
+  m_presentationAction = make(QStringLiteral("actionPresentation"), QIcon(), tr("Presentation view"),
+                              QKeySequence(Qt::Key_F11),
+                              tr("Slides for a room: large type, thick lines, the lesson and its charts only"));
+  m_presentationAction->setCheckable(true);
+  connect(m_presentationAction, &QAction::toggled, this, &MainWindow::setPresentation);
+  m_explorerAction = make(QStringLiteral("actionFormatExplorer"), QIcon(), tr("Format explorer…"),
+                          QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_F),
+                          tr("One value in every format: bits, exact value, error, neighbours, range"));
+  connect(m_explorerAction, &QAction::triggered, this, &MainWindow::showFormatExplorer);
+  // The window keeps the shortcuts while the menu bar is hidden (presentation).
+  addActions({m_presentationAction, m_explorerAction, m_start, m_pause, m_step, m_stop});
 }
 
 void MainWindow::createMenus() {
@@ -249,8 +300,16 @@ void MainWindow::createMenus() {
   run->addActions({m_start, m_pause, m_step, m_stop});
   run->addSeparator();
   run->addAction(m_compareAction);
+  m_lectureMenu = new LectureMenu(this);
+  menuBar()->addMenu(m_lectureMenu);
+  m_lectureMenu->addAction(m_explorerAction);
+  m_lectureMenu->addAction(m_presentationAction);
+  connect(m_lectureMenu, &LectureMenu::presetChosen, this, [this](const QString& nameOrFile) { openLecture(nameOrFile); });
   QMenu* view = menuBar()->addMenu(tr("&View"));
   for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
+  view->addSeparator();
+  view->addAction(m_presentationAction);
+  view->addAction(m_explorerAction);
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(m_about);
 }
@@ -386,6 +445,9 @@ bool MainWindow::launch(const std::vector<engine::RunConfig>& configs, const QSt
     return false;
   }
   updateActions();
+  m_inspector->setRuns(m_controller->currentRuns());
+  if (m_lecture) m_lecturePanel->resetClaims();
+  m_lectureRuns.clear();
   const int focus = liveFocusRun();
   if (focus >= 0) showRunInTable(focus);
   return true;
@@ -403,6 +465,7 @@ bool MainWindow::readyToStart() {
 
 bool MainWindow::startRun() {
   if (!readyToStart()) return false;
+  if (m_lecture) return startLecture();
   const engine::RunConfig c = nextRunConfig();
   const QString name = tr("run %1").arg(++m_runCounter);
   if (!launch({c}, {name}, -1, false)) {
@@ -443,7 +506,7 @@ bool MainWindow::startComparison(const QStringList& recipes) {
   for (int id = 0; id < previous; ++id) m_runs->setRunChecked(id, false);
   m_compare->setGroup(realGroup);
   statusBar()->showMessage(
-      tr("Comparing %1 on seed %2 — overlaid here; small multiples and the summary on the Compare tab")
+      tr("Comparing %1 on seed %2; the summary is on the Compare tab")
           .arg(recipes.join(QStringLiteral(", ")))
           .arg(base.seed),
       8000);
@@ -460,10 +523,19 @@ void MainWindow::togglePause() {
 }
 
 void MainWindow::stepOnce() {
+  if (!m_presentationView->isOn()) m_inspectorDock->show();
   if (!readyToStart()) {
     m_controller->stepOnce();
   } else {
-    // No run yet: build one paused and take its first step.
+    // No run yet: build one paused (the lesson's, when one is chosen) and
+    // take its first step.
+    if (m_lecture) {
+      if (!startLecture(true)) return;
+      m_controller->stepOnce();
+      m_inspectorDock->show();
+      updateActions();
+      return;
+    }
     const engine::RunConfig c = nextRunConfig();
     const QString name = tr("run %1").arg(++m_runCounter);
     if (!launch({c}, {name}, -1, true)) {
@@ -573,6 +645,7 @@ void MainWindow::onTrainingFinished() {
   for (int id : m_controller->currentRuns()) failed = failed || m_store->run(id).state == engine::RunState::Failed;
   if (!failed) statusBar()->showMessage(tr("Training ended"), 5000);
   emit trainingFinished();
+  checkLectureClaims();
 }
 
 // Events worth a status message: divergence, precision changes applied by
@@ -698,5 +771,152 @@ void MainWindow::onPrecisionEdited(int row) {
     m_rebuildingTable = true;  // the table already shows what custom will be
     m_setup->setRecipe(QStringLiteral("custom"));
     m_rebuildingTable = false;
+  }
+}
+
+// --- Lecture mode ---
+
+bool MainWindow::openLecture(const QString& nameOrFile) {
+  try {
+    setLecture(engine::find_preset(nameOrFile.toStdString()));
+    return true;
+  } catch (const std::exception& e) {
+    showError(tr("Cannot open the lesson"), QString::fromStdString(e.what()));
+    return false;
+  }
+}
+
+void MainWindow::setLecture(const engine::Preset& preset) {
+  if (preset.runs.empty()) {
+    showError(tr("Cannot open the lesson"), tr("%1: the preset has no runs").arg(QString::fromStdString(preset.name)));
+    return;
+  }
+  m_lecture = std::make_unique<engine::Preset>(preset);
+  m_lectureRuns.clear();
+  // The setup panel shows the first run's settings (the runs share data,
+  // model, length and seed; they differ in precision).
+  setBaseConfig(preset.runs.front().config);
+  m_lecturePanel->setPreset(preset);
+  m_lecturePanel->show();
+  m_liveSplitter->setSizes({3 * m_liveSplitter->width() / 4, m_liveSplitter->width() / 4});
+  m_tabs->setCurrentWidget(m_liveSplitter);
+  applyWatch();
+  for (QAction* a : m_lectureMenu->presetActions()) {
+    a->setCheckable(true);
+    a->setChecked(a->data().toString() == QString::fromStdString(preset.name));
+  }
+  statusBar()->showMessage(tr("Lesson: %1 — Start (F5) runs its %2 runs side by side")
+                               .arg(QString::fromStdString(preset.title))
+                               .arg(preset.runs.size()),
+                           8000);
+}
+
+void MainWindow::leaveLecture() {
+  m_lecture.reset();
+  m_lectureRuns.clear();
+  m_lecturePanel->hide();
+  for (QAction* a : m_lectureMenu->presetActions()) a->setChecked(false);
+  applyWatch();
+}
+
+// The charts the lesson names in `watch`, large; the gradient panel on the
+// layer it names. In presentation view only those are shown.
+void MainWindow::applyWatch() {
+  QVector<ChartArea::Metric> watched;
+  if (m_lecture) {
+    for (const std::string& w : m_lecture->watch) {
+      const QString name = QString::fromStdString(w);
+      const QString chart = name.section(QLatin1Char(':'), 0, 0);
+      if (chart == QLatin1String("loss")) watched << ChartArea::Loss;
+      else if (chart == QLatin1String("loss_scale")) watched << ChartArea::LossScale;
+      else if (chart == QLatin1String("memory")) watched << ChartArea::Memory;
+      else if (chart == QLatin1String("accuracy")) watched << ChartArea::Accuracy;
+      else if (chart == QLatin1String("gradients")) {
+        watched << ChartArea::Gradients;
+        const QString layer = name.section(QLatin1Char(':'), 1);
+        if (!layer.isEmpty()) m_charts->gradientPanel()->setLayer(layer);
+      }
+    }
+  }
+  if (watched.isEmpty() && presentation()) watched = {ChartArea::Loss, ChartArea::LossScale};
+  m_charts->setWatched(watched, presentation());
+}
+
+bool MainWindow::startLecture(bool paused) {
+  if (!m_lecture || !readyToStart()) return false;
+  std::vector<engine::RunConfig> configs;
+  QStringList names;
+  for (const engine::PresetRun& r : m_lecture->runs) {
+    configs.push_back(r.config);
+    names << QString::fromStdString(r.name);
+  }
+  const int previous = m_store->count();
+  const int group = m_store->newCompareGroup();
+  if (!launch(configs, names, group, paused)) return false;
+  m_lectureRuns = m_controller->currentRuns();
+  // Older runs step back: the charts show the lesson.
+  for (int id = 0; id < previous; ++id) m_runs->setRunChecked(id, false);
+  m_compare->setGroup(group);
+  statusBar()->showMessage(tr("Lesson: %1 — %2").arg(QString::fromStdString(m_lecture->title), names.join(QStringLiteral(", "))),
+                           8000);
+  return true;
+}
+
+// After the lesson's runs end: its claims, checked on their output (the
+// same data the CSV export holds).
+void MainWindow::checkLectureClaims() {
+  if (!m_lecture || m_lectureRuns.isEmpty() || m_controller->currentRuns() != m_lectureRuns) return;
+  std::vector<engine::RunExport> exports;
+  QStringList shortRuns;
+  for (int id : m_lectureRuns) {
+    const RunData& r = m_store->run(id);
+    exports.push_back(r.toExport());
+    const std::int64_t done = r.steps.empty() ? 0 : r.steps.back().step;
+    if (r.totalSteps > 0 && done < r.totalSteps)
+      shortRuns << tr("%1 stopped at step %2 of %3").arg(r.name).arg(done).arg(r.totalSteps);
+  }
+  const std::vector<engine::ClaimResult> results = engine::check_claims(*m_lecture, exports);
+  QString note;
+  if (!shortRuns.isEmpty())
+    note = tr("%1: the claims are made for whole runs.").arg(shortRuns.join(QStringLiteral("; ")));
+  m_lecturePanel->setClaimResults(results, note);
+  int passed = 0;
+  for (const engine::ClaimResult& r : results) passed += r.pass ? 1 : 0;
+  statusBar()->showMessage(tr("Lesson checked: %1 of %2 claims hold").arg(passed).arg(results.size()), 10000);
+  emit lectureChecked();
+}
+
+FormatExplorer* MainWindow::formatExplorer() {
+  if (!m_explorer) m_explorer = new FormatExplorer(this);
+  return m_explorer;
+}
+
+void MainWindow::showFormatExplorer() {
+  FormatExplorer* e = formatExplorer();
+  e->show();
+  e->raise();
+  e->activateWindow();
+}
+
+bool MainWindow::presentation() const { return m_presentationView->isOn(); }
+
+void MainWindow::setPresentation(bool on) {
+  if (on == presentation()) return;
+  m_presentationView->setOn(on);
+  if (m_presentationAction->isChecked() != on) {
+    const QSignalBlocker block(m_presentationAction);
+    m_presentationAction->setChecked(on);
+  }
+  if (on) m_tabs->setCurrentWidget(m_liveSplitter);
+  m_charts->setPresentation(on);
+  m_lecturePanel->setPresentation(on);
+  QFont tf = m_toolbar->font();
+  chart_style::setPresentationFont(m_toolbar, on, chart_style::presentation::kLegendPt - 2);
+  (void)tf;
+  applyWatch();
+  // The lesson takes a third of the width: its explanation in large type.
+  if (m_lecture) {
+    const int w = std::max(m_liveSplitter->width(), 600);
+    m_liveSplitter->setSizes(on ? QList<int>{w * 63 / 100, w * 37 / 100} : QList<int>{w * 3 / 4, w / 4});
   }
 }

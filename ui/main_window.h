@@ -8,9 +8,22 @@
 #include <QStringList>
 #include <QVector>
 
+#include <memory>
+
 #include "train/run_config.h"
 
 class ChartArea;
+class FormatExplorer;
+class LectureMenu;
+class LecturePanel;
+class PresentationView;
+class QDockWidget;
+class QSplitter;
+class SpeedControl;
+class StepInspector;
+namespace engine {
+struct Preset;
+}
 class DatasetCache;
 class CompareView;
 class PrecisionTable;
@@ -18,6 +31,7 @@ class QAction;
 class QGroupBox;
 class QLabel;
 class QTabWidget;
+class QToolBar;
 class RunStore;
 class RunsList;
 class SetupPanel;
@@ -42,6 +56,37 @@ class MainWindow : public QMainWindow {
   RunStore* store() const { return m_store; }
   TrainingController* controller() const { return m_controller; }
   DatasetCache* datasetCache() const { return m_datasets; }
+  LectureMenu* lectureMenu() const { return m_lectureMenu; }
+  LecturePanel* lecturePanel() const { return m_lecturePanel; }
+  SpeedControl* speedControl() const { return m_speed; }
+  StepInspector* stepInspector() const { return m_inspector; }
+  QDockWidget* stepInspectorDock() const { return m_inspectorDock; }
+  QAction* presentationAction() const { return m_presentationAction; }
+  QAction* explorerAction() const { return m_explorerAction; }
+
+  // --- Lecture mode (DESIGN.md "Lecture mode") ---
+  // A built-in preset by name or a preset file: chosen as the lesson. A
+  // preset that cannot be read is shown as an error (its one line) and
+  // false returned; the lesson before it stays.
+  bool openLecture(const QString& nameOrFile);
+  // The lesson: fills the setup panel with its settings, shows its title
+  // and explanation beside the charts, enlarges the charts it watches;
+  // Start then runs all its runs side by side under their names.
+  void setLecture(const engine::Preset& preset);
+  void leaveLecture();
+  const engine::Preset* lecture() const { return m_lecture.get(); }
+  // Runs the lesson's runs (a comparison group); `paused`: built and
+  // waiting for Step.
+  bool startLecture(bool paused = false);
+  // The store ids of the lesson's last start.
+  const QVector<int>& lectureRuns() const { return m_lectureRuns; }
+  // The format explorer (made on first use) and its window shown.
+  FormatExplorer* formatExplorer();
+  void showFormatExplorer();
+  // Presentation view: large type, thick lines, controls hidden, the
+  // lesson and its watched charts on screen. F11 toggles it.
+  void setPresentation(bool on);
+  bool presentation() const;
 
   // A config file's (or the command line's) settings: shown in the setup
   // panel; the keys it has no control for are kept for every run.
@@ -94,6 +139,8 @@ class MainWindow : public QMainWindow {
  signals:
   // Every run of the current trainer has ended and its records are drawn.
   void trainingFinished();
+  // The lesson's claims were checked on its runs' output (after trainingFinished).
+  void lectureChecked();
   void firstPointShown(qint64 ms);
 
  protected:
@@ -116,6 +163,8 @@ class MainWindow : public QMainWindow {
   void updateStatusMetrics();
   void scanEvents();
   int liveFocusRun() const;
+  void checkLectureClaims();
+  void applyWatch();
 
   RunStore* m_store = nullptr;
   TrainingController* m_controller = nullptr;
@@ -151,5 +200,22 @@ class MainWindow : public QMainWindow {
   int m_runCounter = 0;
   QVector<std::size_t> m_eventsSeen;
   bool m_rebuildingTable = false;
-  QGroupBox* m_precisionBox = nullptr;  // its title says whose precisions the table shows
+  QGroupBox* m_precisionBox = nullptr;
+
+  // Lecture mode.
+  LectureMenu* m_lectureMenu = nullptr;
+  LecturePanel* m_lecturePanel = nullptr;
+  QSplitter* m_liveSplitter = nullptr;
+  QWidget* m_bottom = nullptr;
+  QDockWidget* m_setupDock = nullptr;
+  SpeedControl* m_speed = nullptr;
+  StepInspector* m_inspector = nullptr;
+  QDockWidget* m_inspectorDock = nullptr;
+  FormatExplorer* m_explorer = nullptr;
+  PresentationView* m_presentationView = nullptr;
+  QAction* m_presentationAction = nullptr;
+  QAction* m_explorerAction = nullptr;
+  QToolBar* m_toolbar = nullptr;
+  std::unique_ptr<engine::Preset> m_lecture;
+  QVector<int> m_lectureRuns;  // its title says whose precisions the table shows
 };

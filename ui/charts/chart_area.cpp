@@ -55,7 +55,7 @@ const ChartSpec kSpecs[ChartArea::MetricCount] = {
     {"accuracyChart", QT_TRANSLATE_NOOP("ChartArea", "Accuracy"), QT_TRANSLATE_NOOP("ChartArea", "accuracy (%)"),
      0.0, 100.0, "%.0f"},
     {"gradientsChart", QT_TRANSLATE_NOOP("ChartArea", "Gradients"),
-     QT_TRANSLATE_NOOP("ChartArea", "share of values (%)"), 0.0, 10.0, "%.0f"},
+     QT_TRANSLATE_NOOP("ChartArea", "share (%)"), 0.0, 10.0, "%.0f"},
 };
 
 // Memory categories, bottom to top (colours: chart_style::memoryColour).
@@ -343,20 +343,12 @@ ChartArea::ChartArea(RunStore* store, QWidget* parent) : QWidget(parent), m_stor
   header->addWidget(m_legend, 1);
   header->addWidget(m_logCheck);
   outer->addLayout(header);
-  auto* grid = new QGridLayout;
-  outer->addLayout(grid, 1);
-  grid->setContentsMargins(0, 0, 0, 0);
-  grid->setSpacing(4);
-  grid->addWidget(m_views[Loss], 0, 0);
-  grid->addWidget(m_views[LossScale], 0, 1);
-  grid->addWidget(m_views[Accuracy], 0, 2);
-  grid->addWidget(m_views[Memory], 1, 0);
-  grid->addWidget(m_gradients, 1, 1, 1, 2);
-  for (int c = 0; c < 3; ++c) grid->setColumnStretch(c, 1);
-  // The bottom row carries the gradient panel's line of numbers: a little
-  // more height, so its histogram is not squashed on a 720-pixel screen.
-  grid->setRowStretch(0, 4);
-  grid->setRowStretch(1, 5);
+  m_gridHost = new QWidget(this);
+  m_gridHost->setObjectName(QStringLiteral("chartGrid"));
+  outer->addWidget(m_gridHost, 1);
+  for (int m = 0; m < Gradients; ++m) m_views[m]->setParent(m_gridHost);
+  m_gradients->setParent(m_gridHost);
+  layOutCharts();
 
   for (int m = 0; m < Gradients; ++m) {
     const auto metric = static_cast<Metric>(m);
@@ -480,6 +472,7 @@ void ChartArea::applyLossAxis(bool log) {
   from->setParent(this);
   c->addAxis(to, Qt::AlignLeft);
   for (QAbstractSeries* sr : series) sr->attachAxis(to);
+  if (m_presentation) chart_style::applyPresentation(c, true);
   if (m_logCheck->isChecked() != log) {
     const QSignalBlocker block(m_logCheck);
     m_logCheck->setChecked(log);
@@ -488,12 +481,111 @@ void ChartArea::applyLossAxis(bool log) {
 
 QString ChartArea::lossScaleNote() const { return m_scaleNote->isVisible() ? m_scaleNote->text() : QString(); }
 
+namespace {
+QWidget* chartWidget(const QVector<LiveChartView*>& views, GradientPanel* gradients, int m) {
+  return m == ChartArea::Gradients ? static_cast<QWidget*>(gradients) : static_cast<QWidget*>(views[m]);
+}
+}  // namespace
+
+// The grid: by default the scalar curves on top and memory with the wide
+// gradient panel below. With watched charts (a lecture), those fill a
+// large top row and the others share a short row below; with
+// m_watchOnly (presentation), only the watched ones are shown, one above
+// the other when there are two or fewer (wide, for curves over steps).
+void ChartArea::layOutCharts() {
+  delete m_gridHost->layout();
+  auto* grid = new QGridLayout(m_gridHost);
+  grid->setContentsMargins(0, 0, 0, 0);
+  grid->setSpacing(4);
+  m_enlarged = nullptr;
+  for (int m = 0; m < MetricCount; ++m) chartWidget(m_views, m_gradients, m)->setVisible(true);
+  if (m_watched.isEmpty()) {
+    grid->addWidget(m_views[Loss], 0, 0);
+    grid->addWidget(m_views[LossScale], 0, 1);
+    grid->addWidget(m_views[Accuracy], 0, 2);
+    grid->addWidget(m_views[Memory], 1, 0);
+    grid->addWidget(m_gradients, 1, 1, 1, 2);
+    for (int c = 0; c < 3; ++c) grid->setColumnStretch(c, 1);
+    // The bottom row carries the gradient panel's line of numbers: a little
+    // more height, so its histogram is not squashed on a 720-pixel screen.
+    grid->setRowStretch(0, 4);
+    grid->setRowStretch(1, 5);
+  } else {
+    QVector<int> others;
+    for (int m : {Loss, LossScale, Accuracy, Memory, Gradients})
+      if (!m_watched.contains(static_cast<Metric>(m))) others << m;
+    const int n = static_cast<int>(m_watched.size());
+    if (m_watchOnly) {
+      // Two or fewer: stacked, full width. More: two columns.
+      const int columns = n <= 2 ? 1 : 2;
+      for (int i = 0; i < n; ++i) {
+        QWidget* w = chartWidget(m_views, m_gradients, m_watched[i]);
+        const bool lastAlone = columns == 2 && i == n - 1 && n % 2 == 1;
+        grid->addWidget(w, i / columns, i % columns, 1, lastAlone ? 2 : 1);
+      }
+      for (int m : others) chartWidget(m_views, m_gradients, m)->setVisible(false);
+      // The gradient panel carries a line of numbers under its chart: a
+      // little more height for its row.
+      for (int i = 0; i < n; i += columns) {
+        bool gradients = false;
+        for (int j = i; j < std::min(n, i + columns); ++j) gradients = gradients || m_watched[j] == Gradients;
+        grid->setRowStretch(i / columns, gradients ? 6 : 4);
+      }
+    } else {
+      // 60 columns: the watched charts share the top row, the others the
+      // bottom one, evenly whatever their counts (60 = 3 * 4 * 5).
+      for (int i = 0; i < n; ++i)
+        grid->addWidget(chartWidget(m_views, m_gradients, m_watched[i]), 0, i * 60 / n, 1, 60 / n);
+      const int k = static_cast<int>(others.size());
+      for (int i = 0; i < k; ++i)
+        grid->addWidget(chartWidget(m_views, m_gradients, others[i]), 1, i * 60 / k, 1, 60 / k);
+      for (int c = 0; c < 60; ++c) grid->setColumnStretch(c, 1);
+      grid->setRowStretch(0, k > 0 ? 3 : 1);
+      if (k > 0) grid->setRowStretch(1, 2);
+    }
+  }
+  m_x1 = -1;  // new plot widths: decimate again
+  scheduleRefresh();
+}
+
+void ChartArea::setWatched(const QVector<Metric>& watched, bool watchedOnly) {
+  QVector<Metric> unique;
+  for (Metric m : watched)
+    if (m >= 0 && m < MetricCount && !unique.contains(m)) unique << m;
+  if (unique == m_watched && watchedOnly == m_watchOnly) return;
+  m_watched = unique;
+  m_watchOnly = watchedOnly;
+  layOutCharts();
+}
+
+void ChartArea::setPresentation(bool on) {
+  m_presentation = on;
+  for (LiveChartView* v : m_views) chart_style::applyPresentation(v->chart(), on);
+  m_styledSeries = seriesCount();
+  chart_style::setPresentationFont(m_legend, on, chart_style::presentation::kLegendPt, true);
+  chart_style::setPresentationFont(m_logCheck, on, chart_style::presentation::kLegendPt);
+  m_gradients->setPresentation(on);
+  m_x1 = -1;
+  scheduleRefresh();
+}
+
+int ChartArea::seriesCount() const {
+  int n = 0;
+  for (LiveChartView* v : m_views) n += static_cast<int>(v->chart()->series().size());
+  return n;
+}
+
 void ChartArea::toggleEnlarged(QWidget* target) {
   QList<QWidget*> all;
   for (int m = 0; m < Gradients; ++m) all << m_views[m];
   all << m_gradients;
   m_enlarged = m_enlarged == target ? nullptr : target;
-  for (QWidget* w : all) w->setVisible(!m_enlarged || w == m_enlarged);
+  for (QWidget* w : all) {
+    // Charts the presentation leaves out stay out.
+    const int m = w == m_gradients ? Gradients : static_cast<int>(m_views.indexOf(static_cast<LiveChartView*>(w)));
+    const bool shown = !m_watchOnly || m_watched.isEmpty() || m_watched.contains(static_cast<Metric>(m));
+    w->setVisible(shown && (!m_enlarged || w == m_enlarged));
+  }
   m_x1 = -1;  // new plot widths: decimate again
   scheduleRefresh();
 }
@@ -596,6 +688,11 @@ ChartArea::RunSeries& ChartArea::seriesFor(const RunData& run) {
 }
 
 void ChartArea::refresh() {
+  // Series made since the presentation style was applied get it too.
+  if (m_presentation && seriesCount() != m_styledSeries) {
+    for (LiveChartView* v : m_views) chart_style::applyPresentation(v->chart(), true);
+    m_styledSeries = seriesCount();
+  }
   // One x range for every step chart, so runs and charts line up.
   std::int64_t maxStep = 0;
   for (int id = 0; id < m_store->count(); ++id) {

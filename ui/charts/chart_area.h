@@ -90,6 +90,16 @@ class ChartArea : public QWidget {
   // The loss-scale chart's note naming the runs without loss scaling.
   QString lossScaleNote() const;
 
+  // The charts a lesson watches (a preset's `watch`): they fill a large top
+  // row, the others a short one below; `watchedOnly` (presentation view)
+  // hides the others. Empty: the usual grid.
+  void setWatched(const QVector<Metric>& watched, bool watchedOnly = false);
+  const QVector<Metric>& watched() const { return m_watched; }
+  bool watchedOnly() const { return m_watchOnly; }
+  // Large type and thick lines (chart_style::presentation), or back.
+  void setPresentation(bool on);
+  bool presentation() const { return m_presentation; }
+
   // Double-click: one chart fills the area; again: the grid is back.
   void toggleEnlarged(QWidget* chartOrPanel);
   QWidget* enlarged() const { return m_enlarged; }
@@ -124,6 +134,8 @@ class ChartArea : public QWidget {
   void updateMemoryStack(const RunData* run, double x1, bool force);
   void updateRanges(double x1);
   void updateLegend();
+  void layOutCharts();
+  int seriesCount() const;
   QString runLabel(const RunData& r) const;
   void applyLossAxis(bool log);
   QString hoverText(Metric m, const QPointF& value) const;
@@ -156,5 +168,10 @@ class ChartArea : public QWidget {
   QLineSeries* m_emulationUpper = nullptr;
   QAreaSeries* m_emulationArea = nullptr;
   QWidget* m_enlarged = nullptr;
+  QWidget* m_gridHost = nullptr;
+  QVector<Metric> m_watched;
+  bool m_watchOnly = false;
+  bool m_presentation = false;
+  int m_styledSeries = 0;  // series count when the presentation style was last applied
   double m_emulationMax = 0.0;  // MiB: the focus run's stack plus emulation, at most
 };

@@ -5,6 +5,13 @@
 #include <QGraphicsLayout>
 #include <QLegend>
 #include <QValueAxis>
+#include <QAbstractAxis>
+#include <QAbstractSeries>
+#include <QAreaSeries>
+#include <QScatterSeries>
+#include <QWidget>
+#include <QXYSeries>
+#include <QVariant>
 
 namespace chart_style {
 
@@ -76,6 +83,91 @@ QValueAxis* makeValueAxis(const QChart* chart, const QString& title, const QStri
   axis->setTickType(QValueAxis::TicksDynamic);
   axis->setTickAnchor(0);
   return axis;
+}
+
+namespace {
+
+// The normal value of something presentation changes, kept on the object
+// the first time (a dynamic property), so "off" restores it exactly.
+template <typename T>
+T remembered(QObject* o, const char* key, const T& current) {
+  const QVariant v = o->property(key);
+  if (v.isValid()) return v.value<T>();
+  o->setProperty(key, QVariant::fromValue(current));
+  return current;
+}
+
+QFont sized(QFont f, double pt, bool on) {
+  if (on) f.setPointSizeF(pt);
+  return f;
+}
+
+}  // namespace
+
+void applyPresentation(QChart* chart, bool on) {
+  if (!chart) return;
+  const QFont title = remembered(chart, "pl_titleFont", chart->titleFont());
+  QFont t = sized(title, presentation::kTitlePt, on);
+  if (chart->titleFont() != t) chart->setTitleFont(t);
+  const QBrush titleBrush = remembered(chart, "pl_titleBrush", chart->titleBrush());
+  chart->setTitleBrush(on ? QBrush(presentation::kInk) : titleBrush);
+  const QFont legend = remembered(chart, "pl_legendFont", chart->legend()->font());
+  const QFont l = sized(legend, presentation::kLegendPt, on);
+  if (chart->legend()->font() != l) chart->legend()->setFont(l);
+  const QColor legendColour = remembered(chart, "pl_legendColour", chart->legend()->labelColor());
+  chart->legend()->setLabelColor(on ? presentation::kInk : legendColour);
+  for (QAbstractAxis* a : chart->axes()) {
+    const QFont labels = remembered(a, "pl_labelsFont", a->labelsFont());
+    const QFont titleF = remembered(a, "pl_titleFont", a->titleFont());
+    const QFont nl = sized(labels, presentation::kAxisPt, on);
+    const QFont nt = sized(titleF, presentation::kAxisPt, on);
+    if (a->labelsFont() != nl) a->setLabelsFont(nl);
+    if (a->titleFont() != nt) a->setTitleFont(nt);
+    const QBrush labelBrush = remembered(a, "pl_labelsBrush", a->labelsBrush());
+    a->setLabelsBrush(on ? QBrush(presentation::kInk) : labelBrush);
+    const QBrush titleB = remembered(a, "pl_titleBrush", a->titleBrush());
+    a->setTitleBrush(on ? QBrush(presentation::kInk) : titleB);
+    const QPen grid = remembered(a, "pl_gridPen", a->gridLinePen());
+    QPen g = grid;
+    if (on) {
+      g.setColor(presentation::kGrid);
+      g.setWidthF(1.0);
+    }
+    a->setGridLinePen(g);
+    const QPen line = remembered(a, "pl_linePen", a->linePen());
+    QPen ln = line;
+    if (on) {
+      ln.setColor(presentation::kInk);
+      ln.setWidthF(2.0);
+    }
+    a->setLinePen(ln);
+  }
+  for (QAbstractSeries* s : chart->series()) {
+    if (auto* sc = qobject_cast<QScatterSeries*>(s)) {
+      const double size = remembered(sc, "pl_markerSize", sc->markerSize());
+      const double want = on ? size * 1.6 : size;
+      if (sc->markerSize() != want) sc->setMarkerSize(want);
+    } else if (auto* xy = qobject_cast<QXYSeries*>(s)) {
+      const double width = remembered(xy, "pl_penWidth", xy->pen().widthF());
+      const double want = on ? width * presentation::kLineFactor : width;
+      if (xy->pen().widthF() != want) {
+        QPen p = xy->pen();
+        p.setWidthF(want);
+        xy->setPen(p);
+      }
+    }
+  }
+}
+
+void setPresentationFont(QWidget* widget, bool on, double pointSize, bool bold) {
+  if (!widget) return;
+  const QFont normal = remembered(widget, "pl_font", widget->font());
+  QFont f = normal;
+  if (on) {
+    f.setPointSizeF(pointSize);
+    f.setBold(bold || normal.bold());
+  }
+  widget->setFont(f);
 }
 
 }  // namespace chart_style

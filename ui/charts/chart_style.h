@@ -65,4 +65,41 @@ void styleChart(QChart* chart, bool small = false);
 QValueAxis* makeValueAxis(const QChart* chart, const QString& title, const QString& objectName,
                           bool small = false);
 
+// --- the format explorer's bit fields (Float Toy's convention) and its
+// number line: flush-to-zero, subnormal band, normal range, overflow ---
+inline const QColor kSignBit{0xE8, 0x9A, 0xB4};      // pink
+inline const QColor kExponentBit{0x8C, 0xC8, 0xF0};  // blue
+inline const QColor kMantissaBit{0xC9, 0xB6, 0xEC};  // lilac
+inline const QColor kBitInk{20, 20, 20};
+inline const QColor kUnderflowZone{0xF4, 0xC7, 0xC3};
+inline const QColor kSubnormalZone{0xFB, 0xE3, 0xA6};
+inline const QColor kNormalZone{0xC8, 0xE6, 0xC9};
+inline const QColor kOverflowZone{0xF4, 0xC7, 0xC3};
+inline const QColor kMarker{0x00, 0x00, 0x00};
+// A lecture claim's verdict.
+inline const QColor kPass{0x1B, 0x7F, 0x3A};
+inline const QColor kFail = kAlarmLine;
+
+// --- presentation view: the window as slides, read from the back of a
+// room at 1280x720 (a projector): large type, thick lines, black on white ---
+namespace presentation {
+constexpr double kTitlePt = 19;     // chart titles
+constexpr double kAxisPt = 14;      // axis titles and tick labels
+constexpr double kLegendPt = 15;    // legends, the gradient panel's numbers
+constexpr double kHeadingPt = 24;   // the lesson's title
+constexpr double kTextPt = 15;      // the lesson's explanation and claims
+constexpr double kLineFactor = 2.2; // series pens, times their normal width
+inline const QColor kInk{0, 0, 0};
+inline const QColor kGrid{150, 150, 150};
+inline const QColor kBackground{255, 255, 255};
+}  // namespace presentation
+
+// Presentation style on (or back off) for `chart`: fonts of title, axes and
+// legend, axis and grid colours, and every series' pen width times
+// kLineFactor (the normal width is remembered on the series, so series
+// added later are widened by calling this again). Idempotent.
+void applyPresentation(QChart* chart, bool on);
+// A widget's font at `pointSize` (presentation) or its normal font.
+void setPresentationFont(class QWidget* widget, bool on, double pointSize, bool bold = false);
+
 }  // namespace chart_style

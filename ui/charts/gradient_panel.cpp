@@ -85,7 +85,7 @@ GradientPanel::GradientPanel(RunStore* store, QWidget* parent) : QWidget(parent)
   x->setTickInterval(8);
   x->setRange(-40, 24);
   chart->addAxis(x, Qt::AlignBottom);
-  auto* y = chart_style::makeValueAxis(chart, tr("share of values (%)"), QStringLiteral("yAxis"));
+  auto* y = chart_style::makeValueAxis(chart, tr("share (%)"), QStringLiteral("yAxis"));
   y->setLabelFormat(QStringLiteral("%.0f"));
   y->setTickInterval(2);
   y->setRange(0, 10);
@@ -180,6 +180,15 @@ void GradientPanel::resizeEvent(QResizeEvent* event) {
   fitFractions();
 }
 
+void GradientPanel::setPresentation(bool on) {
+  m_presentation = on;
+  chart_style::applyPresentation(chart(), on);
+  m_styledSeries = static_cast<int>(chart()->series().size());
+  chart_style::setPresentationFont(m_fractions, on, chart_style::presentation::kLegendPt - 2);
+  chart_style::setPresentationFont(m_layer, on, chart_style::presentation::kLegendPt - 2);
+  fitFractions();
+}
+
 QString GradientPanel::layer() const { return m_layer->currentText(); }
 
 void GradientPanel::setLayer(const QString& layer) {
@@ -246,6 +255,10 @@ void GradientPanel::rebuildLayerList(const RunData* focus) {
 }
 
 void GradientPanel::refresh(int focusRun) {
+  if (m_presentation && static_cast<int>(chart()->series().size()) != m_styledSeries) {
+    chart_style::applyPresentation(chart(), true);
+    m_styledSeries = static_cast<int>(chart()->series().size());
+  }
   m_focus = focusRun;
   const RunData* focus = focusRun >= 0 && focusRun < m_store->count() ? &m_store->run(focusRun) : nullptr;
   // Signature of what the drawing depends on: skip the work when unchanged.

@@ -44,6 +44,9 @@ class GradientPanel : public QWidget {
   void setLayer(const QString& layer);
   QString layer() const;
 
+  // Large type and thick lines (chart_style::presentation), or back.
+  void setPresentation(bool on);
+
   // Redraws for the visible runs; `focusRun` decides the layer list and the
   // format whose range is drawn. Cheap when nothing changed.
   void refresh(int focusRun);
@@ -84,6 +87,8 @@ class GradientPanel : public QWidget {
   QLineSeries* m_lineNormal = nullptr;
   QLineSeries* m_lineMax = nullptr;
   Range m_range;
+  bool m_presentation = false;
+  int m_styledSeries = 0;
   int m_focus = -2;
   std::uint64_t m_focusRevision = 0;
   std::uint64_t m_signature = 0;

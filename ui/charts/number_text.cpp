@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace number_text {
 
@@ -52,6 +53,21 @@ QString percent(double fraction) {
   if (p < 1e-4) return significant(p, 2) + QLatin1Char('%');
   if (p < 1) return QString::number(p, 'g', 2) + QLatin1Char('%');
   return QString::number(p, 'f', p < 10 ? 2 : 1) + QLatin1Char('%');
+}
+
+QString exactDecimal(double v) {
+  if (std::isnan(v)) return QStringLiteral("NaN");
+  if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
+  if (v == 0) return std::signbit(v) ? QStringLiteral("-0") : QStringLiteral("0");
+  // A double's fraction ends after at most 1074 binary places, and so after
+  // as many decimal ones; printf's %f prints it exactly (glibc, and any
+  // C library that rounds correctly), then the trailing zeros go.
+  char buffer[1500];  // 309 integer digits at most, 1074 decimals
+  std::snprintf(buffer, sizeof(buffer), "%.1074f", v);
+  QString text = QString::fromLatin1(buffer);
+  while (text.endsWith(QLatin1Char('0'))) text.chop(1);
+  if (text.endsWith(QLatin1Char('.'))) text.chop(1);
+  return text;
 }
 
 }  // namespace number_text

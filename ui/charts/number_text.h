@@ -19,4 +19,9 @@ QString ratio(double v);
 // "0.0031%", "3.1e-7%". Never "<...".
 QString percent(double fraction);
 
+// Every digit of a binary floating-point value (each one has a finite
+// decimal expansion): 2^-24 is "0.000000059604644775390625". NaN, inf, -inf
+// as words; -0 as "-0".
+QString exactDecimal(double v);
+
 }  // namespace number_text

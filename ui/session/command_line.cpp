@@ -6,6 +6,7 @@
 #include <QCommandLineParser>
 #include <QCoreApplication>
 
+#include <cmath>
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -91,16 +92,31 @@ bool parseLaunchOptions(const QStringList& arguments, LaunchOptions& out, QStrin
                                            QStringLiteral("ms"));
   const QCommandLineOption view(QStringLiteral("view"),
                                 QStringLiteral("What --screenshot shows: live, compare, gradients, export, "
-                                               "compare-dialog."),
+                                               "compare-dialog, format-explorer, step-inspector."),
                                 QStringLiteral("view"), QStringLiteral("live"));
   const QCommandLineOption measure(
       QStringLiteral("measure"),
       QStringLiteral("Measure the UI thread's event-loop latency and the training throughput; print them when "
                      "training ends, then quit."));
+  const QCommandLineOption lecture(
+      QStringLiteral("lecture"),
+      QStringLiteral("Choose a lesson: a built-in preset's name (precision-lab-cli lecture --list) or a preset file; "
+                     "--start runs all its runs."),
+      QStringLiteral("name"));
+  const QCommandLineOption presentation(QStringLiteral("presentation"),
+                                        QStringLiteral("Start in presentation view (F11 toggles it)."));
+  const QCommandLineOption speed(QStringLiteral("speed"),
+                                 QStringLiteral("Steps per second of each run (1, 2, 5, 10, 20, 50, 100; 0: as fast as "
+                                                "possible)."),
+                                 QStringLiteral("steps/s"));
+  const QCommandLineOption value(QStringLiteral("value"),
+                                 QStringLiteral("The format explorer's value (with --view format-explorer)."),
+                                 QStringLiteral("x"));
   const auto& keys = runKeys();
   std::vector<QCommandLineOption> keyOptions;
   for (const auto& [key, description] : keys) keyOptions.emplace_back(key, description, QStringLiteral("value"));
-  parser.addOptions({config, start, compare, screenshot, screenshotAfter, view, measure});
+  parser.addOptions({config, start, compare, screenshot, screenshotAfter, view, measure, lecture, presentation, speed,
+                     value});
   for (const QCommandLineOption& o : keyOptions) parser.addOption(o);
 
   if (!parser.parse(arguments)) {
@@ -179,12 +195,25 @@ bool parseLaunchOptions(const QStringList& arguments, LaunchOptions& out, QStrin
   }
   o.view = parser.value(view);
   static const QStringList views = {QStringLiteral("live"), QStringLiteral("compare"), QStringLiteral("gradients"),
-                                    QStringLiteral("export"), QStringLiteral("compare-dialog")};
+                                    QStringLiteral("export"), QStringLiteral("compare-dialog"),
+                                    QStringLiteral("format-explorer"), QStringLiteral("step-inspector")};
   if (!views.contains(o.view)) {
     *error = QStringLiteral("--view: '%1' is not one of %2").arg(o.view, views.join(QStringLiteral(", ")));
     return false;
   }
   o.measure = parser.isSet(measure);
+  o.lecture = parser.value(lecture);
+  o.presentation = parser.isSet(presentation);
+  if (parser.isSet(speed)) {
+    bool ok = false;
+    o.speed = parser.value(speed).toDouble(&ok);
+    if (!ok || o.speed < 0 || !std::isfinite(o.speed)) {
+      *error = QStringLiteral("--speed: '%1' is not a number of steps per second (0: as fast as possible)")
+                   .arg(parser.value(speed));
+      return false;
+    }
+  }
+  o.value = parser.value(value);
   out = o;
   return true;
 }

@@ -1,7 +1,8 @@
 // Command line of the desktop app (DESIGN.md "Command line" spellings):
 //   precision-lab [--config FILE] [--recipe R] [--model M] [--dataset D]
 //                 [--start] [--compare r1,r2,...] [--steps N] [--epochs N]
-//                 [--screenshot FILE] [--screenshot-after-ms N] ...
+//                 [--screenshot FILE] [--screenshot-after-ms N] [--lecture NAME|FILE]
+//                 [--presentation] [--speed N] [--value X] ...
 #pragma once
 
 #include <QString>
@@ -28,7 +29,11 @@ struct LaunchOptions {
   QString screenshot;              // --screenshot FILE
   int screenshotAfterMs = -1;      // --screenshot-after-ms N
   QString view = QStringLiteral("live");  // --view live|compare|gradients|export|compare-dialog
-  bool measure = false;            // --measure: print latency/throughput when training ends, then quit
+  bool measure = false;
+  QString lecture;                 // --lecture NAME|FILE: the lesson (a built-in preset or a preset file)
+  bool presentation = false;       // --presentation: start in presentation view
+  double speed = -1;               // --speed N: steps per second (0: as fast as possible; -1: not given)
+  QString value;                   // --value X: the format explorer's value (--view format-explorer)            // --measure: print latency/throughput when training ends, then quit
   bool threadsGiven = false;
 };
 

@@ -83,6 +83,7 @@ void RunStore::setVisible(int id, bool visible) {
 void RunStore::append(std::vector<engine::Record>& records, const QVector<int>& toStore) {
   if (records.empty()) return;
   QVector<int> changed;
+  QVector<int> inspectedIds;
   auto target = [&](int trainerId) -> RunData* {
     if (trainerId < 0 || trainerId >= toStore.size()) return nullptr;
     RunData& r = m_runs[static_cast<std::size_t>(toStore[trainerId])];
@@ -95,6 +96,9 @@ void RunStore::append(std::vector<engine::Record>& records, const QVector<int>& 
     if (!r) continue;
     if (auto* s = std::get_if<engine::RunSummary>(&rec)) {
       r->summary = std::move(*s);
+    } else if (auto* in = std::get_if<engine::StepInspection>(&rec)) {
+      r->inspection = std::move(*in);
+      if (!inspectedIds.contains(r->id)) inspectedIds << r->id;
     } else if (auto* st = std::get_if<engine::RunStatus>(&rec)) {
       r->state = st->state;
       if (!st->message.empty()) r->message = QString::fromStdString(st->message);
@@ -107,4 +111,5 @@ void RunStore::append(std::vector<engine::Record>& records, const QVector<int>& 
   records.clear();
   for (int id : changed) emit runChanged(id);
   emit appended();
+  for (int id : inspectedIds) emit inspected(id);
 }

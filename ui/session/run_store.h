@@ -35,6 +35,9 @@ struct RunData : engine::RunHistory {
   QString message;          // failure reason
   std::int64_t totalSteps = 0;
   std::optional<engine::RunSummary> summary;
+  // What the run's latest inspected step did (Step asks for one); the
+  // engine's RunHistory keeps no inspections, so the store does.
+  std::optional<engine::StepInspection> inspection;
   std::uint64_t revision = 0;    // bumped whenever anything above changes
 
   bool live() const {
@@ -81,6 +84,7 @@ class RunStore : public QObject {
   void runAdded(int id);
   void runChanged(int id);       // status, name or visibility
   void appended();               // new history; once per batch
+  void inspected(int id);        // a StepInspection of run `id` arrived (after appended())
 
  private:
   std::vector<RunData> m_runs;

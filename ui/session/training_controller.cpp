@@ -39,6 +39,7 @@ QVector<int> TrainingController::start(const std::vector<RunRequest>& runs, int 
                                   compareGroup);
   m_trainer = std::move(trainer);
   if (paused) m_trainer->pause();
+  m_trainer->set_step_rate(m_stepRate);
   m_sinceStart.start();
   m_trainer->start();
   m_finishedSignalled = false;
@@ -68,8 +69,14 @@ void TrainingController::resume() {
 void TrainingController::stepOnce() {
   if (!active()) return;
   const bool wasPaused = m_trainer->paused();
+  m_trainer->inspect_next_step();
   m_trainer->step_once();  // pauses after the step
   if (!wasPaused) emit pausedChanged(true);
+}
+
+void TrainingController::setStepRate(double stepsPerSecond) {
+  m_stepRate = stepsPerSecond > 0 ? stepsPerSecond : 0.0;
+  if (m_trainer) m_trainer->set_step_rate(m_stepRate);
 }
 
 void TrainingController::stop() {

@@ -54,8 +54,15 @@ class TrainingController : public QObject {
 
   void pause();
   void resume();
-  // One step of every unfinished run; starts nothing when no trainer exists.
+  // One step of every unfinished run, inspected: each run's StepInspection
+  // (what the step did, layer by layer) reaches the store (RunStore::inspected).
+  // Starts nothing when no trainer exists.
   void stepOnce();
+  // At most this many steps of each run per second (0: as fast as
+  // possible), for a class watching a lesson unfold. Applies to the running
+  // trainer at its next step boundary and to every trainer started later.
+  void setStepRate(double stepsPerSecond);
+  double stepRate() const { return m_stepRate; }
   // Cooperative: the engine stops at its next step boundary; the timer keeps
   // draining until the thread has ended, so nothing is lost.
   void stop();
@@ -96,4 +103,5 @@ class TrainingController : public QObject {
   std::vector<engine::Record> m_buffer;
   QElapsedTimer m_sinceStart;
   bool m_finishedSignalled = true;
+  double m_stepRate = 0.0;
 };

@@ -1,0 +1,154 @@
+// LecturePanel: title, explanation, runs and claims of a lesson.
+#include "lecture/lecture_panel.h"
+
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QScrollArea>
+#include <QTextDocument>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+#include "charts/chart_style.h"
+#include "charts/number_text.h"
+
+namespace {
+
+QLabel* wrapped(const QString& objectName) {
+  auto* l = new QLabel;
+  l->setObjectName(objectName);
+  l->setWordWrap(true);
+  l->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  l->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+  return l;
+}
+
+QString bound(const engine::Claim& c) {
+  if (c.min && c.max) return QStringLiteral("in [%1, %2]").arg(number_text::significant(*c.min), number_text::significant(*c.max));
+  if (c.min) return QStringLiteral("≥ %1").arg(number_text::significant(*c.min));
+  if (c.max) return QStringLiteral("≤ %1").arg(number_text::significant(*c.max));
+  return QString();
+}
+
+}  // namespace
+
+LecturePanel::LecturePanel(QWidget* parent) : QWidget(parent) {
+  setObjectName(QStringLiteral("lecturePanel"));
+  m_title = wrapped(QStringLiteral("lectureTitle"));
+  QFont tf = m_title->font();
+  tf.setBold(true);
+  tf.setPointSizeF(tf.pointSizeF() * 1.3);
+  m_title->setFont(tf);
+  m_close = new QToolButton(this);
+  m_close->setObjectName(QStringLiteral("lectureClose"));
+  m_close->setText(QStringLiteral("✕"));
+  m_close->setAutoRaise(true);
+  m_close->setToolTip(tr("Leave the lesson: Start runs the setup panel's settings again"));
+  connect(m_close, &QToolButton::clicked, this, &LecturePanel::closeRequested);
+  m_explanation = wrapped(QStringLiteral("lectureExplanation"));
+  m_runs = wrapped(QStringLiteral("lectureRuns"));
+  m_runs->setTextFormat(Qt::RichText);
+  m_claimsHeading = new QLabel(tr("What the lesson claims"));
+  QFont hf = m_claimsHeading->font();
+  hf.setBold(true);
+  m_claimsHeading->setFont(hf);
+  m_claims = wrapped(QStringLiteral("lectureClaims"));
+  m_claims->setTextFormat(Qt::RichText);
+
+  auto* content = new QWidget;
+  auto* v = new QVBoxLayout(content);
+  v->setContentsMargins(8, 6, 8, 6);
+  v->setSpacing(8);
+  auto* head = new QHBoxLayout;
+  head->addWidget(m_title, 1);
+  head->addWidget(m_close, 0, Qt::AlignTop);
+  v->addLayout(head);
+  v->addWidget(m_explanation);
+  v->addWidget(m_runs);
+  v->addWidget(m_claimsHeading);
+  v->addWidget(m_claims);
+  v->addStretch(1);
+  auto* scroll = new QScrollArea(this);
+  scroll->setWidget(content);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(0, 0, 0, 0);
+  outer->addWidget(scroll);
+  setMinimumWidth(220);
+}
+
+void LecturePanel::setPreset(const engine::Preset& preset) {
+  m_preset = preset;
+  m_title->setText(QString::fromStdString(preset.title));
+  m_explanation->setText(QString::fromStdString(preset.explanation));
+  QStringList names;
+  for (const engine::PresetRun& r : preset.runs) names << QString::fromStdString(r.name).toHtmlEscaped();
+  QString steps;
+  if (!preset.runs.empty() && preset.runs.front().config.steps > 0)
+    steps = tr(", %1 steps each").arg(preset.runs.front().config.steps);
+  m_runs->setText(tr("<b>Start</b> (F5) runs %1 side by side%2: %3")
+                      .arg(preset.runs.size())
+                      .arg(steps, names.join(QStringLiteral(", "))));
+  resetClaims();
+}
+
+void LecturePanel::resetClaims() {
+  m_results.clear();
+  m_note.clear();
+  showClaims();
+}
+
+void LecturePanel::setClaimResults(const std::vector<engine::ClaimResult>& results, const QString& note) {
+  m_results = results;
+  m_note = note;
+  showClaims();
+}
+
+void LecturePanel::showClaims() {
+  QStringList lines;
+  if (m_results.empty()) {
+    for (const engine::Claim& c : m_preset.expect)
+      lines << QStringLiteral("&#9675; %1 %2")
+                   .arg(QString::fromStdString(engine::claim_label(c)).toHtmlEscaped(), bound(c).toHtmlEscaped());
+    if (!lines.isEmpty()) lines << tr("<i>Checked when the runs end.</i>");
+  } else {
+    for (const engine::ClaimResult& r : m_results) {
+      const QColor colour = r.pass ? chart_style::kPass : chart_style::kFail;
+      lines << QStringLiteral("<span style='color:%1'><b>%2</b></span> %3 = %4 %5")
+                   .arg(colour.name(), r.pass ? QStringLiteral("PASS") : QStringLiteral("FAIL"),
+                        QString::fromStdString(engine::claim_label(r.claim)).toHtmlEscaped(),
+                        number_text::significant(r.value), bound(r.claim).toHtmlEscaped());
+    }
+    if (!m_note.isEmpty()) lines << QStringLiteral("<i>%1</i>").arg(m_note.toHtmlEscaped());
+  }
+  m_claimsHeading->setVisible(!lines.isEmpty());
+  m_claims->setText(lines.join(QStringLiteral("<br>")));
+}
+
+QString LecturePanel::title() const { return m_title->text(); }
+QString LecturePanel::explanation() const { return m_explanation->text(); }
+
+QString LecturePanel::claimsText() const {
+  QTextDocument doc;
+  doc.setHtml(m_claims->text());
+  return doc.toPlainText();
+}
+
+void LecturePanel::setPresentation(bool on) {
+  using namespace chart_style::presentation;
+  chart_style::setPresentationFont(m_title, on, kHeadingPt, true);
+  chart_style::setPresentationFont(m_explanation, on, kTextPt);
+  chart_style::setPresentationFont(m_runs, on, kTextPt - 2);
+  chart_style::setPresentationFont(m_claimsHeading, on, kTextPt, true);
+  chart_style::setPresentationFont(m_claims, on, kTextPt - 2);
+  m_close->setVisible(!on);
+  QPalette p = palette();
+  if (on) {
+    p.setColor(QPalette::WindowText, kInk);
+    p.setColor(QPalette::Text, kInk);
+  }
+  for (QLabel* l : {m_title, m_explanation, m_runs, m_claimsHeading, m_claims}) l->setPalette(on ? p : QPalette());
+}

@@ -1,0 +1,113 @@
+// NumberLine: zones, thresholds and the marker on a log2 axis.
+#include "lecture/number_line.h"
+
+#include <QMouseEvent>
+#include <QPainter>
+
+#include <algorithm>
+#include <cmath>
+
+#include "charts/chart_style.h"
+#include "numeric/inspect.h"
+
+namespace {
+QString pow2(double e) { return QStringLiteral("2^%1").arg(QString::number(e, 'g', 4)); }
+}  // namespace
+
+NumberLine::NumberLine(engine::Format format, QWidget* parent) : QWidget(parent), m_format(format) {
+  setObjectName(QStringLiteral("line-%1").arg(QString::fromLatin1(engine::format_key(format))));
+  const engine::FormatInfo& fi = engine::format_info(format);
+  const engine::RoundingThresholds t = engine::rounding_thresholds(format);
+  m_underflow = t.underflow;
+  m_minSub = fi.min_subnormal;
+  m_minNormal = fi.min_normal;
+  m_max = fi.max;
+  m_overflow = t.overflow;
+  m_lo = std::floor(std::log2(m_minSub)) - 3;
+  m_hi = std::ceil(std::log2(m_overflow)) + 3;
+  setCursor(Qt::SizeHorCursor);
+  setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+  setToolTip(tr("%1 on a log2 scale: red flushes to zero (|x| ≤ %2) or overflows (|x| > %3), amber is "
+                "subnormal (below %4), green is the normal range up to %5. Drag to pick a magnitude.")
+                 .arg(QString::fromLatin1(fi.name), pow2(std::log2(m_underflow)), QString::number(m_overflow, 'g', 6),
+                      pow2(std::log2(m_minNormal)), QString::number(m_max, 'g', 6)));
+}
+
+void NumberLine::setValue(double stored, double input) {
+  m_stored = stored;
+  m_input = input;
+  update();
+}
+
+QRectF NumberLine::bar() const {
+  const int textH = fontMetrics().height();
+  return QRectF(4, 2, width() - 8, std::max(8, height() - textH - 4));
+}
+
+double NumberLine::xOf(double magnitude) const {
+  const QRectF b = bar();
+  if (!(magnitude > 0)) return b.left();
+  if (std::isinf(magnitude)) return b.right();
+  const double e = std::clamp(std::log2(magnitude), m_lo, m_hi);
+  return b.left() + (e - m_lo) / (m_hi - m_lo) * b.width();
+}
+
+double NumberLine::magnitudeAt(double x) const {
+  const QRectF b = bar();
+  const double f = std::clamp((x - b.left()) / b.width(), 0.0, 1.0);
+  return std::exp2(m_lo + f * (m_hi - m_lo));
+}
+
+void NumberLine::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  p.setRenderHint(QPainter::Antialiasing);
+  const QRectF b = bar();
+  auto zone = [&](double from, double to, const QColor& c) {
+    const double x0 = from <= 0 ? b.left() : xOf(from), x1 = std::isinf(to) ? b.right() : xOf(to);
+    p.fillRect(QRectF(x0, b.top(), x1 - x0, b.height()), c);
+  };
+  zone(0, m_underflow, chart_style::kUnderflowZone);
+  zone(m_underflow, m_minNormal, chart_style::kSubnormalZone);
+  zone(m_minNormal, m_max, chart_style::kNormalZone);
+  zone(m_overflow, INFINITY, chart_style::kOverflowZone);
+  // Thresholds: smallest subnormal, smallest normal, largest finite.
+  QFont small = font();
+  small.setPointSizeF(small.pointSizeF() * 0.85);
+  p.setFont(small);
+  const QFontMetrics fm(small);
+  auto tick = [&](double v, const QString& label, const QColor& c, Qt::Alignment align) {
+    const double x = xOf(v);
+    p.setPen(QPen(c, 1.5));
+    p.drawLine(QPointF(x, b.top()), QPointF(x, b.bottom() + 2));
+    const int w = fm.horizontalAdvance(label);
+    double left = align == Qt::AlignRight ? x - w : align == Qt::AlignLeft ? x : x - w / 2.0;
+    left = std::clamp(left, 0.0, static_cast<double>(width() - w));
+    p.setPen(chart_style::kBitInk);
+    p.drawText(QPointF(left, b.bottom() + fm.ascent() + 2), label);
+  };
+  tick(m_minSub, pow2(std::log2(m_minSub)), chart_style::kAlarmLine, Qt::AlignRight);
+  tick(m_minNormal, pow2(std::log2(m_minNormal)), chart_style::kCautionLine, Qt::AlignLeft);
+  tick(m_max, QString::number(m_max, 'g', 6), chart_style::kAlarmLine, Qt::AlignRight);
+  // The value asked about (thin) and the value stored (a bold marker).
+  if (std::isfinite(m_input) && m_input != 0 && m_input != m_stored) {
+    p.setPen(QPen(chart_style::kNeutral, 1, Qt::DashLine));
+    const double x = xOf(std::fabs(m_input));
+    p.drawLine(QPointF(x, b.top()), QPointF(x, b.bottom()));
+  }
+  if (!std::isnan(m_stored)) {
+    const double x = xOf(std::fabs(m_stored));
+    p.setPen(QPen(chart_style::kMarker, 3));
+    p.drawLine(QPointF(x, b.top() - 1), QPointF(x, b.bottom() + 1));
+  }
+  p.setPen(QPen(chart_style::kNeutral, 1));
+  p.setBrush(Qt::NoBrush);
+  p.drawRect(b);
+}
+
+void NumberLine::mousePressEvent(QMouseEvent* event) {
+  if (event->button() == Qt::LeftButton) emit magnitudeDragged(magnitudeAt(event->position().x()));
+}
+
+void NumberLine::mouseMoveEvent(QMouseEvent* event) {
+  if (event->buttons() & Qt::LeftButton) emit magnitudeDragged(magnitudeAt(event->position().x()));
+}
