@@ -2,6 +2,8 @@
 // user relies on, laid out without clipping at 1400x900.
 #include <gtest/gtest.h>
 
+#include <QWidgetAction>
+
 #include <QAction>
 #include <QApplication>
 #include <QChart>
@@ -268,8 +270,10 @@ TEST_F(MainWindowTest, ToolbarAndStatusBar) {
   ASSERT_NE(toolbar, nullptr);
   QStringList texts;
   for (QAction* a : toolbar->actions())
-    if (!a->isSeparator()) texts << a->text();
+    if (!a->isSeparator() && !qobject_cast<QWidgetAction*>(a)) texts << a->text();
   EXPECT_EQ(texts, (QStringList{"Start", "Pause", "Step", "Stop", "Compare", "Export"}));
+  // After them, the lecture's speed control (steps per second).
+  EXPECT_NE(toolbar->findChild<QWidget*>(QStringLiteral("speedControl")), nullptr);
   // Nothing to pause or stop before a run exists; Start, Step and Compare work.
   EXPECT_FALSE(child<QAction>("actionPause")->isEnabled());
   EXPECT_FALSE(child<QAction>("actionStop")->isEnabled());

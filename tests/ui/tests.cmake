@@ -39,3 +39,14 @@ pl_add_test(test_ui_session_panels
 # --help is checked on the built app, without a display.
 add_dependencies(test_ui_session_panels precision-lab)
 target_compile_definitions(test_ui_session_panels PRIVATE PL_GUI_BINARY="$<TARGET_FILE:precision-lab>")
+# ui/lecture: the Lecture menu and panel, the speed control, the format
+# explorer (against engine::inspect, every FP8 code), the step inspector and
+# the presentation view.
+pl_add_test(test_ui_lecture
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/lecture/test_lecture_mode.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/lecture/test_format_explorer.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/lecture/test_step_inspector.cpp
+  LIBS ui Qt6::Test
+  LABELS ui
+  ENV QT_QPA_PLATFORM=offscreen
+  TIMEOUT 180)

@@ -1,0 +1,262 @@
+// ui/lecture in the window: the Lecture menu lists every built-in preset;
+// choosing one fills the setup panel, shows the lesson and enlarges its
+// charts; Start runs all its runs under their names and the claims are
+// checked when they end; a bad preset file is an error with its one line;
+// the speed control paces the engine; the presentation view comes and goes
+// on one shortcut.
+#include <gtest/gtest.h>
+
+#include <QAction>
+#include <QApplication>
+#include <QChart>
+#include <QChartView>
+#include <QDockWidget>
+#include <QFile>
+#include <QLineSeries>
+#include <QMessageBox>
+#include <QTabBar>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QTimer>
+
+#include "charts/chart_area.h"
+#include "charts/chart_style.h"
+#include "lecture/lecture_menu.h"
+#include "lecture/lecture_panel.h"
+#include "lecture/preset.h"
+#include "lecture/speed_control.h"
+#include "main_window.h"
+#include "panels/setup_panel.h"
+#include "session/run_store.h"
+#include "session/training_controller.h"
+#include "../ui_test_support.h"
+
+namespace {
+
+// A small lesson on spirals (two runs, a claim that holds and one that
+// cannot), so the test does not depend on which presets ship.
+engine::Preset testLesson() {
+  const std::string json = R"({
+    "title": "Test lesson",
+    "explanation": "Two runs on spirals. Watch the loss and the loss scale.",
+    "watch": ["loss", "loss_scale"],
+    "dataset": "spirals", "model": "mlp", "steps": 60, "batch": 64, "lr": 0.05, "seed": 3, "threads": 1,
+    "runs": [{"name": "base", "recipe": "fp32"}, {"name": "half", "recipe": "mixed-fp16"}],
+    "expect": [
+      {"metric": "final_loss", "run": "half", "vs": "base", "max": 100},
+      {"metric": "skipped_steps", "run": "base", "min": 5}
+    ]
+  })";
+  return engine::parse_preset(json, "test.json", "test-lesson");
+}
+
+}  // namespace
+
+TEST(LectureMode, TheMenuListsEveryBuiltInPresetAndChoosingOneSetsTheLessonUp) {
+  ui_test::ensureApplication();
+  MainWindow w;
+  w.setQuietErrors(true);
+  const auto& presets = engine::builtin_presets();
+  ASSERT_FALSE(presets.empty());
+  const QList<QAction*> actions = w.lectureMenu()->presetActions();
+  ASSERT_EQ(actions.size(), static_cast<int>(presets.size()));
+  for (std::size_t i = 0; i < presets.size(); ++i) {
+    EXPECT_EQ(actions[static_cast<int>(i)]->text(), QString::fromStdString(presets[i].title));
+    EXPECT_TRUE(w.lectureMenu()->actions().contains(actions[static_cast<int>(i)]));
+  }
+  EXPECT_TRUE(w.lectureMenu()->actions().contains(w.lectureMenu()->openFileAction()));
+  EXPECT_TRUE(w.lectureMenu()->openFileAction()->text().startsWith(QStringLiteral("Open preset file")));
+
+  for (std::size_t i = 0; i < presets.size(); ++i) {
+    const engine::Preset& p = presets[i];
+    SCOPED_TRACE(p.name);
+    actions[static_cast<int>(i)]->trigger();
+    ASSERT_NE(w.lecture(), nullptr);
+    EXPECT_EQ(w.lecture()->name, p.name);
+    EXPECT_TRUE(actions[static_cast<int>(i)]->isChecked());
+    EXPECT_FALSE(w.lecturePanel()->isHidden());
+    EXPECT_EQ(w.lecturePanel()->title(), QString::fromStdString(p.title));
+    EXPECT_EQ(w.lecturePanel()->explanation(), QString::fromStdString(p.explanation));
+    // The setup panel holds the preset's settings.
+    const engine::RunConfig& c = p.runs.front().config;
+    const SetupSettings s = w.setupPanel()->settings();
+    EXPECT_EQ(s.dataset.toStdString(), c.dataset);
+    EXPECT_EQ(s.model.toStdString(), c.model);
+    EXPECT_EQ(s.recipe.toStdString(), c.recipe);
+    if (c.steps > 0) {
+      EXPECT_EQ(s.steps, c.steps);
+    }
+    EXPECT_EQ(static_cast<std::uint64_t>(s.seed), c.seed);
+    // The watched charts are the enlarged ones.
+    QVector<ChartArea::Metric> expected;
+    for (const std::string& watch : p.watch) {
+      const std::string chart = watch.substr(0, watch.find(':'));
+      const ChartArea::Metric m = chart == "loss"         ? ChartArea::Loss
+                                  : chart == "loss_scale" ? ChartArea::LossScale
+                                  : chart == "memory"     ? ChartArea::Memory
+                                  : chart == "accuracy"   ? ChartArea::Accuracy
+                                                          : ChartArea::Gradients;
+      if (!expected.contains(m)) expected << m;
+    }
+    EXPECT_EQ(w.chartArea()->watched(), expected);
+  }
+  // Leaving the lesson gives the usual grid back.
+  w.leaveLecture();
+  EXPECT_EQ(w.lecture(), nullptr);
+  EXPECT_TRUE(w.chartArea()->watched().isEmpty());
+  EXPECT_TRUE(w.lecturePanel()->isHidden());
+}
+
+TEST(LectureMode, WatchedChartsAreLargerThanTheOthers) {
+  ui_test::ensureApplication();
+  MainWindow w;
+  w.resize(1280, 720);
+  w.show();
+  w.setLecture(testLesson());
+  ui_test::settle();
+  ui_test::waitFor([&] { return false; }, 200);
+  ChartArea* a = w.chartArea();
+  const int watched = a->view(ChartArea::Loss)->height() * a->view(ChartArea::Loss)->width();
+  const int other = a->view(ChartArea::Memory)->height() * a->view(ChartArea::Memory)->width();
+  EXPECT_GT(watched, other * 3 / 2) << "loss " << a->view(ChartArea::Loss)->size().width() << "x"
+                                     << a->view(ChartArea::Loss)->size().height() << ", memory "
+                                     << a->view(ChartArea::Memory)->size().width() << "x"
+                                     << a->view(ChartArea::Memory)->size().height();
+}
+
+TEST(LectureMode, StartRunsAllItsRunsAndTheClaimsAreCheckedWhenTheyEnd) {
+  ui_test::ensureApplication();
+  MainWindow w;
+  w.setQuietErrors(true);
+  w.setLecture(testLesson());
+  bool checked = false;
+  QObject::connect(&w, &MainWindow::lectureChecked, [&] { checked = true; });
+  ASSERT_TRUE(w.startRun()) << w.lastError().toStdString();
+  ASSERT_EQ(w.lectureRuns().size(), 2);
+  EXPECT_EQ(w.store()->run(w.lectureRuns()[0]).name, QStringLiteral("base"));
+  EXPECT_EQ(w.store()->run(w.lectureRuns()[1]).name, QStringLiteral("half"));
+  EXPECT_EQ(w.store()->run(w.lectureRuns()[1]).config.recipe, "mixed-fp16");
+  EXPECT_TRUE(w.lecturePanel()->claimsText().contains(QStringLiteral("Checked when the runs end")));
+  ASSERT_TRUE(ui_test::waitFor([&] { return checked; }, 60000));
+  // Side by side: both ran every step.
+  for (int id : w.lectureRuns()) EXPECT_EQ(w.store()->run(id).steps.size(), 60u);
+  const auto& results = w.lecturePanel()->claimResults();
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_TRUE(results[0].pass) << results[0].text;
+  EXPECT_FALSE(results[1].pass) << results[1].text;
+  const QString text = w.lecturePanel()->claimsText();
+  EXPECT_TRUE(text.contains(QStringLiteral("PASS final_loss half / base"))) << text.toStdString();
+  EXPECT_TRUE(text.contains(QStringLiteral("FAIL skipped_steps base"))) << text.toStdString();
+}
+
+TEST(LectureMode, ABadPresetFileIsAnErrorDialogWithItsOneLine) {
+  ui_test::ensureApplication();
+  QTemporaryDir dir;
+  const QString path = dir.filePath(QStringLiteral("broken.json"));
+  QFile f(path);
+  ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+  f.write(R"({"title": "Broken", "explanation": "x", "recipes": ["fp32"], "expect": [{"metric": "nope", "run": "fp32"}]})");
+  f.close();
+  MainWindow w;
+  w.setLecture(testLesson());
+  // The dialog: found and closed while it is open.
+  QString dialogText;
+  QTimer::singleShot(200, [&] {
+    for (QWidget* top : QApplication::topLevelWidgets())
+      if (auto* box = qobject_cast<QMessageBox*>(top); box && box->isVisible()) {
+        dialogText = box->text();
+        box->accept();
+      }
+  });
+  EXPECT_FALSE(w.openLecture(path));
+  EXPECT_FALSE(dialogText.isEmpty());
+  EXPECT_FALSE(dialogText.contains(QLatin1Char('\n')));
+  EXPECT_TRUE(dialogText.contains(QStringLiteral("broken.json"))) << dialogText.toStdString();
+  EXPECT_EQ(dialogText, w.lastError());
+  // The lesson before it stays.
+  ASSERT_NE(w.lecture(), nullptr);
+  EXPECT_EQ(w.lecture()->name, "test-lesson");
+  // A name that is no preset: the same.
+  w.setQuietErrors(true);
+  EXPECT_FALSE(w.openLecture(QStringLiteral("no-such-lesson")));
+  EXPECT_TRUE(w.lastError().contains(QStringLiteral("no-such-lesson")));
+  EXPECT_FALSE(w.lastError().contains(QLatin1Char('\n')));
+}
+
+TEST(LectureMode, TheSpeedControlPacesTheRunningTrainerAndTheNextOne) {
+  ui_test::ensureApplication();
+  MainWindow w;
+  w.setQuietErrors(true);
+  engine::RunConfig c = ui_test::config("fp32");
+  c.steps = 2000;
+  c.threads = 1;
+  w.setBaseConfig(c);
+  // Set before the start: the next trainer gets it.
+  w.speedControl()->setRate(20);
+  EXPECT_EQ(w.speedControl()->rate(), 20.0);
+  EXPECT_EQ(w.controller()->stepRate(), 20.0);
+  ASSERT_TRUE(w.startRun());
+  const int id = w.controller()->currentRuns().front();
+  ASSERT_TRUE(ui_test::waitFor([&] { return !w.store()->run(id).steps.empty(); }, 20000));
+  ui_test::waitFor([] { return false; }, 1000);
+  const std::size_t paced = w.store()->run(id).steps.size();
+  EXPECT_LE(paced, 45u) << "20 steps/s for about a second";
+  EXPECT_GE(paced, 5u);
+  // As fast as possible, applied to the running trainer: it finishes.
+  w.speedControl()->setRate(0);
+  EXPECT_EQ(w.controller()->stepRate(), 0.0);
+  bool done = false;
+  QObject::connect(&w, &MainWindow::trainingFinished, [&] { done = true; });
+  ASSERT_TRUE(ui_test::waitFor([&] { return done; }, 30000));
+  EXPECT_EQ(w.store()->run(id).steps.size(), 2000u);
+  // Every offered rate, and "as fast as possible".
+  EXPECT_EQ(SpeedControl::rates(), (QVector<double>{0, 1, 2, 5, 10, 20, 50, 100}));
+}
+
+TEST(LectureMode, PresentationViewOnOneShortcutAndBack) {
+  ui_test::ensureApplication();
+  MainWindow w;
+  w.resize(1280, 720);
+  w.show();
+  w.setLecture(testLesson());
+  ui_test::settle();
+  EXPECT_EQ(w.presentationAction()->shortcut(), QKeySequence(Qt::Key_F11));
+  QDockWidget* setup = w.findChild<QDockWidget*>(QStringLiteral("setupDock"));
+  ASSERT_NE(setup, nullptr);
+  ASSERT_TRUE(setup->isVisible());
+  QChart* loss = w.chartArea()->chart(ChartArea::Loss);
+  const QFont normalTitle = loss->titleFont();
+  w.presentationAction()->trigger();
+  ui_test::settle();
+  EXPECT_TRUE(w.presentation());
+  EXPECT_FALSE(setup->isVisible());
+  EXPECT_FALSE(w.findChild<QWidget*>(QStringLiteral("precisionBox"))->isVisible());
+  EXPECT_FALSE(w.tabs()->tabBar()->isVisible());
+  EXPECT_TRUE(w.lecturePanel()->isVisible());
+  EXPECT_GE(w.lecturePanel()->findChild<QWidget*>(QStringLiteral("lectureExplanation"))->font().pointSizeF(),
+            chart_style::presentation::kTextPt);
+  EXPECT_GE(loss->titleFont().pointSizeF(), chart_style::presentation::kTitlePt);
+  // Only the watched charts.
+  EXPECT_TRUE(w.chartArea()->view(ChartArea::Loss)->isVisible());
+  EXPECT_TRUE(w.chartArea()->view(ChartArea::LossScale)->isVisible());
+  EXPECT_FALSE(w.chartArea()->view(ChartArea::Memory)->isVisible());
+  // Lines drawn after the switch are thick too.
+  ASSERT_TRUE(w.startRun());
+  ASSERT_TRUE(ui_test::waitFor([&] {
+    w.chartArea()->refresh();
+    auto* s = qobject_cast<QLineSeries*>(w.chartArea()->runSeries(ChartArea::Loss, w.lectureRuns().value(0, 0)));
+    return s && s->pen().widthF() >= chart_style::kLossWidth * chart_style::presentation::kLineFactor - 1e-9;
+  }, 20000));
+  w.controller()->shutdown();
+  // The same shortcut returns.
+  w.presentationAction()->trigger();
+  ui_test::settle();
+  EXPECT_FALSE(w.presentation());
+  EXPECT_TRUE(setup->isVisible());
+  EXPECT_TRUE(w.tabs()->tabBar()->isVisible());
+  EXPECT_EQ(loss->titleFont(), normalTitle);
+  EXPECT_TRUE(w.chartArea()->view(ChartArea::Memory)->isVisible());
+  auto* s = qobject_cast<QLineSeries*>(w.chartArea()->runSeries(ChartArea::Loss, w.lectureRuns().value(0, 0)));
+  ASSERT_NE(s, nullptr);
+  EXPECT_DOUBLE_EQ(s->pen().widthF(), chart_style::kLossWidth);
+}
