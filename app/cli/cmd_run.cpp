@@ -98,12 +98,25 @@ std::string human_time(double s) {
 }  // namespace
 
 int train_runs(const std::vector<engine::ComparisonRun>& runs, const std::string& out,
-               std::vector<engine::RunExport>& exports) {
+               std::vector<engine::RunExport>& exports, const Replay* replay) {
   engine::Trainer trainer;
   std::vector<std::string> recipes;
   for (const engine::ComparisonRun& r : runs) {
     trainer.add_run(r.config);
     recipes.push_back(r.name);
+  }
+  if (replay) {
+    for (const engine::StampedChange& c : replay->changes) trainer.schedule(c);
+    for (std::size_t i = 0; i < replay->stop_at.size(); ++i)
+      if (replay->stop_at[i] > 0) trainer.stop_run_at(static_cast<int>(i), replay->stop_at[i]);
+  }
+  // The run folder is written as the runs go (a kill leaves everything up
+  // to the last second, marked interrupted).
+  try {
+    trainer.set_journal(out, recipes);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "precision-lab-cli: %s\n", e.what());
+    return 2;
   }
   const bool tty = isatty(STDOUT_FILENO) != 0;
   g_interrupted = 0;
@@ -216,10 +229,8 @@ int train_runs(const std::vector<engine::ComparisonRun>& runs, const std::string
                 static_cast<long long>(s.overflow_steps), static_cast<long long>(s.skipped_steps),
                 s.final_loss_scale, s.peak_memory_bytes / 1048576.0, s.samples_per_second);
   }
-  if (!exports.empty()) {
-    engine::export_runs(out, exports);
-    std::printf("wrote %s/{steps,evals,events,grads,summary}.csv and config.json\n", out.c_str());
-  }
+  std::printf("wrote %s/{steps,evals,events,grads,summary}.csv, config.json, runs.json, commands.jsonl, status.json\n",
+              out.c_str());
   if (failed) return 1;
   return g_interrupted ? 130 : 0;
 }

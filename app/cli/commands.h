@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "report/csv.h"
+#include "train/commands.h"
 #include "train/comparison.h"
 
 namespace cli {
@@ -18,6 +19,13 @@ int cmd_lecture(int argc, char** argv);
 // Trains `runs` side by side on one trainer with a progress line, prints a
 // summary per run, writes the CSV files into `out` and returns them in
 // `exports`. Exit code: 0, 1 when a run failed, 130 when interrupted.
+// Replay: changes to apply at their steps, and the step each run stops at (0: none).
+struct Replay {
+  std::vector<engine::StampedChange> changes;
+  std::vector<std::int64_t> stop_at;
+};
 int train_runs(const std::vector<engine::ComparisonRun>& runs, const std::string& out,
-               std::vector<engine::RunExport>& exports);
+               std::vector<engine::RunExport>& exports, const Replay* replay = nullptr);
+// argv[0] == "replay"
+int cmd_replay(int argc, char** argv);
 }  // namespace cli

@@ -22,7 +22,8 @@ void print_usage(std::FILE* out) {
       "  compare  --recipes fp32,fp16,mixed-fp16 [the options of run] --out DIR\n"
       "  formats  [--value X]   table of the number formats, or X in every format with its bits\n"
       "  lecture  --list | NAME|FILE.json --out DIR [--check] [--quick]\n"
-      "           lecture presets: run one, and with --check test the claims it makes\n",
+      "           lecture presets: run one, and with --check test the claims it makes\n"
+      "  replay   DIR --out DIR2   repeat a run folder, live changes at the same steps\n",
       out);
 }
 }  // namespace
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(cmd, "run") == 0) return cli::cmd_run(argc - 1, argv + 1, false);
     if (std::strcmp(cmd, "compare") == 0) return cli::cmd_run(argc - 1, argv + 1, true);
     if (std::strcmp(cmd, "lecture") == 0) return cli::cmd_lecture(argc - 1, argv + 1);
+    if (std::strcmp(cmd, "replay") == 0) return cli::cmd_replay(argc - 1, argv + 1);
     if (std::strcmp(cmd, "--help") == 0 || std::strcmp(cmd, "-h") == 0 || std::strcmp(cmd, "help") == 0) {
       print_usage(stdout);
       return 0;

@@ -80,6 +80,10 @@ class Layer {
   // comparison with the FP32 shadow pass.
   bool capture_output = false;
   std::vector<float> captured_output;
+  // An injected fault (the robustness tests and lessons): when set, the
+  // first value of the layer's output becomes fault_value (NaN or inf).
+  bool fault_output = false;
+  float fault_value = 0.0f;
 
  protected:
   LayerPrecision m_precision;
@@ -88,9 +92,10 @@ class Layer {
   std::string m_name;
 };
 
-// After l.forward(..., y, ...): keeps y's values when l.capture_output.
-// Called by whoever calls forward (the Model, composite layers).
-void record_output(Layer& l, const Tensor& y);
+// After l.forward(..., y, ...): keeps y's values when l.capture_output, and
+// writes an injected fault into y. Called by whoever calls forward (the
+// Model, composite layers).
+void record_output(Layer& l, Tensor& y);
 
 // Sum of the bytes of some scratch tensors (Layer::workspace_bytes).
 std::size_t tensors_bytes(std::initializer_list<const Tensor*> tensors);

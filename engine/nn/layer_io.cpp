@@ -190,7 +190,12 @@ void throw_shape(const std::string& layer, const std::string& what, const Shape&
 
 namespace engine {
 
-void record_output(Layer& l, const Tensor& y) {
+void record_output(Layer& l, Tensor& y) {
+  if (l.fault_output && y.numel() > 0) {
+    if (y.format() == Format::FP32 || y.format() == Format::TF32) y.f32()[0] = l.fault_value;
+    else cast_from_f32(y.format(), &l.fault_value, y.data(), 1);
+    if (l.track_nonfinite) ++l.nonfinite.activation;
+  }
   if (!l.capture_output) return;
   if (y.format() == Format::FP32 || y.format() == Format::TF32) {
     l.captured_output.assign(y.f32(), y.f32() + y.numel());

@@ -81,6 +81,78 @@ void write_atomically(const fs::path& dir, const std::string& name, const std::s
 
 }  // namespace
 
+const std::string& csv_header(CsvFile f) {
+  static const std::string headers[] = {
+      "run_id,run,recipe,step,epoch,loss,loss_scale,overflow,skipped,grad_norm,lr,mem_weights,mem_master,mem_grads,"
+      "mem_optimizer,mem_activations,mem_workspace,mem_total,mem_emulation,rss,wall_ms,samples_per_second,"
+      "train_accuracy\r\n",
+      "run_id,run,recipe,step,epoch,val_loss,val_accuracy\r\n",
+      "run_id,run,recipe,step,kind,layer,tensor,count,value\r\n",
+      "run_id,run,recipe,step,layer,format,zeros,total,underflow_unscaled,subnormal_unscaled,overflow_unscaled,"
+      "underflow_scaled,subnormal_scaled,overflow_scaled,shadow,output_error,grad_error\r\n",
+      "run_id,run,recipe,model,dataset,backend,steps,final_loss,val_loss,val_accuracy,overflow_steps,"
+      "skipped_steps,final_loss_scale,peak_memory_bytes,wall_seconds,samples_per_second\r\n"};
+  return headers[static_cast<int>(f)];
+}
+
+const char* csv_file_name(CsvFile f) {
+  static const char* names[] = {"steps.csv", "evals.csv", "events.csv", "grads.csv", "summary.csv"};
+  return names[static_cast<int>(f)];
+}
+
+namespace {
+Row lead(const CsvRun& r) {
+  Row row;
+  row << num(r.run_id) << r.name << r.recipe;
+  return row;
+}
+}  // namespace
+
+std::string csv_row(const CsvRun& r, const StepMetrics& m) {
+  Row row = lead(r);
+  row << num(m.step) << num(m.epoch) << num(m.loss) << num(m.loss_scale) << flag(m.overflow) << flag(m.skipped)
+      << num(m.grad_norm) << num(m.lr) << num(m.mem.weights) << num(m.mem.master) << num(m.mem.grads)
+      << num(m.mem.optimizer) << num(m.mem.activations) << num(m.mem.workspace) << num(m.mem.total())
+      << num(m.mem.emulation) << num(m.rss) << num(m.wall_ms) << num(m.samples_per_second)
+      << num(m.train_accuracy);
+  return row.line();
+}
+
+std::string csv_row(const CsvRun& r, const EvalMetrics& e) {
+  Row row = lead(r);
+  row << num(e.step) << num(e.epoch) << num(e.val_loss) << num(e.val_accuracy);
+  return row.line();
+}
+
+std::string csv_row(const CsvRun& r, const Event& e) {
+  Row row = lead(r);
+  std::string tensor = e.tensor;
+  if (e.kind == EventKind::PrecisionChange) tensor = precision_text(e.precision);
+  row << num(e.step) << event_kind_name(e.kind) << e.layer << tensor << num(e.count) << num(e.value);
+  return row.line();
+}
+
+std::string csv_row(const CsvRun& r, const GradStats& g) {
+  Row row = lead(r);
+  row << num(g.step) << g.layer << g.format << num(g.zeros) << num(g.total) << num(g.underflow_unscaled)
+      << num(g.subnormal_unscaled) << num(g.overflow_unscaled) << num(g.underflow_scaled) << num(g.subnormal_scaled)
+      << num(g.overflow_scaled) << flag(g.shadow) << num(g.output_error) << num(g.grad_error);
+  return row.line();
+}
+
+std::string csv_row(const CsvRun& r, const RunSummary& s) {
+  Row row = lead(r);
+  row << s.model << s.dataset << s.backend << num(s.steps) << num(s.final_loss) << num(s.val_loss)
+      << num(s.val_accuracy) << num(s.overflow_steps) << num(s.skipped_steps) << num(s.final_loss_scale)
+      << num(s.peak_memory_bytes) << num(s.wall_seconds) << num(s.samples_per_second);
+  return row.line();
+}
+
+std::string precision_text(const LayerPrecision& p) {
+  return std::string(format_key(p.compute)) + "/" + format_key(p.storage) + "/" + format_key(p.accumulate) + "/" +
+         format_key(p.grad);
+}
+
 void export_runs(const std::string& dir_s, const std::vector<RunExport>& runs) {
   const fs::path dir(dir_s);
   std::error_code ec;
@@ -89,70 +161,17 @@ void export_runs(const std::string& dir_s, const std::vector<RunExport>& runs) {
 
   // Build every file in memory first: nothing is renamed into place until
   // all contents exist.
-  std::string steps, evals, events, grads, summary;
-  {
-    Row h;
-    for (const char* c : {"run_id", "run", "recipe", "step", "epoch", "loss", "loss_scale", "overflow", "skipped",
-                          "grad_norm", "lr", "mem_weights", "mem_master", "mem_grads", "mem_optimizer",
-                          "mem_activations", "mem_workspace", "mem_total", "mem_emulation", "rss", "wall_ms",
-                          "samples_per_second", "train_accuracy"})
-      h << c;
-    steps = h.line();
-  }
-  evals = "run_id,run,recipe,step,epoch,val_loss,val_accuracy\r\n";
-  events = "run_id,run,recipe,step,kind,layer,tensor,count,value\r\n";
-  grads =
-      "run_id,run,recipe,step,layer,format,zeros,total,underflow_unscaled,subnormal_unscaled,overflow_unscaled,"
-      "underflow_scaled,subnormal_scaled,overflow_scaled,shadow,output_error,grad_error\r\n";
-  summary =
-      "run_id,run,recipe,model,dataset,backend,steps,final_loss,val_loss,val_accuracy,overflow_steps,"
-      "skipped_steps,final_loss_scale,peak_memory_bytes,wall_seconds,samples_per_second\r\n";
+  std::string steps = csv_header(CsvFile::Steps), evals = csv_header(CsvFile::Evals),
+              events = csv_header(CsvFile::Events), grads = csv_header(CsvFile::Grads),
+              summary = csv_header(CsvFile::Summary);
   for (const RunExport& r : runs) {
-    const std::string& name = r.name.empty() ? r.recipe : r.name;
-    auto lead = [&](Row& row) { row << num(r.run_id) << name << r.recipe; };
+    const CsvRun who{r.run_id, r.name.empty() ? r.recipe : r.name, r.recipe};
     const RunHistory& h = r.history;
-    for (const StepMetrics& m : h.steps) {
-      Row row;
-      lead(row);
-      row << num(m.step) << num(m.epoch) << num(m.loss) << num(m.loss_scale) << flag(m.overflow)
-          << flag(m.skipped) << num(m.grad_norm) << num(m.lr) << num(m.mem.weights) << num(m.mem.master)
-          << num(m.mem.grads) << num(m.mem.optimizer) << num(m.mem.activations) << num(m.mem.workspace)
-          << num(m.mem.total()) << num(m.mem.emulation) << num(m.rss) << num(m.wall_ms)
-          << num(m.samples_per_second) << num(m.train_accuracy);
-      steps += row.line();
-    }
-    for (const EvalMetrics& e : h.evals) {
-      Row row;
-      lead(row);
-      row << num(e.step) << num(e.epoch) << num(e.val_loss) << num(e.val_accuracy);
-      evals += row.line();
-    }
-    for (const Event& e : h.events) {
-      Row row;
-      lead(row);
-      std::string tensor = e.tensor;
-      if (e.kind == EventKind::PrecisionChange)
-        tensor = std::string(format_key(e.precision.compute)) + "/" + format_key(e.precision.storage) + "/" +
-                 format_key(e.precision.accumulate) + "/" + format_key(e.precision.grad);
-      row << num(e.step) << event_kind_name(e.kind) << e.layer << tensor << num(e.count) << num(e.value);
-      events += row.line();
-    }
-    for (const GradStats& g : h.grads) {
-      Row row;
-      lead(row);
-      row << num(g.step) << g.layer << g.format << num(g.zeros) << num(g.total) << num(g.underflow_unscaled)
-          << num(g.subnormal_unscaled) << num(g.overflow_unscaled) << num(g.underflow_scaled)
-          << num(g.subnormal_scaled) << num(g.overflow_scaled) << flag(g.shadow) << num(g.output_error)
-          << num(g.grad_error);
-      grads += row.line();
-    }
-    const RunSummary& s = r.summary;
-    Row row;
-    lead(row);
-    row << s.model << s.dataset << s.backend << num(s.steps) << num(s.final_loss) << num(s.val_loss)
-        << num(s.val_accuracy) << num(s.overflow_steps) << num(s.skipped_steps) << num(s.final_loss_scale)
-        << num(s.peak_memory_bytes) << num(s.wall_seconds) << num(s.samples_per_second);
-    summary += row.line();
+    for (const StepMetrics& m : h.steps) steps += csv_row(who, m);
+    for (const EvalMetrics& e : h.evals) evals += csv_row(who, e);
+    for (const Event& e : h.events) events += csv_row(who, e);
+    for (const GradStats& g : h.grads) grads += csv_row(who, g);
+    summary += csv_row(who, r.summary);
   }
   std::string config;
   if (!runs.empty()) {
@@ -171,6 +190,10 @@ void export_runs(const std::string& dir_s, const std::vector<RunExport>& runs) {
   if (!config.empty()) write_atomically(dir, "config.json", config);
 }
 
+void write_file_atomically(const std::string& dir, const std::string& name, const std::string& content) {
+  write_atomically(fs::path(dir), name, content);
+}
+
 int CsvTable::column(const std::string& name) const {
   for (std::size_t i = 0; i < header.size(); ++i)
     if (header[i] == name) return static_cast<int>(i);
@@ -182,7 +205,10 @@ CsvTable read_csv(const std::string& path) {
   if (!in) throw std::runtime_error(path + ": cannot open");
   std::stringstream ss;
   ss << in.rdbuf();
-  const std::string text = ss.str();
+  return parse_csv(ss.str(), path);
+}
+
+CsvTable parse_csv(const std::string& text, const std::string& path) {
   CsvTable t;
   std::vector<std::string> rec;
   std::string field;

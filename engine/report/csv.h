@@ -35,6 +35,24 @@ struct RunExport {
 // std::runtime_error naming the file on failure. Any thread.
 void export_runs(const std::string& dir, const std::vector<RunExport>& runs);
 
+// The files and their rows, one way for the export and the run journal.
+enum class CsvFile { Steps, Evals, Events, Grads, Summary };
+const std::string& csv_header(CsvFile f);  // with its CRLF
+const char* csv_file_name(CsvFile f);      // "steps.csv", ...
+struct CsvRun {
+  int run_id = 0;
+  std::string name, recipe;
+};
+std::string csv_row(const CsvRun& r, const StepMetrics& m);
+std::string csv_row(const CsvRun& r, const EvalMetrics& e);
+std::string csv_row(const CsvRun& r, const Event& e);
+std::string csv_row(const CsvRun& r, const GradStats& g);
+std::string csv_row(const CsvRun& r, const RunSummary& s);
+// "fp16/fp16/fp32/fp16": compute/storage/accumulate/grad (events.csv's tensor of a precision change).
+std::string precision_text(const LayerPrecision& p);
+// Writes `content` to dir/name through a temporary file and a rename.
+void write_file_atomically(const std::string& dir, const std::string& name, const std::string& content);
+
 // RFC 4180 field quoting (quotes when the field holds , " CR or LF).
 std::string csv_field(const std::string& s);
 // Shortest round-trip decimal form of a double ("nan", "inf", "-inf" for
@@ -48,5 +66,7 @@ struct CsvTable {
   int column(const std::string& name) const;  // -1 if absent
 };
 CsvTable read_csv(const std::string& path);
+// Same, from text; `origin` names it in errors.
+CsvTable parse_csv(const std::string& text, const std::string& origin);
 
 }  // namespace engine

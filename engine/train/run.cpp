@@ -105,7 +105,21 @@ Run::Run(int id, const RunConfig& config, std::shared_ptr<const DatasetPair> dat
   // default-initialised network's outputs: tiny-gradients' are ~2^-14).
   m_model->init(m_config.seed, !train.is_classification());
 
-  for (const auto& [name, p] : m_config.layers) m_recipe.overrides[name] = p;
+  for (const auto& [name, p] : m_config.layers) {
+    // A per-layer setting for a layer the model does not have would be
+    // silently ignored: refuse it by name.
+    if (name.rfind(kKindPrefix, 0) != 0) {
+      bool found = false;
+      for (Layer* l : m_model->leaves()) found = found || l->name() == name;
+      if (!found) {
+        std::string names;
+        for (Layer* l : m_model->leaves()) names += (names.empty() ? "" : ", ") + l->name();
+        throw std::runtime_error("'layers." + name + "': the " + m_config.model + " has no layer '" + name +
+                                 "' (its layers: " + names + ")");
+      }
+    }
+    m_recipe.overrides[name] = p;
+  }
   if (m_config.loss_scale_set) m_recipe.scaling = m_config.loss_scale;
   if (m_config.master_weights >= 0) m_recipe.master_weights = m_config.master_weights == 1;
   m_recipe.fp8.enabled = m_config.fp8_scaling != "none";
@@ -191,6 +205,19 @@ void Run::step(std::vector<Record>& out) {
   const bool stats_step =
       inspect || (m_config.stats_every > 0 && (step_no == 1 || step_no % m_config.stats_every == 0));
   if (inspect) m_model->set_track_nonfinite(true);
+  // An injected fault lasts this one step (the attribution re-run sees it too).
+  const std::optional<Fault> fault = m_fault;
+  m_fault.reset();
+  if (fault && fault->target == FaultTarget::Weights) {
+    Parameter& p = *fault->layer->parameters().front();
+    if (p.has_master()) p.master.f32()[0] = fault->value;
+    if (p.weight.format() == Format::FP32 || p.weight.format() == Format::TF32) p.weight.f32()[0] = fault->value;
+    else cast_from_f32(p.weight.format(), &fault->value, p.weight.data(), 1);
+  }
+  if (fault && fault->target == FaultTarget::Activations) {
+    fault->layer->fault_output = true;
+    fault->layer->fault_value = fault->value;
+  }
   // Statistics steps keep each parameterised leaf's output for the
   // comparison with the FP32 shadow pass.
   if (stats_step) m_model->set_capture_outputs(true);
@@ -213,7 +240,17 @@ void Run::step(std::vector<Record>& out) {
       l = m_backend.mse_forward(lg, s.targets.f32(), B * s.outputs);
       m_backend.mse_backward(lg, s.targets.f32(), B * s.outputs, loss_scale, s.dlogits.f32());
     }
+    if (fault && fault->target == FaultTarget::Loss) {
+      l = fault->value;
+      s.dlogits.f32()[0] = fault->value;
+    }
     m_model->backward(m_backend, s.dlogits);
+    if (fault && fault->target == FaultTarget::Gradients) {
+      Parameter& p = *fault->layer->parameters().front();
+      if (p.grad.format() == Format::FP32) p.grad.f32()[0] = fault->value;
+      else cast_from_f32(p.grad.format(), &fault->value, p.grad.data(), 1);
+      if (fault->layer->track_nonfinite) ++fault->layer->nonfinite.weight_grad;
+    }
     return l;
   };
   const double loss = forward_backward();
@@ -361,6 +398,7 @@ void Run::step(std::vector<Record>& out) {
   }
   m_history.add(m);
   out.emplace_back(m);
+  if (fault && fault->target == FaultTarget::Activations) fault->layer->fault_output = false;
   if (inspect) {
     inspection.run_id = m_id;
     inspection.step = step_no;
@@ -371,6 +409,33 @@ void Run::step(std::vector<Record>& out) {
     inspection.skipped = !take;
     out.emplace_back(std::move(inspection));
   }
+  // Divergence ends the run, cleanly and with its reason: non-finite
+  // gradients applied (no loss scaler skipped the step) leave the weights
+  // NaN for good; a loss that stays non-finite for 10 steps has diverged.
+  m_nan_loss_run = std::isfinite(loss) ? 0 : m_nan_loss_run + 1;
+  if (take && overflow)
+    throw std::runtime_error("diverged at step " + std::to_string(step_no) + ": " + std::to_string(nonfinite) +
+                             " gradient values were inf or NaN and no loss scaler skipped the step, so the weights "
+                             "are no longer finite");
+  if (m_nan_loss_run >= 10)
+    throw std::runtime_error("diverged at step " + std::to_string(step_no) +
+                             ": the loss has been inf or NaN for 10 steps");
+}
+
+void Run::inject_fault(FaultTarget target, const std::string& layer, bool inf) {
+  Fault f{target, nullptr, inf ? std::numeric_limits<float>::infinity() : std::numeric_limits<float>::quiet_NaN()};
+  if (target != FaultTarget::Loss) {
+    for (Layer* l : m_model->leaves())
+      if (l->name() == layer) f.layer = l;
+    if (!f.layer) {
+      std::string names;
+      for (Layer* l : m_model->leaves()) names += (names.empty() ? "" : ", ") + l->name();
+      throw std::invalid_argument("inject_fault: the model has no layer '" + layer + "' (layers: " + names + ")");
+    }
+    if (target != FaultTarget::Activations && f.layer->parameters().empty())
+      throw std::invalid_argument("inject_fault: layer '" + layer + "' has no weights");
+  }
+  m_fault = f;
 }
 
 void Run::emit(const Event& e, std::vector<Record>& out) {

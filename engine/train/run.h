@@ -4,16 +4,19 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "amp/recipe.h"
+#include "train/commands.h"
 #include "train/metrics.h"
 #include "train/run_config.h"
 
 namespace engine {
 
 class Backend;
+class Layer;
 class Model;
 class Optimizer;
 class BatchSampler;
@@ -50,6 +53,11 @@ class Run {
   void set_loss_scaler(const LossScalerConfig& c);
   // The next step also produces a StepInspection (and gradient statistics).
   void request_inspection() { m_inspect_next = true; }
+  // The next step gets a NaN (or inf) in `layer`'s weights, output or
+  // weight gradient, or in the loss (layer ignored). Throws
+  // std::invalid_argument naming an unknown layer, or one without weights
+  // for weights and gradients.
+  void inject_fault(FaultTarget target, const std::string& layer, bool inf);
 
   // History (full, for CSV export).
   const RunHistory& history() const { return m_history; }
@@ -88,6 +96,13 @@ class Run {
   std::int64_t m_steps_per_epoch = 0;
   std::int64_t m_last_rss = 0;
   bool m_inspect_next = false;
+  struct Fault {
+    FaultTarget target;
+    Layer* layer;
+    float value;
+  };
+  std::optional<Fault> m_fault;
+  std::int64_t m_nan_loss_run = 0;  // consecutive steps with a non-finite loss
   RunHistory m_history;
 };
 

@@ -249,6 +249,8 @@ RunConfig parse_run_config_over(const RunConfig& base, const std::string& text, 
       } else if (key == "loss_scale" && v.is_object()) {
         for (const auto& [k, sv] : v.items()) {
           const std::string full = "loss_scale." + k;
+          if (k == "mode" ? !sv.is_string() : !sv.is_number())
+            fail(origin, "'" + full + "' must be " + (k == "mode" ? "a string" : "a number") + " (got " + sv.dump() + ")");
           const std::string s = scalar_string(origin, full, sv);
           if (k == "mode") set_config_value(c, "loss_scale", s, origin);
           else if (k == "init") set_config_value(c, "loss_scale_init", s, origin);
@@ -271,6 +273,22 @@ RunConfig parse_run_config_over(const RunConfig& base, const std::string& text, 
       } else if (key == "out") {
         // Accepted for convenience (config.json written by a run names it); ignored here.
       } else {
+        // JSON has types: a number must be a number ("lr": "0.1" is a
+        // mistake, not a value), a name a string.
+        static const char* numeric[] = {"epochs", "steps", "batch", "lr", "momentum", "weight_decay", "warmup",
+                                        "clip", "seed", "threads", "eval_every", "stats_every", "loss_scale_init",
+                                        "init_scale", "growth_factor", "backoff_factor", "growth_interval"};
+        bool is_numeric = false;
+        for (const char* k : numeric) is_numeric = is_numeric || key == k;
+        if (is_numeric && !v.is_number())
+          fail(origin, "'" + key + "' must be a number (got " + (v.is_string() ? "the string " : "") + v.dump() + ")");
+        static const char* textual[] = {"recipe",   "model",   "dataset",         "optimizer",      "schedule",
+                                        "backend",  "weight_rounding", "fp8_scaling", "loss_scale",
+                                        "loss_scale_mode"};
+        bool is_text = false;
+        for (const char* k : textual) is_text = is_text || key == k;
+        if (is_text && !v.is_string())
+          fail(origin, "'" + key + "' must be a string (got " + v.dump() + ")");
         set_config_value(c, key, scalar_string(origin, key, v), origin);
       }
     }

@@ -3,6 +3,8 @@ target_sources(engine_train PRIVATE
   train/run_config.cpp
   train/run_history.cpp
   train/comparison.cpp
+  train/commands.cpp
+  train/journal.cpp
   train/run.cpp
   train/trainer.cpp
 )

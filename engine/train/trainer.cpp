@@ -1,12 +1,14 @@
 // Trainer: the engine thread, its controls and the record queue.
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <tuple>
 
 #include "backend/backend.h"
 #include "data/dataset.h"
+#include "train/journal.h"
 #include "train/run.h"
 
 namespace engine {
@@ -28,6 +30,34 @@ Trainer::Trainer(std::size_t queue_capacity) : m_capacity(queue_capacity) {}
 Trainer::~Trainer() {
   stop();
   if (m_thread.joinable()) m_thread.join();
+}
+
+void Trainer::set_journal(const std::string& dir, const std::vector<std::string>& names) {
+  if (m_thread.joinable()) throw std::logic_error("Trainer::set_journal after start()");
+  std::vector<JournalRun> runs;
+  for (std::size_t i = 0; i < m_configs.size(); ++i)
+    runs.push_back({i < names.size() ? names[i] : m_configs[i].recipe, m_configs[i]});
+  m_journal = std::make_unique<Journal>(dir, std::move(runs));
+}
+
+void Trainer::schedule(const StampedChange& change) {
+  if (m_thread.joinable()) throw std::logic_error("Trainer::schedule after start()");
+  if (change.run_id < 0 || static_cast<std::size_t>(change.run_id) >= m_configs.size())
+    throw std::invalid_argument("schedule: no run " + std::to_string(change.run_id));
+  m_scheduled.resize(m_configs.size());
+  auto& list = m_scheduled[static_cast<std::size_t>(change.run_id)];
+  // Stable by step: changes at the same step keep their order.
+  auto at = std::upper_bound(list.begin(), list.end(), change.after_step,
+                             [](std::int64_t s, const StampedChange& c) { return s < c.after_step; });
+  list.insert(at, change);
+}
+
+void Trainer::stop_run_at(int run_id, std::int64_t steps) {
+  if (m_thread.joinable()) throw std::logic_error("Trainer::stop_run_at after start()");
+  if (run_id < 0 || static_cast<std::size_t>(run_id) >= m_configs.size())
+    throw std::invalid_argument("stop_run_at: no run " + std::to_string(run_id));
+  m_stop_at.resize(m_configs.size(), 0);
+  m_stop_at[static_cast<std::size_t>(run_id)] = steps;
 }
 
 int Trainer::add_run(const RunConfig& config) {
@@ -83,9 +113,26 @@ void Trainer::wait() {
   if (m_thread.joinable()) m_thread.join();
 }
 
-void Trainer::set_layer_precision(int run_id, const std::string& layer, const LayerPrecision& p) {
+void Trainer::queue_command(int run_id, const LiveChange& c) {
   std::lock_guard<std::mutex> lk(m_command_mutex);
-  m_commands.push_back({run_id, [layer, p](Run& r) { r.set_layer_precision(layer, p); }});
+  m_commands.push_back({run_id, c});
+}
+
+void Trainer::set_layer_precision(int run_id, const std::string& layer, const LayerPrecision& p) {
+  LiveChange c;
+  c.kind = LiveChange::Kind::LayerPrecision;
+  c.layer = layer;
+  c.precision = p;
+  queue_command(run_id, c);
+}
+
+void Trainer::inject_fault(int run_id, FaultTarget target, const std::string& layer, bool inf) {
+  LiveChange c;
+  c.kind = LiveChange::Kind::InjectFault;
+  c.fault = target;
+  c.layer = layer;
+  c.fault_inf = inf;
+  queue_command(run_id, c);
 }
 
 void Trainer::set_step_rate(double steps_per_second) {
@@ -94,15 +141,17 @@ void Trainer::set_step_rate(double steps_per_second) {
 }
 
 void Trainer::inspect_next_step() {
-  std::lock_guard<std::mutex> lk(m_command_mutex);
-  for (std::size_t i = 0; i < m_configs.size(); ++i)
-    m_commands.push_back({static_cast<int>(i), [](Run& r) { r.request_inspection(); }});
+  LiveChange c;
+  c.kind = LiveChange::Kind::Inspect;
+  for (std::size_t i = 0; i < m_configs.size(); ++i) queue_command(static_cast<int>(i), c);
 }
 
 void Trainer::set_loss_scaler(int run_id, const LossScalerConfig& c) {
   validate(c);
-  std::lock_guard<std::mutex> lk(m_command_mutex);
-  m_commands.push_back({run_id, [c](Run& r) { r.set_loss_scaler(c); }});
+  LiveChange change;
+  change.kind = LiveChange::Kind::LossScaler;
+  change.scaler = c;
+  queue_command(run_id, change);
 }
 
 std::size_t Trainer::drain(std::vector<Record>& out, std::size_t max) {
@@ -121,19 +170,62 @@ const Run* Trainer::run(int id) const {
   return m_runs[static_cast<std::size_t>(id)].get();
 }
 
+void Trainer::journal_failed(const std::exception& e, std::vector<Record>& out) {
+  // A folder that cannot be written (disk full, removed) must not stop
+  // training: say so once, and go on without it.
+  m_journal.reset();
+  out.emplace_back(Event{0, 0, EventKind::Error, "", std::string("journal: ") + e.what(), 0});
+}
+
 void Trainer::push(std::vector<Record>& batch) {
   if (batch.empty()) return;
+  if (m_journal) {
+    try {
+      for (const Record& r : batch) m_journal->record(r);
+      m_journal->tick();
+    } catch (const std::exception& e) {
+      journal_failed(e, batch);
+    }
+  }
   {
     std::lock_guard<std::mutex> lk(m_queue_mutex);
     for (Record& r : batch) {
       if (m_queue.size() >= m_capacity) {
-        m_queue.pop_front();
-        m_dropped.fetch_add(1, std::memory_order_relaxed);
+        // Drop the oldest record that is not a status: the consumer must
+        // always learn how each run ended.
+        auto victim = std::find_if(m_queue.begin(), m_queue.end(),
+                                   [](const Record& q) { return !std::holds_alternative<RunStatus>(q); });
+        if (victim != m_queue.end()) {
+          m_queue.erase(victim);
+          m_dropped.fetch_add(1, std::memory_order_relaxed);
+        } else if (!std::holds_alternative<RunStatus>(r)) {
+          m_dropped.fetch_add(1, std::memory_order_relaxed);
+          continue;
+        }
       }
       m_queue.push_back(std::move(r));
     }
   }
   batch.clear();
+}
+
+void Trainer::apply_change(int id, const LiveChange& c, std::vector<Record>& out) {
+  Run& r = *m_runs[static_cast<std::size_t>(id)];
+  try {
+    const std::size_t events_before = r.events().size();
+    apply_live_change(r, c);
+    // The events the change recorded (a precision change), once.
+    for (std::size_t k = events_before; k < r.events().size(); ++k) out.emplace_back(r.events()[k]);
+    if (m_journal) {
+      try {
+        m_journal->command(id, r.steps_done(), c);
+      } catch (const std::exception& e) {
+        journal_failed(e, out);
+      }
+    }
+  } catch (const std::exception& e) {
+    out.emplace_back(Event{id, r.steps_done(), EventKind::Error, "", e.what(), 0});
+  }
 }
 
 void Trainer::apply_commands() {
@@ -146,15 +238,7 @@ void Trainer::apply_commands() {
   for (Command& c : cmds) {
     if (c.run_id < 0 || static_cast<std::size_t>(c.run_id) >= m_runs.size() || !m_runs[static_cast<std::size_t>(c.run_id)])
       continue;
-    Run& r = *m_runs[static_cast<std::size_t>(c.run_id)];
-    try {
-      const std::size_t events_before = r.events().size();
-      c.apply(r);
-      // The events the change recorded (a precision change), once.
-      for (std::size_t k = events_before; k < r.events().size(); ++k) out.emplace_back(r.events()[k]);
-    } catch (const std::exception& e) {
-      out.emplace_back(Event{c.run_id, r.steps_done(), EventKind::Error, "", e.what(), 0});
-    }
+    apply_change(c.run_id, c.change, out);
   }
   push(out);
 }
@@ -162,6 +246,22 @@ void Trainer::apply_commands() {
 void Trainer::thread_main() {
   std::vector<Record> out;
   std::vector<RunState> state(m_configs.size(), RunState::Pending);
+  m_scheduled.resize(m_configs.size());
+  m_stop_at.resize(m_configs.size(), 0);
+  std::vector<std::size_t> next_scheduled(m_configs.size(), 0);
+  // A run ends (stopped) with an evaluation where it stopped and its summary.
+  auto end_stopped = [&](std::size_t i) {
+    if (m_runs[i] && m_runs[i]->steps_done() > 0 && !m_runs[i]->evaluated_at_end()) {
+      try {
+        m_runs[i]->evaluate(out);
+      } catch (const std::exception&) {
+        // The summary below still reports the steps taken.
+      }
+    }
+    if (m_runs[i]) out.emplace_back(m_runs[i]->summary());
+    out.emplace_back(RunStatus{static_cast<int>(i), RunState::Stopped, ""});
+    state[i] = RunState::Stopped;
+  };
   // Build: backend, data (shared between runs with the same dataset and seed), runs.
   try {
     int threads = 0;
@@ -223,7 +323,17 @@ void Trainer::thread_main() {
       if (state[i] != RunState::Running) continue;
       Run& r = *m_runs[i];
       if (r.finished()) continue;
+      if (m_stop_at[i] > 0 && r.steps_done() >= m_stop_at[i]) {
+        end_stopped(i);
+        push(out);
+        continue;
+      }
       any = true;
+      // Replay: the changes stamped at this step, as they came live.
+      for (auto& list = m_scheduled[i]; next_scheduled[i] < list.size() &&
+                                         list[next_scheduled[i]].after_step <= r.steps_done();
+           ++next_scheduled[i])
+        apply_change(static_cast<int>(i), list[next_scheduled[i]].change, out);
       try {
         r.step(out);
         if (r.eval_due()) r.evaluate(out);
@@ -233,7 +343,10 @@ void Trainer::thread_main() {
           out.emplace_back(RunStatus{static_cast<int>(i), RunState::Finished, ""});
         }
       } catch (const std::exception& e) {
+        // A failed run (a diverged one) stays inspectable: its history and
+        // summary up to the step that failed, and the reason.
         state[i] = RunState::Failed;
+        if (r.steps_done() > 0) out.emplace_back(r.summary());
         out.emplace_back(RunStatus{static_cast<int>(i), RunState::Failed, e.what()});
       }
       push(out);
@@ -257,22 +370,19 @@ void Trainer::thread_main() {
     }
     if (!any) break;
   }
-  for (std::size_t i = 0; i < m_runs.size(); ++i) {
-    if (state[i] == RunState::Running || state[i] == RunState::Paused) {
-      // Every run evaluates at its end, a stopped one too: its validation
-      // point is where it stopped.
-      if (m_runs[i] && m_runs[i]->steps_done() > 0 && !m_runs[i]->evaluated_at_end()) {
-        try {
-          m_runs[i]->evaluate(out);
-        } catch (const std::exception&) {
-          // The summary below still reports the steps taken.
-        }
-      }
-      if (m_runs[i]) out.emplace_back(m_runs[i]->summary());
-      out.emplace_back(RunStatus{static_cast<int>(i), RunState::Stopped, ""});
+  // Every run evaluates at its end, a stopped one too: its validation
+  // point is where it stopped.
+  for (std::size_t i = 0; i < m_runs.size(); ++i)
+    if (state[i] == RunState::Running || state[i] == RunState::Paused) end_stopped(i);
+  push(out);
+  if (m_journal) {
+    try {
+      m_journal->finish();
+    } catch (const std::exception& e) {
+      journal_failed(e, out);
+      push(out);
     }
   }
-  push(out);
   m_active.store(false, std::memory_order_release);
 }
 

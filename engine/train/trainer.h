@@ -17,12 +17,14 @@
 
 #include "amp/loss_scaler.h"
 #include "amp/precision.h"
+#include "train/commands.h"
 #include "train/metrics.h"
 #include "train/run_config.h"
 
 namespace engine {
 
 class Backend;
+class Journal;
 class Run;
 struct DatasetPair;
 
@@ -41,8 +43,10 @@ struct DatasetPair;
 // advances every unfinished run by one step while paused. Precision and
 // loss-scaler changes are queued and applied at the next step boundary.
 // The engine thread never blocks on the consumer: when the queue is full the
-// oldest records are dropped and counted (dropped()); every run also keeps
-// its full history, readable after wait().
+// oldest records are dropped and counted (dropped()) — never a status
+// record, and never for the journal, which the engine thread writes before
+// anything is queued. Every run also keeps its full history, readable after
+// wait().
 // (StepInspection records are produced only on request.)
 class Trainer {
  public:
@@ -60,6 +64,15 @@ class Trainer {
   // first step follows Start at once). `data` must be what
   // load_dataset(dataset, seed) returns.
   void provide_data(const std::string& dataset, std::uint64_t seed, std::shared_ptr<const DatasetPair> data);
+  // Before start(), after the runs are added: write the run folder `dir` as
+  // the runs go (train/journal.h), the runs named `names` (one per run).
+  // Throws std::runtime_error naming the folder when it cannot be written.
+  void set_journal(const std::string& dir, const std::vector<std::string>& names);
+  // Before start(): replay. `change` is applied to its run right before the
+  // run's step after_step + 1, as it was live; a run with a stop step ends
+  // there as a stopped run (the step it was stopped or interrupted at).
+  void schedule(const StampedChange& change);
+  void stop_run_at(int run_id, std::int64_t steps);
   void start();
 
   void pause();
@@ -78,6 +91,9 @@ class Trainer {
 
   void set_layer_precision(int run_id, const std::string& layer, const LayerPrecision& p);
   void set_loss_scaler(int run_id, const LossScalerConfig& c);
+  // A NaN (or inf) in `layer`'s weights, output or weight gradient, or in
+  // the loss, at the run's next step (the robustness lesson and tests).
+  void inject_fault(int run_id, FaultTarget target, const std::string& layer, bool inf = false);
   // The next step of every run also produces a StepInspection record (the
   // step inspector: call it, then step_once()).
   void inspect_next_step();
@@ -96,6 +112,10 @@ class Trainer {
   void thread_main();
   void push(std::vector<Record>& batch);
   void apply_commands();
+  void queue_command(int run_id, const LiveChange& c);
+  // Applies a change to run `id` and journals it; errors become Error events.
+  void apply_change(int id, const LiveChange& c, std::vector<Record>& out);
+  void journal_failed(const std::exception& e, std::vector<Record>& out);
 
   std::vector<RunConfig> m_configs;
   std::map<std::pair<std::string, std::uint64_t>, std::shared_ptr<const DatasetPair>> m_provided;
@@ -113,10 +133,13 @@ class Trainer {
 
   struct Command {
     int run_id;
-    std::function<void(Run&)> apply;
+    LiveChange change;
   };
   std::mutex m_command_mutex;
   std::vector<Command> m_commands;
+  std::unique_ptr<Journal> m_journal;
+  std::vector<std::vector<StampedChange>> m_scheduled;  // per run, in order
+  std::vector<std::int64_t> m_stop_at;                   // per run; 0: none
 
   std::mutex m_queue_mutex;
   std::deque<Record> m_queue;

@@ -57,7 +57,8 @@ TEST(RunConfig, RejectsOutOfRangeValuesByName) {
   EXPECT_NE(error_of(R"({"lr": -1})").find("'lr'"), std::string::npos);
   EXPECT_NE(error_of(R"({"recipe": "fp64"})").find("unknown recipe 'fp64'"), std::string::npos);
   EXPECT_NE(error_of(R"({"model": "resnet"})").find("'model'"), std::string::npos);
-  EXPECT_NE(error_of(R"({"epochs": "three"})").find("'epochs' must be an integer"), std::string::npos);
+  EXPECT_NE(error_of(R"({"epochs": "three"})").find("'epochs' must be a number"), std::string::npos);
+  EXPECT_NE(error_of(R"({"epochs": 1.5})").find("'epochs' must be an integer"), std::string::npos);
   EXPECT_NE(error_of(R"({"loss_scale":{"backoff_factor":2}})").find("loss_scale.backoff_factor"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"layers":{"fc1":"fp12"}})").find("layers.fc1"), std::string::npos);
@@ -120,4 +121,14 @@ TEST(RunConfig, LessonSettingsParseRoundTripAndAreChecked) {
   EXPECT_EQ(error_of(R"({"fp8_scaling": "current"})"), "cfg.json: 'fp8_scaling' must be delayed or none (got 'current')");
   EXPECT_EQ(error_of(R"({"master_weights": "maybe"})"),
             "cfg.json: 'master_weights' must be true, false or recipe (got 'maybe')");
+}
+
+TEST(RunConfig, JsonTypesAreChecked) {
+  // A number written as a string is a mistake, not a value.
+  EXPECT_EQ(error_of(R"({"lr": "0.1"})"), "cfg.json: 'lr' must be a number (got the string \"0.1\")");
+  EXPECT_EQ(error_of(R"({"steps": true})"), "cfg.json: 'steps' must be a number (got true)");
+  EXPECT_EQ(error_of(R"({"recipe": 16})"), "cfg.json: 'recipe' must be a string (got 16)");
+  EXPECT_EQ(error_of(R"({"loss_scale": {"init": "65536"}})"),
+            "cfg.json: 'loss_scale.init' must be a number (got \"65536\")");
+  EXPECT_EQ(error_of(R"({"lr": 0.1, "recipe": "fp16", "loss_scale": {"mode": "dynamic", "init": 1024}})"), "");
 }

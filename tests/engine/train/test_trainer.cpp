@@ -11,6 +11,7 @@
 #include "nn/model.h"
 #include "train/run.h"
 #include "train/trainer.h"
+#include "engine/train/trainer_test_support.h"
 
 using namespace std::chrono_literals;
 using engine::Record;
@@ -18,52 +19,7 @@ using engine::RunConfig;
 using engine::StepMetrics;
 using engine::Trainer;
 
-namespace {
-
-RunConfig spirals(std::int64_t steps) {
-  RunConfig c;
-  c.dataset = "spirals";
-  c.model = "mlp";
-  c.recipe = "fp32";
-  c.steps = steps;
-  c.batch = 32;
-  c.optimizer = "adam";
-  c.lr = 0.01;
-  c.seed = 3;
-  c.eval_every = 0;
-  c.stats_every = 0;
-  c.threads = 1;
-  return c;
-}
-
-std::vector<StepMetrics> steps_of(Trainer& t, std::vector<Record>& all) {
-  std::vector<StepMetrics> out;
-  for (const Record& r : all)
-    if (const auto* m = std::get_if<StepMetrics>(&r)) out.push_back(*m);
-  return out;
-}
-
-std::int64_t count_steps(const std::vector<Record>& recs, int run) {
-  std::int64_t n = 0;
-  for (const Record& r : recs)
-    if (const auto* m = std::get_if<StepMetrics>(&r); m && m->run_id == run) ++n;
-  return n;
-}
-
-// Drains until `pred(all)` holds or the timeout passes.
-template <class Pred>
-bool drain_until(Trainer& t, std::vector<Record>& all, Pred pred, std::chrono::milliseconds timeout = 20000ms) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    t.drain(all);
-    if (pred(all)) return true;
-    std::this_thread::sleep_for(2ms);
-  }
-  t.drain(all);
-  return pred(all);
-}
-
-}  // namespace
+using namespace trainer_test;
 
 TEST(Trainer, SameConfigAndSeedGiveIdenticalSteps) {
   std::vector<double> losses[2];
@@ -225,13 +181,23 @@ TEST(Trainer, DivergenceIsAnEvent) {
   t.wait();
   const engine::Run* r = t.run(0);
   ASSERT_NE(r, nullptr);
-  EXPECT_EQ(r->steps().size(), 120u);  // ran to the end
+  // A diverged run stops cleanly, with its reason, and stays inspectable.
+  EXPECT_LT(r->steps().size(), 120u);
+  std::vector<Record> all;
+  t.drain(all);
+  std::string reason;
+  bool summary = false;
+  for (const Record& rec : all) {
+    if (const auto* s = std::get_if<engine::RunStatus>(&rec); s && s->state == engine::RunState::Failed) reason = s->message;
+    summary = summary || std::holds_alternative<engine::RunSummary>(rec);
+  }
+  EXPECT_NE(reason.find("diverged at step " + std::to_string(r->steps().size())), std::string::npos) << reason;
+  EXPECT_TRUE(summary);
   bool nan_event = false;
   for (const auto& e : r->events()) nan_event |= e.kind == engine::EventKind::NanLoss;
   bool nan_loss = false;
   for (const auto& m : r->steps()) nan_loss |= !std::isfinite(m.loss);
-  EXPECT_EQ(nan_event, nan_loss);
-  EXPECT_TRUE(nan_loss) << "lr 10 on tiny-gradients was expected to diverge";
+  EXPECT_EQ(nan_event, nan_loss);  // a NaN loss, if it came to one, is an event
   bool overflow_event = false;
   for (const auto& e : r->events()) overflow_event |= e.kind == engine::EventKind::Overflow && !e.layer.empty();
   EXPECT_TRUE(overflow_event) << "the overflow was expected to be attributed to a layer";

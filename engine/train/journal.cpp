@@ -1,0 +1,488 @@
+// Journal: the run folder written as the runs go, and read back.
+#include "train/journal.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+namespace engine {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+const CsvFile kAppended[4] = {CsvFile::Steps, CsvFile::Evals, CsvFile::Events, CsvFile::Grads};
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw std::runtime_error(p.string() + ": cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Whether some process holds the folder's lock (flock is released by the
+// kernel when the writer dies, however it dies).
+bool lock_held(const fs::path& dir) {
+  const int fd = ::open((dir / ".lock").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0;
+  ::close(fd);
+  return held;
+}
+
+}  // namespace
+
+struct Journal::RunState {
+  CsvRun who;
+  std::string status = "pending";
+  std::string message;
+  std::int64_t steps = 0;
+  std::int64_t total_steps = 0;
+  bool has_summary = false;
+  RunSummary summary;
+};
+
+Journal::Journal(const std::string& dir, std::vector<JournalRun> runs) : m_dir(dir), m_runs(std::move(runs)) {
+  std::error_code ec;
+  fs::create_directories(m_dir, ec);
+  if (ec || !fs::is_directory(m_dir)) throw std::runtime_error(m_dir + ": cannot create the run folder");
+  m_lock = ::open((fs::path(m_dir) / ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (m_lock < 0) throw std::runtime_error(m_dir + ": cannot write in the run folder");
+  if (::flock(m_lock, LOCK_EX | LOCK_NB) != 0) {
+    ::close(m_lock);
+    m_lock = -1;
+    throw std::runtime_error(m_dir + ": another process is writing this run folder");
+  }
+  // Starting configs: config.json as a --config file takes it, runs.json with every run.
+  json runs_json = json::array();
+  for (std::size_t i = 0; i < m_runs.size(); ++i) {
+    RunState st;
+    st.who = {static_cast<int>(i), m_runs[i].name, m_runs[i].config.recipe};
+    m_state.push_back(st);
+    runs_json.push_back({{"run_id", i}, {"name", m_runs[i].name}, {"config", json::parse(to_json(m_runs[i].config))}});
+  }
+  if (!m_runs.empty()) {
+    RunConfig first = m_runs.front().config;
+    if (m_runs.size() > 1) {
+      first.compare.clear();
+      for (const JournalRun& r : m_runs) first.compare.push_back(r.config.recipe);
+    }
+    write_file_atomically(m_dir, "config.json", to_json(first));
+  }
+  write_file_atomically(m_dir, "runs.json", json({{"runs", runs_json}}).dump(2) + "\n");
+  for (int f = 0; f < 4; ++f) {
+    const fs::path p = fs::path(m_dir) / csv_file_name(kAppended[f]);
+    m_files[f] = std::fopen(p.c_str(), "wb");
+    if (!m_files[f]) throw std::runtime_error(p.string() + ": cannot create file");
+    std::fputs(csv_header(kAppended[f]).c_str(), m_files[f]);
+  }
+  m_commands = std::fopen((fs::path(m_dir) / "commands.jsonl").c_str(), "wb");
+  if (!m_commands) throw std::runtime_error(m_dir + "/commands.jsonl: cannot create file");
+  // No summary until the runs end: an interrupted folder has only the header.
+  write_file_atomically(m_dir, "summary.csv", csv_header(CsvFile::Summary));
+  flush();
+  write_status();
+  m_last_flush_ms = now_ms();
+}
+
+Journal::~Journal() {
+  flush();
+  for (std::FILE*& f : m_files)
+    if (f) std::fclose(f), f = nullptr;
+  if (m_commands) std::fclose(m_commands);
+  if (m_lock >= 0) ::close(m_lock);  // releases the flock
+}
+
+void Journal::flush() {
+  for (std::FILE* f : m_files)
+    if (f) std::fflush(f);
+  if (m_commands) std::fflush(m_commands);
+  m_dirty = false;
+}
+
+void Journal::write_status() {
+  json runs = json::array();
+  bool live = false, failed = false, stopped = false;
+  for (const RunState& s : m_state) {
+    runs.push_back({{"run_id", s.who.run_id},
+                    {"name", s.who.name},
+                    {"recipe", s.who.recipe},
+                    {"status", s.status},
+                    {"message", s.message},
+                    {"steps", s.steps},
+                    {"total_steps", s.total_steps}});
+    live = live || s.status == "pending" || s.status == "running" || s.status == "paused";
+    failed = failed || s.status == "failed";
+    stopped = stopped || s.status == "stopped";
+  }
+  const char* status = live ? "running" : failed ? "failed" : stopped ? "stopped" : "finished";
+  write_file_atomically(m_dir, "status.json",
+                        json({{"status", status}, {"pid", static_cast<long>(::getpid())}, {"runs", runs}}).dump(2) + "\n");
+}
+
+void Journal::record(const Record& r) {
+  auto append = [&](int file, int run_id, const std::string& row) {
+    if (run_id < 0 || static_cast<std::size_t>(run_id) >= m_state.size()) return;
+    std::fputs(row.c_str(), m_files[file]);
+    m_dirty = true;
+  };
+  if (const auto* m = std::get_if<StepMetrics>(&r)) {
+    if (m->run_id >= 0 && static_cast<std::size_t>(m->run_id) < m_state.size()) {
+      append(0, m->run_id, csv_row(m_state[m->run_id].who, *m));
+      m_state[m->run_id].steps = m->step;
+    }
+  } else if (const auto* e = std::get_if<EvalMetrics>(&r)) {
+    if (e->run_id >= 0 && static_cast<std::size_t>(e->run_id) < m_state.size())
+      append(1, e->run_id, csv_row(m_state[e->run_id].who, *e));
+  } else if (const auto* ev = std::get_if<Event>(&r)) {
+    if (ev->run_id >= 0 && static_cast<std::size_t>(ev->run_id) < m_state.size())
+      append(2, ev->run_id, csv_row(m_state[ev->run_id].who, *ev));
+  } else if (const auto* g = std::get_if<GradStats>(&r)) {
+    if (g->run_id >= 0 && static_cast<std::size_t>(g->run_id) < m_state.size())
+      append(3, g->run_id, csv_row(m_state[g->run_id].who, *g));
+  } else if (const auto* s = std::get_if<RunSummary>(&r)) {
+    if (s->run_id >= 0 && static_cast<std::size_t>(s->run_id) < m_state.size()) {
+      m_state[s->run_id].has_summary = true;
+      m_state[s->run_id].summary = *s;
+    }
+  } else if (const auto* st = std::get_if<RunStatus>(&r)) {
+    if (st->run_id >= 0 && static_cast<std::size_t>(st->run_id) < m_state.size()) {
+      RunState& s = m_state[st->run_id];
+      s.status = run_state_name(st->state);
+      if (!st->message.empty()) s.message = st->message;
+      if (st->total_steps > 0) s.total_steps = st->total_steps;
+      flush();
+      write_status();
+    }
+  }
+}
+
+void Journal::command(int run_id, std::int64_t after_step, const LiveChange& c) {
+  std::fputs((live_change_json(run_id, after_step, c) + "\n").c_str(), m_commands);
+  std::fflush(m_commands);
+}
+
+void Journal::tick() {
+  const std::int64_t t = now_ms();
+  if (t - m_last_flush_ms < 1000) return;
+  m_last_flush_ms = t;
+  if (!m_dirty) return;
+  flush();
+  write_status();  // the steps count moves on
+}
+
+void Journal::finish() {
+  flush();
+  std::string summary = csv_header(CsvFile::Summary);
+  for (const RunState& s : m_state)
+    if (s.has_summary) summary += csv_row(s.who, s.summary);
+  write_file_atomically(m_dir, "summary.csv", summary);
+  write_status();
+}
+
+// ------------------------------------------------------------------ reading
+
+namespace {
+
+[[noreturn]] void bad(const std::string& origin, const std::string& what) { throw std::runtime_error(origin + ": " + what); }
+
+// The CSV text up to its last complete line (a kill mid-write leaves a
+// torn last line without its line break).
+std::string complete_lines(const std::string& text) {
+  const auto end = text.rfind('\n');
+  return end == std::string::npos ? std::string() : text.substr(0, end + 1);
+}
+
+struct Columns {
+  const CsvTable& t;
+  std::string origin;
+  std::size_t row = 0;
+  const std::string& at(const char* name) const {
+    const int c = t.column(name);
+    if (c < 0) bad(origin, std::string("no column '") + name + "'");
+    const auto& r = t.rows[row];
+    if (static_cast<std::size_t>(c) >= r.size())
+      bad(origin + ":" + std::to_string(row + 2), "expected " + std::to_string(t.header.size()) + " fields, got " +
+                                                      std::to_string(r.size()));
+    return r[static_cast<std::size_t>(c)];
+  }
+  double d(const char* name) const {
+    const std::string& s = at(name);
+    char* end = nullptr;
+    const double v = std::strtod(s.c_str(), &end);
+    if (s.empty() || *end != '\0') bad(origin + ":" + std::to_string(row + 2), std::string("'") + name + "' is not a number: '" + s + "'");
+    return v;
+  }
+  std::int64_t i(const char* name) const {
+    const double v = d(name);
+    if (!(std::fabs(v) < 9e18) || v != std::floor(v))
+      bad(origin + ":" + std::to_string(row + 2), std::string("'") + name + "' is not an integer");
+    return static_cast<std::int64_t>(v);
+  }
+  bool b(const char* name) const { return i(name) != 0; }
+};
+
+CsvTable table(const fs::path& p) {
+  const CsvTable t = parse_csv(complete_lines(read_text(p)), p.string());
+  if (t.header.empty()) bad(p.string(), "no header");
+  for (std::size_t r = 0; r < t.rows.size(); ++r)
+    if (t.rows[r].size() != t.header.size())
+      bad(p.string() + ":" + std::to_string(r + 2),
+          "expected " + std::to_string(t.header.size()) + " fields, got " + std::to_string(t.rows[r].size()));
+  return t;
+}
+
+// The run a row belongs to: its run_id, checked.
+int run_of(const Columns& c, std::size_t runs) {
+  const std::int64_t id = c.i("run_id");
+  if (id < 0 || static_cast<std::size_t>(id) >= runs)
+    bad(c.origin + ":" + std::to_string(c.row + 2), "run_id " + std::to_string(id) + " is not a run of this folder");
+  return static_cast<int>(id);
+}
+
+JournalContents read_status(const fs::path& dir) {
+  JournalContents j;
+  j.dir = dir.string();
+  const fs::path status_path = dir / "status.json";
+  const fs::path runs_path = dir / "runs.json";
+  json status, runs;
+  try {
+    status = json::parse(read_text(status_path));
+  } catch (const json::exception&) {
+    bad(status_path.string(), "not valid JSON");
+  }
+  try {
+    runs = json::parse(read_text(runs_path));
+  } catch (const json::exception&) {
+    bad(runs_path.string(), "not valid JSON");
+  }
+  if (!runs.is_object() || !runs.contains("runs") || !runs["runs"].is_array())
+    bad(runs_path.string(), "'runs' must be an array");
+  if (!status.is_object() || !status.contains("status") || !status["status"].is_string())
+    bad(status_path.string(), "'status' is missing");
+  j.status = status["status"].get<std::string>();
+  const std::size_t n = runs["runs"].size();
+  if (n > 4096) bad(runs_path.string(), "too many runs");
+  for (std::size_t i = 0; i < n; ++i) {
+    const json& r = runs["runs"][i];
+    const std::string where = runs_path.string() + ": runs[" + std::to_string(i) + "]";
+    if (!r.is_object() || !r.contains("name") || !r["name"].is_string() || !r.contains("config") ||
+        !r["config"].is_object())
+      bad(where, "needs a name and a config");
+    JournalEntry e;
+    e.run_id = static_cast<int>(i);
+    e.name = r["name"].get<std::string>();
+    e.config = parse_run_config(r["config"].dump(), where + ".config");
+    j.runs.push_back(std::move(e));
+  }
+  if (status.contains("runs") && status["runs"].is_array()) {
+    for (std::size_t i = 0; i < status["runs"].size() && i < n; ++i) {
+      const json& r = status["runs"][i];
+      if (!r.is_object()) continue;
+      JournalEntry& e = j.runs[i];
+      if (r.contains("status") && r["status"].is_string()) e.status = r["status"].get<std::string>();
+      if (r.contains("message") && r["message"].is_string()) e.message = r["message"].get<std::string>();
+      if (r.contains("steps") && r["steps"].is_number_integer()) e.steps = r["steps"].get<std::int64_t>();
+      if (r.contains("total_steps") && r["total_steps"].is_number_integer())
+        e.total_steps = r["total_steps"].get<std::int64_t>();
+    }
+  }
+  const bool says_live = j.status == "running";
+  if (says_live && !lock_held(dir)) {
+    j.interrupted = true;
+    j.status = "interrupted";
+    for (JournalEntry& e : j.runs)
+      if (e.status == "pending" || e.status == "running" || e.status == "paused") e.status = "interrupted";
+  }
+  return j;
+}
+
+}  // namespace
+
+JournalContents read_journal_status(const std::string& dir) { return read_status(fs::path(dir)); }
+
+JournalContents read_journal(const std::string& dir_s) {
+  const fs::path dir(dir_s);
+  JournalContents j = read_status(dir);
+  const std::size_t n = j.runs.size();
+  j.exports.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    j.exports[i].run_id = static_cast<int>(i);
+    j.exports[i].name = j.runs[i].name;
+    j.exports[i].recipe = j.runs[i].config.recipe;
+    j.exports[i].config = j.runs[i].config;
+  }
+  {
+    const fs::path p = dir / "steps.csv";
+    const CsvTable t = table(p);
+    Columns c{t, p.string()};
+    for (c.row = 0; c.row < t.rows.size(); ++c.row) {
+      StepMetrics m;
+      m.run_id = run_of(c, n);
+      m.step = c.i("step");
+      m.epoch = c.i("epoch");
+      m.loss = c.d("loss");
+      m.loss_scale = c.d("loss_scale");
+      m.overflow = c.b("overflow");
+      m.skipped = c.b("skipped");
+      m.grad_norm = c.d("grad_norm");
+      m.lr = c.d("lr");
+      m.mem.weights = c.i("mem_weights");
+      m.mem.master = c.i("mem_master");
+      m.mem.grads = c.i("mem_grads");
+      m.mem.optimizer = c.i("mem_optimizer");
+      m.mem.activations = c.i("mem_activations");
+      m.mem.workspace = c.i("mem_workspace");
+      m.mem.emulation = c.i("mem_emulation");
+      m.rss = c.i("rss");
+      m.wall_ms = c.d("wall_ms");
+      m.samples_per_second = c.d("samples_per_second");
+      m.train_accuracy = c.d("train_accuracy");
+      j.exports[static_cast<std::size_t>(m.run_id)].history.add(m);
+    }
+  }
+  {
+    const fs::path p = dir / "evals.csv";
+    const CsvTable t = table(p);
+    Columns c{t, p.string()};
+    for (c.row = 0; c.row < t.rows.size(); ++c.row) {
+      EvalMetrics e;
+      e.run_id = run_of(c, n);
+      e.step = c.i("step");
+      e.epoch = c.i("epoch");
+      e.val_loss = c.d("val_loss");
+      e.val_accuracy = c.d("val_accuracy");
+      j.exports[static_cast<std::size_t>(e.run_id)].history.add(e);
+    }
+  }
+  {
+    const fs::path p = dir / "events.csv";
+    const CsvTable t = table(p);
+    Columns c{t, p.string()};
+    for (c.row = 0; c.row < t.rows.size(); ++c.row) {
+      Event e;
+      e.run_id = run_of(c, n);
+      e.step = c.i("step");
+      const auto kind = parse_event_kind(c.at("kind"));
+      if (!kind) bad(p.string() + ":" + std::to_string(c.row + 2), "unknown event kind '" + c.at("kind") + "'");
+      e.kind = *kind;
+      e.layer = c.at("layer");
+      e.tensor = c.at("tensor");
+      e.count = c.i("count");
+      e.value = c.d("value");
+      if (e.kind == EventKind::PrecisionChange) {
+        // compute/storage/accumulate/grad, typed again
+        std::stringstream ss(e.tensor);
+        std::string part;
+        Format* fields[] = {&e.precision.compute, &e.precision.storage, &e.precision.accumulate, &e.precision.grad};
+        for (Format* f : fields) {
+          if (!std::getline(ss, part, '/')) bad(p.string() + ":" + std::to_string(c.row + 2), "bad precision '" + e.tensor + "'");
+          const auto fmt = parse_format(part);
+          if (!fmt) bad(p.string() + ":" + std::to_string(c.row + 2), "bad precision '" + e.tensor + "'");
+          *f = *fmt;
+        }
+        e.tensor.clear();
+      }
+      j.exports[static_cast<std::size_t>(e.run_id)].history.add(e);
+    }
+  }
+  {
+    const fs::path p = dir / "grads.csv";
+    const CsvTable t = table(p);
+    Columns c{t, p.string()};
+    for (c.row = 0; c.row < t.rows.size(); ++c.row) {
+      GradStats g;
+      g.run_id = run_of(c, n);
+      g.step = c.i("step");
+      g.layer = c.at("layer");
+      g.format = c.at("format");
+      g.zeros = c.i("zeros");
+      g.total = c.i("total");
+      g.underflow_unscaled = c.d("underflow_unscaled");
+      g.subnormal_unscaled = c.d("subnormal_unscaled");
+      g.overflow_unscaled = c.d("overflow_unscaled");
+      g.underflow_scaled = c.d("underflow_scaled");
+      g.subnormal_scaled = c.d("subnormal_scaled");
+      g.overflow_scaled = c.d("overflow_scaled");
+      g.shadow = c.b("shadow");
+      g.output_error = c.d("output_error");
+      g.grad_error = c.d("grad_error");
+      j.exports[static_cast<std::size_t>(g.run_id)].history.add(g);
+    }
+  }
+  std::vector<bool> summarized(n, false);
+  if (fs::exists(dir / "summary.csv")) {
+    const fs::path p = dir / "summary.csv";
+    const CsvTable t = table(p);
+    Columns c{t, p.string()};
+    for (c.row = 0; c.row < t.rows.size(); ++c.row) {
+      const int id = run_of(c, n);
+      RunSummary& s = j.exports[static_cast<std::size_t>(id)].summary;
+      s.run_id = id;
+      s.recipe = c.at("recipe");
+      s.model = c.at("model");
+      s.dataset = c.at("dataset");
+      s.backend = c.at("backend");
+      s.steps = c.i("steps");
+      s.final_loss = c.d("final_loss");
+      s.val_loss = c.d("val_loss");
+      s.val_accuracy = c.d("val_accuracy");
+      s.overflow_steps = c.i("overflow_steps");
+      s.skipped_steps = c.i("skipped_steps");
+      s.final_loss_scale = c.d("final_loss_scale");
+      s.peak_memory_bytes = c.i("peak_memory_bytes");
+      s.wall_seconds = c.d("wall_seconds");
+      s.samples_per_second = c.d("samples_per_second");
+      summarized[static_cast<std::size_t>(id)] = true;
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    // The rows on disk may be ahead of status.json by what was flushed
+    // after it was written last.
+    if (!j.exports[i].history.steps.empty())
+      j.runs[i].steps = std::max(j.runs[i].steps, j.exports[i].history.steps.back().step);
+    if (summarized[i]) continue;
+    // No summary row (interrupted, or failed): the figures of the history.
+    RunExport& x = j.exports[i];
+    const RunHistory& h = x.history;
+    x.summary = h.summarize(h.steps.empty() ? 1.0 : h.steps.back().loss_scale);
+    x.summary.run_id = static_cast<int>(i);
+    x.summary.recipe = x.config.recipe;
+    x.summary.model = x.config.model;
+    x.summary.dataset = x.config.dataset;
+    x.summary.backend = "cpu";
+  }
+  if (fs::exists(dir / "commands.jsonl")) {
+    const fs::path p = dir / "commands.jsonl";
+    std::stringstream ss(complete_lines(read_text(p)));
+    std::string line;
+    for (int no = 1; std::getline(ss, line); ++no) {
+      if (line.empty()) continue;
+      StampedChange c = parse_live_change(line, p.string() + ":" + std::to_string(no));
+      if (static_cast<std::size_t>(c.run_id) >= n)
+        bad(p.string() + ":" + std::to_string(no), "run " + std::to_string(c.run_id) + " is not a run of this folder");
+      j.commands.push_back(std::move(c));
+    }
+  }
+  return j;
+}
+
+}  // namespace engine

@@ -1,0 +1,97 @@
+// Journal: a run folder written as the runs go (DESIGN.md "Runs on disk"),
+// and read back — for the app's list of past runs, for reopening an
+// interrupted run, and for replay.
+//
+// DIR/config.json    the starting config (the first run's, with `compare`)
+// DIR/runs.json      every run's name and full starting config
+// DIR/commands.jsonl every live change, stamped with the step after which it took effect
+// DIR/{steps,evals,events,grads}.csv   appended as records arrive, flushed at least once a second
+// DIR/summary.csv    one row per run that ended (written when the trainer ends)
+// DIR/status.json    {"status": running|finished|stopped|failed, "runs": [{name, status, steps, ...}]}
+// DIR/.lock          held (flock) while a process writes the folder: a folder whose
+//                    status says running but whose lock is free was interrupted
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "report/csv.h"
+#include "train/commands.h"
+#include "train/metrics.h"
+#include "train/run_config.h"
+
+namespace engine {
+
+struct JournalRun {
+  std::string name;
+  RunConfig config;
+};
+
+// Written by one thread (the trainer's); not thread-safe.
+class Journal {
+ public:
+  // Creates `dir` (and parents), takes its lock, writes config.json,
+  // runs.json, status.json (pending) and the CSV headers. Throws
+  // std::runtime_error naming the folder when it cannot, or when another
+  // process is writing it.
+  Journal(const std::string& dir, std::vector<JournalRun> runs);
+  ~Journal();  // flushes and releases the lock
+  Journal(const Journal&) = delete;
+  Journal& operator=(const Journal&) = delete;
+
+  const std::string& dir() const { return m_dir; }
+  // Appends one record. Status records rewrite status.json at once (after
+  // flushing the rows, so the status never runs ahead of the data).
+  void record(const Record& r);
+  // A live change as it took effect.
+  void command(int run_id, std::int64_t after_step, const LiveChange& c);
+  // Flushes the files when a second has passed since the last flush.
+  void tick();
+  // The trainer ended: summary.csv, the final status.json, everything flushed.
+  void finish();
+
+ private:
+  struct RunState;
+  void flush();
+  void write_status();
+  std::string m_dir;
+  std::vector<JournalRun> m_runs;
+  std::vector<RunState> m_state;
+  std::FILE* m_files[4] = {nullptr, nullptr, nullptr, nullptr};  // steps, evals, events, grads
+  std::FILE* m_commands = nullptr;
+  int m_lock = -1;
+  std::int64_t m_last_flush_ms = 0;
+  bool m_dirty = false;
+};
+
+// What a run folder holds, read back.
+struct JournalEntry {
+  int run_id = 0;
+  std::string name;
+  RunConfig config;
+  std::string status;   // pending, running, paused, finished, stopped, failed, interrupted
+  std::string message;  // why it failed or diverged
+  std::int64_t steps = 0;
+  std::int64_t total_steps = 0;
+};
+struct JournalContents {
+  std::string dir;
+  std::string status;        // the folder's: running, finished, stopped, failed, interrupted
+  bool interrupted = false;  // it says running but no process writes it
+  std::vector<JournalEntry> runs;
+  std::vector<RunExport> exports;          // every run's history (and summary, computed when none was written)
+  std::vector<StampedChange> commands;     // in the order they took effect
+};
+
+// Reads a run folder. A torn last line (a kill mid-write) is dropped.
+// Throws std::runtime_error naming the file (and line) on malformed input.
+JournalContents read_journal(const std::string& dir);
+
+// The folder's status only (status.json and the lock): cheap, for listing
+// past runs. Throws like read_journal.
+JournalContents read_journal_status(const std::string& dir);
+
+}  // namespace engine

@@ -1,0 +1,65 @@
+// Helpers of the trainer, journal and stress tests: a small spirals run and
+// draining a trainer's records until something holds.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "train/metrics.h"
+#include "train/run_config.h"
+#include "train/trainer.h"
+
+namespace trainer_test {
+
+using namespace std::chrono_literals;
+using engine::Record;
+using engine::RunConfig;
+using engine::StepMetrics;
+using engine::Trainer;
+
+inline RunConfig spirals(std::int64_t steps) {
+  RunConfig c;
+  c.dataset = "spirals";
+  c.model = "mlp";
+  c.recipe = "fp32";
+  c.steps = steps;
+  c.batch = 32;
+  c.optimizer = "adam";
+  c.lr = 0.01;
+  c.seed = 3;
+  c.eval_every = 0;
+  c.stats_every = 0;
+  c.threads = 1;
+  return c;
+}
+
+inline std::vector<StepMetrics> steps_of(Trainer& t, std::vector<Record>& all) {
+  std::vector<StepMetrics> out;
+  for (const Record& r : all)
+    if (const auto* m = std::get_if<StepMetrics>(&r)) out.push_back(*m);
+  return out;
+}
+
+inline std::int64_t count_steps(const std::vector<Record>& recs, int run) {
+  std::int64_t n = 0;
+  for (const Record& r : recs)
+    if (const auto* m = std::get_if<StepMetrics>(&r); m && m->run_id == run) ++n;
+  return n;
+}
+
+// Drains until `pred(all)` holds or the timeout passes.
+template <class Pred>
+bool drain_until(Trainer& t, std::vector<Record>& all, Pred pred, std::chrono::milliseconds timeout = 20000ms) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    t.drain(all);
+    if (pred(all)) return true;
+    std::this_thread::sleep_for(2ms);
+  }
+  t.drain(all);
+  return pred(all);
+}
+
+}  // namespace trainer_test
