@@ -3,3 +3,4 @@ pl_add_test(test_trainer SOURCES engine/train/test_trainer.cpp LIBS engine_train
 pl_add_test(test_comparison SOURCES engine/train/test_comparison.cpp LIBS engine_train LABELS engine)
 pl_add_test(test_journal SOURCES engine/train/test_journal.cpp LIBS engine_train LABELS engine TIMEOUT 300)
 pl_add_test(test_faults SOURCES engine/train/test_faults.cpp LIBS engine_train LABELS engine)
+pl_add_test(test_stress SOURCES engine/train/test_stress.cpp LIBS engine_train LABELS engine TIMEOUT 600)
