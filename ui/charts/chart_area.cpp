@@ -529,7 +529,7 @@ void ChartArea::layOutCharts() {
       for (int i = 0; i < n; i += columns) {
         bool gradients = false;
         for (int j = i; j < std::min(n, i + columns); ++j) gradients = gradients || m_watched[j] == Gradients;
-        grid->setRowStretch(i / columns, gradients ? 6 : 4);
+        grid->setRowStretch(i / columns, gradients ? 5 : 4);
       }
     } else {
       // 60 columns: the watched charts share the top row, the others the
@@ -564,6 +564,12 @@ void ChartArea::setPresentation(bool on) {
   m_styledSeries = seriesCount();
   chart_style::setPresentationFont(m_legend, on, chart_style::presentation::kLegendPt, true);
   chart_style::setPresentationFont(m_logCheck, on, chart_style::presentation::kLegendPt);
+  // The notes drawn on the charts: large enough to read too.
+  QFont note = chart_style::legendFont(chart(LossScale));
+  if (on) note.setPointSizeF(chart_style::presentation::kLegendPt - 2);
+  m_scaleNote->setFont(note);
+  m_scaleNote->setBrush(on ? chart_style::presentation::kInk : chart_style::kNote);
+  m_accuracyNote->setFont(on ? note : QFont());
   m_gradients->setPresentation(on);
   m_x1 = -1;
   scheduleRefresh();

@@ -86,7 +86,7 @@ namespace presentation {
 constexpr double kTitlePt = 19;     // chart titles
 constexpr double kAxisPt = 14;      // axis titles and tick labels
 constexpr double kLegendPt = 15;    // legends, the gradient panel's numbers
-constexpr double kHeadingPt = 24;   // the lesson's title
+constexpr double kHeadingPt = 22;   // the lesson's title
 constexpr double kTextPt = 15;      // the lesson's explanation and claims
 constexpr double kLineFactor = 2.2; // series pens, times their normal width
 inline const QColor kInk{0, 0, 0};

@@ -141,7 +141,9 @@ void LecturePanel::setPresentation(bool on) {
   using namespace chart_style::presentation;
   chart_style::setPresentationFont(m_title, on, kHeadingPt, true);
   chart_style::setPresentationFont(m_explanation, on, kTextPt);
-  chart_style::setPresentationFont(m_runs, on, kTextPt - 2);
+  // The room sees the runs on the charts' legend: the line that says what
+  // Start does is for the teacher's screen.
+  m_runs->setVisible(!on);
   chart_style::setPresentationFont(m_claimsHeading, on, kTextPt, true);
   chart_style::setPresentationFont(m_claims, on, kTextPt - 2);
   m_close->setVisible(!on);

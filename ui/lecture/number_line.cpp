@@ -75,18 +75,31 @@ void NumberLine::paintEvent(QPaintEvent*) {
   small.setPointSizeF(small.pointSizeF() * 0.85);
   p.setFont(small);
   const QFontMetrics fm(small);
+  // Labels that would overlap (FP32's subnormal band is narrow on a line
+  // 280 binades long) try the tick's other side, else are left to the tooltip.
+  QList<QRectF> placed;
   auto tick = [&](double v, const QString& label, const QColor& c, Qt::Alignment align) {
     const double x = xOf(v);
     p.setPen(QPen(c, 1.5));
     p.drawLine(QPointF(x, b.top()), QPointF(x, b.bottom() + 2));
-    const int w = fm.horizontalAdvance(label);
-    double left = align == Qt::AlignRight ? x - w : align == Qt::AlignLeft ? x : x - w / 2.0;
-    left = std::clamp(left, 0.0, static_cast<double>(width() - w));
-    p.setPen(chart_style::kBitInk);
-    p.drawText(QPointF(left, b.bottom() + fm.ascent() + 2), label);
+    const double w = fm.horizontalAdvance(label);
+    const double y = b.bottom() + 2;
+    const Qt::Alignment other = align == Qt::AlignRight ? Qt::AlignLeft : Qt::AlignRight;
+    for (Qt::Alignment a : {align, other}) {
+      double left = a == Qt::AlignRight ? x - w : x;
+      left = std::clamp(left, 0.0, static_cast<double>(width()) - w);
+      const QRectF r(left, y, w, fm.height());
+      bool free = true;
+      for (const QRectF& other : placed) free = free && !other.adjusted(-4, 0, 4, 0).intersects(r);
+      if (!free) continue;
+      placed << r;
+      p.setPen(chart_style::kBitInk);
+      p.drawText(QPointF(left, y + fm.ascent()), label);
+      return;
+    }
   };
-  tick(m_minSub, pow2(std::log2(m_minSub)), chart_style::kAlarmLine, Qt::AlignRight);
   tick(m_minNormal, pow2(std::log2(m_minNormal)), chart_style::kCautionLine, Qt::AlignLeft);
+  tick(m_minSub, pow2(std::log2(m_minSub)), chart_style::kAlarmLine, Qt::AlignRight);
   tick(m_max, QString::number(m_max, 'g', 6), chart_style::kAlarmLine, Qt::AlignRight);
   // The value asked about (thin) and the value stored (a bold marker).
   if (std::isfinite(m_input) && m_input != 0 && m_input != m_stored) {
