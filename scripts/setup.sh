@@ -6,6 +6,7 @@
 #   scripts/setup.sh build [PRESET]  deps + configure + build (default preset: release)
 #   scripts/setup.sh test            deps + build + ctest (the README's test command)
 #   scripts/setup.sh run [ARGS...]   deps + build + start the GUI
+#   scripts/setup.sh fuzz [SECONDS]  clang + the libFuzzer targets, each run SECONDS (default 20) from its seeds
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # ccache keys use paths relative to the checkout, so another clone of the
@@ -21,9 +22,12 @@ PKGS=(
   dataset-fashion-mnist
 )
 
+# The fuzzers only (clang's libFuzzer and OpenMP runtimes).
+FUZZ_PKGS=(clang-14 libclang-rt-14-dev libomp-14-dev)
+
 need_install() {
   local missing=()
-  for p in "${PKGS[@]}"; do
+  for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   printf '%s\n' "${missing[@]}"
@@ -31,7 +35,7 @@ need_install() {
 
 deps() {
   local missing
-  missing=$(need_install)
+  missing=$(need_install "${PKGS[@]}" "$@")
   [ -z "$missing" ] && return 0
   echo "setup: installing: $(echo $missing | tr '\n' ' ')"
   local SUDO=""
@@ -72,5 +76,25 @@ case "$cmd" in
     fi
     exec build/release/app/precision-lab "$@"
     ;;
-  *) echo "usage: scripts/setup.sh deps|build [preset]|test|run [args]" >&2; exit 2 ;;
+  fuzz)
+    deps "${FUZZ_PKGS[@]}"
+    configure fuzz
+    cmake --build --preset fuzz
+    seconds=${1:-20}
+    for t in idx gzip config preset journal; do
+      # A copy of the seeds: what libFuzzer adds to its corpus stays out of the repo.
+      corpus=$(mktemp -d)
+      cp tests/fuzz/corpus/$t/* "$corpus"/
+      echo "fuzz: fuzz_$t for $seconds s"
+      log=build/fuzz/fuzz_$t.log
+      status=0
+      build/fuzz/tests/fuzz/fuzz_$t -max_total_time="$seconds" -rss_limit_mb=4096 -print_final_stats=1 \
+        -artifact_prefix="build/fuzz/crash-$t-" "$corpus" >"$log" 2>&1 || status=$?
+      grep -E "stat::number_of_executed_units|ERROR|SUMMARY" "$log" || true
+      rm -rf "$corpus"
+      [ "$status" -eq 0 ] || tail -n 40 "$log" >&2
+      if [ "$status" -ne 0 ]; then echo "fuzz: fuzz_$t failed (exit $status); the input is in build/fuzz/crash-$t-*" >&2; exit 1; fi
+    done
+    ;;
+  *) echo "usage: scripts/setup.sh deps|build [preset]|test|run [args]|fuzz [seconds]" >&2; exit 2 ;;
 esac

@@ -93,7 +93,7 @@ Preset parse_preset(const std::string& text, const std::string& origin, const st
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond double (1e999)
     std::string msg = e.what();
     std::replace(msg.begin(), msg.end(), '\n', ' ');
     throw std::runtime_error(origin + ": not valid JSON: " + msg);

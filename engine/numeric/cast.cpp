@@ -2,6 +2,8 @@
 // path falls back to, and the counter-based random bits of stochastic rounding.
 #include "numeric/cast.h"
 
+#include <cpuid.h>
+
 #include <bit>
 #include <cstring>
 
@@ -21,11 +23,18 @@ struct CpuFeatures {
   bool avx512bf16 = false;
 };
 
+// F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does
+// not know "f16c". The AVX2 check above it already covers the OS state.
+bool cpu_has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+  return (c & (1u << 29)) != 0;
+}
+
 CpuFeatures detect_features() {
   CpuFeatures c;
   __builtin_cpu_init();
-  c.f16c = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
-           __builtin_cpu_supports("fma");
+  c.f16c = __builtin_cpu_supports("avx2") && cpu_has_f16c() && __builtin_cpu_supports("fma");
   c.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   c.avx512bf16 = c.avx512 && __builtin_cpu_supports("avx512bf16");

@@ -9,7 +9,12 @@
 // crashes there.
 #pragma once
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__) || !defined(__x86_64__)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define PL_SANITIZED_BUILD 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__) || defined(PL_SANITIZED_BUILD) || !defined(__x86_64__)
 #define PL_CPU_CLONES
 #else
 #define PL_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))

@@ -91,7 +91,7 @@ StampedChange parse_live_change(const std::string& line, const std::string& orig
   json j;
   try {
     j = json::parse(line);
-  } catch (const json::parse_error&) {
+  } catch (const json::exception&) {
     fail(origin, "not a JSON object");
   }
   if (!j.is_object()) fail(origin, "not a JSON object");

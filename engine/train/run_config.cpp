@@ -233,7 +233,7 @@ RunConfig parse_run_config_over(const RunConfig& base, const std::string& text, 
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond double (1e999)
     // nlohmann's message names the byte offset; keep it on one line.
     std::string msg = e.what();
     for (char& ch : msg)

@@ -65,7 +65,7 @@ TEST(Preset, BadInputGetsOneLineNamingTheField) {
   EXPECT_EQ(error_of(preset(R"("recipes": ["fp32"])")),
             "p.json: 'expect' must be a non-empty array of claims: a preset proves its point");
   EXPECT_EQ(error_of(preset(R"("runs": [{"name": "a", "lr": "fast"}], "expect": [])")),
-            "p.json: 'runs[0].lr' must be a finite number (got 'fast')");
+            "p.json: 'runs[0].lr' must be a number (got the string \"fast\")");
   EXPECT_EQ(error_of(preset(R"("recipes": ["fp32", "fp99"], "expect": [])")).rfind("p.json: 'recipes[1]' unknown recipe 'fp99'", 0), 0u);
   EXPECT_EQ(error_of(preset(R"("lerning_rate": 1, "recipes": ["fp32"])")), "p.json: unknown key 'lerning_rate'");
   EXPECT_EQ(error_of(preset(R"("recipes": ["fp32"], "watch": ["speed"], "expect": [{"metric": "final_loss", "run": "fp32", "max": 1}])")),
@@ -164,6 +164,10 @@ TEST(Claims, EveryMetricAsTheDesignDefinesIt) {
   ASSERT_EQ(results.size(), 1u);
   EXPECT_FALSE(results[0].pass);
   EXPECT_EQ(results[0].text, "FAIL  final_loss fp16 / fp32 = 4  (>= 10)");
+}
+
+TEST(Preset, ANumberBeyondDoubleIsAnErrorNotACrash) {
+  EXPECT_EQ(error_of(R"({"title": "T", "steps": 1e999})").rfind("p.json: not valid JSON: ", 0), 0u);
 }
 
 }  // namespace

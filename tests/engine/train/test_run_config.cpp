@@ -132,3 +132,11 @@ TEST(RunConfig, JsonTypesAreChecked) {
             "cfg.json: 'loss_scale.init' must be a number (got \"65536\")");
   EXPECT_EQ(error_of(R"({"lr": 0.1, "recipe": "fp16", "loss_scale": {"mode": "dynamic", "init": 1024}})"), "");
 }
+
+TEST(RunConfig, ANumberBeyondDoubleIsAnErrorNotACrash) {
+  // Found by fuzz_config: nlohmann reports 1e999 as out_of_range, which the
+  // parser did not catch (std::terminate).
+  const std::string e = error_of(R"({"lr": 1e999})");
+  EXPECT_EQ(e.rfind("cfg.json: not valid JSON: ", 0), 0u) << e;
+  EXPECT_NE(e.find("number overflow"), std::string::npos) << e;
+}
