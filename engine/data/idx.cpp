@@ -3,8 +3,11 @@
 
 #include <zlib.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -65,6 +68,16 @@ class ByteStream {
   ByteStream& operator=(const ByteStream&) = delete;
 
   bool gzip() const { return m_gzip; }
+  // Bytes left in a plain file (the header's promise is checked against it
+  // before anything is allocated); unknown for gzip.
+  std::optional<std::size_t> plain_bytes_left() const {
+    if (m_gzip) return std::nullopt;
+    struct stat st {};
+    if (fstat(fileno(m_file), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+    const long pos = std::ftell(m_file);
+    if (pos < 0 || st.st_size < pos) return std::nullopt;
+    return static_cast<std::size_t>(st.st_size - pos);
+  }
   // True when the file ended inside a gzip member (the compressed data is cut).
   bool gzip_cut() const { return m_gzip_cut; }
 
@@ -186,10 +199,16 @@ IdxArray read_idx(const std::string& path, std::string_view what) {
     expected *= v;
   }
 
-  // Read in growing chunks so that a header promising much more than the
-  // file holds reports "truncated" instead of allocating the promise.
+  // A plain file's size tells at once whether the header's promise is kept.
+  if (const auto left = in.plain_bytes_left(); left && *left < expected) {
+    fail(path, "truncated: expected " + std::to_string(expected) + " bytes of " + kind + ", got " +
+                   std::to_string(*left));
+  }
+  // Read in growing chunks (from 1 MiB, doubling) so that a gzip stream
+  // promising much more than it holds reports "truncated" having allocated
+  // at most twice what it really held.
   std::size_t have = 0;
-  std::size_t cap = std::min(expected, std::size_t{64} << 20);
+  std::size_t cap = std::min(expected, std::size_t{1} << 20);
   for (;;) {
     out.data.resize(cap);
     const std::size_t got = in.read(out.data.data() + have, cap - have);

@@ -1,5 +1,6 @@
 // IDX reader: round trips (plain and gzip) and every error class, each naming the file.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <zlib.h>
 
 #include <numeric>
@@ -247,3 +248,33 @@ TEST(IdxErrors, CorruptGzipStream) {
 }
 
 }  // namespace
+
+namespace {
+long peak_rss_kib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;
+}
+}  // namespace
+
+TEST(IdxErrors, AHeaderPromisingGigabytesAllocatesNothingLikeIt) {
+  // 4 x 4096 x 4096 x 64 = 4 GiB promised (under the 16 GiB cap), 100 bytes
+  // held: a plain file is refused from its size before anything is
+  // allocated, a gzip stream after at most twice what it held (from 1 MiB).
+  test::TempDir dir;
+  const std::vector<std::size_t> dims{4, 4096, 4096, 64};
+  auto header = test::idx_bytes({1}, {0});
+  header.resize(4);
+  header[3] = static_cast<std::uint8_t>(dims.size());
+  for (std::size_t d : dims)
+    for (int s = 24; s >= 0; s -= 8) header.push_back(static_cast<std::uint8_t>(d >> s));
+  header.insert(header.end(), 100, 7);
+  const std::string plain = dir.file("plain-idx"), gz = dir.file("gz-idx");
+  test::write_bytes(plain, header);
+  test::write_bytes(gz, gzip_bytes(header));
+  const long before = peak_rss_kib();
+  const std::string a = error_of(plain), b = error_of(gz);
+  EXPECT_NE(a.find("truncated: expected 4294967296 bytes of pixels, got 100"), std::string::npos) << a;
+  EXPECT_NE(b.find("truncated: expected 4294967296 bytes of pixels, got 100"), std::string::npos) << b;
+  EXPECT_LT(peak_rss_kib() - before, 16 * 1024) << "KiB of peak memory for a 100-byte payload";
+}
