@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -51,6 +52,13 @@ inline RunResult run_cli(const std::string& args) {
   r.err = read_file(err_path);
   std::remove(err_path.c_str());
   return r;
+}
+
+// A fresh path under the temp folder, unique to this test process.
+inline std::filesystem::path temp_path(const std::string& name) {
+  const auto p = std::filesystem::temp_directory_path() / ("pl_cli_" + name + "_" + std::to_string(getpid()));
+  std::filesystem::remove_all(p);
+  return p;
 }
 
 }  // namespace cli_test

@@ -17,12 +17,6 @@ namespace fs = std::filesystem;
 using cli_test::RunResult;
 using cli_test::run_cli;
 
-fs::path out_dir(const char* name) {
-  const fs::path p = fs::temp_directory_path() / ("pl_cli_compare_" + std::string(name) + "_" + std::to_string(getpid()));
-  fs::remove_all(p);
-  return p;
-}
-
 std::string cell(const engine::CsvTable& t, std::size_t row, const char* column) {
   const int c = t.column(column);
   EXPECT_GE(c, 0) << column;
@@ -34,7 +28,7 @@ double number(const engine::CsvTable& t, std::size_t row, const char* column) {
 }
 
 TEST(CliCompare, LossScaleOptionsApplyOnlyToRecipesThatScale) {
-  const fs::path dir = out_dir("scale");
+  const fs::path dir = cli_test::temp_path("compare_scale");
   const RunResult r = run_cli("compare --recipes fp32,fp16,mixed-fp16 --dataset spirals --steps 5 --batch 32 "
                               "--loss-scale-init 1024 --out '" + dir.string() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -50,7 +44,7 @@ TEST(CliCompare, LossScaleOptionsApplyOnlyToRecipesThatScale) {
 }
 
 TEST(CliCompare, Fp16NeedsAboutHalfOfFp32sMemoryAndFlushedGradientsReadAsUnderflow) {
-  const fs::path dir = out_dir("truth");
+  const fs::path dir = cli_test::temp_path("compare_truth");
   const RunResult r = run_cli("compare --recipes fp32,fp16,mixed-fp16 --dataset tiny-gradients --steps 100 "
                               "--stats-every 100 --out '" + dir.string() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -23,12 +23,6 @@ using namespace std::chrono_literals;
 using cli_test::RunResult;
 using cli_test::run_cli;
 
-fs::path temp(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("pl_cli_journal_" + name + "_" + std::to_string(getpid()));
-  fs::remove_all(p);
-  return p;
-}
-
 std::size_t rows(const fs::path& csv) {
   try {
     return engine::read_csv(csv.string()).rows.size();
@@ -38,7 +32,7 @@ std::size_t rows(const fs::path& csv) {
 }
 
 TEST(CliJournal, KilledMidRunTheFolderKeepsItsDataAndReplays) {
-  const fs::path dir = temp("killed"), again = temp("again");
+  const fs::path dir = cli_test::temp_path("journal_killed"), again = cli_test::temp_path("journal_again");
   std::fflush(nullptr);  // nothing buffered twice
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);

@@ -18,12 +18,6 @@ namespace fs = std::filesystem;
 using cli_test::RunResult;
 using cli_test::run_cli;
 
-fs::path temp(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("pl_cli_lecture_" + name + "_" + std::to_string(getpid()));
-  fs::remove_all(p);
-  return p;
-}
-
 TEST(CliLecture, ListsAtLeastTenPresets) {
   const RunResult r = run_cli("lecture --list");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -37,7 +31,7 @@ TEST(CliLecture, ListsAtLeastTenPresets) {
 class EveryPreset : public testing::TestWithParam<std::string> {};
 
 TEST_P(EveryPreset, ItsClaimsHold) {
-  const fs::path dir = temp(GetParam());
+  const fs::path dir = cli_test::temp_path("lecture_" + GetParam());
   const RunResult r = run_cli("lecture " + GetParam() + " --quick --check --out '" + dir.string() + "'");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find(" 0 failed"), std::string::npos) << r.out;
@@ -62,7 +56,7 @@ INSTANTIATE_TEST_SUITE_P(BuiltIn, EveryPreset, testing::ValuesIn(preset_names())
                          });
 
 TEST(CliLecture, AFailedClaimIsPrintedAndExitsOne) {
-  const fs::path dir = temp("fail");
+  const fs::path dir = cli_test::temp_path("lecture_fail");
   fs::create_directories(dir);
   const fs::path file = dir / "impossible.json";
   std::ofstream(file) << R"({"title": "Impossible", "explanation": "fp16 cannot be a hundred times better than fp32 here, and the check says so.",
@@ -76,7 +70,7 @@ TEST(CliLecture, AFailedClaimIsPrintedAndExitsOne) {
 }
 
 TEST(CliLecture, ABadPresetIsOneLineAndExitTwo) {
-  const fs::path dir = temp("bad");
+  const fs::path dir = cli_test::temp_path("lecture_bad");
   fs::create_directories(dir);
   const fs::path file = dir / "bad.json";
   std::ofstream(file) << R"({"title": "Bad", "explanation": "A claim on a metric that does not exist is refused by name.",

@@ -680,6 +680,16 @@ TEST(ShadowPass, MeasuresOutputAndGradientErrorAgainstFp32) {
   EXPECT_GT(a.at("fc2").output_error, 2.0 * m.at("fc2").output_error);
 }
 
+namespace {
+// The StepInspection among a step's records, or null.
+const StepInspection* inspection_in(const std::vector<Record>& out) {
+  const StepInspection* in = nullptr;
+  for (const Record& r : out)
+    if (const auto* i = std::get_if<StepInspection>(&r)) in = i;
+  return in;
+}
+}  // namespace
+
 TEST(StepInspector, OneStepLayerByLayerWithTheOverflowAttributed) {
   // The step inspector's record: mixed-fp16 with a scale of 2^40 overflows
   // FP16 in backward; the inspection says where, and that the step was
@@ -692,13 +702,11 @@ TEST(StepInspector, OneStepLayerByLayerWithTheOverflowAttributed) {
   engine::Run run(0, c, data, backend());
   std::vector<Record> out;
   run.step(out);  // an ordinary step: no inspection
-  for (const Record& r : out) EXPECT_FALSE(std::holds_alternative<StepInspection>(r));
+  EXPECT_EQ(inspection_in(out), nullptr);
   out.clear();
   run.request_inspection();
   run.step(out);
-  const StepInspection* in = nullptr;
-  for (const Record& r : out)
-    if (const auto* i = std::get_if<StepInspection>(&r)) in = i;
+  const StepInspection* in = inspection_in(out);
   ASSERT_NE(in, nullptr);
   EXPECT_EQ(in->step, 2);
   EXPECT_TRUE(in->overflow);
@@ -716,7 +724,7 @@ TEST(StepInspector, OneStepLayerByLayerWithTheOverflowAttributed) {
   // The next step is ordinary again.
   out.clear();
   run.step(out);
-  for (const Record& r : out) EXPECT_FALSE(std::holds_alternative<StepInspection>(r));
+  EXPECT_EQ(inspection_in(out), nullptr);
 }
 
 TEST(StepInspector, CleanStepShowsGradientsAndNoNonFinite) {
@@ -725,9 +733,7 @@ TEST(StepInspector, CleanStepShowsGradientsAndNoNonFinite) {
   std::vector<Record> out;
   run.request_inspection();
   run.step(out);
-  const StepInspection* in = nullptr;
-  for (const Record& r : out)
-    if (const auto* i = std::get_if<StepInspection>(&r)) in = i;
+  const StepInspection* in = inspection_in(out);
   ASSERT_NE(in, nullptr);
   EXPECT_FALSE(in->skipped);
   for (const LayerInspection& l : in->layers) {

@@ -68,11 +68,7 @@ TEST(Trainer, PauseStepResumeStop) {
   ASSERT_TRUE(drain_until(t, all, [](auto& a) { return count_steps(a, 0) >= 5; }));
   t.pause();
   // Paused status arrives at the next step boundary; afterwards no step runs.
-  ASSERT_TRUE(drain_until(t, all, [](auto& a) {
-    for (const Record& r : a)
-      if (const auto* s = std::get_if<engine::RunStatus>(&r); s && s->state == engine::RunState::Paused) return true;
-    return false;
-  }));
+  ASSERT_TRUE(drain_until(t, all, [](auto& a) { return has_paused_status(a); }));
   const std::int64_t at_pause = count_steps(all, 0);
   std::this_thread::sleep_for(100ms);
   t.drain(all);
@@ -243,11 +239,7 @@ TEST(Trainer, InspectNextStepGivesOneInspectionPerRun) {
   t.start();
   t.pause();
   std::vector<Record> all;
-  ASSERT_TRUE(drain_until(t, all, [](auto& a) {
-    for (const Record& r : a)
-      if (const auto* s = std::get_if<engine::RunStatus>(&r); s && s->state == engine::RunState::Paused) return true;
-    return false;
-  }));
+  ASSERT_TRUE(drain_until(t, all, [](auto& a) { return has_paused_status(a); }));
   all.clear();
   t.inspect_next_step();
   t.step_once();

@@ -62,4 +62,11 @@ bool drain_until(Trainer& t, std::vector<Record>& all, Pred pred, std::chrono::m
   return pred(all);
 }
 
+// Whether the records hold a Paused status (the engine reached its step boundary).
+inline bool has_paused_status(const std::vector<Record>& recs) {
+  for (const Record& r : recs)
+    if (const auto* s = std::get_if<engine::RunStatus>(&r); s && s->state == engine::RunState::Paused) return true;
+  return false;
+}
+
 }  // namespace trainer_test
