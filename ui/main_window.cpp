@@ -19,6 +19,7 @@
 #include <QScrollBar>
 #include <QSplitter>
 #include <QStandardPaths>
+#include <QStandardItemModel>
 #include <QStatusBar>
 #include <QStyle>
 #include <QTabWidget>
@@ -48,6 +49,9 @@
 #include "panels/precision_table_model.h"
 #include "session/run_store.h"
 #include "panels/runs_list.h"
+#include "panels/history_panel.h"
+#include "session/run_folders.h"
+#include "lecture/fault_dialog.h"
 #include "panels/setup_panel.h"
 #include "session/command_line.h"
 #include "session/training_controller.h"
@@ -75,6 +79,10 @@ QGroupBox* framed(const QString& title, QWidget* content) {
 }
 
 QString stateText(const RunData& r) {
+  if (r.interrupted) return QObject::tr("interrupted");
+  // The reason beside the word (diverged at step N: ...); the tooltip has it whole.
+  if (r.state == engine::RunState::Failed && !r.message.isEmpty())
+    return QObject::tr("failed: %1").arg(r.message);
   if (r.state == engine::RunState::Running && r.totalSteps > 0 && !r.steps.empty())
     return QObject::tr("running %1%").arg(static_cast<int>(100.0 * static_cast<double>(r.steps.back().step) /
                                                            static_cast<double>(r.totalSteps)));
@@ -137,7 +145,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   m_precisionBox = framed(QString(), m_precision);
   m_precisionBox->setObjectName(QStringLiteral("precisionBox"));
   bottom->addWidget(m_precisionBox);
-  bottom->addWidget(framed(tr("Runs (tick to overlay)"), m_runs));
+  // This session's runs, and the past ones on disk.
+  m_history = new HistoryPanel;
+  m_runsTabs = new QTabWidget;
+  m_runsTabs->setObjectName(QStringLiteral("runsTabs"));
+  m_runsTabs->addTab(m_runs, tr("Runs (tick to overlay)"));
+  m_runsTabs->addTab(m_history, tr("History"));
+  bottom->addWidget(m_runsTabs);
   bottom->setStretchFactor(0, 3);
   bottom->setStretchFactor(1, 2);
   bottom->setSizes({3000, 2300});  // the runs list shows whole names at 1280x720
@@ -217,6 +231,22 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             const PrecisionTableRow& row = m_precision->precisionModel()->rows()[current.row()];
             if (row.parameters > 0) m_charts->gradientPanel()->setLayer(row.layer);
           });
+  // Past runs: listed now (status files only), opened on request.
+  connect(m_history, &HistoryPanel::openRequested, this, [this](const QString& dir) { openPastRun(dir); });
+  connect(m_history, &HistoryPanel::message, this, [this](const QString& text, bool error) {
+    if (error)
+      showError(tr("Past runs"), text);
+    else
+      statusBar()->showMessage(text, 6000);
+  });
+  connect(m_history, &HistoryPanel::listed, this, [this](int count, int interrupted) {
+    m_runsTabs->setTabText(m_runsTabs->indexOf(m_history),
+                           interrupted > 0 ? tr("History (%1, %2 interrupted)").arg(count).arg(interrupted)
+                                           : tr("History (%1)").arg(count));
+  });
+  connect(m_controller, &TrainingController::folderStarted, m_history, &HistoryPanel::refresh);
+  m_history->setRoot(m_controller->journalRoot());
+
   rebuildPrecisionTable();
   updateActions();
 }
@@ -287,6 +317,10 @@ void MainWindow::createActions() {
                           QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_F),
                           tr("One value in every format: bits, exact value, error, neighbours, range"));
   connect(m_explorerAction, &QAction::triggered, this, &MainWindow::showFormatExplorer);
+  m_injectFault = make(QStringLiteral("actionInjectFault"), QIcon(), tr("Inject NaN…"),
+                       QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_N),
+                       tr("Put a NaN or inf into a live run's weights, activations, gradients or loss at its next step"));
+  connect(m_injectFault, &QAction::triggered, this, &MainWindow::openFaultDialog);
   // The window keeps the shortcuts while the menu bar is hidden (presentation).
   addActions({m_presentationAction, m_explorerAction, m_start, m_pause, m_step, m_stop});
 }
@@ -300,6 +334,8 @@ void MainWindow::createMenus() {
   run->addActions({m_start, m_pause, m_step, m_stop});
   run->addSeparator();
   run->addAction(m_compareAction);
+  run->addSeparator();
+  run->addAction(m_injectFault);
   m_lectureMenu = new LectureMenu(this);
   menuBar()->addMenu(m_lectureMenu);
   m_lectureMenu->addAction(m_explorerAction);
@@ -363,6 +399,7 @@ void MainWindow::updateActions() {
   m_stop->setEnabled(active);
   m_compareAction->setEnabled(!active);
   m_export->setEnabled(m_runs->runCount() > 0);
+  m_injectFault->setEnabled(active);
 }
 
 void MainWindow::showError(const QString& title, const QString& message) {
@@ -416,7 +453,7 @@ engine::RunConfig MainWindow::nextRunConfig() const {
 }
 
 bool MainWindow::launch(const std::vector<engine::RunConfig>& configs, const QStringList& names, int compareGroup,
-                        bool paused) {
+                        bool paused, const QString& folderName) {
   // Start to first point counts from here: the click.
   m_startClock.start();
   m_firstPointMs = -1;
@@ -438,7 +475,7 @@ bool MainWindow::launch(const std::vector<engine::RunConfig>& configs, const QSt
     // The data set loaded in the background, if it is ready.
     if (auto data = m_datasets->get(configs[0].dataset)) m_controller->provideData(configs[0].dataset, data);
     m_charts->resetFirstPoint();
-    m_controller->start(requests, compareGroup, paused);
+    m_controller->start(requests, compareGroup, paused, folderName);
   } catch (const std::exception& e) {
     showError(compareGroup >= 0 ? tr("Cannot start the comparison") : tr("Cannot start the run"),
               QString::fromStdString(e.what()));
@@ -500,7 +537,8 @@ bool MainWindow::startComparison(const QStringList& recipes) {
   }
   const int previous = m_store->count();
   const int realGroup = m_store->newCompareGroup();
-  if (!launch(configs, names, realGroup, false)) return false;
+  if (!launch(configs, names, realGroup, false, QStringLiteral("compare-") + recipes.join(QLatin1Char('+'))))
+    return false;
   m_runCounter += static_cast<int>(names.size());
   // Older runs step back: the overlay shows the comparison (re-tick to add).
   for (int id = 0; id < previous; ++id) m_runs->setRunChecked(id, false);
@@ -598,6 +636,71 @@ bool MainWindow::exportTo(const ExportRequest& request) {
   }
 }
 
+bool MainWindow::openPastRun(const QString& dir) {
+  QVector<int> ids;
+  try {
+    ids = run_folders::open(*m_store, dir);
+  } catch (const std::exception& e) {
+    showError(tr("Cannot open the run"), QString::fromStdString(e.what()));
+    return false;
+  }
+  // The opened runs on the charts; the others step back (re-tick to add).
+  for (int id = 0; id < m_store->count(); ++id) m_runs->setRunChecked(id, ids.contains(id));
+  for (int id : ids) onRunChanged(id);
+  m_runs->setCurrentIndex(m_runs->runsModel()->index(ids.back(), 0));
+  m_charts->setFocusRun(ids.front());
+  if (m_store->run(ids.front()).compareGroup >= 0) m_compare->setGroup(m_store->run(ids.front()).compareGroup);
+  m_charts->refresh();
+  m_compare->refresh();
+  m_runsTabs->setCurrentWidget(m_runs);
+  const RunData& first = m_store->run(ids.front());
+  const std::int64_t steps = first.steps.empty() ? 0 : first.steps.back().step;
+  statusBar()->showMessage(first.interrupted ? tr("Opened %1: interrupted at step %2 — everything up to its last "
+                                                  "second is shown")
+                                                   .arg(QDir::toNativeSeparators(dir))
+                                                   .arg(steps)
+                                             : tr("Opened %1 (%2 runs)").arg(QDir::toNativeSeparators(dir)).arg(ids.size()),
+                           10000);
+  updateActions();
+  return true;
+}
+
+void MainWindow::showHistory() {
+  m_history->refresh();
+  m_runsTabs->setCurrentWidget(m_history);
+}
+
+void MainWindow::openFaultDialog() {
+  QVector<int> live;
+  for (int id : m_controller->currentRuns())
+    if (m_store->run(id).live()) live << id;
+  if (live.isEmpty()) {
+    showError(tr("Inject NaN"), tr("No run is training: start one first"));
+    return;
+  }
+  FaultDialog dialog(*m_store, live, this);
+  const int focus = liveFocusRun();
+  if (focus >= 0) dialog.setRun(focus);
+  if (dialog.exec() != QDialog::Accepted) return;
+  injectFault(dialog.runId(), dialog.target(), dialog.layer(), dialog.inf());
+}
+
+bool MainWindow::injectFault(int storeId, engine::FaultTarget target, const std::string& layer, bool inf) {
+  if (!m_controller->injectFault(storeId, target, layer, inf)) {
+    showError(tr("Inject NaN"), tr("That run is not training"));
+    return false;
+  }
+  m_faultPending.insert(storeId);
+  const QString where = target == engine::FaultTarget::Loss
+                            ? tr("the loss")
+                            : tr("%1's %2").arg(QString::fromStdString(layer),
+                                                QString::fromLatin1(engine::fault_target_name(target)));
+  statusBar()->showMessage(tr("%1: %2 into %3 at the next step")
+                               .arg(m_store->run(storeId).name, inf ? tr("+inf") : tr("NaN"), where),
+                           8000);
+  return true;
+}
+
 void MainWindow::closeEvent(QCloseEvent* event) {
   if (m_controller->active()) {
     // Stop at the next step boundary, join, and drain what is left: the
@@ -644,6 +747,7 @@ void MainWindow::onTrainingFinished() {
   bool failed = false;
   for (int id : m_controller->currentRuns()) failed = failed || m_store->run(id).state == engine::RunState::Failed;
   if (!failed) statusBar()->showMessage(tr("Training ended"), 5000);
+  m_history->refresh();  // its folder's status is final now
   emit trainingFinished();
   checkLectureClaims();
 }
@@ -665,6 +769,18 @@ void MainWindow::scanEvents() {
                                        .arg(r.name)
                                        .arg(e.step),
                                    10000);
+      } else if (e.kind == engine::EventKind::Overflow && e.count > 0 &&
+                 (m_faultPending.contains(id) || !r.scalesLoss())) {
+        // Overflows are routine under dynamic loss scaling (the loss-scale
+        // chart marks them); elsewhere, or after an injected NaN, one is news.
+        m_faultPending.remove(id);
+        statusBar()->showMessage(tr("%1: %2 non-finite values in %3's %4 at step %5 (marked ▲ on the loss-scale chart)")
+                                     .arg(r.name)
+                                     .arg(e.count)
+                                     .arg(e.layer.empty() ? tr("the model") : QString::fromStdString(e.layer),
+                                          QString::fromStdString(e.tensor))
+                                     .arg(e.step),
+                                 10000);
       } else if (e.kind == engine::EventKind::PrecisionChange) {
         const QString formats = QStringLiteral("%1/%2/%3/%4")
                                     .arg(QString::fromLatin1(engine::format_name(e.precision.compute)),
@@ -852,7 +968,7 @@ bool MainWindow::startLecture(bool paused) {
   }
   const int previous = m_store->count();
   const int group = m_store->newCompareGroup();
-  if (!launch(configs, names, group, paused)) return false;
+  if (!launch(configs, names, group, paused, QString::fromStdString(m_lecture->name))) return false;
   m_lectureRuns = m_controller->currentRuns();
   // Older runs step back: the charts show the lesson.
   for (int id = 0; id < previous; ++id) m_runs->setRunChecked(id, false);

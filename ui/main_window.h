@@ -4,16 +4,19 @@
 #pragma once
 
 #include <QElapsedTimer>
+#include <QSet>
 #include <QMainWindow>
 #include <QStringList>
 #include <QVector>
 
 #include <memory>
 
+#include "train/commands.h"
 #include "train/run_config.h"
 
 class ChartArea;
 class FormatExplorer;
+class HistoryPanel;
 class LectureMenu;
 class LecturePanel;
 class PresentationView;
@@ -53,6 +56,10 @@ class MainWindow : public QMainWindow {
   QTabWidget* tabs() const { return m_tabs; }
   PrecisionTable* precisionTable() const { return m_precision; }
   RunsList* runsList() const { return m_runs; }
+  HistoryPanel* historyPanel() const { return m_history; }
+  // The Runs / History tabs below the charts.
+  QTabWidget* runsTabs() const { return m_runsTabs; }
+  QAction* injectFaultAction() const { return m_injectFault; }
   RunStore* store() const { return m_store; }
   TrainingController* controller() const { return m_controller; }
   DatasetCache* datasetCache() const { return m_datasets; }
@@ -112,6 +119,20 @@ class MainWindow : public QMainWindow {
   void stopRun();
   void openCompareDialog();
   void openExportDialog();
+  // --- Past runs (DESIGN.md "Runs on disk") ---
+  // Loads a run folder (read_journal) into the store with every chart, the
+  // Compare tab and Export; an interrupted run says so. A folder that cannot
+  // be read is shown as an error (its one line) and false returned.
+  bool openPastRun(const QString& dir);
+  // The History tab, listing the data folder again.
+  void showHistory();
+
+  // --- Fault injection (Run > Inject NaN…) ---
+  void openFaultDialog();
+  // A NaN (inf) in store run `storeId` at its next step; false (and the
+  // reason shown) when that run is not live.
+  bool injectFault(int storeId, engine::FaultTarget target, const std::string& layer, bool inf);
+
   // Writes what `request` asks for; a failure is shown, not thrown.
   bool exportTo(const ExportRequest& request);
   // Every chart of the window (Live tab, then the Compare small multiples).
@@ -153,7 +174,7 @@ class MainWindow : public QMainWindow {
   void createStatusBar();
   void showError(const QString& title, const QString& message);
   bool launch(const std::vector<engine::RunConfig>& configs, const QStringList& names, int compareGroup,
-              bool paused);
+              bool paused, const QString& folderName = {});
   void onFrame();
   void onRunChanged(int id);
   void onTrainingFinished();
@@ -175,6 +196,10 @@ class MainWindow : public QMainWindow {
   CompareView* m_compare = nullptr;
   PrecisionTable* m_precision = nullptr;
   RunsList* m_runs = nullptr;
+  HistoryPanel* m_history = nullptr;
+  QTabWidget* m_runsTabs = nullptr;
+  QAction* m_injectFault = nullptr;
+  QSet<int> m_faultPending;  // runs with an injected fault whose overflow is not reported yet
 
   QAction* m_start = nullptr;
   QAction* m_pause = nullptr;

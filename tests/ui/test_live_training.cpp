@@ -47,6 +47,7 @@
 #include "panels/runs_list.h"
 #include "panels/setup_panel.h"
 #include "session/training_controller.h"
+#include "ui/ui_test_support.h"
 
 namespace {
 
@@ -78,6 +79,7 @@ engine::RunConfig spirals(std::int64_t steps) {
 
 // One QApplication for the whole program, runnable without a display.
 void ensureApplication() {
+  ui_test::useTemporaryDataHome();  // runs journal there, not in the real home
   if (QApplication::instance()) return;
   if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
   static int argc = 1;

@@ -33,6 +33,7 @@
 #include "panels/precision_table_model.h"
 #include "panels/runs_list.h"
 #include "panels/setup_panel.h"
+#include "ui/ui_test_support.h"
 
 namespace {
 
@@ -45,6 +46,7 @@ QStringList comboItems(const QComboBox* combo) {
 class MainWindowTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    ui_test::useTemporaryDataHome();  // runs journal there, not in the real home
     if (QApplication::instance()) return;
     // Runnable without a display even outside ctest.
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");

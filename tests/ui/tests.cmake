@@ -50,3 +50,11 @@ pl_add_test(test_ui_lecture
   LABELS ui
   ENV QT_QPA_PLATFORM=offscreen
   TIMEOUT 180)
+# ui/session run folders: every app run journaled, the History tab (list,
+# open, delete, clear, unreadable folders).
+pl_add_test(test_ui_run_folders
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/session/test_run_folders.cpp
+  LIBS ui Qt6::Test
+  LABELS ui
+  ENV QT_QPA_PLATFORM=offscreen
+  TIMEOUT 180)

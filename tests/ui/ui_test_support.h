@@ -6,6 +6,7 @@
 #include <QColor>
 #include <QCoreApplication>
 #include <QElapsedTimer>
+#include <QTemporaryDir>
 #include <QThread>
 
 #include <functional>
@@ -17,7 +18,18 @@
 
 namespace ui_test {
 
+// Runs started by a test journal into $XDG_DATA_HOME/precision-lab/runs:
+// a temporary folder for the whole test program, never the real home.
+// Call before anything asks QStandardPaths. Returns the folder.
+inline QString useTemporaryDataHome() {
+  static QTemporaryDir home;  // removed when the program ends
+  static const bool set = qputenv("XDG_DATA_HOME", home.path().toLocal8Bit());
+  (void)set;
+  return home.path();
+}
+
 inline void ensureApplication() {
+  useTemporaryDataHome();
   if (QApplication::instance()) return;
   if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
   static int argc = 1;

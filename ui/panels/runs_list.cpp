@@ -38,6 +38,9 @@ RunsList::RunsList(QWidget* parent) : QTreeView(parent) {
   const QFontMetrics fm = fontMetrics();
   header()->resizeSection(Recipe, fm.horizontalAdvance(QStringLiteral("mixed-bf16")) + 14);
   header()->resizeSection(Colour, fm.horizontalAdvance(QStringLiteral("colour")) + 10);
+  // Both stretch: names of reopened runs carry their date, and a failed
+  // run's status carries its reason.
+  header()->setSectionResizeMode(Status, QHeaderView::Stretch);
   header()->resizeSection(Status, fm.horizontalAdvance(QStringLiteral("running 100%")) + 12);
   setMinimumSize(280, 96);
   connect(m_model, &QStandardItemModel::itemChanged, this, [this](QStandardItem* item) {

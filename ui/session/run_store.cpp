@@ -64,6 +64,20 @@ int RunStore::addRun(const QString& name, const QString& recipe, const QColor& c
   return m_runs.back().id;
 }
 
+int RunStore::addStoredRun(RunData run) {
+  run.id = count();
+  ++run.revision;
+  m_runs.push_back(std::move(run));
+  emit runAdded(m_runs.back().id);
+  return m_runs.back().id;
+}
+
+void RunStore::setFolder(int id, const QString& folder, int folderRun) {
+  RunData& r = m_runs[static_cast<std::size_t>(id)];
+  r.folder = folder;
+  r.folderRun = folderRun;
+}
+
 QVector<int> RunStore::group(int compareGroup) const {
   QVector<int> ids;
   if (compareGroup < 0) return ids;

@@ -38,6 +38,14 @@ struct RunData : engine::RunHistory {
   // What the run's latest inspected step did (Step asks for one); the
   // engine's RunHistory keeps no inspections, so the store does.
   std::optional<engine::StepInspection> inspection;
+  // Its folder on disk (DESIGN.md "Runs on disk") and its run id in it;
+  // empty for a run that was never journaled.
+  QString folder;
+  int folderRun = -1;
+  // Read back from a folder whose writer died mid-run (a crash, kill -9):
+  // its state is Stopped, and it says so.
+  bool interrupted = false;
+  bool reopened = false;    // read back from a past run's folder, not trained here
   std::uint64_t revision = 0;    // bumped whenever anything above changes
 
   bool live() const {
@@ -64,6 +72,11 @@ class RunStore : public QObject {
   // Adds a run (before its records arrive) and returns its id.
   int addRun(const QString& name, const QString& recipe, const QColor& colour, const engine::RunConfig& config,
              int compareGroup = -1);
+  // Adds a run read back from disk, whole (history, summary, status): its
+  // id and revision are the store's. Emits runAdded().
+  int addStoredRun(RunData run);
+  // Sets the folder (and run id in it) the engine journals `id` to.
+  void setFolder(int id, const QString& folder, int folderRun);
   int count() const { return static_cast<int>(m_runs.size()); }
   const RunData& run(int id) const { return m_runs[static_cast<std::size_t>(id)]; }
   int newCompareGroup() { return m_nextGroup++; }

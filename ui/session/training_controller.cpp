@@ -3,10 +3,12 @@
 
 #include <stdexcept>
 
+#include "session/run_folders.h"
 #include "session/run_store.h"
 #include "train/trainer.h"
 
-TrainingController::TrainingController(RunStore* store, QObject* parent) : QObject(parent), m_store(store) {
+TrainingController::TrainingController(RunStore* store, QObject* parent)
+    : QObject(parent), m_store(store), m_journalRoot(run_folders::root()) {
   m_timer.setInterval(kDrainIntervalMs);
   m_timer.setTimerType(Qt::PreciseTimer);
   connect(&m_timer, &QTimer::timeout, this, &TrainingController::onTick);
@@ -20,7 +22,8 @@ TrainingController::~TrainingController() {
   }
 }
 
-QVector<int> TrainingController::start(const std::vector<RunRequest>& runs, int compareGroup, bool paused) {
+QVector<int> TrainingController::start(const std::vector<RunRequest>& runs, int compareGroup, bool paused,
+                                       const QString& folderName) {
   if (runs.empty()) throw std::runtime_error("nothing to start: no run");
   // Everything that can be refused is refused before anything changes: a
   // fresh trainer validates every config (add_run throws naming the field).
@@ -31,12 +34,27 @@ QVector<int> TrainingController::start(const std::vector<RunRequest>& runs, int 
       trainer->provide_data(r.config.dataset, r.config.seed, m_provided);
   }
   m_provided.reset();
+  // The journal: its folder is created (and locked) here, once; the engine
+  // thread writes it as the runs go. A folder that cannot be written
+  // refuses the start, before anything changes.
+  QString folder;
+  if (!m_journalRoot.isEmpty()) {
+    QString label = folderName;
+    if (label.isEmpty()) label = runs.size() == 1 ? runs.front().name : QStringLiteral("compare");
+    folder = run_folders::newFolder(m_journalRoot, label);
+    std::vector<std::string> names;
+    for (const RunRequest& r : runs) names.push_back(r.name.toStdString());
+    trainer->set_journal(folder.toStdString(), names);
+  }
 
   if (m_trainer) shutdown();
   m_storeIds.clear();
   for (const RunRequest& r : runs)
     m_storeIds << m_store->addRun(r.name, QString::fromStdString(r.config.recipe), r.colour, r.config,
                                   compareGroup);
+  m_folder = folder;
+  if (!folder.isEmpty())
+    for (int i = 0; i < m_storeIds.size(); ++i) m_store->setFolder(m_storeIds[i], folder, i);
   m_trainer = std::move(trainer);
   if (paused) m_trainer->pause();
   m_trainer->set_step_rate(m_stepRate);
@@ -45,6 +63,7 @@ QVector<int> TrainingController::start(const std::vector<RunRequest>& runs, int 
   m_finishedSignalled = false;
   m_timer.start();
   emit started();
+  if (!folder.isEmpty()) emit folderStarted(folder);
   if (paused) emit pausedChanged(true);
   return m_storeIds;
 }
@@ -105,6 +124,14 @@ bool TrainingController::setLayerPrecision(int storeId, const std::string& layer
   const int trainerId = static_cast<int>(m_storeIds.indexOf(storeId));
   if (trainerId < 0 || !m_store->run(storeId).live()) return false;
   m_trainer->set_layer_precision(trainerId, layer, p);
+  return true;
+}
+
+bool TrainingController::injectFault(int storeId, engine::FaultTarget target, const std::string& layer, bool inf) {
+  if (!active()) return false;
+  const int trainerId = static_cast<int>(m_storeIds.indexOf(storeId));
+  if (trainerId < 0 || !m_store->run(storeId).live()) return false;
+  m_trainer->inject_fault(trainerId, target, layer, inf);
   return true;
 }
 

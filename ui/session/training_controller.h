@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "amp/precision.h"
+#include "train/commands.h"
 #include "train/metrics.h"
 #include "train/run_config.h"
 
@@ -47,7 +48,17 @@ class TrainingController : public QObject {
   // (one line, naming the field) without starting anything. A trainer that
   // is still active is stopped and drained first. `paused`: build the runs
   // and wait (Step then advances one step). Returns the store ids.
-  QVector<int> start(const std::vector<RunRequest>& runs, int compareGroup = -1, bool paused = false);
+  // The engine thread journals the runs into a new folder under
+  // journalRoot() named <yyyyMMdd-HHmmss>-<folderName> (the run's name when
+  // empty and there is one run, "compare" otherwise); a folder that cannot
+  // be written throws (one line naming it) and nothing starts.
+  QVector<int> start(const std::vector<RunRequest>& runs, int compareGroup = -1, bool paused = false,
+                     const QString& folderName = {});
+  // Where start() journals: run_folders::root() unless set; empty: nowhere.
+  void setJournalRoot(const QString& dir) { m_journalRoot = dir; }
+  const QString& journalRoot() const { return m_journalRoot; }
+  // The folder the current trainer writes (empty when none).
+  const QString& currentFolder() const { return m_folder; }
   // Data the next start() hands to its Trainer (Trainer::provide_data):
   // runs on this dataset skip loading it. Cleared by start().
   void provideData(const std::string& dataset, std::shared_ptr<const engine::DatasetPair> data);
@@ -78,6 +89,11 @@ class TrainingController : public QObject {
   // Queues a precision change of `layer` in store run `storeId` (applied at
   // the engine's next step boundary). False when that run is not live here.
   bool setLayerPrecision(int storeId, const std::string& layer, const engine::LayerPrecision& p);
+  // A NaN (or inf) in `layer`'s weights, activations or weight gradient, or
+  // in the loss, at store run `storeId`'s next step (Trainer::inject_fault;
+  // a demonstration of what a non-finite value does). False when that run
+  // is not live here.
+  bool injectFault(int storeId, engine::FaultTarget target, const std::string& layer, bool inf);
 
   // Drains the queue now (the timer does this on its own).
   void drainNow();
@@ -87,6 +103,7 @@ class TrainingController : public QObject {
 
  signals:
   void started();
+  void folderStarted(const QString& dir);  // the journal folder of the runs just started
   void framed();      // records were appended to the store this frame
   void finished();    // the engine thread ended and its records are drained
   void pausedChanged(bool paused);
@@ -104,4 +121,6 @@ class TrainingController : public QObject {
   QElapsedTimer m_sinceStart;
   bool m_finishedSignalled = true;
   double m_stepRate = 0.0;
+  QString m_journalRoot;
+  QString m_folder;
 };
