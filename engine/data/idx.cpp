@@ -204,11 +204,11 @@ IdxArray read_idx(const std::string& path, std::string_view what) {
     fail(path, "truncated: expected " + std::to_string(expected) + " bytes of " + kind + ", got " +
                    std::to_string(*left));
   }
-  // Read in growing chunks (from 1 MiB, doubling) so that a gzip stream
+  // Read in growing chunks (from 64 KiB, doubling) so that a gzip stream
   // promising much more than it holds reports "truncated" having allocated
   // at most twice what it really held.
   std::size_t have = 0;
-  std::size_t cap = std::min(expected, std::size_t{1} << 20);
+  std::size_t cap = std::min(expected, std::size_t{64} << 10);
   for (;;) {
     out.data.resize(cap);
     const std::size_t got = in.read(out.data.data() + have, cap - have);

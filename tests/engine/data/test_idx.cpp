@@ -260,7 +260,7 @@ long peak_rss_kib() {
 TEST(IdxErrors, AHeaderPromisingGigabytesAllocatesNothingLikeIt) {
   // 4 x 4096 x 4096 x 64 = 4 GiB promised (under the 16 GiB cap), 100 bytes
   // held: a plain file is refused from its size before anything is
-  // allocated, a gzip stream after at most twice what it held (from 1 MiB).
+  // allocated, a gzip stream after at most twice what it held (from 64 KiB).
   test::TempDir dir;
   const std::vector<std::size_t> dims{4, 4096, 4096, 64};
   auto header = test::idx_bytes({1}, {0});
