@@ -410,7 +410,8 @@ TEST_F(LiveTrainingTest, AFailedRunShowsItsMessage) {
   const RunData& r = store().run(0);
   EXPECT_EQ(r.state, engine::RunState::Failed);
   EXPECT_TRUE(r.message.contains(QStringLiteral("/nonexistent/idx-folder"))) << r.message.toStdString();
-  EXPECT_EQ(m_window->runsList()->runStatus(0), QStringLiteral("failed"));
+  // The status says failed and why (the tooltip has the whole line).
+  EXPECT_EQ(m_window->runsList()->runStatus(0), QStringLiteral("failed: ") + r.message);
   EXPECT_TRUE(m_window->lastError().contains(r.message));
   // The window is still usable: a good run starts afterwards.
   m_window->setBaseConfig(spirals(20));

@@ -58,3 +58,13 @@ pl_add_test(test_ui_run_folders
   LABELS ui
   ENV QT_QPA_PLATFORM=offscreen
   TIMEOUT 180)
+# The app under stress: kill -9 of the built app and reopening, closing
+# mid-run, ten seconds of random clicks, injected NaN (bounded in time).
+pl_add_test(test_ui_robustness
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_robustness.cpp
+  LIBS ui Qt6::Test
+  LABELS ui
+  ENV QT_QPA_PLATFORM=offscreen
+  TIMEOUT 180)
+add_dependencies(test_ui_robustness precision-lab)
+target_compile_definitions(test_ui_robustness PRIVATE PL_GUI_BINARY="$<TARGET_FILE:precision-lab>")
