@@ -3,6 +3,7 @@
 //                 [--compare r1,r2,...] [--steps N] [--epochs N] [--screenshot FILE]
 //                 [--screenshot-after-ms N] [--view live|compare|gradients|export|compare-dialog]
 //                 [--measure] [--lecture NAME|FILE] [--presentation] [--speed N] [--value X]
+// --view history shows the past runs (the newest interrupted one opened on the charts).
 // --lecture chooses a lesson (a built-in preset or a preset file; --start
 // runs all its runs); --presentation starts in presentation view; --speed
 // caps each run's steps per second; --view format-explorer (with --value X)
@@ -23,6 +24,7 @@
 #include <QElapsedTimer>
 #include <QPixmap>
 #include <QTabWidget>
+#include <QTreeWidget>
 #include <QTimer>
 
 #include <cstdio>
@@ -41,6 +43,7 @@
 #include "session/latency_probe.h"
 #include "main_window.h"
 #include "session/run_store.h"
+#include "panels/history_panel.h"
 #include "panels/setup_panel.h"
 #include "session/training_controller.h"
 
@@ -158,6 +161,16 @@ int main(int argc, char** argv) {
   if (options.speed >= 0) window.speedControl()->setRate(options.speed);
   if (!options.compare.isEmpty()) window.setCompareRecipes(options.compare);
   if (options.view == QLatin1String("compare")) window.tabs()->setCurrentWidget(window.compareView());
+  if (options.view == QLatin1String("history")) {
+    // The past runs; the newest interrupted one on the charts, so the
+    // picture shows what reopening keeps.
+    for (const PastRun& p : window.historyPanel()->pastRuns())
+      if (p.interrupted) {
+        window.openPastRun(p.dir);
+        break;
+      }
+    window.showHistory();
+  }
   window.show();
   if (options.presentation) window.setPresentation(true);
   if (!settingsOk) {

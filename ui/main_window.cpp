@@ -152,6 +152,18 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   m_runsTabs->addTab(m_runs, tr("Runs (tick to overlay)"));
   m_runsTabs->addTab(m_history, tr("History"));
   bottom->addWidget(m_runsTabs);
+  // History has more columns than the session's runs: it takes the width
+  // it needs while it is shown.
+  connect(m_runsTabs, &QTabWidget::currentChanged, this, [this, bottom] {
+    // After the layout has run (the tab may change before the window shows).
+    QTimer::singleShot(0, bottom, [this, bottom] {
+      if (m_runsTabs->currentWidget() != m_history) return;
+      const QList<int> sizes = bottom->sizes();
+      const int want = m_history->sizeHint().width();
+      const int total = sizes.value(0) + sizes.value(1);
+      if (sizes.size() == 2 && sizes[1] < want && total > want + 300) bottom->setSizes({total - want, want});
+    });
+  });
   bottom->setStretchFactor(0, 3);
   bottom->setStretchFactor(1, 2);
   bottom->setSizes({3000, 2300});  // the runs list shows whole names at 1280x720

@@ -359,6 +359,10 @@ void GradientPanel::refresh(int focusRun) {
   // Only real changes: each one re-lays out the chart.
   setAxis(xa, x0, x1, powerOfTwoTickInterval(x1 - x0, 10));
   setAxis(ya, 0, yTop, niceTickInterval(yTop, 5));
+  // Ticks of 0.2 % under a 1 % top (an empty chart: a reopened run keeps
+  // no histograms) need their decimal.
+  const QString yFormat = yTop < 5 ? QStringLiteral("%.1f") : QStringLiteral("%.0f");
+  if (ya->labelFormat() != yFormat) ya->setLabelFormat(yFormat);
   updateZones(x0, x1, yTop);
 }
 

@@ -27,11 +27,12 @@ HistoryPanel::HistoryPanel(QWidget* parent) : QWidget(parent), m_root(run_folder
   m_tree->header()->setStretchLastSection(false);
   m_tree->header()->setSectionResizeMode(Name, QHeaderView::Stretch);
   const QFontMetrics fm = fontMetrics();
-  m_tree->header()->resizeSection(Recipes, fm.horizontalAdvance(QStringLiteral("fp32, fp16, mixed-fp16")) + 14);
-  m_tree->header()->resizeSection(Date, fm.horizontalAdvance(QStringLiteral("2024-12-31 23:59:59")) + 14);
+  m_tree->header()->resizeSection(Recipes, fm.horizontalAdvance(QStringLiteral("fp32, fp16, mixed-bf16")) + 14);
+  m_tree->header()->resizeSection(Date, fm.horizontalAdvance(QStringLiteral("2024-12-31 23:59")) + 14);
   m_tree->header()->resizeSection(Status, fm.horizontalAdvance(QStringLiteral("interrupted")) + 20);
   m_tree->header()->resizeSection(Steps, fm.horizontalAdvance(QStringLiteral("1,000,000 / 1,000,000")) + 12);
   m_tree->setMinimumSize(280, 72);
+  m_tree->header()->setMinimumSectionSize(fm.horizontalAdvance(QStringLiteral("run 10")) + 12);
 
   m_open = new QPushButton(tr("Open"));
   m_open->setObjectName(QStringLiteral("historyOpen"));
@@ -87,10 +88,12 @@ void HistoryPanel::refresh() {
     auto* item = new QTreeWidgetItem;
     item->setText(Name, p.label);
     item->setText(Recipes, p.recipes.join(QStringLiteral(", ")));
-    item->setText(Date, p.date.toString(QStringLiteral("yyyy-MM-dd HH:mm:ss")));
+    item->setText(Date, p.date.toString(QStringLiteral("yyyy-MM-dd HH:mm")));
     item->setText(Status, p.status);
-    item->setText(Steps, p.totalSteps > 0 ? QStringLiteral("%1 / %2").arg(locale.toString(p.steps), locale.toString(p.totalSteps))
-                                          : locale.toString(p.steps));
+    // status.json's count: for an interrupted run up to a second behind
+    // what its CSV files hold ("+": opening it shows them all).
+    const QString steps = locale.toString(p.steps) + (p.interrupted ? QStringLiteral("+") : QString());
+    item->setText(Steps, p.totalSteps > 0 ? QStringLiteral("%1 / %2").arg(steps, locale.toString(p.totalSteps)) : steps);
     item->setTextAlignment(Steps, Qt::AlignRight | Qt::AlignVCenter);
     QString tip = QDir::toNativeSeparators(p.dir);
     if (p.names.size() > 1) tip += QLatin1Char('\n') + tr("runs: %1").arg(p.names.join(QStringLiteral(", ")));
@@ -124,6 +127,13 @@ void HistoryPanel::refresh() {
   m_size->setToolTip(QDir::toNativeSeparators(m_root));
   updateButtons();
   emit listed(static_cast<int>(m_runs.size()), interrupted);
+}
+
+QSize HistoryPanel::sizeHint() const {
+  // Every column whole, the name column as wide as a comparison's label.
+  int w = fontMetrics().horizontalAdvance(QStringLiteral("compare-fp32-fp16 (3 runs)")) + 24;
+  for (int c = Recipes; c < ColumnCount; ++c) w += m_tree->header()->sectionSize(c);
+  return QSize(w + 24, QWidget::sizeHint().height());
 }
 
 QString HistoryPanel::sizeText() const {

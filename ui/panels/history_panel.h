@@ -33,6 +33,7 @@ class HistoryPanel : public QWidget {
   int rowOf(const QString& dir) const;
   QTreeWidget* tree() const { return m_tree; }
   QString sizeText() const;
+  QSize sizeHint() const override;
   qint64 totalBytes() const { return m_bytes; }
 
   // Asks "open it" for a row (the Open button, a double click).
