@@ -258,6 +258,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   });
   connect(m_controller, &TrainingController::folderStarted, m_history, &HistoryPanel::refresh);
   m_history->setRoot(m_controller->journalRoot());
+  int interrupted = 0;
+  for (const PastRun& p : m_history->pastRuns()) interrupted += p.interrupted ? 1 : 0;
+  if (interrupted > 0)
+    statusBar()->showMessage(tr("%n past run(s) were interrupted (the app ended mid-run): see the History tab", "",
+                                interrupted),
+                             15000);
 
   rebuildPrecisionTable();
   updateActions();

@@ -138,6 +138,8 @@ TEST_F(RobustnessTest, AppKilledMidRunReopensInterruptedWithItsData) {
   EXPECT_EQ(history->tree()->topLevelItem(0)->text(HistoryPanel::Status), QStringLiteral("interrupted"));
   EXPECT_TRUE(history->tree()->topLevelItem(0)->font(HistoryPanel::Status).bold());
   EXPECT_TRUE(m_window->runsTabs()->tabText(m_window->runsTabs()->indexOf(history)).contains(QStringLiteral("1 interrupted")));
+  EXPECT_TRUE(m_window->statusBar()->currentMessage().contains(QStringLiteral("interrupted")))
+      << m_window->statusBar()->currentMessage().toStdString();
 
   history->openRow(0);
   ASSERT_EQ(m_window->store()->count(), 1) << m_window->lastError().toStdString();
