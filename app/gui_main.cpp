@@ -27,6 +27,7 @@
 #include <QTreeWidget>
 #include <QTimer>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -48,6 +49,13 @@
 #include "session/training_controller.h"
 
 namespace {
+
+// SIGTERM/SIGINT (a logout, Ctrl+C in the terminal): the window closes as if
+// the user closed it, so a run in progress is stopped and its folder says
+// "stopped", not "interrupted". The handler only sets the flag; a timer on
+// the GUI thread reads it.
+volatile std::sig_atomic_t g_terminate = 0;
+extern "C" void onTerminate(int) { g_terminate = 1; }
 
 // Decided before QApplication exists, because it picks the platform.
 bool wantsOffscreenScreenshot(int argc, char** argv) {
@@ -178,6 +186,16 @@ int main(int argc, char** argv) {
     const QString error = window.lastError();
     QTimer::singleShot(0, &window, [&window, error] { window.reportError(QObject::tr("Cannot use the settings"), error); });
   }
+
+  std::signal(SIGTERM, onTerminate);
+  std::signal(SIGINT, onTerminate);
+  QTimer terminateWatch;
+  QObject::connect(&terminateWatch, &QTimer::timeout, &window, [&window] {
+    if (!g_terminate) return;
+    window.close();  // stops and joins the engine; the journal is finished
+    QApplication::exit(0);
+  });
+  terminateWatch.start(100);
 
   LatencyProbe probe;
   QElapsedTimer trainingClock;

@@ -157,6 +157,38 @@ TEST_F(RobustnessTest, AppKilledMidRunReopensInterruptedWithItsData) {
   EXPECT_EQ(engine::read_journal_status(folder.toStdString()).status, "interrupted");
 }
 
+// SIGTERM (a logout, Ctrl+C) closes the app like its window: the folder is
+// stopped, not interrupted.
+TEST_F(RobustnessTest, AppTerminatedMidRunLeavesTheFolderStopped) {
+  QProcess app;
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+  env.insert(QStringLiteral("XDG_DATA_HOME"), m_home.path());
+  app.setProcessEnvironment(env);
+  app.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+  app.start(QStringLiteral(PL_GUI_BINARY), {QStringLiteral("--dataset"), QStringLiteral("spirals"), QStringLiteral("--steps"),
+                                            QStringLiteral("1000000"), QStringLiteral("--start")});
+  ASSERT_TRUE(app.waitForStarted(10000));
+  QString folder;
+  ASSERT_TRUE(ui_test::waitFor(
+      [&] {
+        const QStringList dirs = QDir(root()).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+        if (dirs.size() != 1) return false;
+        folder = QDir(root()).filePath(dirs.front());
+        return csvRows(QDir(folder).filePath(QStringLiteral("steps.csv"))) > 20;
+      },
+      60000));
+  app.terminate();  // SIGTERM
+  ASSERT_TRUE(app.waitForFinished(10000));
+  EXPECT_EQ(app.exitStatus(), QProcess::NormalExit);
+  EXPECT_EQ(app.exitCode(), 0);
+  const engine::JournalContents j = engine::read_journal(folder.toStdString());
+  EXPECT_EQ(j.status, "stopped");
+  EXPECT_FALSE(j.interrupted);
+  ASSERT_EQ(j.runs.size(), 1u);
+  EXPECT_EQ(j.runs[0].steps, static_cast<std::int64_t>(j.exports[0].history.steps.size()));
+}
+
 // (b) Closing the window mid-run stops and joins the engine: stopped, not
 // interrupted, every step in the store also in the folder.
 TEST_F(RobustnessTest, ClosingTheWindowMidRunLeavesTheFolderStopped) {
