@@ -24,8 +24,9 @@ struct RunExport {
 // config.json into `dir` (created if missing). Every file starts with the
 // columns run_id, run, recipe. grads.csv has one row per GradStats: step,
 // layer, format, zeros, total, the fractions underflow/subnormal/
-// overflow_unscaled and _scaled, shadow, output_error and grad_error
-// (header only when no run has any). events.csv has kind, layer, tensor,
+// overflow_unscaled and _scaled, shadow, output_error, grad_error, and the
+// histogram of log2|g| (log2_lo, then the counts separated by spaces) so a
+// reopened run draws it again (header only when no run has any). events.csv has kind, layer, tensor,
 // count and value (the new loss scale of a scale_change). steps.csv has
 // mem_emulation beside the categories of mem_total (it is not part of it).
 // RFC 4180, UTF-8, '.' decimal point whatever the
@@ -48,6 +49,8 @@ std::string csv_row(const CsvRun& r, const EvalMetrics& e);
 std::string csv_row(const CsvRun& r, const Event& e);
 std::string csv_row(const CsvRun& r, const GradStats& g);
 std::string csv_row(const CsvRun& r, const RunSummary& s);
+// "0 3 12 ...": grads.csv's histogram column (counts of log2|g| bins from log2_lo).
+std::string histogram_text(const std::vector<std::int64_t>& counts);
 // "fp16/fp16/fp32/fp16": compute/storage/accumulate/grad (events.csv's tensor of a precision change).
 std::string precision_text(const LayerPrecision& p);
 // Writes `content` to dir/name through a temporary file and a rename.

@@ -425,6 +425,16 @@ JournalContents read_journal(const std::string& dir_s) {
       g.shadow = c.b("shadow");
       g.output_error = c.d("output_error");
       g.grad_error = c.d("grad_error");
+      g.log2_lo = static_cast<int>(std::clamp<std::int64_t>(c.i("log2_lo"), -1100, 1100));
+      std::stringstream hs(c.at("histogram"));
+      g.histogram.clear();
+      for (std::string count; hs >> count;) {
+        char* end = nullptr;
+        const long long v = std::strtoll(count.c_str(), &end, 10);
+        if (*end != '\0' || v < 0 || g.histogram.size() >= 4096)
+          bad(p.string() + ":" + std::to_string(c.row + 2), "bad histogram '" + c.at("histogram") + "'");
+        g.histogram.push_back(v);
+      }
       j.exports[static_cast<std::size_t>(g.run_id)].history.add(g);
     }
   }

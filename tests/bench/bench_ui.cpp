@@ -17,9 +17,9 @@
 #include <memory>
 #include <vector>
 
-#include "chart_area.h"
-#include "decimate.h"
-#include "run_store.h"
+#include "charts/chart_area.h"
+#include "charts/decimate.h"
+#include "session/run_store.h"
 
 namespace {
 
