@@ -151,7 +151,10 @@ std::string csv_row(const CsvRun& r, const RunSummary& s) {
 
 std::string histogram_text(const std::vector<std::int64_t>& counts) {
   std::string s;
-  for (std::size_t i = 0; i < counts.size(); ++i) s += (i ? " " : "") + std::to_string(counts[i]);
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (i) s += ' ';
+    s += std::to_string(counts[i]);
+  }
   return s;
 }
 

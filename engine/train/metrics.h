@@ -70,6 +70,10 @@ std::optional<EventKind> parse_event_kind(std::string_view s);
 // An event on the timeline. Typed: the UI reads the fields, never a string
 // split apart again.
 struct Event {
+  Event() = default;
+  Event(int run, std::int64_t at, EventKind k, std::string layer_name, std::string tensor_name, std::int64_t n)
+      : run_id(run), step(at), kind(k), layer(std::move(layer_name)), tensor(std::move(tensor_name)), count(n) {}
+
   int run_id = 0;
   std::int64_t step = 0;
   EventKind kind = EventKind::Overflow;

@@ -739,7 +739,9 @@ TEST(StepInspector, CleanStepShowsGradientsAndNoNonFinite) {
   for (const LayerInspection& l : in->layers) {
     EXPECT_EQ(l.nonfinite_activation + l.nonfinite_activation_grad + l.nonfinite_weight_grad, 0) << l.layer;
     EXPECT_EQ(l.grad_format, "FP16") << l.layer;
-    if (l.has_weights) EXPECT_GT(l.max_abs_grad, 0.0) << l.layer;
+    if (l.has_weights) {
+      EXPECT_GT(l.max_abs_grad, 0.0) << l.layer;
+    }
   }
 }
 
@@ -793,8 +795,11 @@ TEST(RunSettings, MasterWeightsCanBeTakenAwayAndFp8ScalingTurnedOff) {
   engine::Run unscaled(0, f, data, backend());
   std::vector<Record> out;
   for (int i = 0; i < 5; ++i) unscaled.step(out);
-  for (Parameter* p : unscaled.model().parameters())
-    if (p->weight.format() == Format::E4M3) EXPECT_EQ(p->weight_scale, 1.0f) << p->name;
+  for (Parameter* p : unscaled.model().parameters()) {
+    if (p->weight.format() == Format::E4M3) {
+      EXPECT_EQ(p->weight_scale, 1.0f) << p->name;
+    }
+  }
   RunConfig d = spirals_config("fp8");
   engine::Run delayed(0, d, data, backend());
   for (int i = 0; i < 5; ++i) delayed.step(out);

@@ -33,7 +33,9 @@ TEST(Inspect, BoundaryClassesOfEveryFormat) {
     EXPECT_EQ(inspect(f, 0.0f).cls, ValueClass::Zero);
     EXPECT_EQ(inspect(f, static_cast<float>(fi.min_subnormal)).cls, ValueClass::Subnormal);
     EXPECT_EQ(inspect(f, static_cast<float>(fi.min_normal)).cls, ValueClass::Normal);
-    if (f != Format::FP32) EXPECT_TRUE(inspect(f, static_cast<float>(fi.min_subnormal / 4)).underflowed);
+    if (f != Format::FP32) {
+      EXPECT_TRUE(inspect(f, static_cast<float>(fi.min_subnormal / 4)).underflowed);
+    }
     const Inspection top = inspect(f, static_cast<float>(fi.max));
     EXPECT_EQ(top.value, fi.max);
     EXPECT_TRUE(std::isnan(top.next)) << "nothing above max";

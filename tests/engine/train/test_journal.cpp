@@ -41,12 +41,15 @@ std::string deterministic(const fs::path& p) {
   for (const char* measured : {"wall_ms", "samples_per_second", "rss", "wall_seconds"}) {
     const int c = t.column(measured);
     if (c >= 0)
-      for (auto& row : t.rows) row[static_cast<std::size_t>(c)] = "-";
+      for (auto& row : t.rows) row[static_cast<std::size_t>(c)].assign(1, '-');  // (not = "-": GCC 12 warns -Wrestrict wrongly)
   }
   std::string out;
   for (const auto& row : t.rows) {
-    for (const auto& f : row) out += f + ",";
-    out += "\n";
+    for (const auto& f : row) {
+      out += f;
+      out += ',';
+    }
+    out += '\n';
   }
   return out;
 }
