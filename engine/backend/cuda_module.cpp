@@ -189,8 +189,7 @@ bool to_c_format(Format f, PlCudaFormat& out) {
     case Format::BF16: out = PL_CUDA_BF16; return true;
     case Format::E4M3: out = PL_CUDA_E4M3; return true;
     case Format::E5M2: out = PL_CUDA_E5M2; return true;
-    case Format::FP32:
-    case Format::TF32: break;
+    default: break;  // FP32/TF32 need no cast; FP6/FP4/E8M0 and block formats have none
   }
   return false;
 }

@@ -6,6 +6,8 @@
 
 #include <bit>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "numeric/cast_kernels.h"
 #include "numeric/convert.h"
@@ -76,6 +78,12 @@ inline float tf32_sr(float x, std::uint32_t random) {
 }
 
 // ---- scalar loops ----------------------------------------------------------
+// Block formats have no per-value cast (numeric/block.h quantizes blocks).
+void require_value_format(Format f) {
+  if (is_block_format(f))
+    throw std::invalid_argument(std::string(format_name(f)) + " is a block format: cast with numeric/block.h");
+}
+
 void scalar_from_f32(Format to, const float* src, void* dst, std::size_t n, bool saturate) {
   switch (to) {
     case Format::FP32:
@@ -104,6 +112,13 @@ void scalar_from_f32(Format to, const float* src, void* dst, std::size_t n, bool
     case Format::E4M3: {
       auto* d = static_cast<std::uint8_t*>(dst);
       for (std::size_t i = 0; i < n; ++i) d[i] = fp32_to_e4m3(src[i], saturate);
+      return;
+    }
+    default: {
+      // Element formats (one code per byte); block formats throw.
+      require_value_format(to);
+      auto* d = static_cast<std::uint8_t*>(dst);
+      for (std::size_t i = 0; i < n; ++i) d[i] = static_cast<std::uint8_t>(encode(to, src[i], saturate));
       return;
     }
   }
@@ -145,6 +160,13 @@ void stochastic_from_f32(Format to, const float* src, void* dst, std::size_t n,
         d[i] = fp32_to_e4m3_sr(src[i], random_at(key, base + i), sat);
       return;
     }
+    default: {
+      require_value_format(to);
+      auto* d = static_cast<std::uint8_t*>(dst);
+      for (std::size_t i = 0; i < n; ++i)
+        d[i] = static_cast<std::uint8_t>(encode_sr(to, src[i], random_at(key, base + i), sat));
+      return;
+    }
   }
 }
 
@@ -165,6 +187,12 @@ void scalar_to_f32(Format from, const void* src, float* dst, std::size_t n) {
     case Format::FP16: return decode_each<std::uint16_t>(src, dst, n, fp16_to_fp32);
     case Format::E5M2: return decode_each<std::uint8_t>(src, dst, n, e5m2_to_fp32);
     case Format::E4M3: return decode_each<std::uint8_t>(src, dst, n, e4m3_to_fp32);
+    default: {
+      require_value_format(from);
+      const auto* s = static_cast<const std::uint8_t*>(src);
+      for (std::size_t i = 0; i < n; ++i) dst[i] = decode(from, s[i]);
+      return;
+    }
   }
 }
 
@@ -186,11 +214,16 @@ void scalar_quantize(Format f, float* x, std::size_t n, bool saturate) {
     case Format::E4M3:
       for (std::size_t i = 0; i < n; ++i) x[i] = e4m3_to_fp32(fp32_to_e4m3(x[i], saturate));
       return;
+    default:
+      require_value_format(f);
+      for (std::size_t i = 0; i < n; ++i) x[i] = decode(f, encode(f, x[i], saturate));
+      return;
   }
 }
 
 void stochastic_quantize(Format f, float* x, std::size_t n, const CastOptions& opt) {
   if (f == Format::FP32) return;
+  require_value_format(f);
   const std::uint64_t key = stream_key(opt.seed);
   const std::uint64_t base = opt.index_offset;
   const bool sat = opt.saturate;
@@ -203,6 +236,7 @@ void stochastic_quantize(Format f, float* x, std::size_t n, const CastOptions& o
       case Format::FP16: x[i] = fp16_to_fp32(fp32_to_fp16_sr(x[i], r)); break;
       case Format::E5M2: x[i] = e5m2_to_fp32(fp32_to_e5m2_sr(x[i], r, sat)); break;
       case Format::E4M3: x[i] = e4m3_to_fp32(fp32_to_e4m3_sr(x[i], r, sat)); break;
+      default: x[i] = decode(f, encode_sr(f, x[i], r, sat)); break;
     }
   }
 }

@@ -267,7 +267,7 @@ void map_f32(const float* src, float* dst, std::size_t n, Op op) {
 bool avx512_covers(Format f, bool from_f32) {
   if (f == Format::FP32) return false;      // a copy
   if (f == Format::TF32) return from_f32;   // TF32 -> FP32 is a copy
-  return true;
+  return is_tensor_format(f);
 }
 
 bool avx512_from_f32(Format to, const float* src, void* dst, std::size_t n, bool saturate,
@@ -299,6 +299,7 @@ bool avx512_from_f32(Format to, const float* src, void* dst, std::size_t n, bool
       fp8_from_f32(src, static_cast<std::uint8_t*>(dst), n,
                    [saturate](__m512i u) { return e4m3_encode(u, saturate); });
       return true;
+    default: return false;  // FP6/FP4/E8M0: the scalar loop
   }
   return false;
 }
@@ -325,6 +326,7 @@ bool avx512_to_f32(Format from, const void* src, float* dst, std::size_t n) {
     case Format::E4M3:
       codes_to_f32<1>(src, dst, n, [](__m512i code) { return e4m3_decode(code); });
       return true;
+    default: return false;
   }
   return false;
 }
@@ -349,6 +351,7 @@ bool avx512_quantize(Format f, float* x, std::size_t n, bool saturate) {
     case Format::E4M3:
       map_f32(x, x, n, [saturate](__m512i u) { return _mm512_castps_si512(e4m3_decode(e4m3_encode(u, saturate))); });
       return true;
+    default: return false;
   }
   return false;
 }

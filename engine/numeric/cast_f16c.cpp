@@ -151,7 +151,7 @@ inline __m256i pack16(__m256i lo, __m256i hi) {
 bool f16c_covers(Format f, bool from_f32) {
   if (f == Format::FP32) return false;     // a copy
   if (f == Format::TF32) return from_f32;  // TF32 -> FP32 is a copy
-  return true;
+  return is_tensor_format(f);
 }
 
 bool f16c_from_f32(Format to, const float* src, void* dst, std::size_t n, bool saturate) {

@@ -4,6 +4,9 @@
 #include "numeric/convert.h"
 
 #include <bit>
+#include <cmath>
+#include <stdexcept>
+#include <string>
 
 namespace engine {
 
@@ -150,7 +153,88 @@ inline std::uint8_t to_e4m3(float x, std::uint32_t random, bool saturate) {
   return static_cast<std::uint8_t>(sign | code);
 }
 
+// ---- OCP MX elements: FP6 E3M2, FP6 E2M3, FP4 E2M1 -----------------------------
+// IEEE-like bias, no inf/NaN codes: the top exponent holds finite values, so
+// the largest code is all ones and anything rounding past it saturates.
+template <int E, int M, bool Stochastic>
+inline std::uint8_t to_mx_element(float x, std::uint32_t random) {
+  constexpr std::uint32_t kMaxCode = (1u << (E + M)) - 1u;
+  constexpr std::uint32_t kSign = 1u << (E + M);
+  const std::uint32_t u = bits_of(x);
+  const std::uint32_t sign = (u & kSignMask) ? kSign : 0u;
+  const std::uint32_t a = u & kAbsMask;
+  if (a >= kF32Inf) return static_cast<std::uint8_t>(sign | kMaxCode);  // inf and NaN
+  std::uint32_t code = round_magnitude<E, M, Stochastic>(a, random);
+  if (code > kMaxCode) code = kMaxCode;
+  return static_cast<std::uint8_t>(sign | code);
+}
+
+template <int E, int M>
+inline float from_mx_element(std::uint8_t v) {
+  constexpr int kBias = (1 << (E - 1)) - 1;
+  const std::uint32_t sign = (v >> (E + M)) & 1u;
+  const std::uint32_t exp = (v >> M) & ((1u << E) - 1u);
+  const std::uint32_t man = v & ((1u << M) - 1u);
+  std::uint32_t mag;
+  if (exp == 0) {
+    // man * 2^(1 - bias - M): exact, and a normal FP32 number.
+    mag = bits_of(static_cast<float>(man) * float_of(static_cast<std::uint32_t>(127 + 1 - kBias - M) << 23));
+  } else {
+    mag = ((exp + static_cast<std::uint32_t>(127 - kBias)) << 23) | (man << (23 - M));
+  }
+  return float_of((sign << 31) | mag);
+}
+
+// ---- E8M0 ------------------------------------------------------------------
+template <bool Stochastic>
+inline std::uint8_t to_e8m0(float x, std::uint32_t random) {
+  const std::uint32_t u = bits_of(x);
+  const std::uint32_t a = u & kAbsMask;
+  if (a > kF32Inf) return 0xFFu;             // NaN
+  if (a == 0) return 0x00u;                  // +-0: below the smallest, saturates up to 2^-127
+  if (u & kSignMask) return 0xFFu;           // no sign
+  if (a == kF32Inf) return 0xFEu;            // no inf: saturates to 2^127
+  std::uint32_t exp32 = a >> 23;             // x = 1.f * 2^(exp32 - 127) for normals
+  std::uint32_t frac = a & 0x7FFFFFu;        // 23 fraction bits
+  if (exp32 == 0) {
+    // FP32 subnormal: x = a * 2^-149 lies in (0, 2^-126). Codes 0 (2^-127)
+    // and 1 (2^-126) are the candidates; below 2^-127 saturates to code 0.
+    // Written as 1.f * 2^-127 when a >= 2^22, with f on 23 bits.
+    if (a < (1u << 22)) return 0x00u;
+    exp32 = 0;  // code of 2^-127
+    frac = (a - (1u << 22)) << 1;
+  }
+  std::uint32_t code = exp32;
+  if constexpr (Stochastic) {
+    if ((random & 0x7FFFFFu) < frac) ++code;
+  } else {
+    // Nearest power of two: round up from 1.5 (frac >= 2^22); the tie
+    // 1.5 * 2^e goes to the even code.
+    if (frac > (1u << 22) || (frac == (1u << 22) && (code & 1u))) ++code;
+  }
+  if (code > 0xFEu) code = 0xFEu;
+  return static_cast<std::uint8_t>(code);
+}
+
 }  // namespace
+
+std::uint8_t fp32_to_e3m2(float x) { return to_mx_element<3, 2, false>(x, 0); }
+std::uint8_t fp32_to_e2m3(float x) { return to_mx_element<2, 3, false>(x, 0); }
+std::uint8_t fp32_to_e2m1(float x) { return to_mx_element<2, 1, false>(x, 0); }
+std::uint8_t fp32_to_e3m2_sr(float x, std::uint32_t random) { return to_mx_element<3, 2, true>(x, random); }
+std::uint8_t fp32_to_e2m3_sr(float x, std::uint32_t random) { return to_mx_element<2, 3, true>(x, random); }
+std::uint8_t fp32_to_e2m1_sr(float x, std::uint32_t random) { return to_mx_element<2, 1, true>(x, random); }
+float e3m2_to_fp32(std::uint8_t v) { return from_mx_element<3, 2>(v); }
+float e2m3_to_fp32(std::uint8_t v) { return from_mx_element<2, 3>(v); }
+float e2m1_to_fp32(std::uint8_t v) { return from_mx_element<2, 1>(v); }
+
+std::uint8_t fp32_to_e8m0(float x) { return to_e8m0<false>(x, 0); }
+std::uint8_t fp32_to_e8m0_sr(float x, std::uint32_t random) { return to_e8m0<true>(x, random); }
+float e8m0_to_fp32(std::uint8_t v) {
+  if (v == 0xFFu) return float_of(0x7FC00000u);
+  if (v == 0) return float_of(0x00400000u);  // 2^-127: an FP32 subnormal
+  return float_of(static_cast<std::uint32_t>(v) << 23);
+}
 
 std::uint16_t fp32_to_fp16(float x) { return to_fp16<false>(x, 0); }
 std::uint16_t fp32_to_bf16(float x) { return to_bf16<false>(x, 0); }
@@ -217,8 +301,36 @@ std::uint32_t encode(Format f, float x, bool saturate) {
     case Format::FP16: return fp32_to_fp16(x);
     case Format::E5M2: return fp32_to_e5m2(x, saturate);
     case Format::E4M3: return fp32_to_e4m3(x, saturate);
+    case Format::E3M2: return fp32_to_e3m2(x);
+    case Format::E2M3: return fp32_to_e2m3(x);
+    case Format::E2M1: return fp32_to_e2m1(x);
+    case Format::E8M0: return fp32_to_e8m0(x);
+    default: break;
   }
-  return bits_of(x);
+  throw std::invalid_argument(std::string(format_name(f)) + " is a block format: no single-value encoding");
+}
+
+std::uint32_t encode_sr(Format f, float x, std::uint32_t random, bool saturate) {
+  switch (f) {
+    case Format::FP32: return bits_of(x);
+    case Format::TF32: {
+      // As the bulk cast's tf32_sr: add random low 13 bits, truncate.
+      const std::uint32_t u = bits_of(x);
+      if ((u & kAbsMask) >= kF32Inf) return bits_of(round_to_tf32(x));
+      const std::uint32_t sign = u & kSignMask;
+      return sign | (shift_sr(u & kAbsMask, 13, random) << 13);
+    }
+    case Format::BF16: return fp32_to_bf16_sr(x, random);
+    case Format::FP16: return fp32_to_fp16_sr(x, random);
+    case Format::E5M2: return fp32_to_e5m2_sr(x, random, saturate);
+    case Format::E4M3: return fp32_to_e4m3_sr(x, random, saturate);
+    case Format::E3M2: return fp32_to_e3m2_sr(x, random);
+    case Format::E2M3: return fp32_to_e2m3_sr(x, random);
+    case Format::E2M1: return fp32_to_e2m1_sr(x, random);
+    case Format::E8M0: return fp32_to_e8m0_sr(x, random);
+    default: break;
+  }
+  throw std::invalid_argument(std::string(format_name(f)) + " is a block format: no single-value encoding");
 }
 
 float decode(Format f, std::uint32_t bits) {
@@ -229,8 +341,13 @@ float decode(Format f, std::uint32_t bits) {
     case Format::FP16: return fp16_to_fp32(static_cast<std::uint16_t>(bits));
     case Format::E5M2: return e5m2_to_fp32(static_cast<std::uint8_t>(bits));
     case Format::E4M3: return e4m3_to_fp32(static_cast<std::uint8_t>(bits));
+    case Format::E3M2: return e3m2_to_fp32(static_cast<std::uint8_t>(bits));
+    case Format::E2M3: return e2m3_to_fp32(static_cast<std::uint8_t>(bits));
+    case Format::E2M1: return e2m1_to_fp32(static_cast<std::uint8_t>(bits));
+    case Format::E8M0: return e8m0_to_fp32(static_cast<std::uint8_t>(bits));
+    default: break;
   }
-  return float_of(bits);
+  throw std::invalid_argument(std::string(format_name(f)) + " is a block format: no single-value decoding");
 }
 
 float quantize(Format f, float x, bool saturate) { return decode(f, encode(f, x, saturate)); }

@@ -36,9 +36,40 @@ std::uint16_t fp32_to_bf16_sr(float x, std::uint32_t random);
 std::uint8_t fp32_to_e5m2_sr(float x, std::uint32_t random, bool saturate = false);
 std::uint8_t fp32_to_e4m3_sr(float x, std::uint32_t random, bool saturate = false);
 
+// OCP Microscaling element formats FP6 E3M2, FP6 E2M3 and FP4 E2M1: codes
+// right-aligned in a byte (sign at bit 5 for FP6, bit 3 for FP4). No inf, no
+// NaN: every exponent holds finite values and conversion always saturates
+// (the OCP MX v1.0 rule for these formats, and what microxcaling and PTX's
+// cvt.satfinite do): a finite value past max after RNE, and +-inf, become
+// +-max. NaN, which they cannot hold, encodes as +-max with the NaN's sign
+// bit; inside a block (numeric/block.h) a NaN never reaches an element: the
+// block's scale becomes NaN instead. Subnormals kept, signed zeros kept.
+std::uint8_t fp32_to_e3m2(float x);
+std::uint8_t fp32_to_e2m3(float x);
+std::uint8_t fp32_to_e2m1(float x);
+float e3m2_to_fp32(std::uint8_t v);
+float e2m3_to_fp32(std::uint8_t v);
+float e2m1_to_fp32(std::uint8_t v);
+std::uint8_t fp32_to_e3m2_sr(float x, std::uint32_t random);
+std::uint8_t fp32_to_e2m3_sr(float x, std::uint32_t random);
+std::uint8_t fp32_to_e2m1_sr(float x, std::uint32_t random);
+
+// E8M0, the MX block scale: an unsigned power of two, code c = 2^(c - 127)
+// for c in 0..254, 0xFF = NaN; no zero, no sign, no inf. Encoding rounds the
+// exponent to nearest (x from 1.5 * 2^e up goes to 2^(e+1); the tie 1.5 *
+// 2^e goes to the even code), saturating: below 2^-127 (and +-0) -> 0x00,
+// above 2^127 (and +inf) -> 0xFE; NaN and negative values -> 0xFF.
+// Stochastic: rounds up from 2^e with probability (x - 2^e) / 2^e.
+std::uint8_t fp32_to_e8m0(float x);
+std::uint8_t fp32_to_e8m0_sr(float x, std::uint32_t random);
+float e8m0_to_fp32(std::uint8_t v);
+
 // Generic by format: the encoded bit pattern (FP32/TF32: the 32-bit pattern
 // of the rounded float) and its decode.
+// Tensor and element formats only; a block format throws std::invalid_argument.
 std::uint32_t encode(Format f, float x, bool saturate = false);
+// Stochastic rounding by format (FP32: x's bits).
+std::uint32_t encode_sr(Format f, float x, std::uint32_t random, bool saturate = false);
 float decode(Format f, std::uint32_t bits);
 // Value of x after rounding to f (encode then decode).
 float quantize(Format f, float x, bool saturate = false);

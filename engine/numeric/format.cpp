@@ -1,4 +1,4 @@
-// The property table of the six number formats and their names.
+// The property table of the number formats and their names.
 #include "numeric/format.h"
 
 #include <cctype>
@@ -42,22 +42,59 @@ constexpr FormatInfo make_ieee(const char* name, int bits, int exp_bits, int man
                     true};
 }
 
+// An OCP MX element format: every exponent holds finite values (no inf, no
+// NaN), so the largest value is (2 - 2^-m) * 2^(2^e - 1 - bias).
+constexpr FormatInfo make_mx_element(const char* name, int bits, int exp_bits, int man_bits) {
+  const int bias = (1 << (exp_bits - 1)) - 1;
+  const int emax = (1 << exp_bits) - 1 - bias;
+  return FormatInfo{name,           bits,          exp_bits,       man_bits,       bias, 1,
+                    (2.0 - pow2(-man_bits)) * pow2(emax), pow2(1 - bias), pow2(1 - bias - man_bits),
+                    pow2(-man_bits), false,         false};
+}
+
+// A block format described by its element format (see format.h).
+constexpr FormatInfo make_block(const char* name, FormatInfo element) {
+  element.name = name;
+  element.storage_bytes = 0;
+  element.has_inf = false;
+  return element;
+}
+
+constexpr FormatInfo kE4M3{"FP8-E4M3", 8, 4, 3, 7, 1, 448.0, pow2(-6), pow2(-9), pow2(-3), false};
+
 // Indexed by Format. E4M3 (OCP E4M3FN) gives up inf and uses the top
 // exponent for finite values: only S.1111.111 is NaN, so its largest finite
 // value is 1.75 * 2^8 = 448 rather than the IEEE-like 240.
-constexpr FormatInfo kInfo[kFormatCount] = {
+constexpr FormatInfo kInfo[kFormatEnumCount] = {
     make_ieee("FP32", 32, 8, 23, 4),
     make_ieee("TF32", 19, 8, 10, 4),
     make_ieee("BF16", 16, 8, 7, 2),
     make_ieee("FP16", 16, 5, 10, 2),
     make_ieee("FP8-E5M2", 8, 5, 2, 1),
-    FormatInfo{"FP8-E4M3", 8, 4, 3, 7, 1, 448.0, pow2(-6), pow2(-9), pow2(-3), false},
+    kE4M3,
+    make_mx_element("FP6-E3M2", 6, 3, 2),
+    make_mx_element("FP6-E2M3", 6, 2, 3),
+    make_mx_element("FP4-E2M1", 4, 2, 1),
+    // E8M0: an unsigned exponent, bias 127, codes 0..254 = 2^-127..2^127, 0xFF NaN.
+    FormatInfo{"E8M0", 8, 8, 0, 127, 1, pow2(127), pow2(-127), pow2(-127), 1.0, false, true},
+    make_block("MXFP8", kE4M3),
+    make_block("MXFP8-E5M2", make_ieee("FP8-E5M2", 8, 5, 2, 1)),
+    make_block("MXFP6", make_mx_element("FP6-E2M3", 6, 2, 3)),
+    make_block("MXFP6-E3M2", make_mx_element("FP6-E3M2", 6, 3, 2)),
+    make_block("MXFP4", make_mx_element("FP4-E2M1", 4, 2, 1)),
+    make_block("NVFP4", make_mx_element("FP4-E2M1", 4, 2, 1)),
 };
 
 static_assert(kInfo[0].max == 3.4028234663852886e38);
 static_assert(kInfo[3].max == 65504.0);
 static_assert(kInfo[4].max == 57344.0);
 static_assert(kInfo[2].min_subnormal == pow2(-133));
+static_assert(kInfo[static_cast<int>(Format::E3M2)].max == 28.0);
+static_assert(kInfo[static_cast<int>(Format::E2M3)].max == 7.5);
+static_assert(kInfo[static_cast<int>(Format::E2M1)].max == 6.0);
+static_assert(kInfo[static_cast<int>(Format::E3M2)].min_subnormal == pow2(-4));
+static_assert(kInfo[static_cast<int>(Format::E2M3)].min_subnormal == pow2(-3));
+static_assert(kInfo[static_cast<int>(Format::E2M1)].min_subnormal == 0.5);
 
 }  // namespace
 
@@ -71,6 +108,16 @@ const char* format_key(Format f) {
     case Format::FP16: return "fp16";
     case Format::E5M2: return "e5m2";
     case Format::E4M3: return "e4m3";
+    case Format::E3M2: return "e3m2";
+    case Format::E2M3: return "e2m3";
+    case Format::E2M1: return "e2m1";
+    case Format::E8M0: return "e8m0";
+    case Format::MXFP8: return "mxfp8";
+    case Format::MXFP8_E5M2: return "mxfp8-e5m2";
+    case Format::MXFP6: return "mxfp6";
+    case Format::MXFP6_E3M2: return "mxfp6-e3m2";
+    case Format::MXFP4: return "mxfp4";
+    case Format::NVFP4: return "nvfp4";
   }
   return "fp32";
 }
@@ -90,6 +137,16 @@ std::optional<Format> parse_format(std::string_view s) {
   if (key == "fp16") return Format::FP16;
   if (key == "e5m2" || key == "fp8-e5m2") return Format::E5M2;
   if (key == "e4m3" || key == "fp8-e4m3") return Format::E4M3;
+  if (key == "e3m2" || key == "fp6-e3m2") return Format::E3M2;
+  if (key == "e2m3" || key == "fp6-e2m3") return Format::E2M3;
+  if (key == "e2m1" || key == "fp4-e2m1") return Format::E2M1;
+  if (key == "e8m0") return Format::E8M0;
+  if (key == "mxfp8" || key == "mxfp8-e4m3") return Format::MXFP8;
+  if (key == "mxfp8-e5m2") return Format::MXFP8_E5M2;
+  if (key == "mxfp6" || key == "mxfp6-e2m3") return Format::MXFP6;
+  if (key == "mxfp6-e3m2") return Format::MXFP6_E3M2;
+  if (key == "mxfp4") return Format::MXFP4;
+  if (key == "nvfp4") return Format::NVFP4;
   return std::nullopt;
 }
 

@@ -58,6 +58,9 @@ struct Layout {
 Layout layout_of(Format f) {
   const FormatInfo& fi = format_info(f);
   if (f == Format::TF32) return {32, 1u << 13, 1u << 31};
+  if (f == Format::E8M0) return {8, 1u, 0u};  // unsigned: no sign bit
+  // FP6 and FP4 codes sit right-aligned in their byte: their width is `bits`.
+  if (is_element_format(f)) return {fi.bits, 1u, 1u << (fi.bits - 1)};
   return {fi.storage_bytes * 8, 1u, 1u << (fi.bits - 1)};
 }
 
@@ -66,6 +69,11 @@ double decoded(Format f, std::uint32_t bits) { return static_cast<double>(decode
 // The neighbour of the encoding `bits` one ulp toward +inf (up) or -inf; NaN
 // when there is none (beyond max, or the encoding is not finite).
 double neighbour(Format f, std::uint32_t bits, bool up) {
+  if (f == Format::E8M0) {
+    // Codes 0..254 are consecutive powers of two.
+    if ((!up && bits == 0) || bits >= 0xFEu + (up ? 0u : 1u)) return std::numeric_limits<double>::quiet_NaN();
+    return decoded(f, up ? bits + 1 : bits - 1);
+  }
   const Layout l = layout_of(f);
   const bool negative = (bits & l.sign) != 0;
   std::uint32_t mag = bits & (l.sign - 1u);
@@ -150,6 +158,12 @@ std::string hex_bits(Format f, std::uint32_t bits) {
 
 std::string binary_fields(Format f, std::uint32_t field_bits) {
   const FormatInfo& info = format_info(f);
+  if (f == Format::E8M0) {
+    // Eight exponent bits, no sign, no mantissa.
+    std::string s;
+    for (int b = 7; b >= 0; --b) s.push_back(((field_bits >> b) & 1u) ? '1' : '0');
+    return s;
+  }
   const int total = 1 + info.exp_bits + info.man_bits;
   std::string s;
   for (int b = total - 1; b >= 0; --b) {

@@ -3,6 +3,7 @@ target_sources(engine_core PRIVATE
   numeric/format.cpp
   numeric/convert.cpp
   numeric/inspect.cpp
+  numeric/block.cpp
   numeric/cast.cpp
   numeric/cast_f16c.cpp
   numeric/cast_avx512.cpp
