@@ -63,7 +63,9 @@ void layout_parameter(Parameter& p, Format compute, bool master_weights, const D
   // only the GEMM weight ("<layer>.weight") is an FP8 operand; its bias (and
   // a patch embedding's position table) stays FP32, as in Transformer Engine.
   const bool gemm_weight = ends_with(p.name, ".weight");
-  const Format stored = is_fp8(compute) && !gemm_weight ? Format::FP32 : compute;
+  const bool block = is_block_format(compute);
+  const Format stored = (is_fp8(compute) && !gemm_weight) || block ? Format::FP32 : compute;
+  p.quantized = block && gemm_weight ? compute : Format::FP32;
   if (master_weights) {
     p.master = std::move(truth);
     if (is_fp8(stored)) {
@@ -93,8 +95,10 @@ void layout_parameter(Parameter& p, Format compute, bool master_weights, const D
   p.grad.zero();
 }
 
-void apply_to_leaf(Layer& leaf, const LayerPrecision& prec, bool master_weights, const DelayedScaling& scaling) {
+void apply_to_leaf(Layer& leaf, const LayerPrecision& prec, bool master_weights, const DelayedScaling& scaling,
+                   bool stochastic_grads) {
   leaf.set_precision(prec);
+  leaf.stochastic_grads = stochastic_grads;
   leaf.set_delayed_scaling(scaling);
   for (Parameter* p : leaf.parameters()) layout_parameter(*p, prec.compute, master_weights, scaling);
 }
@@ -103,14 +107,14 @@ void apply_to_leaf(Layer& leaf, const LayerPrecision& prec, bool master_weights,
 
 void apply_recipe(Model& model, const Recipe& recipe) {
   for (Layer* leaf : model.leaves())
-    apply_to_leaf(*leaf, recipe.precision_for(*leaf), recipe.master_weights, recipe.fp8);
+    apply_to_leaf(*leaf, recipe.precision_for(*leaf), recipe.master_weights, recipe.fp8, recipe.stochastic_grads);
 }
 
 void apply_layer_precision(Model& model, const std::string& layer, const LayerPrecision& p,
-                           bool master_weights, const DelayedScaling& scaling) {
+                           bool master_weights, const DelayedScaling& scaling, bool stochastic_grads) {
   for (Layer* leaf : model.leaves()) {
     if (leaf->name() == layer) {
-      apply_to_leaf(*leaf, p, master_weights, scaling);
+      apply_to_leaf(*leaf, p, master_weights, scaling, stochastic_grads);
       return;
     }
   }

@@ -29,7 +29,13 @@ void apply_recipe(Model& model, const Recipe& recipe);
 // Changes one leaf's precision the same way; throws std::invalid_argument
 // naming the layer when no leaf has that name.
 void apply_layer_precision(Model& model, const std::string& layer, const LayerPrecision& p,
-                           bool master_weights, const DelayedScaling& scaling = {});
+                           bool master_weights, const DelayedScaling& scaling = {}, bool stochastic_grads = false);
+// Block compute (MXFP8, MXFP6, MXFP4, NVFP4): the layer quantizes its GEMM
+// weight from FP32 values every forward, so `weight` stays FP32 (the
+// master's copy, or the optimizer's copy without master weights) and
+// Parameter::quantized names the block format; the other parameters stay
+// FP32 as well.
+//
 // Re-rounds `weight` from `master` after an optimizer step (layers with
 // master weights only). FP8 weights are encoded with the scale their amax
 // history gave before this refresh (delayed scaling), then the new weights'

@@ -43,8 +43,33 @@ bool valid_override_key(std::string_view key) {
   return false;
 }
 
+bool takes_block_formats(std::string_view kind) {
+  return kind == "linear" || kind == "patch_embed" || kind == "conv2d";
+}
+
+std::string precision_problem(const Layer& l, const LayerPrecision& p) {
+  const std::string who = l.name() + ": ";
+  for (Format f : {p.compute, p.storage, p.accumulate, p.grad}) {
+    if (is_element_format(f))
+      return who + format_name(f) + " is an element format of the block formats, not a layer format (use " +
+             (f == Format::E8M0 ? std::string("MXFP8, MXFP6 or MXFP4") : std::string("a block format such as MXFP4 or NVFP4")) + ")";
+  }
+  for (Format f : {p.storage, p.accumulate}) {
+    if (is_block_format(f))
+      return who + format_name(f) + " is a block format: only a GEMM layer's compute and grad formats can be one";
+  }
+  if ((is_block_format(p.compute) || is_block_format(p.grad)) && !takes_block_formats(l.kind()))
+    return who + format_name(is_block_format(p.compute) ? p.compute : p.grad) +
+           " is a block format: only linear, patch_embed and conv2d layers compute in one (this is a " + l.kind() + ")";
+  if (is_block_format(p.grad) && !is_block_format(p.compute))
+    return who + "the grad format " + format_name(p.grad) + " is a block format, so the compute format must be one too (got " +
+           format_name(p.compute) + ")";
+  return {};
+}
+
 const std::vector<std::string>& recipe_names() {
-  static const std::vector<std::string> names = {"fp32", "fp16", "mixed-fp16", "mixed-bf16", "fp8", "custom"};
+  static const std::vector<std::string> names = {"fp32",  "fp16",  "mixed-fp16", "mixed-bf16", "fp8",
+                                                  "mxfp8", "mxfp4", "nvfp4",      "custom"};
   return names;
 }
 
@@ -100,6 +125,27 @@ Recipe make_recipe(std::string_view name) {
     r.overrides[std::string(kKindPrefix) + "attention_values"] = bf16_gemm;
     r.master_weights = true;
     r.scaling.mode = ScalingMode::Dynamic;
+  } else if (name == "mxfp8" || name == "mxfp4" || name == "nvfp4") {
+    // Block-scaled GEMMs (numeric/block.h), Transformer Engine's choices
+    // where it has them: every GEMM operand of Linear and PatchEmbed layers
+    // (x and W forward; dy and W for dgrad; x and dy for wgrad) quantized
+    // from the high-precision tensor along its GEMM's reduction dimension,
+    // gradients included (TE's MXFP8BlockScaling uses E4M3 for every
+    // tensor); FP32 accumulate; outputs, norms and elementwise layers FP32;
+    // the attention's own GEMMs BF16 as in the fp8 recipe. The block scales
+    // give each block of 32 (16) values its own range, so no loss scaling
+    // is needed. NVFP4 rounds gradients stochastically (TE's default) and
+    // quantizes weights in 16 x 16 tiles.
+    const Format f = name == "mxfp8" ? Format::MXFP8 : name == "mxfp4" ? Format::MXFP4 : Format::NVFP4;
+    r.matmul = {f, Format::FP32, Format::FP32, f};
+    r.elementwise = fp32;
+    r.norm = fp32;
+    const LayerPrecision bf16_gemm{Format::BF16, Format::FP32, Format::FP32, Format::BF16};
+    r.overrides[std::string(kKindPrefix) + "attention_scores"] = bf16_gemm;
+    r.overrides[std::string(kKindPrefix) + "attention_values"] = bf16_gemm;
+    r.master_weights = true;
+    r.scaling.mode = ScalingMode::None;
+    r.stochastic_grads = f == Format::NVFP4;
   } else {
     std::string list;
     for (const auto& n : recipe_names()) list += (list.empty() ? "" : ", ") + n;

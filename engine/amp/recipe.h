@@ -33,6 +33,10 @@ struct Recipe {
   // FP8 per-tensor delayed scaling (layers whose compute or grad format is
   // E4M3/E5M2): Transformer Engine's DelayedScaling defaults.
   DelayedScaling fp8;
+  // Block-scaled gradient formats: stochastic rounding of dy's elements
+  // (NVFP4's recipe, as Transformer Engine does); the run setting
+  // grad_rounding overrides it.
+  bool stochastic_grads = false;
   // Per-layer overrides (the custom recipe, UI edits, and presets that pin
   // a kind of layer). A key is a leaf name ("block0.attn.softmax") or
   // "kind:" plus a leaf kind ("kind:layernorm": every LayerNorm leaf).
@@ -50,6 +54,16 @@ const std::vector<std::string>& leaf_kinds();
 // For a "kind:<k>" key: whether <k> is a known leaf kind (an unknown one
 // would silently match nothing). Other keys (leaf names): true.
 bool valid_override_key(std::string_view key);
+
+// Why a layer cannot take a precision (empty when it can): element formats
+// (FP6, FP4, E8M0) are no layer format; a block format is only the compute
+// or grad format of a layer with a block GEMM path (linear, patch_embed,
+// conv2d), and a block grad format needs a block compute format. E.g.
+// "block0.attn.scores: MXFP8 is a block format: only linear, patch_embed and
+// conv2d layers compute in one".
+std::string precision_problem(const Layer& l, const LayerPrecision& p);
+// Whether a leaf of this kind has a block-scaled GEMM path.
+bool takes_block_formats(std::string_view kind);
 
 // The preset names, in the order the UI lists them.
 const std::vector<std::string>& recipe_names();

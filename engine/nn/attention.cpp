@@ -242,6 +242,13 @@ std::size_t AttentionContext::bytes() const {
   return n;
 }
 
+std::size_t AttentionContext::emulation_bytes() const {
+  std::size_t n = 0;
+  for (const auto* c : {&qkv_ctx, &scores_ctx, &softmax_ctx, &values_ctx, &proj_ctx})
+    if (*c) n += (*c)->emulation_bytes();
+  return n;
+}
+
 Attention::Attention(std::string name, std::int64_t dim, std::int64_t heads)
     : CompositeLayer(name), m_dim(dim), m_heads(heads), m_qkv(name + ".qkv", dim, 3 * dim),
       m_scores(name + ".scores", dim, heads), m_softmax(name + ".softmax"), m_values(name + ".values", dim, heads),

@@ -121,6 +121,7 @@ struct AttentionContext : Context {
   Tensor qkv, scores, probs, values;       // forward intermediates
   Tensor d_values, dprobs, dscores, dqkv;  // backward intermediates (dqkv: f32)
   std::size_t bytes() const override;
+  std::size_t emulation_bytes() const override;
 };
 
 // x [B, T, C] -> y [B, T, C]. Leaves, in forward order: "<name>.qkv"

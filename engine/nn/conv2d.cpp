@@ -1,11 +1,13 @@
 // 2-D convolution layer on the backend's conv kernels (oneDNN on the CPU).
 #include "nn/conv2d.h"
 
+#include <functional>
 #include <stdexcept>
 
 #include "amp/fp8_scaling.h"
 #include "backend/backend.h"
 #include "nn/layer_io.h"
+#include "numeric/block.h"
 
 namespace engine {
 
@@ -114,10 +116,98 @@ const float* Conv2d::weight_values(Backend& be, bool record, float* scale) {
   return f32_values(m_w8, m_w32);
 }
 
+// Block compute (MXFP8, MXFP6, MXFP4, NVFP4). Convolution has no block
+// layout in Transformer Engine; here every operand is quantized once, in
+// blocks along its innermost dimension: activations and gradients along
+// each row of pixels ([N*C, H*W] row-wise), filters along their C*k*k
+// weights (NVFP4: 16 x 16 tiles of [C_out, C*k*k]). The same copy serves
+// the forward and both backward convolutions. Values are exact in BF16
+// (block.h), so the backend's BF16 path stays exact; NVFP4's tensor scales
+// multiply the f32 results.
+void Conv2d::forward_block(Backend& be, const Tensor& x, Tensor& y, Conv2dContext& ctx) {
+  const LayerPrecision& p = m_precision;
+  const Shape ys = output_shape(x.shape());
+  const ConvShape cs = conv_shape(x.shape());
+  const Format f = p.compute;
+  ctx.block = true;
+  ctx.x = &x;
+  ctx.x_scale = 1.0f;
+  const std::int64_t rows = cs.n * cs.c_in, hw = cs.h * cs.w;
+  ctx.x_block.resize(x.shape(), Format::FP32);
+  const BlockQuantized qx = block_quantize(f, f32_values(x, m_x32), ctx.x_block.f32(), rows, hw, BlockLayout::Rows);
+  ctx.x_decode = qx.tensor_decode;
+  ctx.x_bf16_exact = qx.bf16_exact;
+  ctx.x_device_bytes = block_bytes(f, rows, hw, BlockLayout::Rows);
+  const std::int64_t wcols = m_weight.numel() / m_c_out;
+  const BlockLayout wl = block_info(f).tensor_scale ? BlockLayout::Tiles : BlockLayout::Rows;
+  m_wq.resize(m_weight.shape, Format::FP32);
+  const BlockQuantized qw =
+      block_quantize(f, weight_f32(be, m_weight, Format::FP32, m_w32), m_wq.f32(), m_c_out, wcols, wl);
+  m_wq_decode = qw.tensor_decode;
+  m_wq_exact = qw.bf16_exact;
+  const Format fmt = qx.bf16_exact && qw.bf16_exact ? Format::BF16 : Format::FP32;
+  const float* bf = m_has_bias ? f32_values(m_bias.weight, m_b32) : nullptr;
+  const float alpha = qx.tensor_decode * qw.tensor_decode;
+  float* yf = output_begin(y, ys, p.storage, m_y32);
+  conv2d_forward(be, cs, fmt, ctx.x_block.f32(), m_wq.f32(), alpha == 1.0f ? bf : nullptr, yf);
+  if (alpha != 1.0f) scale_and_add_bias(be, yf, bf, alpha, cs.n, cs.c_out, cs.out_h() * cs.out_w());
+  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
+}
+
+void Conv2d::backward_block(Backend& be, const Tensor& dy, Tensor* dx, Conv2dContext& ctx) {
+  const LayerPrecision& p = m_precision;
+  const Tensor& x = *ctx.x;
+  const ConvShape cs = conv_shape(x.shape());
+  const std::int64_t hw_in = cs.h * cs.w, hw_out = cs.out_h() * cs.out_w();
+  const bool dy_block = is_block_format(p.grad);
+  const Format gout = dy_block ? Format::FP32 : p.grad;
+  float* dxf = dx ? output_begin(*dx, x.shape(), gout, m_dx32) : nullptr;
+  float* dw = grad_begin(m_weight, m_dw32);
+  float* db = m_has_bias ? grad_begin(m_bias, m_db32) : nullptr;
+  const float* dyu = f32_values(dy, m_dyu32);
+  const float* dyf;
+  float dy_decode = 1.0f;
+  bool dy_exact = true;
+  if (dy_block) {
+    BlockRounding r;
+    r.stochastic = stochastic_grads;
+    r.seed = std::hash<std::string>{}(name()) + m_sr_calls++;
+    m_dyq.resize(dy.shape(), Format::FP32);
+    const BlockQuantized q =
+        block_quantize(p.grad, dyu, m_dyq.f32(), cs.n * cs.c_out, hw_out, BlockLayout::Rows, r);
+    dy_decode = q.tensor_decode;
+    dy_exact = q.bf16_exact;
+    dyf = m_dyq.f32();
+  } else {
+    dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
+    dy_exact = p.grad == Format::BF16 || is_fp8(p.grad);
+  }
+  const Format fmt_data = dy_exact && m_wq_exact ? Format::BF16 : Format::FP32;
+  const Format fmt_weights = dy_exact && ctx.x_bf16_exact ? Format::BF16 : Format::FP32;
+  if (dxf) {
+    be.conv2d_backward_data(cs, fmt_data, dyf, m_wq.f32(), dxf);
+    const float a = dy_decode * m_wq_decode;
+    if (a != 1.0f) be.scale(dxf, a, cs.n * cs.c_in * hw_in);
+  }
+  be.conv2d_backward_weights(cs, fmt_weights, ctx.x_block.f32(), dyf, dw, nullptr);
+  const float a = dy_decode * ctx.x_decode;
+  if (a != 1.0f) be.scale(dw, a, m_weight.numel());
+  // The bias gradient sums the unquantized dy.
+  if (db) channel_sums(dyu, db, cs.n, cs.c_out, hw_out);
+  if (dx) output_end(be, *dx, gout, m_dx32, false, tracked(*this, nonfinite.activation_grad));
+  grad_end(be, m_weight, gout, m_dw32, tracked(*this, nonfinite.weight_grad));
+  if (m_has_bias) grad_end(be, m_bias, gout, m_db32, tracked(*this, nonfinite.weight_grad));
+}
+
 void Conv2d::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
   auto& ctx = static_cast<Conv2dContext&>(context);
-  const Shape ys = output_shape(x.shape());
   nonfinite = {};
+  ctx.block = false;
+  if (is_block_format(m_precision.compute)) {
+    forward_block(be, x, y, ctx);
+    return;
+  }
+  const Shape ys = output_shape(x.shape());
   const LayerPrecision& p = m_precision;
   const bool sat = saturates_forward(p.compute);
   ctx.x_scale = 1.0f;
@@ -159,6 +249,10 @@ void Conv2d::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
   const Tensor& x = *ctx.x;
   const Shape ys = output_shape(x.shape());
   if (dy.shape() != ys) throw_shape(name(), "gradient does not match the output " + shape_string(ys), dy.shape());
+  if (ctx.block) {
+    backward_block(be, dy, dx, ctx);
+    return;
+  }
   const LayerPrecision& p = m_precision;
   float* dxf = dx ? output_begin(*dx, x.shape(), p.grad, m_dx32) : nullptr;
   float* dw = grad_begin(m_weight, m_dw32);

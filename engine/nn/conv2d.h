@@ -27,11 +27,22 @@ void conv2d_backward(Backend& be, const ConvShape& s, Format data_compute, Forma
 // when it already was, else an owned copy). Decoded again in backward, so
 // low-precision inputs really cost 2 (or 1) bytes per element while saved.
 // With FP8 delayed scaling the copy holds x * x_scale.
+// With a block compute format it saves x block-quantized (x_block, f32
+// values on the block grid, counted at the format's bytes per element).
 struct Conv2dContext : Context {
   const Tensor* x = nullptr;
   Tensor x_compute;
   float x_scale = 1.0f;
-  std::size_t bytes() const override { return x ? x->bytes() : 0; }
+  bool block = false;
+  Tensor x_block;
+  float x_decode = 1.0f;      // NVFP4's tensor decode scale of x_block
+  bool x_bf16_exact = true;
+  std::int64_t x_device_bytes = 0;
+  std::size_t bytes() const override {
+    if (block) return static_cast<std::size_t>(x_device_bytes);
+    return x ? x->bytes() : 0;
+  }
+  std::size_t emulation_bytes() const override { return block ? x_block.bytes() : 0; }
 };
 
 // Input [N, C_in, H, W] -> [N, C_out, H', W'] with H' = (H + 2 pad - k) / stride + 1.
@@ -71,9 +82,18 @@ class Conv2d : public Layer {
   DelayedScale m_x_scale, m_dy_scale, m_w_scale;
   float m_w_used_scale = 1.0f;  // the weight scale of the last forward (backward reuses it)
   Tensor m_x32, m_w32, m_w8, m_b32, m_y32, m_dy32, m_dy8, m_dyu32, m_dx32, m_dw32, m_db32;
+  // Block compute: the quantized weight of the last forward and its
+  // decode scale and exactness (backward reuses them), and dy quantized.
+  Tensor m_wq, m_dyq;
+  float m_wq_decode = 1.0f;
+  bool m_wq_exact = true;
+  std::uint64_t m_sr_calls = 0;
   std::size_t workspace_bytes() const override {
-    return tensors_bytes({&m_x32, &m_w32, &m_w8, &m_b32, &m_y32, &m_dy32, &m_dy8, &m_dyu32, &m_dx32, &m_dw32, &m_db32});
+    return tensors_bytes({&m_x32, &m_w32, &m_w8, &m_b32, &m_y32, &m_dy32, &m_dy8, &m_dyu32, &m_dx32, &m_dw32, &m_db32,
+                          &m_wq, &m_dyq});
   }
+  void forward_block(Backend& be, const Tensor& x, Tensor& y, Conv2dContext& ctx);
+  void backward_block(Backend& be, const Tensor& dy, Tensor* dx, Conv2dContext& ctx);
 };
 
 }  // namespace engine

@@ -19,6 +19,9 @@ class Backend;
 struct Context {
   virtual ~Context() = default;
   virtual std::size_t bytes() const = 0;
+  // Bytes of saved copies that exist only because the CPU emulates a
+  // format (block-quantized values kept in BF16/FP32 containers).
+  virtual std::size_t emulation_bytes() const { return 0; }
 };
 
 // Non-finite values a layer saw in its last forward/backward (the overflow
@@ -72,6 +75,11 @@ class Layer {
   // Bytes of the layer's own scratch tensors (decode/encode copies the CPU
   // needs to emulate a format): memory accounting's `emulation`.
   virtual std::size_t workspace_bytes() const { return 0; }
+
+  // Block-scaled gradient formats (NVFP4's recipe): dy is quantized with
+  // stochastic rounding instead of round-to-nearest-even. Set by the AMP
+  // code from the recipe's grad_rounding.
+  bool stochastic_grads = false;
 
   bool track_nonfinite = false;
   NonfiniteCounts nonfinite;

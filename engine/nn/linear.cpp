@@ -61,7 +61,7 @@ void linear_backward(Backend& be, const Tensor& dy, const float* dy_f32, const T
 }
 
 Linear::Linear(std::string name, std::int64_t in, std::int64_t out, bool bias)
-    : Layer(std::move(name)), m_in(in), m_out(out), m_has_bias(bias) {
+    : Layer(std::move(name)), m_in(in), m_out(out), m_has_bias(bias), m_block(this->name()) {
   if (in <= 0 || out <= 0)
     throw std::invalid_argument(this->name() + ": features must be positive (in " + std::to_string(in) +
                                 ", out " + std::to_string(out) + ")");
@@ -91,10 +91,54 @@ void Linear::set_delayed_scaling(const DelayedScaling& c) {
   m_w_scale = {};
 }
 
+void Linear::forward_block(Backend& be, const Tensor& x, Tensor& y, LinearContext& ctx) {
+  const LayerPrecision& p = m_precision;
+  const Shape ys = output_shape(x.shape());
+  ctx.block = true;
+  ctx.x = &x;
+  ctx.x_scale = ctx.w_scale = 1.0f;
+  ctx.w = &m_weight.weight;
+  const std::int64_t rows = x.numel() / m_in;
+  // Bias: no GEMM operand, FP32 (as with FP8).
+  const float* b = m_has_bias ? f32_rounded(be, m_bias.weight, Format::FP32, m_b32, false) : nullptr;
+  const float* w = weight_f32(be, m_weight, Format::FP32, m_w_compute);
+  float* yf = output_begin(y, ys, p.storage, m_y32);
+  m_block.forward(be, p.compute, f32_values(x, m_x32), w, b, yf, rows, m_in, m_out, p.accumulate, ctx.x_block);
+  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
+}
+
+void Linear::backward_block(Backend& be, const Tensor& dy, Tensor* dx, LinearContext& ctx) {
+  const LayerPrecision& p = m_precision;
+  const Tensor& x = *ctx.x;
+  const std::int64_t rows = x.numel() / m_in;
+  // A block grad format quantizes dy itself; any other is a plain rounding.
+  const bool dy_block = is_block_format(p.grad);
+  const float* dyf = dy_block ? f32_values(dy, m_dy32) : f32_values(round_to(dy, p.grad, m_dy_grad, false), m_dy32);
+  const Format dx_format = dy_block ? Format::FP32 : p.grad;
+  float* dxf = dx ? output_begin(*dx, x.shape(), dx_format, m_dx32) : nullptr;
+  float* dw = grad_begin(m_weight, m_dw32);
+  float* db = m_has_bias ? grad_begin(m_bias, m_db32) : nullptr;
+  const float* w = weight_f32(be, m_weight, Format::FP32, m_w_compute);
+  m_block.backward(be, p.compute, p.grad, stochastic_grads, dyf, ctx.x_block, w, dxf, dw, rows, m_in, m_out,
+                   p.accumulate);
+  // The bias gradient sums the unquantized dy (as Transformer Engine's fused dbias).
+  if (db) be.column_sums(dyf, rows, m_out, db);
+  if (dx) output_end(be, *dx, dx_format, m_dx32, false, tracked(*this, nonfinite.activation_grad));
+  // Parameter gradients leave the GEMM in FP32 (TE's wgrad into main_grad).
+  const Format gf = dy_block ? Format::FP32 : p.grad;
+  grad_end(be, m_weight, gf, m_dw32, tracked(*this, nonfinite.weight_grad));
+  if (m_has_bias) grad_end(be, m_bias, gf, m_db32, tracked(*this, nonfinite.weight_grad));
+}
+
 void Linear::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
   auto& ctx = static_cast<LinearContext&>(context);
-  const Shape ys = output_shape(x.shape());
   nonfinite = {};
+  ctx.block = false;
+  if (is_block_format(m_precision.compute)) {
+    forward_block(be, x, y, ctx);
+    return;
+  }
+  const Shape ys = output_shape(x.shape());
   const LayerPrecision& p = m_precision;
   const bool sat = saturates_forward(p.compute);
   const bool fp8 = is_fp8(p.compute);
@@ -136,6 +180,10 @@ void Linear::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
   const std::int64_t rows = x.numel() / m_in;
   if (dy.numel() != rows * m_out) throw_shape(name(), "gradient does not match the output " +
                                                           shape_string(output_shape(x.shape())), dy.shape());
+  if (ctx.block) {
+    backward_block(be, dy, dx, ctx);
+    return;
+  }
   const LayerPrecision& p = m_precision;
   GemmScales s{ctx.x_scale, ctx.w_scale, 1.0f};
   const Tensor* dyg;

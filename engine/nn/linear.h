@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/block_gemm.h"
 #include "nn/layer.h"
 
 namespace engine {
@@ -38,13 +39,22 @@ void linear_backward(Backend& be, const Tensor& dy, const float* dy_f32, const T
 // already was in the compute format, else an owned copy in that format;
 // with FP8 delayed scaling the copy holds x * x_scale).
 // The weight as multiplied is the layer's own (w, w_scale): not counted.
+// With a block compute format (MXFP8, MXFP6, MXFP4, NVFP4) it saves x
+// quantized down its columns (the wgrad operand) in x_block, counted at the
+// format's bytes per element; ctx.x is then the caller's tensor (shape only).
 struct LinearContext : Context {
   const Tensor* x = nullptr;
   Tensor x_compute;
   float x_scale = 1.0f;
   const Tensor* w = nullptr;
   float w_scale = 1.0f;
-  std::size_t bytes() const override { return x ? x->bytes() : 0; }
+  bool block = false;
+  BlockOperand x_block;
+  std::size_t bytes() const override {
+    if (block) return static_cast<std::size_t>(x_block.device_bytes);
+    return x ? x->bytes() : 0;
+  }
+  std::size_t emulation_bytes() const override { return block ? x_block.values.bytes() : 0; }
 };
 
 // Input [..., in] (any leading dimensions, flattened into rows), output
@@ -82,10 +92,15 @@ class Linear : public Layer {
   DelayedScaling m_scaling;
   DelayedScale m_x_scale, m_dy_scale, m_w_scale;
   // Reused workspaces (grow once, then steady state allocates nothing).
-  Tensor m_w_compute, m_b32, m_y32, m_dy_grad, m_dy32, m_dx32, m_dw32, m_db32, m_fp8_ws;
+  Tensor m_w_compute, m_b32, m_y32, m_dy_grad, m_dy32, m_dx32, m_dw32, m_db32, m_fp8_ws, m_x32;
+  BlockGemm m_block;
   std::size_t workspace_bytes() const override {
-    return tensors_bytes({&m_w_compute, &m_b32, &m_y32, &m_dy_grad, &m_dy32, &m_dx32, &m_dw32, &m_db32, &m_fp8_ws});
+    return tensors_bytes({&m_w_compute, &m_b32, &m_y32, &m_dy_grad, &m_dy32, &m_dx32, &m_dw32, &m_db32, &m_fp8_ws,
+                          &m_x32}) +
+           m_block.workspace_bytes();
   }
+  void forward_block(Backend& be, const Tensor& x, Tensor& y, LinearContext& ctx);
+  void backward_block(Backend& be, const Tensor& dy, Tensor* dx, LinearContext& ctx);
 };
 
 }  // namespace engine

@@ -195,6 +195,12 @@ std::size_t Model::saved_activation_bytes() const {
   return n;
 }
 
+std::size_t Model::saved_emulation_bytes() const {
+  std::size_t n = 0;
+  for (const auto& c : m_contexts) n += c->emulation_bytes();
+  return n;
+}
+
 std::int64_t Model::parameter_count() const {
   std::int64_t n = 0;
   for (const auto& l : m_layers)

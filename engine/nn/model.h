@@ -68,6 +68,8 @@ class Model {
   // Bytes of what the contexts hold for backward after the last forward
   // (0 before the first one).
   std::size_t saved_activation_bytes() const;
+  // Bytes of saved copies only the CPU emulation needs (Context::emulation_bytes).
+  std::size_t saved_emulation_bytes() const;
   std::int64_t parameter_count() const;
 
   // PyTorch's default initialisation from `seed`: Linear/Conv2d/PatchEmbed

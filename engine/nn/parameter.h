@@ -30,6 +30,11 @@ struct Parameter {
   // and the scale the next refresh encodes with (delayed scaling, see
   // amp/fp8_scaling.h). Inactive otherwise.
   DelayedScale weight_history;
+  // A layer with a block compute format (MXFP8, MXFP6, MXFP4, NVFP4)
+  // quantizes this GEMM weight from its FP32 `weight` every forward; the
+  // memory accounting counts the quantized copies a device would hold.
+  // FP32 otherwise.
+  Format quantized = Format::FP32;
 
   bool has_master() const { return !master.empty(); }
   // The copy the optimizer updates.

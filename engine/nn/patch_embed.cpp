@@ -64,7 +64,8 @@ void PatchEmbed::set_delayed_scaling(const DelayedScaling& c) {
 
 PatchEmbed::PatchEmbed(std::string name, std::int64_t channels, std::int64_t height, std::int64_t width,
                        std::int64_t patch, std::int64_t dim)
-    : Layer(std::move(name)), m_c(channels), m_h(height), m_w(width), m_patch(patch), m_dim(dim) {
+    : Layer(std::move(name)), m_c(channels), m_h(height), m_w(width), m_patch(patch), m_dim(dim),
+      m_block(this->name()) {
   if (channels <= 0 || patch <= 0 || dim <= 0 || height < patch || width < patch)
     throw std::invalid_argument(this->name() + ": needs positive channels, patch size and width, and an image at least one patch large");
   m_tokens = (height / patch) * (width / patch);
@@ -83,10 +84,65 @@ Shape PatchEmbed::output_shape(const Shape& in) const {
 
 std::unique_ptr<Context> PatchEmbed::make_context() const { return std::make_unique<PatchEmbedContext>(); }
 
+void PatchEmbed::forward_block(Backend& be, const Tensor& x, Tensor& y, PatchEmbedContext& ctx) {
+  const LayerPrecision& p = m_precision;
+  const Shape ys = output_shape(x.shape());
+  const std::int64_t B = x.dim(0), rows = B * m_tokens;
+  ctx.block = true;
+  ctx.x_shape = x.shape();
+  ctx.patch_scale = 1.0f;
+  m_patch32.resize({rows, m_patch_size}, Format::FP32);
+  patchify(f32_values(x, m_x32), m_patch32.f32(), B, m_c, m_h, m_w, m_patch);
+  // Bias and position table: no GEMM operands, FP32.
+  const float* bias = f32_rounded(be, m_bias.weight, Format::FP32, m_b32, false);
+  const float* pos = f32_rounded(be, m_pos.weight, Format::FP32, m_pos32, false);
+  const float* w = weight_f32(be, m_weight, Format::FP32, m_w_compute);
+  float* yf = output_begin(y, ys, p.storage, m_y32);
+  m_block.forward(be, p.compute, m_patch32.f32(), w, bias, yf, rows, m_patch_size, m_dim, p.accumulate,
+                  ctx.patches_block);
+  for (std::int64_t b = 0; b < B; ++b) be.add(yf + b * m_tokens * m_dim, pos, yf + b * m_tokens * m_dim, m_tokens * m_dim);
+  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
+}
+
+void PatchEmbed::backward_block(Backend& be, const Tensor& dy, Tensor* dx, PatchEmbedContext& ctx) {
+  const LayerPrecision& p = m_precision;
+  const std::int64_t B = ctx.x_shape[0], rows = B * m_tokens;
+  const bool dy_block = is_block_format(p.grad);
+  const float* dyf = dy_block ? f32_values(dy, m_dy32) : f32_values(round_to(dy, p.grad, m_dy_grad, false), m_dy32);
+  float* dpatches = nullptr;
+  if (dx) {
+    m_dp32.resize({rows, m_patch_size}, Format::FP32);
+    dpatches = m_dp32.f32();
+  }
+  float* dw = grad_begin(m_weight, m_dw32);
+  float* db = grad_begin(m_bias, m_db32);
+  float* dpos = grad_begin(m_pos, m_dpos32);
+  const float* w = weight_f32(be, m_weight, Format::FP32, m_w_compute);
+  m_block.backward(be, p.compute, p.grad, stochastic_grads, dyf, ctx.patches_block, w, dpatches, dw, rows,
+                   m_patch_size, m_dim, p.accumulate);
+  // Bias and position gradients sum the unquantized dy.
+  be.column_sums(dyf, rows, m_dim, db);
+  be.column_sums(dyf, B, m_tokens * m_dim, dpos);
+  const Format gout = dy_block ? Format::FP32 : p.grad;
+  if (dx) {
+    float* dxf = output_begin(*dx, ctx.x_shape, gout, m_dx32);
+    unpatchify(dpatches, dxf, B, m_c, m_h, m_w, m_patch);
+    output_end(be, *dx, gout, m_dx32, false, tracked(*this, nonfinite.activation_grad));
+  }
+  grad_end(be, m_weight, gout, m_dw32, tracked(*this, nonfinite.weight_grad));
+  grad_end(be, m_bias, gout, m_db32, tracked(*this, nonfinite.weight_grad));
+  grad_end(be, m_pos, gout, m_dpos32, tracked(*this, nonfinite.weight_grad));
+}
+
 void PatchEmbed::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
   auto& ctx = static_cast<PatchEmbedContext&>(context);
-  const Shape ys = output_shape(x.shape());
   nonfinite = {};
+  ctx.block = false;
+  if (is_block_format(m_precision.compute)) {
+    forward_block(be, x, y, ctx);
+    return;
+  }
+  const Shape ys = output_shape(x.shape());
   const LayerPrecision& p = m_precision;
   const bool sat = saturates_forward(p.compute);
   const std::int64_t B = x.dim(0), rows = B * m_tokens;
@@ -128,6 +184,10 @@ void PatchEmbed::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& co
   if (ctx.x_shape.empty()) throw std::logic_error(name() + ": backward before forward");
   const Shape ys = output_shape(ctx.x_shape);
   if (dy.shape() != ys) throw_shape(name(), "gradient does not match the output " + shape_string(ys), dy.shape());
+  if (ctx.block) {
+    backward_block(be, dy, dx, ctx);
+    return;
+  }
   const LayerPrecision& p = m_precision;
   const std::int64_t B = ctx.x_shape[0];
   GemmScales s{ctx.patch_scale, m_weight.weight_scale, 1.0f};

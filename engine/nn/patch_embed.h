@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/block_gemm.h"
 #include "nn/layer.h"
 #include "nn/linear.h"
 
@@ -37,11 +38,18 @@ void patch_embed_backward(Backend& be, const Tensor& dy, const float* dy_f32, co
 
 // What PatchEmbed saves: the patches in the compute format (always its own
 // copy: patchifying is a gather), times patch_scale under FP8 delayed scaling.
+// With a block compute format it saves the patches quantized down their
+// columns (the wgrad operand) in patches_block instead.
 struct PatchEmbedContext : Context {
   Shape x_shape;
   Tensor patches;
   float patch_scale = 1.0f;
-  std::size_t bytes() const override { return patches.bytes(); }
+  bool block = false;
+  BlockOperand patches_block;
+  std::size_t bytes() const override {
+    return block ? static_cast<std::size_t>(patches_block.device_bytes) : patches.bytes();
+  }
+  std::size_t emulation_bytes() const override { return block ? patches_block.values.bytes() : 0; }
 };
 
 // [B, C, H, W] -> [B, T, dim]. Parameters "<name>.weight" [dim, C*p*p],
@@ -76,9 +84,14 @@ class PatchEmbed : public Layer {
   Tensor m_fp8_ws;
   Tensor m_x32, m_patch32, m_w_compute, m_b32, m_pos32, m_y32, m_dy_grad, m_dy32, m_dp32, m_dx32, m_dw32, m_db32,
       m_dpos32;
+  BlockGemm m_block;
   std::size_t workspace_bytes() const override {
-    return tensors_bytes({&m_fp8_ws, &m_x32, &m_patch32, &m_w_compute, &m_b32, &m_pos32, &m_y32, &m_dy_grad, &m_dy32, &m_dp32, &m_dx32, &m_dw32, &m_db32, &m_dpos32});
+    return tensors_bytes({&m_fp8_ws, &m_x32, &m_patch32, &m_w_compute, &m_b32, &m_pos32, &m_y32, &m_dy_grad, &m_dy32,
+                          &m_dp32, &m_dx32, &m_dw32, &m_db32, &m_dpos32}) +
+           m_block.workspace_bytes();
   }
+  void forward_block(Backend& be, const Tensor& x, Tensor& y, PatchEmbedContext& ctx);
+  void backward_block(Backend& be, const Tensor& dy, Tensor* dx, PatchEmbedContext& ctx);
 };
 
 }  // namespace engine

@@ -1,6 +1,7 @@
 # engine/nn: layers with explicit forward/backward, losses, models and builders.
 target_sources(engine_core PRIVATE
   nn/layer_io.cpp
+  nn/block_gemm.cpp
   nn/linear.cpp
   nn/conv2d.cpp
   nn/maxpool2d.cpp

@@ -33,6 +33,13 @@ std::size_t TransformerBlockContext::bytes() const {
   return n;
 }
 
+std::size_t TransformerBlockContext::emulation_bytes() const {
+  std::size_t n = 0;
+  for (const auto* c : {&ln1_ctx, &attn_ctx, &ln2_ctx, &fc1_ctx, &gelu_ctx, &fc2_ctx})
+    if (*c) n += (*c)->emulation_bytes();
+  return n;
+}
+
 TransformerBlock::TransformerBlock(std::string name, std::int64_t dim, std::int64_t heads, std::int64_t mlp_ratio)
     : CompositeLayer(name), m_dim(dim), m_ln1(name + ".ln1", dim), m_attn(name + ".attn", dim, heads),
       m_ln2(name + ".ln2", dim), m_fc1(name + ".fc1", dim, mlp_ratio * dim), m_gelu(name + ".gelu"),

@@ -33,6 +33,7 @@ struct TransformerBlockContext : Context {
   Tensor ln1_out, attn_out, h, ln2_out, fc1_out, gelu_out, fc2_out;  // forward
   Tensor d_gelu_out, d_fc1_out, d_ln2_out, d_h_mlp, dh, d_ln1_out, d_x_attn;  // backward
   std::size_t bytes() const override;
+  std::size_t emulation_bytes() const override;
 };
 
 // x [B, T, C] -> [B, T, C]. Leaves, in forward order: "<name>.ln1", the

@@ -154,6 +154,13 @@ struct LayerInspection {
   std::int64_t nonfinite_weight_grad = 0;      // in its weight gradients
   double underflow = 0.0;     // weight gradients that underflowed in grad_format, as the run computed them
   double max_abs_grad = 0.0;  // largest |weight gradient|, unscaled (0 without weights)
+  // A live block for the explorer's block view: the 32 consecutive values
+  // (along a row of the layer's first parameter, its weight) that hold the
+  // largest |value|, as FP32 values (the master copy where there is one),
+  // and the same 32 positions of its unscaled gradient; fewer when the row
+  // is shorter. The tensors' largest |value| (for a per-tensor scale).
+  std::vector<float> weight_block, grad_block;
+  double weight_amax = 0.0, grad_amax = 0.0;
 };
 struct StepInspection {
   int run_id = 0;

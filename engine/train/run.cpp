@@ -15,12 +15,15 @@
 
 #include "amp/apply.h"
 #include "amp/loss_scaler.h"
+#include "amp/recipe.h"
 #include "backend/backend.h"
 #include "data/batch.h"
 #include "data/dataset.h"
 #include "data/sampler.h"
+#include "nn/block_gemm.h"
 #include "nn/layer.h"
 #include "nn/model.h"
+#include "numeric/block.h"
 #include "numeric/cast.h"
 #include "numeric/convert.h"
 #include "numeric/inspect.h"
@@ -87,6 +90,29 @@ OptimizerConfig optimizer_config(const RunConfig& c, Format state) {
   return o;
 }
 
+// The explorer's live block of one parameter (LayerInspection::weight_block).
+void inspect_block(const Parameter& p, const float* grad, std::size_t n, LayerInspection& li) {
+  std::vector<float> w = p.has_master() ? p.master.to_f32() : p.weight.to_f32();
+  if (p.weight_scale != 1.0f)
+    for (float& v : w) v /= p.weight_scale;
+  if (w.size() != n || n == 0) return;
+  std::size_t arg = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    li.weight_amax = std::max(li.weight_amax, static_cast<double>(std::fabs(w[k])));
+    li.grad_amax = std::max(li.grad_amax, static_cast<double>(std::fabs(grad[k])));
+    if (std::fabs(w[k]) > std::fabs(w[arg])) arg = k;
+  }
+  // The aligned run of 32 along the row (everything after the first
+  // dimension: a GEMM weight's reduction dimension) holding arg.
+  const std::size_t row = p.shape.size() < 2 ? n : n / static_cast<std::size_t>(p.shape.front());
+  const std::size_t row_start = arg / row * row;
+  const std::size_t start = row_start + (arg - row_start) / 32 * 32;
+  const std::size_t end = std::min(start + 32, row_start + row);
+  li.weight_block.assign(w.begin() + static_cast<std::ptrdiff_t>(start), w.begin() + static_cast<std::ptrdiff_t>(end));
+  li.grad_block.assign(grad + start, grad + end);
+}
+
+
 }  // namespace
 
 Run::Run(int id, const RunConfig& config, std::shared_ptr<const DatasetPair> data, Backend& backend)
@@ -123,6 +149,11 @@ Run::Run(int id, const RunConfig& config, std::shared_ptr<const DatasetPair> dat
   if (m_config.loss_scale_set) m_recipe.scaling = m_config.loss_scale;
   if (m_config.master_weights >= 0) m_recipe.master_weights = m_config.master_weights == 1;
   m_recipe.fp8.enabled = m_config.fp8_scaling != "none";
+  if (m_config.grad_rounding != "recipe") m_recipe.stochastic_grads = m_config.grad_rounding == "stochastic";
+  for (Layer* l : m_model->leaves()) {
+    const std::string problem = precision_problem(*l, m_recipe.precision_for(*l));
+    if (!problem.empty()) throw std::runtime_error(problem);
+  }
   apply_recipe(*m_model, m_recipe);
   m_model->set_track_nonfinite(false);  // counted only on overflow steps (see step())
 
@@ -148,9 +179,19 @@ std::string Run::backend_name() const { return m_backend.info().name; }
 
 MemoryBytes Run::memory() const {
   MemoryBytes m;
+  std::int64_t em = 0;
   for (Layer* l : m_model->leaves()) {
     for (Parameter* p : l->parameters()) {
-      m.weights += static_cast<std::int64_t>(p->weight.bytes());
+      if (is_block_format(p->quantized)) {
+        // A block-compute GEMM weight: a device holds its quantized copies
+        // (row-wise and column-wise); the FP32 copy the CPU quantizes from
+        // is emulation when a master holds the same values.
+        const std::int64_t rows = p->shape.empty() ? 1 : p->shape.front();
+        m.weights += block_weight_bytes(p->quantized, rows, p->numel() / std::max<std::int64_t>(rows, 1));
+        (p->has_master() ? em : m.weights) += static_cast<std::int64_t>(p->weight.bytes());
+      } else {
+        m.weights += static_cast<std::int64_t>(p->weight.bytes());
+      }
       m.master += static_cast<std::int64_t>(p->master.bytes());
       m.grads += static_cast<std::int64_t>(p->grad.bytes());
     }
@@ -163,8 +204,8 @@ MemoryBytes Run::memory() const {
   // What only the CPU's emulation needs: f32 views of low-precision
   // gradients and weights for the f32 optimizer, decoded logits, and the
   // layers' decode/encode scratch. A device holding the recipe has none.
-  std::int64_t em = static_cast<std::int64_t>(s.logits_f32.bytes()) +
-                    static_cast<std::int64_t>(m_model->workspace_bytes());
+  em += static_cast<std::int64_t>(s.logits_f32.bytes()) + static_cast<std::int64_t>(m_model->workspace_bytes()) +
+        static_cast<std::int64_t>(m_model->saved_emulation_bytes());
   for (const Tensor& t : s.grad_scratch) em += static_cast<std::int64_t>(t.bytes());
   for (const Tensor& t : s.weight_scratch) em += static_cast<std::int64_t>(t.bytes());
   m.emulation = em;
@@ -308,6 +349,7 @@ void Run::step(std::vector<Record>& out) {
         li.nonfinite_activation = l->nonfinite.activation;
         li.nonfinite_activation_grad = l->nonfinite.activation_grad;
         li.nonfinite_weight_grad = l->nonfinite.weight_grad;
+        bool first = true;
         for (Parameter* p : l->parameters()) {
           li.has_weights = true;
           while (pi < params.size() && params[pi] != p) ++pi;
@@ -315,6 +357,10 @@ void Run::step(std::vector<Record>& out) {
           const float* g = s.clip_spans[pi].data;
           for (std::size_t k = 0; k < s.clip_spans[pi].n; ++k)
             li.max_abs_grad = std::max(li.max_abs_grad, static_cast<double>(std::fabs(g[k])));
+          if (first) {
+            first = false;
+            inspect_block(*p, g, s.clip_spans[pi].n, li);
+          }
         }
         for (std::size_t k = first_stats; k < m_history.grads.size(); ++k)
           if (m_history.grads[k].layer == li.layer) li.underflow = m_history.grads[k].underflow_scaled;
@@ -531,6 +577,7 @@ struct ErrorSum {
 
 }  // namespace
 
+
 void Run::gradient_statistics(std::int64_t step, float loss_scale, std::vector<Record>& out) {
   Impl& s = *m_impl;
   const bool shadow = shadow_pass();
@@ -538,6 +585,7 @@ void Run::gradient_statistics(std::int64_t step, float loss_scale, std::vector<R
   std::vector<Layer*> leaves = m_model->leaves();
   std::vector<Parameter*> ref_params = shadow ? s.shadow->parameters() : std::vector<Parameter*>{};
   std::vector<Layer*> ref_leaves = shadow ? s.shadow->leaves() : std::vector<Layer*>{};
+  std::vector<float> block_q;
   std::size_t pi = 0;
   for (std::size_t li = 0; li < leaves.size(); ++li) {
     Layer* l = leaves[li];
@@ -552,7 +600,8 @@ void Run::gradient_statistics(std::int64_t step, float loss_scale, std::vector<R
     g.shadow = shadow;
     g.log2_lo = -40;
     g.histogram.assign(64, 0);
-    const RoundingThresholds th = rounding_thresholds(f);
+    const bool block = is_block_format(f);
+    const RoundingThresholds th = rounding_thresholds(block ? Format::FP32 : f);
     std::int64_t counts_unscaled[5] = {}, counts_scaled[5] = {};
     const double scale = static_cast<double>(loss_scale);
     ErrorSum grad_err;
@@ -568,6 +617,14 @@ void Run::gradient_statistics(std::int64_t step, float loss_scale, std::vector<R
       const float* gv = shadow ? ref_params[pi]->grad.f32() : own;
       if (shadow) grad_err.add(own, gv, static_cast<std::size_t>(n));
       g.total += n;
+      // A block format decides a value's fate by its block, not by a fixed
+      // range: quantize the gradient in it (blocks along its rows) and see
+      // which nonzero values became zero. Block scales cannot overflow.
+      if (block) {
+        const std::int64_t rows = p->shape.size() < 2 ? 1 : p->shape.front();
+        block_q.resize(static_cast<std::size_t>(n));
+        block_quantize(f, gv, block_q.data(), rows, n / rows, BlockLayout::Rows);
+      }
       for (std::int64_t i = 0; i < n; ++i) {
         const float v = gv[i];
         if (v == 0.0f) {
@@ -580,6 +637,13 @@ void Run::gradient_statistics(std::int64_t step, float loss_scale, std::vector<R
           ++g.histogram[static_cast<std::size_t>(bin)];
         }
         const double a = std::fabs(static_cast<double>(v));
+        if (block) {
+          const bool flushed = block_q[static_cast<std::size_t>(i)] == 0.0f || (shadow && own[i] == 0.0f);
+          const Magnitude m = flushed ? Magnitude::Underflow : Magnitude::Normal;
+          ++counts_scaled[static_cast<int>(m)];
+          ++counts_unscaled[static_cast<int>(m)];
+          continue;
+        }
         Magnitude as_run = classify_magnitude(th, a * scale);
         // Nonzero in exact arithmetic, zero as this run computed it: the
         // format flushed it somewhere on the way (an activation gradient
@@ -685,7 +749,12 @@ RunSummary Run::summary() const {
 }
 
 void Run::set_layer_precision(const std::string& layer, const LayerPrecision& p) {
-  apply_layer_precision(*m_model, layer, p, m_recipe.master_weights, m_recipe.fp8);
+  for (Layer* l : m_model->leaves()) {
+    if (l->name() != layer) continue;
+    const std::string problem = precision_problem(*l, p);
+    if (!problem.empty()) throw std::invalid_argument(problem);
+  }
+  apply_layer_precision(*m_model, layer, p, m_recipe.master_weights, m_recipe.fp8, m_recipe.stochastic_grads);
   m_recipe.overrides[layer] = p;
   // The optimizer's state layout is unchanged (same element counts); only
   // the stored formats of this layer's tensors changed.

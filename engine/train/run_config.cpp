@@ -50,7 +50,9 @@ ScalingMode parse_mode(const std::string& origin, const std::string& key, const 
 
 Format parse_fmt(const std::string& origin, const std::string& key, const std::string& v) {
   auto f = parse_format(v);
-  if (!f) fail(origin, "'" + key + "' is not a format: '" + v + "' (fp32, tf32, bf16, fp16, e5m2, e4m3)");
+  if (!f)
+    fail(origin, "'" + key + "' is not a format: '" + v +
+                     "' (fp32, tf32, bf16, fp16, e5m2, e4m3, mxfp8, mxfp8-e5m2, mxfp6, mxfp6-e3m2, mxfp4, nvfp4)");
   return *f;
 }
 
@@ -81,7 +83,8 @@ void parse_layers(RunConfig& c, const json& j, const std::string& origin) {
     LayerPrecision p;
     if (spec.is_string()) {
       const Format f = parse_fmt(origin, base, spec.get<std::string>());
-      p = {f, f, Format::FP32, f};
+      // A block format is a GEMM's compute and grad format; outputs stay FP32.
+      p = {f, is_block_format(f) ? Format::FP32 : f, Format::FP32, f};
     } else if (spec.is_object()) {
       bool have_grad = false;
       for (const auto& [k, v] : spec.items()) {
@@ -161,6 +164,8 @@ void set_config_value(RunConfig& c, const std::string& key_in, const std::string
     c.weight_rounding = v;
   } else if (key == "fp8_scaling") {
     c.fp8_scaling = v;
+  } else if (key == "grad_rounding") {
+    c.grad_rounding = v;
   } else {
     fail(origin, "unknown key '" + key_in + "'");
   }
@@ -197,6 +202,8 @@ void validate(const RunConfig& c, const std::string& origin) {
   range("stats_every", c.stats_every >= 0, "must be >= 0");
   range("weight_rounding", c.weight_rounding == "nearest" || c.weight_rounding == "stochastic",
         "must be nearest or stochastic (got '" + c.weight_rounding + "')");
+  range("grad_rounding", c.grad_rounding == "recipe" || c.grad_rounding == "nearest" || c.grad_rounding == "stochastic",
+        "must be recipe, nearest or stochastic (got '" + c.grad_rounding + "')");
   range("fp8_scaling", c.fp8_scaling == "delayed" || c.fp8_scaling == "none",
         "must be delayed or none (got '" + c.fp8_scaling + "')");
   range("master_weights", c.master_weights >= -1 && c.master_weights <= 1, "must be true, false or recipe");
@@ -283,7 +290,7 @@ RunConfig parse_run_config_over(const RunConfig& base, const std::string& text, 
         if (is_numeric && !v.is_number())
           fail(origin, "'" + key + "' must be a number (got " + (v.is_string() ? "the string " : "") + v.dump() + ")");
         static const char* textual[] = {"recipe",   "model",   "dataset",         "optimizer",      "schedule",
-                                        "backend",  "weight_rounding", "fp8_scaling", "loss_scale",
+                                        "backend",  "weight_rounding", "fp8_scaling", "grad_rounding", "loss_scale",
                                         "loss_scale_mode"};
         bool is_text = false;
         for (const char* k : textual) is_text = is_text || key == k;
@@ -332,6 +339,7 @@ std::string to_json(const RunConfig& c) {
   if (c.master_weights >= 0) j["master_weights"] = c.master_weights == 1;
   if (c.weight_rounding != "nearest") j["weight_rounding"] = c.weight_rounding;
   if (c.fp8_scaling != "delayed") j["fp8_scaling"] = c.fp8_scaling;
+  if (c.grad_rounding != "recipe") j["grad_rounding"] = c.grad_rounding;
   if (!c.compare.empty()) j["compare"] = c.compare;
   if (c.loss_scale_set) {
     j["loss_scale"] = {{"mode", scaling_mode_key(c.loss_scale.mode)},

@@ -43,6 +43,9 @@ struct RunConfig {
   std::string weight_rounding = "nearest";
   // FP8 per-tensor scaling: "delayed" (Transformer Engine's) or "none".
   std::string fp8_scaling = "delayed";
+  // Block-scaled gradients (mxfp8, mxfp4, nvfp4): "recipe" (nvfp4 rounds
+  // stochastically, the others to nearest), "nearest" or "stochastic".
+  std::string grad_rounding = "recipe";
   std::vector<std::string> compare;      // recipes run side by side (compare); empty for run
 };
 

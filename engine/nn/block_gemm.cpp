@@ -1,0 +1,133 @@
+// Block-scaled GEMM operands for Linear and PatchEmbed (see block_gemm.h).
+#include "nn/block_gemm.h"
+
+#include <functional>
+#include <string>
+
+#include "backend/backend.h"
+#include "nn/layer_io.h"
+#include "numeric/cast.h"
+
+namespace engine {
+
+BlockGemm::BlockGemm(std::string_view name) : m_seed(std::hash<std::string_view>{}(name)) {}
+
+bool BlockGemm::native_bf16(Backend& be) {
+  if (m_native_bf16 < 0) m_native_bf16 = be.info().native_bf16 ? 1 : 0;
+  return m_native_bf16 == 1;
+}
+
+void BlockGemm::quantize(Backend& be, Format f, const float* src, std::int64_t rows, std::int64_t cols,
+                         BlockLayout layout, bool stochastic, BlockOperand& op) {
+  BlockRounding r;
+  r.stochastic = stochastic;
+  // A fresh stream per quantization: step after step, and the two copies of
+  // one dy, round independently.
+  r.seed = m_seed + m_calls++;
+  const bool bf16 = native_bf16(be);
+  const auto n = static_cast<std::size_t>(rows * cols);
+  BlockQuantized q;
+  if (bf16) {
+    m_ws.resize({rows, cols}, Format::FP32);
+    q = block_quantize(f, src, m_ws.f32(), rows, cols, layout, r);
+  } else {
+    op.values.resize({rows, cols}, Format::FP32);
+    q = block_quantize(f, src, op.values.f32(), rows, cols, layout, r);
+  }
+  if (bf16) {
+    if (q.bf16_exact) {
+      op.values.resize({rows, cols}, Format::BF16);
+      cast_from_f32(Format::BF16, m_ws.f32(), op.values.data(), n);
+    } else {
+      // A block scale below BF16's range: keep the exact f32 values.
+      op.values.resize({rows, cols}, Format::FP32);
+      std::copy(m_ws.f32(), m_ws.f32() + n, op.values.f32());
+    }
+  }
+  op.decode = q.tensor_decode;
+  op.device_bytes = block_bytes(f, rows, cols, layout);
+}
+
+void BlockGemm::forward(Backend& be, Format compute, const float* x, const float* w, const float* bias, float* y,
+                        std::int64_t rows, std::int64_t in, std::int64_t out, Format accumulate,
+                        BlockOperand& x_saved) {
+  const bool nv = block_info(compute).tensor_scale;
+  quantize(be, compute, x, rows, in, BlockLayout::Rows, false, m_x);
+  quantize(be, compute, w, out, in, nv ? BlockLayout::Tiles : BlockLayout::Rows, false, m_w);
+  quantize(be, compute, x, rows, in, BlockLayout::Columns, false, x_saved);
+  GemmArgs g;
+  g.m = rows;
+  g.n = out;
+  g.k = in;
+  g.a = gemm_operand(m_x.values, 0, in, false);
+  g.b = gemm_operand(m_w.values, 0, in, true);
+  g.c = y;
+  g.ldc = out;
+  g.alpha = m_x.decode * m_w.decode;
+  g.bias = bias;
+  g.accumulate = accumulate;
+  be.gemm(g);
+}
+
+void BlockGemm::backward(Backend& be, Format compute, Format grad, bool stochastic, const float* dy,
+                         const BlockOperand& x_saved, const float* w, float* dx, float* dw, std::int64_t rows,
+                         std::int64_t in, std::int64_t out, Format accumulate) {
+  const bool dy_block = is_block_format(grad);
+  if (dx) {
+    // dx [rows, in] = dy [rows, out] W [out, in]: reduction over out.
+    GemmArgs g;
+    g.m = rows;
+    g.n = in;
+    g.k = out;
+    float dy_decode = 1.0f;
+    if (dy_block) {
+      quantize(be, grad, dy, rows, out, BlockLayout::Rows, stochastic, m_dy);
+      g.a = gemm_operand(m_dy.values, 0, out, false);
+      dy_decode = m_dy.decode;
+    } else {
+      g.a = GemmOperand{dy, Format::FP32, false, out};
+    }
+    const BlockOperand* wt = &m_wt;
+    if (block_info(compute).tensor_scale) {
+      wt = &m_w;  // 16 x 16 tiles: the forward's weight values serve dgrad as they are
+    } else {
+      quantize(be, compute, w, out, in, BlockLayout::Columns, false, m_wt);
+    }
+    g.b = gemm_operand(wt->values, 0, in, false);
+    g.c = dx;
+    g.ldc = in;
+    g.alpha = dy_decode * wt->decode;
+    g.accumulate = accumulate;
+    be.gemm(g);
+  }
+  // dW [out, in] = dy^T [out, rows] x [rows, in]: reduction over rows.
+  GemmArgs g;
+  g.m = out;
+  g.n = in;
+  g.k = rows;
+  float dy_decode = 1.0f;
+  if (dy_block) {
+    quantize(be, grad, dy, rows, out, BlockLayout::Columns, stochastic, m_dyt);
+    g.a = gemm_operand(m_dyt.values, 0, out, true);
+    dy_decode = m_dyt.decode;
+  } else {
+    g.a = GemmOperand{dy, Format::FP32, true, out};
+  }
+  g.b = gemm_operand(x_saved.values, 0, in, false);
+  g.c = dw;
+  g.ldc = in;
+  g.alpha = dy_decode * x_saved.decode;
+  g.accumulate = accumulate;
+  be.gemm(g);
+}
+
+std::size_t BlockGemm::workspace_bytes() const {
+  return tensors_bytes({&m_x.values, &m_w.values, &m_wt.values, &m_dy.values, &m_dyt.values, &m_ws});
+}
+
+std::int64_t block_weight_bytes(Format f, std::int64_t rows, std::int64_t cols) {
+  if (block_info(f).tensor_scale) return 2 * block_bytes(f, rows, cols, BlockLayout::Tiles);
+  return block_bytes(f, rows, cols, BlockLayout::Rows) + block_bytes(f, rows, cols, BlockLayout::Columns);
+}
+
+}  // namespace engine
