@@ -335,12 +335,17 @@ void MainWindow::createActions() {
                           QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_F),
                           tr("One value in every format: bits, exact value, error, neighbours, range"));
   connect(m_explorerAction, &QAction::triggered, this, &MainWindow::showFormatExplorer);
+  m_blockViewAction = make(QStringLiteral("actionBlockView"), QIcon(), tr("Block formats (MXFP, NVFP4)…"),
+                           QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_B),
+                           tr("Two blocks of values in MXFP8/6/4 or NVFP4 beside one per-tensor scale, with an "
+                              "outlier slider: why block scaling"));
+  connect(m_blockViewAction, &QAction::triggered, this, &MainWindow::showBlockView);
   m_injectFault = make(QStringLiteral("actionInjectFault"), QIcon(), tr("Inject NaN…"),
                        QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_N),
                        tr("Put a NaN or inf into a live run's weights, activations, gradients or loss at its next step"));
   connect(m_injectFault, &QAction::triggered, this, &MainWindow::openFaultDialog);
   // The window keeps the shortcuts while the menu bar is hidden (presentation).
-  addActions({m_presentationAction, m_explorerAction, m_start, m_pause, m_step, m_stop});
+  addActions({m_presentationAction, m_explorerAction, m_blockViewAction, m_start, m_pause, m_step, m_stop});
 }
 
 void MainWindow::createMenus() {
@@ -357,6 +362,7 @@ void MainWindow::createMenus() {
   m_lectureMenu = new LectureMenu(this);
   menuBar()->addMenu(m_lectureMenu);
   m_lectureMenu->addAction(m_explorerAction);
+  m_lectureMenu->addAction(m_blockViewAction);
   m_lectureMenu->addAction(m_presentationAction);
   connect(m_lectureMenu, &LectureMenu::presetChosen, this, [this](const QString& nameOrFile) { openLecture(nameOrFile); });
   QMenu* view = menuBar()->addMenu(tr("&View"));
@@ -364,6 +370,7 @@ void MainWindow::createMenus() {
   view->addSeparator();
   view->addAction(m_presentationAction);
   view->addAction(m_explorerAction);
+  view->addAction(m_blockViewAction);
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(m_about);
 }
@@ -1021,12 +1028,24 @@ void MainWindow::checkLectureClaims() {
 }
 
 FormatExplorer* MainWindow::formatExplorer() {
-  if (!m_explorer) m_explorer = new FormatExplorer(this);
+  if (!m_explorer) {
+    m_explorer = new FormatExplorer(this);
+    m_explorer->setRunStore(m_store);  // the block view's live blocks
+  }
   return m_explorer;
 }
 
 void MainWindow::showFormatExplorer() {
   FormatExplorer* e = formatExplorer();
+  e->showValues();
+  e->show();
+  e->raise();
+  e->activateWindow();
+}
+
+void MainWindow::showBlockView() {
+  FormatExplorer* e = formatExplorer();
+  e->showBlocks();
   e->show();
   e->raise();
   e->activateWindow();

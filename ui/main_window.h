@@ -70,6 +70,7 @@ class MainWindow : public QMainWindow {
   QDockWidget* stepInspectorDock() const { return m_inspectorDock; }
   QAction* presentationAction() const { return m_presentationAction; }
   QAction* explorerAction() const { return m_explorerAction; }
+  QAction* blockViewAction() const { return m_blockViewAction; }
 
   // --- Lecture mode (DESIGN.md "Lecture mode") ---
   // A built-in preset by name or a preset file: chosen as the lesson. A
@@ -90,6 +91,8 @@ class MainWindow : public QMainWindow {
   // The format explorer (made on first use) and its window shown.
   FormatExplorer* formatExplorer();
   void showFormatExplorer();
+  // The explorer on its Blocks tab (Lecture > Block formats).
+  void showBlockView();
   // Presentation view: large type, thick lines, controls hidden, the
   // lesson and its watched charts on screen. F11 toggles it.
   void setPresentation(bool on);
@@ -240,6 +243,7 @@ class MainWindow : public QMainWindow {
   PresentationView* m_presentationView = nullptr;
   QAction* m_presentationAction = nullptr;
   QAction* m_explorerAction = nullptr;
+  QAction* m_blockViewAction = nullptr;
   QToolBar* m_toolbar = nullptr;
   std::unique_ptr<engine::Preset> m_lecture;
   QVector<int> m_lectureRuns;  // its title says whose precisions the table shows

@@ -17,7 +17,10 @@ BitCells::BitCells(engine::Format format, QWidget* parent) : QWidget(parent), m_
   const engine::FormatInfo& fi = engine::format_info(format);
   m_exp = fi.exp_bits;
   m_man = fi.man_bits;
-  m_total = 1 + m_exp + m_man;
+  // `bits` counts the encoding's bits: sign, exponent and mantissa, or for
+  // the unsigned E8M0 exponent bits alone (FP6: 6, FP4: 4, TF32: 19).
+  m_total = fi.bits;
+  m_sign = m_total > m_exp + m_man;
   setObjectName(QStringLiteral("bits-%1").arg(QString::fromLatin1(engine::format_key(format))));
   setCursor(Qt::PointingHandCursor);
   setToolTip(tr("Sign, exponent and mantissa bits: click a bit to flip it"));
@@ -37,7 +40,8 @@ int BitCells::cellWidth() const {
 
 QRect BitCells::cellRect(int bit) const {
   const int i = m_total - 1 - bit;  // cell index from the left
-  const int gaps = (i >= 1 ? 1 : 0) + (i >= 1 + m_exp ? 1 : 0);
+  const int signCells = m_sign ? 1 : 0;
+  const int gaps = (m_sign && i >= 1 ? 1 : 0) + (m_man > 0 && i >= signCells + m_exp ? 1 : 0);
   const int w = cellWidth();
   return QRect(i * w + gaps * kFieldGap, 0, w, height());
 }
@@ -58,7 +62,7 @@ void BitCells::paintEvent(QPaintEvent*) {
   p.setFont(f);
   for (int bit = m_total - 1; bit >= 0; --bit) {
     const QRect r = cellRect(bit).adjusted(0, 0, -1, -1);
-    const QColor fill = bit == m_total - 1 ? chart_style::kSignBit
+    const QColor fill = m_sign && bit == m_total - 1 ? chart_style::kSignBit
                         : bit >= m_man     ? chart_style::kExponentBit
                                            : chart_style::kMantissaBit;
     const bool one = (m_bits >> bit) & 1u;

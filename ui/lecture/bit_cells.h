@@ -1,5 +1,7 @@
 // BitCells: one format's bits as a row of cells coloured by field — sign,
 // exponent, mantissa (Float Toy's convention) — where a click flips a bit.
+// Any width: FP32's 32 bits down to FP4's 4, and E8M0's 8 unsigned
+// exponent bits.
 #pragma once
 
 #include <QWidget>
@@ -43,5 +45,6 @@ class BitCells : public QWidget {
   int m_total = 0;
   int m_exp = 0;
   int m_man = 0;
+  bool m_sign = true;  // E8M0 has none
   std::uint32_t m_bits = 0;
 };

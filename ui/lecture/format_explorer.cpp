@@ -1,5 +1,6 @@
 // FormatExplorer: the rows, their read-outs and the three ways to move the
-// value (typing, dragging, stepping); every number from engine::inspect.
+// value (typing, dragging, stepping); every number from engine::inspect;
+// the block view in its own tab.
 #include "lecture/format_explorer.h"
 
 #include <QButtonGroup>
@@ -13,6 +14,9 @@
 #include <QLocale>
 #include <QPushButton>
 #include <QRadioButton>
+#include <QScreen>
+#include <QScrollArea>
+#include <QTabWidget>
 #include <QVBoxLayout>
 
 #include <cmath>
@@ -21,18 +25,38 @@
 #include "charts/chart_style.h"
 #include "charts/number_text.h"
 #include "lecture/bit_cells.h"
+#include "lecture/block_view.h"
 #include "lecture/number_line.h"
 
 namespace {
 
+// Indexing rows by the enum needs the tensor and element formats first.
+static_assert(static_cast<int>(engine::Format::E3M2) == engine::kFormatCount &&
+              static_cast<int>(engine::Format::E8M0) == FormatExplorer::kRowCount - 1);
+
+// A neighbour on the wrong side (a gap that is not positive) is no
+// neighbour: the value is the format's last in that direction.
+bool isNeighbour(double neighbour, double gap) { return !std::isnan(neighbour) && gap > 0; }
+
 QString gapPart(const QString& word, double neighbour, double gap) {
-  if (std::isnan(neighbour)) return QObject::tr("%1 none").arg(word);
+  if (!isNeighbour(neighbour, gap)) return QObject::tr("%1 none").arg(word);
   return QObject::tr("%1 %2 (gap %3)")
       .arg(word, QString::fromStdString(engine::shortest_decimal(static_cast<float>(neighbour))),
            number_text::significant(gap, 3));
 }
 
 }  // namespace
+
+const std::array<engine::Format, FormatExplorer::kRowCount>& FormatExplorer::rowFormats() {
+  static const std::array<engine::Format, kRowCount> rows = [] {
+    std::array<engine::Format, kRowCount> r{};
+    int i = 0;
+    for (engine::Format f : engine::kAllFormats) r[static_cast<std::size_t>(i++)] = f;
+    for (engine::Format f : engine::kElementFormats) r[static_cast<std::size_t>(i++)] = f;
+    return r;
+  }();
+  return rows;
+}
 
 FormatExplorer::FormatExplorer(QWidget* parent) : QDialog(parent) {
   setObjectName(QStringLiteral("formatExplorer"));
@@ -44,7 +68,9 @@ FormatExplorer::FormatExplorer(QWidget* parent) : QDialog(parent) {
   m_edit->installEventFilter(this);
   m_parseNote = new QLabel(this);
   m_parseNote->setStyleSheet(QStringLiteral("color:%1").arg(chart_style::kAlarmLine.name()));
-  m_saturateCheck = new QCheckBox(tr("Saturate (clamp to ±max instead of inf/NaN)"), this);
+  m_saturateCheck = new QCheckBox(tr("Saturate FP8 (clamp to ±max instead of inf/NaN)"), this);
+  m_saturateCheck->setToolTip(tr("FP8 casts saturate when a recipe asks for it; FP6, FP4 and E8M0 have no inf "
+                                 "and always saturate"));
   m_saturateCheck->setObjectName(QStringLiteral("explorerSaturate"));
   m_saturateCheck->installEventFilter(this);
   connect(m_saturateCheck, &QCheckBox::toggled, this, &FormatExplorer::setSaturate);
@@ -70,7 +96,17 @@ FormatExplorer::FormatExplorer(QWidget* parent) : QDialog(parent) {
   grid->setVerticalSpacing(2);
   auto* group = new QButtonGroup(this);
   int gridRow = 0;
-  for (engine::Format f : engine::kAllFormats) {
+  for (engine::Format f : rowFormats()) {
+    if (f == engine::Format::E3M2) {
+      auto* section = new QLabel(
+          tr("<b>OCP Microscaling element formats</b> — the elements and the scale of MXFP8/6/4 and NVFP4 "
+             "(the Blocks tab): no inf; FP6 and FP4 have no NaN and saturate at ±max; E8M0 is an unsigned "
+             "power of two, 2^-127 to 2^127, 0xFF NaN"),
+          this);
+      section->setObjectName(QStringLiteral("explorerElementSection"));
+      section->setWordWrap(true);
+      grid->addWidget(section, gridRow++, 0, 1, 5);
+    }
     Row& r = m_rows[index(f)];
     const QString key = QString::fromLatin1(engine::format_key(f));
     r.name = new QRadioButton(QString::fromLatin1(engine::format_name(f)), this);
@@ -118,7 +154,7 @@ FormatExplorer::FormatExplorer(QWidget* parent) : QDialog(parent) {
     grid->addWidget(r.error, gridRow + 1, 2, 1, 2);
     grid->addWidget(r.gaps, gridRow + 2, 1, 1, 4);
     gridRow += 3;
-    if (f != engine::Format::E4M3) {
+    if (f != engine::Format::E4M3 && f != rowFormats().back()) {
       auto* rule = new QFrame(this);
       rule->setFrameShape(QFrame::HLine);
       rule->setFrameShadow(QFrame::Sunken);
@@ -131,11 +167,32 @@ FormatExplorer::FormatExplorer(QWidget* parent) : QDialog(parent) {
   auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, this);
   connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
   buttons->button(QDialogButtonBox::Close)->setAutoDefault(false);
+
+  // Values tab: the value field, then the rows, which scroll when the
+  // window is shorter than ten formats (1280x720).
+  auto* rowsWidget = new QWidget;
+  auto* rowsLayout = new QVBoxLayout(rowsWidget);
+  rowsLayout->setContentsMargins(0, 0, 4, 0);
+  rowsLayout->addLayout(grid);
+  rowsLayout->addStretch(1);
+  auto* scroll = new QScrollArea(this);
+  scroll->setObjectName(QStringLiteral("explorerRows"));
+  scroll->setWidget(rowsWidget);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  auto* valuesPage = new QWidget(this);
+  auto* valuesLayout = new QVBoxLayout(valuesPage);
+  valuesLayout->addLayout(head);
+  valuesLayout->addWidget(hint);
+  valuesLayout->addWidget(scroll, 1);
+  m_blockView = new BlockView(this);
+  m_tabs = new QTabWidget(this);
+  m_tabs->setObjectName(QStringLiteral("explorerTabs"));
+  m_tabs->addTab(valuesPage, tr("Values: one number in every format"));
+  m_tabs->addTab(m_blockView, tr("Blocks: MXFP8, MXFP6, MXFP4, NVFP4"));
   auto* layout = new QVBoxLayout(this);
-  layout->addLayout(head);
-  layout->addWidget(hint);
-  layout->addLayout(grid);
-  layout->addStretch(1);
+  layout->addWidget(m_tabs, 1);
   layout->addWidget(buttons);
   setValueText(QStringLiteral("0.1"));
   m_edit->setText(QStringLiteral("0.1"));
@@ -187,9 +244,22 @@ void FormatExplorer::setBits(engine::Format f, std::uint32_t bits) {
   m_edit->setText(QString::fromStdString(engine::shortest_decimal(m_input)));
 }
 
+void FormatExplorer::setRunStore(RunStore* store) { m_blockView->setRunStore(store); }
+
+void FormatExplorer::showBlocks() { m_tabs->setCurrentWidget(m_blockView); }
+
+void FormatExplorer::showValues() { m_tabs->setCurrentIndex(0); }
+
+QSize FormatExplorer::sizeHint() const {
+  // Every row without scrolling, where the screen has the room.
+  QSize s(1240, 1000);
+  if (const QScreen* sc = screen()) s = s.boundedTo(sc->availableGeometry().size());
+  return s;
+}
+
 void FormatExplorer::flipBit(engine::Format f, int bit) {
   const engine::FormatInfo& fi = engine::format_info(f);
-  if (bit < 0 || bit > fi.exp_bits + fi.man_bits) return;
+  if (bit < 0 || bit >= fi.bits) return;  // fi.bits: sign, exponent and mantissa (E8M0: no sign)
   // Field bit -> container bit: TF32's 19 bits are the top of its FP32
   // container (Inspection::field_bits is bits >> 13).
   const int shift = f == engine::Format::TF32 ? 13 : 0;
@@ -200,7 +270,8 @@ bool FormatExplorer::stepUlp(int direction) {
   const engine::Format f = m_selected;
   const engine::Inspection& cur = inspection(f);
   const double target = direction > 0 ? cur.next : cur.prev;
-  if (std::isnan(target)) return false;  // past max, or not a finite value
+  // None past max, or for a value that is not finite.
+  if (!isNeighbour(target, direction > 0 ? cur.gap_up : cur.gap_down)) return false;
   // The neighbour is representable in f: inspect gives its exact bits.
   setBits(f, engine::inspect(f, static_cast<float>(target)).bits);
   return true;
@@ -215,7 +286,7 @@ void FormatExplorer::setSaturate(bool on) {
 }
 
 void FormatExplorer::recompute() {
-  for (engine::Format f : engine::kAllFormats) {
+  for (engine::Format f : rowFormats()) {
     if (m_pinned && m_pinned->first == f)
       m_shown[index(f)] = engine::inspect_bits(f, m_pinned->second);
     else
@@ -257,6 +328,10 @@ QString FormatExplorer::errorText(engine::Format f) const { return m_rows[index(
 QString FormatExplorer::gapText(engine::Format f) const { return m_rows[index(f)].gaps->text(); }
 
 void FormatExplorer::keyPressEvent(QKeyEvent* event) {
+  if (m_tabs->currentIndex() != 0) {  // the arrows step ULPs on the Values tab only
+    QDialog::keyPressEvent(event);
+    return;
+  }
   switch (event->key()) {
     case Qt::Key_Up:
     case Qt::Key_Right: stepUlp(+1); return;

@@ -1,10 +1,13 @@
-// FormatExplorer: one value in all six formats side by side (DESIGN.md
-// "Lecture mode"): bits coloured by sign, exponent and mantissa (a click
-// flips a bit), hex, the exact decimal value, the rounding error (absolute
-// and relative), the gap to the previous and next values, the class, and a
-// logarithmic number line per format. Type a value, drag along a line, or
-// step one ULP of the selected format with the arrow keys. Everything it
-// shows comes from engine/numeric/inspect, as `precision-lab-cli formats`.
+// FormatExplorer: one value in every format side by side (DESIGN.md
+// "Lecture mode") — the six tensor formats and the OCP Microscaling element
+// formats FP6-E3M2, FP6-E2M3, FP4-E2M1 and the E8M0 block scale: bits
+// coloured by sign, exponent and mantissa (a click flips a bit), hex, the
+// exact decimal value, the rounding error (absolute and relative), the gap
+// to the previous and next values, the class, and a logarithmic number line
+// per format. Type a value, drag along a line, or step one ULP of the
+// selected format with the arrow keys. Everything it shows comes from
+// engine/numeric/inspect, as `precision-lab-cli formats`. A second tab, the
+// block view (lecture/block_view.h), shows block-scaled formats.
 #pragma once
 
 #include <QDialog>
@@ -17,7 +20,10 @@
 #include "numeric/inspect.h"
 
 class BitCells;
+class BlockView;
 class NumberLine;
+class RunStore;
+class QTabWidget;
 class QCheckBox;
 class QLabel;
 class QLineEdit;
@@ -28,7 +34,20 @@ class FormatExplorer : public QDialog {
   Q_OBJECT
 
  public:
+  // The rows, top to bottom: the tensor formats, then the element formats.
+  static constexpr int kRowCount = engine::kFormatCount + engine::kElementFormatCount;
+  static const std::array<engine::Format, kRowCount>& rowFormats();
+
   explicit FormatExplorer(QWidget* parent = nullptr);
+
+  // The block view's live source (may be null).
+  void setRunStore(RunStore* store);
+  BlockView* blockView() const { return m_blockView; }
+  QTabWidget* tabs() const { return m_tabs; }
+  // Brings the Blocks tab (or the Values tab) to the front.
+  void showBlocks();
+  void showValues();
+  QSize sizeHint() const override;
 
   // A value typed (or dragged): every format rounds it (RNE; saturating
   // where the checkbox says so).
@@ -75,6 +94,8 @@ class FormatExplorer : public QDialog {
     QLabel* gaps = nullptr;
     NumberLine* line = nullptr;
   };
+  // Rows are indexed by the enum: the tensor formats, then the element
+  // formats, are its first kRowCount values.
   static int index(engine::Format f) { return static_cast<int>(f); }
   void recompute();
   void showRow(engine::Format f);
@@ -84,8 +105,10 @@ class FormatExplorer : public QDialog {
   // The row whose bits were set directly (a click, an ULP step), if any.
   std::optional<std::pair<engine::Format, std::uint32_t>> m_pinned;
   engine::Format m_selected = engine::Format::FP16;
-  std::array<engine::Inspection, engine::kFormatCount> m_shown{};
-  std::array<Row, engine::kFormatCount> m_rows{};
+  std::array<engine::Inspection, kRowCount> m_shown{};
+  std::array<Row, kRowCount> m_rows{};
+  QTabWidget* m_tabs = nullptr;
+  BlockView* m_blockView = nullptr;
   QLineEdit* m_edit = nullptr;
   QCheckBox* m_saturateCheck = nullptr;
   QLabel* m_parseNote = nullptr;

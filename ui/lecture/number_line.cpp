@@ -25,12 +25,26 @@ NumberLine::NumberLine(engine::Format format, QWidget* parent) : QWidget(parent)
   m_overflow = t.overflow;
   m_lo = std::floor(std::log2(m_minSub)) - 3;
   m_hi = std::ceil(std::log2(m_overflow)) + 3;
+  // E8M0 holds no zero: below its smallest power of two it saturates to it,
+  // as above its largest; the MX element formats saturate at ±max.
+  m_hasZero = format != engine::Format::E8M0;
   setCursor(Qt::SizeHorCursor);
   setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
-  setToolTip(tr("%1 on a log2 scale: red flushes to zero (|x| ≤ %2) or overflows (|x| > %3), amber is "
-                "subnormal (below %4), green is the normal range up to %5. Drag to pick a magnitude.")
-                 .arg(QString::fromLatin1(fi.name), pow2(std::log2(m_underflow)), QString::number(m_overflow, 'g', 6),
-                      pow2(std::log2(m_minNormal)), QString::number(m_max, 'g', 6)));
+  if (!m_hasZero)
+    setToolTip(tr("%1 on a log2 scale: powers of two from %2 to %3, green; red, beyond them, saturates to the "
+                  "nearest end (0 becomes %2, a negative value NaN). Drag to pick a magnitude.")
+                   .arg(QString::fromLatin1(fi.name), pow2(std::log2(m_minNormal)), pow2(std::log2(m_max))));
+  else if (!fi.has_inf && !fi.has_nan)
+    setToolTip(tr("%1 on a log2 scale: red flushes to zero (|x| ≤ %2) or saturates to ±%5 (|x| > %3), amber is "
+                  "subnormal (below %4), green is the normal range up to %5. No inf, no NaN. Drag to pick a "
+                  "magnitude.")
+                   .arg(QString::fromLatin1(fi.name), pow2(std::log2(m_underflow)), QString::number(m_overflow, 'g', 6),
+                        pow2(std::log2(m_minNormal)), QString::number(m_max, 'g', 6)));
+  else
+    setToolTip(tr("%1 on a log2 scale: red flushes to zero (|x| ≤ %2) or overflows (|x| > %3), amber is "
+                  "subnormal (below %4), green is the normal range up to %5. Drag to pick a magnitude.")
+                   .arg(QString::fromLatin1(fi.name), pow2(std::log2(m_underflow)), QString::number(m_overflow, 'g', 6),
+                        pow2(std::log2(m_minNormal)), QString::number(m_max, 'g', 6)));
 }
 
 void NumberLine::setValue(double stored, double input) {
@@ -66,9 +80,15 @@ void NumberLine::paintEvent(QPaintEvent*) {
     const double x0 = from <= 0 ? b.left() : xOf(from), x1 = std::isinf(to) ? b.right() : xOf(to);
     p.fillRect(QRectF(x0, b.top(), x1 - x0, b.height()), c);
   };
-  zone(0, m_underflow, chart_style::kUnderflowZone);
-  zone(m_underflow, m_minNormal, chart_style::kSubnormalZone);
-  zone(m_minNormal, m_max, chart_style::kNormalZone);
+  if (m_hasZero) {
+    zone(0, m_underflow, chart_style::kUnderflowZone);
+    zone(m_underflow, m_minNormal, chart_style::kSubnormalZone);
+  } else {
+    zone(0, m_minNormal, chart_style::kOverflowZone);  // saturates to the smallest value
+  }
+  // Up to the overflow threshold, not max: what lies between rounds to max
+  // (FP4's 6 to 7 is a seventh of its line).
+  zone(m_minNormal, m_overflow, chart_style::kNormalZone);
   zone(m_overflow, INFINITY, chart_style::kOverflowZone);
   // Thresholds: smallest subnormal, smallest normal, largest finite.
   QFont small = font();
@@ -99,8 +119,9 @@ void NumberLine::paintEvent(QPaintEvent*) {
     }
   };
   tick(m_minNormal, pow2(std::log2(m_minNormal)), chart_style::kCautionLine, Qt::AlignLeft);
-  tick(m_minSub, pow2(std::log2(m_minSub)), chart_style::kAlarmLine, Qt::AlignRight);
-  tick(m_max, QString::number(m_max, 'g', 6), chart_style::kAlarmLine, Qt::AlignRight);
+  if (m_minSub < m_minNormal) tick(m_minSub, pow2(std::log2(m_minSub)), chart_style::kAlarmLine, Qt::AlignRight);
+  tick(m_max, m_hasZero ? QString::number(m_max, 'g', 6) : pow2(std::log2(m_max)), chart_style::kAlarmLine,
+       Qt::AlignRight);
   // The value asked about (thin) and the value stored (a bold marker).
   if (std::isfinite(m_input) && m_input != 0 && m_input != m_stored) {
     p.setPen(QPen(chart_style::kNeutral, 1, Qt::DashLine));

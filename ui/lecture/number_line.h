@@ -1,7 +1,7 @@
 // NumberLine: one format's magnitudes on a logarithmic line — the band that
 // flushes to zero, the subnormal band, the normal range and the overflow
-// threshold — with the current value marked; dragging along it picks a
-// magnitude.
+// threshold (for formats without inf, where they saturate) — with the
+// current value marked; dragging along it picks a magnitude.
 #pragma once
 
 #include <QWidget>
@@ -44,4 +44,5 @@ class NumberLine : public QWidget {
   double m_lo = 0, m_hi = 0;
   double m_underflow = 0, m_minSub = 0, m_minNormal = 0, m_max = 0, m_overflow = 0;
   double m_stored = 0, m_input = 0;
+  bool m_hasZero = true;  // false for E8M0
 };
