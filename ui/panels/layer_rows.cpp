@@ -74,6 +74,7 @@ QVector<PrecisionTableRow> layerRowsFor(const engine::RunConfig& config) {
   for (engine::Layer* l : model->leaves()) {
     PrecisionTableRow row;
     row.layer = QString::fromStdString(l->name());
+    row.kind = QString::fromLatin1(l->kind());
     row.precision = l->precision();
     row.recipePrecision = plain[l->name()];
     std::int64_t bytes = 0;

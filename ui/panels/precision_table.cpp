@@ -18,7 +18,9 @@ class FormatDelegate : public QStyledItemDelegate {
 
   QWidget* createEditor(QWidget* parent, const QStyleOptionViewItem&, const QModelIndex& index) const override {
     auto* combo = new QComboBox(parent);
-    for (engine::Format f : PrecisionTableModel::choices(index.column()))
+    // The row's own choices: block formats only for GEMM layers' compute.
+    const auto* model = qobject_cast<const PrecisionTableModel*>(index.model());
+    for (engine::Format f : model ? model->choicesAt(index) : PrecisionTableModel::choices(index.column()))
       combo->addItem(QString::fromLatin1(engine::format_name(f)));
     // Commit on pick, not only on focus loss.
     connect(combo, &QComboBox::activated, this, [this, combo] {
@@ -60,7 +62,7 @@ PrecisionTable::PrecisionTable(QWidget* parent) : QTableView(parent) {
   header->setMinimumSectionSize(60);
   const QFontMetrics fm = fontMetrics();
   // Wide enough for the longest format name and the header text.
-  const int formatWidth = fm.horizontalAdvance(QStringLiteral("FP8-E4M3")) + 36;
+  const int formatWidth = fm.horizontalAdvance(QStringLiteral("MXFP8-E5M2")) + 36;
   header->resizeSection(PrecisionTableModel::Shape, fm.horizontalAdvance(QStringLiteral("3 x 256 x 256")) + 16);
   for (int c : {PrecisionTableModel::Compute, PrecisionTableModel::Storage, PrecisionTableModel::Accumulate})
     header->resizeSection(c, formatWidth);

@@ -3,7 +3,9 @@
 
 #include <QFont>
 #include <QLocale>
+#include <QStringList>
 
+#include "amp/recipe.h"
 #include "numeric/format.h"
 
 namespace {
@@ -63,6 +65,29 @@ QVector<engine::Format> PrecisionTableModel::choices(int column) {
   }
 }
 
+QVector<engine::Format> PrecisionTableModel::choices(int column, const QString& kind) {
+  QVector<engine::Format> c = choices(column);
+  if (column == Compute && !kind.isEmpty() && engine::takes_block_formats(kind.toStdString()))
+    for (engine::Format f : engine::kBlockFormats) c << f;
+  return c;
+}
+
+QVector<engine::Format> PrecisionTableModel::choicesAt(const QModelIndex& index) const {
+  if (!index.isValid() || index.row() >= m_rows.size()) return {};
+  return choices(index.column(), m_rows[index.row()].kind);
+}
+
+engine::Format PrecisionTableModel::gradFor(engine::Format compute, engine::Format previousGrad) {
+  using engine::Format;
+  if (engine::is_block_format(compute)) return compute;
+  if (!engine::is_block_format(previousGrad)) return previousGrad;
+  switch (compute) {
+    case Format::E4M3: return Format::E5M2;  // FP8 recipes: E4M3 forward, E5M2 gradients
+    case Format::TF32: return Format::FP32;  // TF32 is a GEMM input format only
+    default: return compute;
+  }
+}
+
 int PrecisionTableModel::rowCount(const QModelIndex& parent) const {
   return parent.isValid() ? 0 : static_cast<int>(m_rows.size());
 }
@@ -95,9 +120,18 @@ QVariant PrecisionTableModel::data(const QModelIndex& index, int role) const {
     bold.setBold(true);
     return bold;
   }
-  if (role == Qt::ToolTipRole && isFormatColumn(column) && row.precision != row.recipePrecision)
-    return tr("Edited: the recipe gives %1 here").arg(
-        QString::fromLatin1(engine::format_name(formatAt(row.recipePrecision, column))));
+  if (role == Qt::ToolTipRole && isFormatColumn(column)) {
+    QStringList tip;
+    if (row.precision != row.recipePrecision)
+      tip << tr("Edited: the recipe gives %1 here")
+                 .arg(QString::fromLatin1(engine::format_name(formatAt(row.recipePrecision, column))));
+    // The grad format has no column: the compute cell says it.
+    if (column == Compute && row.precision.grad != row.precision.compute)
+      tip << tr("Gradients in %1").arg(QString::fromLatin1(engine::format_name(row.precision.grad)));
+    if (column == Compute && engine::is_block_format(row.precision.compute))
+      tip << tr("Block-scaled: see Lecture ▸ Block formats");
+    if (!tip.isEmpty()) return tip.join(QLatin1Char('\n'));
+  }
   if (role == Qt::TextAlignmentRole && (column == Parameters || column == Memory))
     return static_cast<int>(Qt::AlignRight | Qt::AlignVCenter);
   return {};
@@ -140,11 +174,13 @@ bool PrecisionTableModel::setData(const QModelIndex& index, const QVariant& valu
       !isFormatColumn(index.column()))
     return false;
   const std::optional<engine::Format> parsed = engine::parse_format(value.toString().toStdString());
-  if (!parsed || !choices(index.column()).contains(*parsed)) return false;
-  engine::Format& target = formatOf(m_rows[index.row()], index.column());
+  if (!parsed || !choicesAt(index).contains(*parsed)) return false;
+  PrecisionTableRow& row = m_rows[index.row()];
+  engine::Format& target = formatOf(row, index.column());
   if (target == *parsed) return true;
   target = *parsed;
-  emit dataChanged(index, index, {Qt::DisplayRole, Qt::EditRole});
+  if (index.column() == Compute) row.precision.grad = gradFor(row.precision.compute, row.precision.grad);
+  emit dataChanged(index, index, {Qt::DisplayRole, Qt::EditRole, Qt::ToolTipRole});
   emit precisionEdited(index.row(), m_rows[index.row()].precision);
   return true;
 }
