@@ -89,7 +89,7 @@ TEST_F(MainWindowTest, TitleAndAreasExist) {
 
 TEST_F(MainWindowTest, SetupPanelOffersTheDesignChoices) {
   EXPECT_EQ(comboItems(child<QComboBox>("recipeCombo")),
-            (QStringList{"fp32", "fp16", "mixed-fp16", "mixed-bf16", "fp8", "custom"}));
+            (QStringList{"fp32", "fp16", "mixed-fp16", "mixed-bf16", "fp8", "mxfp8", "mxfp4", "nvfp4", "custom"}));
   const QStringList datasets = comboItems(child<QComboBox>("datasetCombo"));
   ASSERT_EQ(datasets.size(), 4);
   EXPECT_EQ(datasets.mid(0, 3), (QStringList{"fashion-mnist", "spirals", "tiny-gradients"}));

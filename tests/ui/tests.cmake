@@ -28,10 +28,12 @@ pl_add_test(test_ui_compare
   LABELS ui
   ENV QT_QPA_PLATFORM=offscreen
   TIMEOUT 120)
-# ui/session and ui/panels: the command line, the run store, the setup panel.
+# ui/session and ui/panels: the command line, the run store, the setup
+# panel, the precision table's choices per layer kind.
 pl_add_test(test_ui_session_panels
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/session/test_command_line.cpp
           ${CMAKE_CURRENT_LIST_DIR}/panels/test_setup_panel.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/panels/test_precision_table.cpp
   LIBS ui Qt6::Test
   LABELS ui
   ENV QT_QPA_PLATFORM=offscreen
@@ -40,12 +42,14 @@ pl_add_test(test_ui_session_panels
 add_dependencies(test_ui_session_panels precision-lab)
 target_compile_definitions(test_ui_session_panels PRIVATE PL_GUI_BINARY="$<TARGET_FILE:precision-lab>")
 # ui/lecture: the Lecture menu and panel, the speed control, the format
-# explorer (against engine::inspect, every FP8 code), the step inspector and
-# the presentation view.
+# explorer (against engine::inspect, every FP8, FP6, FP4 and E8M0 code), its
+# block view (hand-worked MX and NVFP4 blocks, the outlier slider, live
+# blocks), the step inspector and the presentation view.
 pl_add_test(test_ui_lecture
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/lecture/test_lecture_mode.cpp
           ${CMAKE_CURRENT_LIST_DIR}/lecture/test_format_explorer.cpp
           ${CMAKE_CURRENT_LIST_DIR}/lecture/test_step_inspector.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/lecture/test_block_view.cpp
   LIBS ui Qt6::Test
   LABELS ui
   ENV QT_QPA_PLATFORM=offscreen
