@@ -31,6 +31,7 @@
 #include "numeric/convert.h"
 #include "numeric/inspect.h"
 #include "session/run_store.h"
+#include "session/training_controller.h"
 #include "../ui_test_support.h"
 
 namespace {
@@ -438,6 +439,38 @@ TEST(BlockView, LiveBlocksComeFromTheLatestInspectedStep) {
   // Back to typed values.
   view.setSource(BlockView::Source::Typed);
   EXPECT_EQ(view.comparison().input.size(), 64u);
+}
+
+// The engine's own inspection (Step on an mxfp4 run) reaches the view: fc2's
+// weight block, 32 values along a row of its 128 x 256 weight.
+TEST(BlockView, StepOnAnMxfp4RunGivesTheViewALiveBlock) {
+  ui_test::ensureApplication();
+  MainWindow w;
+  w.setQuietErrors(true);
+  engine::RunConfig c = ui_test::config("mxfp4");
+  c.steps = 50;
+  c.threads = 1;
+  w.setBaseConfig(c);
+  BlockView* view = w.formatExplorer()->blockView();
+  view->setSource(BlockView::Source::Live);
+  EXPECT_TRUE(view->sourceText().contains(QStringLiteral("Press Step")));
+  w.stepOnce();
+  ASSERT_EQ(w.controller()->currentRuns().size(), 1);
+  const int id = w.controller()->currentRuns().front();
+  ASSERT_TRUE(ui_test::waitFor([&] { return w.store()->run(id).inspection.has_value(); }, 20000));
+  const engine::LayerInspection* fc2 = nullptr;
+  for (const engine::LayerInspection& li : w.store()->run(id).inspection->layers)
+    if (li.layer == "fc2") fc2 = &li;
+  ASSERT_NE(fc2, nullptr);
+  ASSERT_EQ(fc2->weight_block.size(), 32u);
+  ASSERT_TRUE(view->selectLive(id, QStringLiteral("fc2"), false));
+  EXPECT_EQ(view->comparison().input, fc2->weight_block);
+  EXPECT_EQ(view->comparison().amax, fc2->weight_amax);
+  EXPECT_GT(view->comparison().amax, 0.0);
+  EXPECT_TRUE(view->sourceText().contains(QStringLiteral("step 1 · layer fc2"))) << view->sourceText().toStdString();
+  ASSERT_TRUE(view->selectLive(id, QStringLiteral("fc2"), true));
+  EXPECT_EQ(view->comparison().input, fc2->grad_block);
+  w.controller()->shutdown();
 }
 
 TEST(BlockView, TheLectureMenuOpensTheExplorerOnItsBlocksTab) {
