@@ -31,6 +31,7 @@ inline RefFormat ref_format(engine::Format f) {
     case engine::Format::FP16: return {5, 10, 15, 65504.0, true};
     case engine::Format::E5M2: return {5, 2, 15, 57344.0, true};
     case engine::Format::E4M3: return {4, 3, 7, 448.0, false};
+    default: break;  // the MX element and block formats: mx_reference.h
   }
   return {8, 23, 127, 0.0, true};
 }
@@ -153,6 +154,7 @@ inline std::uint32_t ref_encode(engine::Format fmt, float x, bool saturate) {
     case engine::Format::E4M3:
       if (r.is_nan) return (r.negative ? 0x80u : 0u) | 0x7Fu;
       return ref_encode_value(fmt, r);
+    default: break;
   }
   return u;
 }

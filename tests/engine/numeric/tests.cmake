@@ -24,3 +24,13 @@ pl_add_test(test_numeric_inspect
   SOURCES engine/numeric/test_inspect.cpp
   LIBS engine_core
   LABELS engine)
+pl_add_test(test_numeric_mx_elements
+  SOURCES engine/numeric/test_mx_elements.cpp
+  LIBS engine_core
+  LABELS engine
+  TIMEOUT 300)
+pl_add_test(test_numeric_block_formats
+  SOURCES engine/numeric/test_block_formats.cpp
+  LIBS engine_core
+  LABELS engine
+  TIMEOUT 300)
