@@ -138,6 +138,38 @@ RunFn run_for(Format element) {
   throw std::logic_error("block quantize: no element kernel");
 }
 
+// Stochastic rounding of one run: convert.h's saturating element encoder
+// with element i's random bits stochastic_bits(seed, index0 + i), then the
+// decode times the block scale -- the reference's arithmetic, element by
+// element, without its per-block bookkeeping.
+template <class Encode, class Decode>
+void sr_loop(const float* src, float* dst, std::int64_t n, const float* enc, const float* dec, bool per_column,
+             std::uint64_t seed, std::uint64_t index0, Encode encode_sr_sat, Decode decode_code) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float e = per_column ? enc[i] : enc[0];
+    const float d = per_column ? dec[i] : dec[0];
+    const std::uint32_t r = stochastic_bits(seed, index0 + static_cast<std::uint64_t>(i));
+    dst[i] = decode_code(encode_sr_sat(src[i] * e, r)) * d;
+  }
+}
+
+void sr_run(Format element, const float* src, float* dst, std::int64_t n, const float* enc, const float* dec,
+            bool per_column, std::uint64_t seed, std::uint64_t index0) {
+  switch (element) {
+    case Format::E4M3:
+      return sr_loop(src, dst, n, enc, dec, per_column, seed, index0,
+                     [](float v, std::uint32_t r) { return fp32_to_e4m3_sr(v, r, true); }, e4m3_to_fp32);
+    case Format::E5M2:
+      return sr_loop(src, dst, n, enc, dec, per_column, seed, index0,
+                     [](float v, std::uint32_t r) { return fp32_to_e5m2_sr(v, r, true); }, e5m2_to_fp32);
+    case Format::E3M2: return sr_loop(src, dst, n, enc, dec, per_column, seed, index0, fp32_to_e3m2_sr, e3m2_to_fp32);
+    case Format::E2M3: return sr_loop(src, dst, n, enc, dec, per_column, seed, index0, fp32_to_e2m3_sr, e2m3_to_fp32);
+    case Format::E2M1: return sr_loop(src, dst, n, enc, dec, per_column, seed, index0, fp32_to_e2m1_sr, e2m1_to_fp32);
+    default: break;
+  }
+  throw std::logic_error("block quantize: no element kernel");
+}
+
 // One block's (enc, dec) pair from its amax bits; false for a NaN block.
 struct BlockScale {
   float enc = 1.0f, dec = 1.0f;
@@ -305,21 +337,21 @@ BlockQuantized block_quantize(Format f, const float* src, float* dst, std::int64
   BlockQuantized out;
   if (rows <= 0 || cols <= 0) return out;
   const int min_exact = bf16_exact_min_exponent(bi.element);
-  if (rounding.stochastic) {
-    const BlockEncoding e = block_encode_reference(f, src, rows, cols, layout, rounding);
-    block_decode(e, dst, false);
-    out.tensor_decode = bi.tensor_scale ? 1.0f / e.tensor_scale : 1.0f;
-    if (!bi.tensor_scale)
-      for (std::uint8_t sc : e.scales)
-        if (sc != kE8m0NaN && static_cast<int>(sc) - 127 < min_exact) out.bf16_exact = false;
-    return out;
-  }
   if (layout == BlockLayout::Tiles && !bi.tensor_scale)
     throw std::invalid_argument(std::string(format_name(f)) + ": square tiles are NVFP4's weight layout only");
   const float s_enc = bi.tensor_scale ? nvfp4_tensor_scale(finite_amax(src, rows * cols)) : 1.0f;
   out.tensor_decode = bi.tensor_scale ? 1.0f / s_enc : 1.0f;
-  const RunFn run = run_for(bi.element);
+  const RunFn rne = run_for(bi.element);
   const float maxv = static_cast<float>(format_info(bi.element).max);
+  // One run of elements (row r from column c0): RNE vectorized, or SR.
+  auto run = [&](std::int64_t r, std::int64_t c0, std::int64_t n, const float* enc, const float* dec, bool per_column) {
+    const float* s = src + r * cols + c0;
+    float* d = dst + r * cols + c0;
+    if (rounding.stochastic)
+      sr_run(bi.element, s, d, n, enc, dec, per_column, rounding.seed, static_cast<std::uint64_t>(r * cols + c0));
+    else
+      rne(s, d, n, enc, dec, per_column, maxv);
+  };
   const std::int64_t b = bi.block;
   const bool parallel = rows * cols >= kParallelMin;
   int min_exponent = 127;
@@ -337,7 +369,7 @@ BlockQuantized block_quantize(Format f, const float* src, float* dst, std::int64
           continue;
         }
         min_exponent = std::min(min_exponent, sc.exponent);
-        run(s, d, n, &sc.enc, &sc.dec, false, maxv);
+        run(r, c0, n, &sc.enc, &sc.dec, false);
       }
     }
   } else {
@@ -365,13 +397,10 @@ BlockQuantized block_quantize(Format f, const float* src, float* dst, std::int64
         if (sc.nan) any_nan = true;
         else min_exponent = std::min(min_exponent, sc.exponent);
       }
-      for (std::int64_t r = r0; r < r1; ++r) {
-        run(src + r * cols, dst + r * cols, cols, enc.data(), dec.data(), true, maxv);
-        if (any_nan) {
-          // round(x * 0) * NaN is NaN already, except that an inf times 0 is
-          // NaN too: every value of a NaN block is NaN either way.
-        }
-      }
+      // A NaN block has enc 0 and dec NaN: round(x * 0) * NaN is NaN for
+      // every x (an inf times 0 is NaN too), so the block decodes to NaN.
+      (void)any_nan;
+      for (std::int64_t r = r0; r < r1; ++r) run(r, 0, cols, enc.data(), dec.data(), true);
     }
   }
   if (!bi.tensor_scale && min_exponent < min_exact) out.bf16_exact = false;

@@ -108,7 +108,8 @@ struct BlockQuantized {
 // dst[r * cols + c] = the quantized value of src (same layout), without
 // NVFP4's tensor scale: bit for bit block_decode(block_encode_reference(...),
 // dst, false). Vectorized (AVX-512 / AVX2 clones) for round-to-nearest; the
-// stochastic path runs the reference. dst may alias src. Any thread; uses
+// stochastic path rounds element by element with convert.h's encoders. dst
+// may alias src. Any thread; uses
 // the engine's OpenMP threads for large matrices.
 BlockQuantized block_quantize(Format f, const float* src, float* dst, std::int64_t rows, std::int64_t cols,
                               BlockLayout layout, const BlockRounding& rounding = {});

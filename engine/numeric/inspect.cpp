@@ -82,6 +82,8 @@ double neighbour(Format f, std::uint32_t bits, bool up) {
   if (mag == 0) {
     out = up ? l.one : (l.sign | l.one);
   } else if (up != negative) {  // away from zero
+    // Past the largest code (FP6/FP4, whose top code is finite) there is none.
+    if ((mag + l.one) & l.sign) return std::numeric_limits<double>::quiet_NaN();
     out = (negative ? l.sign : 0u) | (mag + l.one);
   } else {  // toward zero
     out = (negative ? l.sign : 0u) | (mag - l.one);
@@ -130,7 +132,8 @@ Inspection inspect(Format f, float x, bool saturate) {
   const bool finite_nonzero = std::isfinite(x) && x != 0.0f;
   // E4M3 has no inf: an infinite input becomes NaN, which is an overflow too.
   i.overflowed = (std::isfinite(x) && !std::isfinite(i.value)) || (std::isinf(x) && std::isnan(i.value));
-  i.saturated = std::isfinite(x) && std::fabs(i.input) > format_info(f).max && std::isfinite(i.value);
+  // A finite value beyond max, or an infinity, that came out as +-max.
+  i.saturated = !std::isnan(x) && std::fabs(i.input) > format_info(f).max && std::isfinite(i.value);
   i.underflowed = finite_nonzero && i.value == 0.0;
   fill(i);
   return i;
