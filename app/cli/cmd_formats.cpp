@@ -9,8 +9,10 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include "cli/commands.h"
+#include "numeric/block.h"
 #include "numeric/convert.h"
 #include "numeric/format.h"
 #include "numeric/inspect.h"
@@ -87,23 +89,48 @@ std::optional<ParsedValue> parse_value(std::string_view text) {
   return ParsedValue{negative ? -v : v, false};
 }
 
+// The special values column: inf, NaN and what overflow does.
+const char* specials(Format f) {
+  const engine::FormatInfo& i = engine::format_info(f);
+  if (i.has_inf) return "yes";
+  if (f == Format::E4M3) return "no (NaN = S.1111.111)";
+  if (f == Format::E8M0) return "no (0xFF = NaN; no zero, no sign)";
+  return "no, no NaN (saturates)";
+}
+
+void print_row(Format f) {
+  const engine::FormatInfo& i = engine::format_info(f);
+  std::printf("%-9s %4d %3d %3d %4d %5d  %-12s  %-21s  %-21s  %-19s  %s\n", i.name, i.bits, i.exp_bits, i.man_bits,
+              i.bias, i.storage_bytes, sci(i.max).c_str(), pow2_text(i.min_normal).c_str(),
+              f == Format::E8M0 ? "-" : pow2_text(i.min_subnormal).c_str(), pow2_text(i.epsilon).c_str(),
+              specials(f));
+}
+
 void print_table() {
   std::printf("%-9s %4s %3s %3s %4s %5s  %-12s  %-21s  %-21s  %-19s  %s\n", "format", "bits", "exp",
               "man", "bias", "bytes", "max", "min normal", "min subnormal", "epsilon", "inf");
-  for (Format f : engine::kAllFormats) {
-    const engine::FormatInfo& i = engine::format_info(f);
-    std::printf("%-9s %4d %3d %3d %4d %5d  %-12s  %-21s  %-21s  %-19s  %s\n", i.name, i.bits,
-                i.exp_bits, i.man_bits, i.bias, i.storage_bytes, sci(i.max).c_str(),
-                pow2_text(i.min_normal).c_str(), pow2_text(i.min_subnormal).c_str(),
-                pow2_text(i.epsilon).c_str(), i.has_inf ? "yes" : "no (NaN = S.1111.111)");
-  }
+  for (Format f : engine::kAllFormats) print_row(f);
+  for (Format f : engine::kElementFormats) print_row(f);
   std::printf("\nTF32 is a compute format: 19 significant bits kept in a 32-bit container.\n"
-              "Rounding is round-to-nearest-even; FP8-E4M3 overflows to NaN (or 448 when saturating).\n");
+              "Rounding is round-to-nearest-even; FP8-E4M3 overflows to NaN (or 448 when saturating).\n"
+              "FP6, FP4 and E8M0 are the element and scale formats of the block formats (one code per byte\n"
+              "here; a device packs them).\n\n");
+  std::printf("%-11s %-9s %-9s %5s  %s\n", "block", "element", "scale", "block", "bits/element");
+  for (Format f : engine::kBlockFormats) {
+    const engine::BlockInfo& b = engine::block_info(f);
+    std::printf("%-11s %-9s %-9s %5d  %.2f%s\n", engine::format_name(f), engine::format_name(b.element),
+                engine::format_name(b.scale), b.block, b.bits_per_element,
+                b.tensor_scale ? " + an FP32 scale per tensor" : "");
+  }
+  std::printf("\nMX (OCP Microscaling v1.0): a block's scale is 2^(floor(log2 amax) - emax of the element).\n"
+              "NVFP4: an E4M3 scale per 16 values times one FP32 scale per tensor; weights in 16x16 tiles.\n");
 }
 
 void print_value(const ParsedValue& parsed) {
   const float x = parsed.value;
-  for (Format f : engine::kAllFormats) {
+  std::vector<Format> formats(std::begin(engine::kAllFormats), std::end(engine::kAllFormats));
+  formats.insert(formats.end(), std::begin(engine::kElementFormats), std::end(engine::kElementFormats));
+  for (Format f : formats) {
     engine::Inspection i = engine::inspect(f, x);
     if (parsed.out_of_range) {
       // X itself was finite and nonzero; FP32 already overflowed or underflowed it.

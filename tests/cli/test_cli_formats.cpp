@@ -50,7 +50,14 @@ TEST(CliFormats, ValuePointOneShowsTheKnownBits) {
   EXPECT_TRUE(contains(line_for(r.out, "FP8-E5M2"), "0x2E")) << r.out;
   EXPECT_TRUE(contains(line_for(r.out, "FP8-E4M3"), "0x1D")) << r.out;
   EXPECT_TRUE(contains(line_for(r.out, "FP8-E4M3"), "0|0011|101")) << r.out;
-  EXPECT_EQ(lines(r.out).size(), 6u) << "one line per format:\n" << r.out;
+  // 0.1 is below half of FP4's smallest subnormal (0.5): zero. FP6-E2M3's
+  // smallest subnormal is 0.125, the nearest value. E8M0 takes the nearest
+  // power of two: 2^-3 (0.1 is above 1.5 * 2^-4 = 0.09375).
+  EXPECT_TRUE(contains(line_for(r.out, "FP4-E2M1"), "zero (underflow)")) << r.out;
+  EXPECT_TRUE(contains(line_for(r.out, "FP6-E2M3"), "0x01")) << r.out;
+  EXPECT_TRUE(contains(line_for(r.out, "FP6-E3M2"), "0x02")) << r.out;  // 0.125 = 2 * 2^-4
+  EXPECT_TRUE(contains(line_for(r.out, "E8M0"), "0x7C")) << r.out;      // 2^-3
+  EXPECT_EQ(lines(r.out).size(), 10u) << "one line per tensor and element format:\n" << r.out;
 }
 
 TEST(CliFormats, OverflowInfNanAndNegativeValues) {

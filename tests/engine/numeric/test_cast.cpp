@@ -267,6 +267,7 @@ TEST_P(CastPaths, StochasticEqualsElementwise) {
           case Format::FP16: expect = engine::fp32_to_fp16_sr(src[i], r); break;
           case Format::E5M2: expect = engine::fp32_to_e5m2_sr(src[i], r, sat); break;
           case Format::E4M3: expect = engine::fp32_to_e4m3_sr(src[i], r, sat); break;
+          default: FAIL() << "kAllFormats holds only tensor formats";
         }
         std::uint32_t g = 0;
         std::memcpy(&g, &got[i * w], w);
