@@ -45,6 +45,7 @@ double own_value(const Claim& c, const RunExport& r) {
   const RunSummary& s = r.summary;
   const auto& m = c.metric;
   if (m == "final_loss") return s.final_loss;
+  if (m == "val_loss") return s.val_loss;
   if (m == "val_accuracy") return s.val_accuracy >= 0 ? 100.0 * s.val_accuracy : kNaN;
   if (m == "peak_memory") return static_cast<double>(s.peak_memory_bytes);
   if (m == "overflow_steps") return static_cast<double>(s.overflow_steps);
@@ -60,6 +61,7 @@ double own_value(const Claim& c, const RunExport& r) {
   if (m == "underflow") return stat(r, c.layer, [](const GradStats& g) { return g.underflow_unscaled; });
   if (m == "output_error") return stat(r, c.layer, [](const GradStats& g) { return g.output_error; });
   if (m == "grad_error") return stat(r, c.layer, [](const GradStats& g) { return g.grad_error; });
+  if (m == "grad_bias") return stat(r, c.layer, [](const GradStats& g) { return g.grad_bias; });
   if (m == "attributed_overflows") {
     std::int64_t n = 0;
     for (const Event& e : r.history.events)

@@ -20,13 +20,14 @@ struct ClaimResult {
 // The value of a claim over `runs` (matched by RunExport::name), as
 // DESIGN.md's table defines it:
 //   final_loss            summary final_loss; with vs: the ratio run / vs
+//   val_loss              summary val_loss (the last evaluation's); with vs: the ratio
 //   val_accuracy          summary val_accuracy in points; with vs: vs - run (the gap)
 //   peak_memory           summary peak_memory_bytes; with vs: the ratio
 //   overflow_steps, skipped_steps   summary columns
 //   scale_backoffs, scale_growths   steps whose loss_scale is lower / higher than the step before
 //   underflow             the last statistics step's underflow_unscaled of `layer` (or the largest)
 //   attributed_overflows  overflow events with a layer, a tensor and count > 0
-//   output_error, grad_error        the last statistics step's column for `layer`
+//   output_error, grad_error, grad_bias   the last statistics step's column for `layer`
 //                         (or the largest); with vs: the ratio
 // NaN when a run, layer or statistic is missing.
 double claim_value(const Claim& c, const std::vector<RunExport>& runs);

@@ -79,8 +79,8 @@ Claim parse_claim(const json& c, const std::string& origin, const std::string& f
 
 const std::vector<std::string>& claim_metrics() {
   static const std::vector<std::string> m = {
-      "final_loss",     "val_accuracy",  "peak_memory", "overflow_steps",       "skipped_steps", "scale_backoffs",
-      "scale_growths",  "underflow",     "output_error", "grad_error",          "attributed_overflows"};
+      "final_loss",     "val_loss",      "val_accuracy",  "peak_memory", "overflow_steps",       "skipped_steps", "scale_backoffs",
+      "scale_growths",  "underflow",     "output_error", "grad_error",  "grad_bias",          "attributed_overflows"};
   return m;
 }
 

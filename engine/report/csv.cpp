@@ -89,7 +89,7 @@ const std::string& csv_header(CsvFile f) {
       "run_id,run,recipe,step,epoch,val_loss,val_accuracy\r\n",
       "run_id,run,recipe,step,kind,layer,tensor,count,value\r\n",
       "run_id,run,recipe,step,layer,format,zeros,total,underflow_unscaled,subnormal_unscaled,overflow_unscaled,"
-      "underflow_scaled,subnormal_scaled,overflow_scaled,shadow,output_error,grad_error,log2_lo,histogram\r\n",
+      "underflow_scaled,subnormal_scaled,overflow_scaled,shadow,output_error,grad_error,grad_bias,log2_lo,histogram\r\n",
       "run_id,run,recipe,model,dataset,backend,steps,final_loss,val_loss,val_accuracy,overflow_steps,"
       "skipped_steps,final_loss_scale,peak_memory_bytes,wall_seconds,samples_per_second\r\n"};
   return headers[static_cast<int>(f)];
@@ -136,7 +136,7 @@ std::string csv_row(const CsvRun& r, const GradStats& g) {
   Row row = lead(r);
   row << num(g.step) << g.layer << g.format << num(g.zeros) << num(g.total) << num(g.underflow_unscaled)
       << num(g.subnormal_unscaled) << num(g.overflow_unscaled) << num(g.underflow_scaled) << num(g.subnormal_scaled)
-      << num(g.overflow_scaled) << flag(g.shadow) << num(g.output_error) << num(g.grad_error) << num(g.log2_lo)
+      << num(g.overflow_scaled) << flag(g.shadow) << num(g.output_error) << num(g.grad_error) << num(g.grad_bias) << num(g.log2_lo)
       << histogram_text(g.histogram);
   return row.line();
 }

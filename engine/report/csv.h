@@ -24,7 +24,7 @@ struct RunExport {
 // config.json into `dir` (created if missing). Every file starts with the
 // columns run_id, run, recipe. grads.csv has one row per GradStats: step,
 // layer, format, zeros, total, the fractions underflow/subnormal/
-// overflow_unscaled and _scaled, shadow, output_error, grad_error, and the
+// overflow_unscaled and _scaled, shadow, output_error, grad_error, grad_bias, and the
 // histogram of log2|g| (log2_lo, then the counts separated by spaces) so a
 // reopened run draws it again (header only when no run has any). events.csv has kind, layer, tensor,
 // count and value (the new loss scale of a scale_change). steps.csv has

@@ -425,6 +425,7 @@ JournalContents read_journal(const std::string& dir_s) {
       g.shadow = c.b("shadow");
       g.output_error = c.d("output_error");
       g.grad_error = c.d("grad_error");
+      g.grad_bias = c.d("grad_bias");
       g.log2_lo = static_cast<int>(std::clamp<std::int64_t>(c.i("log2_lo"), -1100, 1100));
       std::stringstream hs(c.at("histogram"));
       g.histogram.clear();

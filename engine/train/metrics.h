@@ -116,6 +116,12 @@ struct GradStats {
   // for a layer that runs in FP32 throughout.
   double output_error = 0.0;
   double grad_error = 0.0;
+  // <g - g32, g32> / ||g32||^2 of the unscaled weight gradient: how much of
+  // the exact gradient the run's gradient lacks (negative: shrunk, as a
+  // rounding that flushes small values to zero does) or has in excess,
+  // along the exact gradient's own direction. Random rounding errors are
+  // almost orthogonal to it and average out here; a bias does not.
+  double grad_bias = 0.0;
 };
 
 struct RunSummary {
@@ -154,10 +160,10 @@ struct LayerInspection {
   std::int64_t nonfinite_weight_grad = 0;      // in its weight gradients
   double underflow = 0.0;     // weight gradients that underflowed in grad_format, as the run computed them
   double max_abs_grad = 0.0;  // largest |weight gradient|, unscaled (0 without weights)
-  // A live block for the explorer's block view: the 32 consecutive values
+  // A live block for the explorer's block view: the 64 consecutive values
   // (along a row of the layer's first parameter, its weight) that hold the
   // largest |value|, as FP32 values (the master copy where there is one),
-  // and the same 32 positions of its unscaled gradient; fewer when the row
+  // and the same 64 positions of its unscaled gradient; fewer when the row
   // is shorter. The tensors' largest |value| (for a per-tensor scale).
   std::vector<float> weight_block, grad_block;
   double weight_amax = 0.0, grad_amax = 0.0;

@@ -102,12 +102,13 @@ void inspect_block(const Parameter& p, const float* grad, std::size_t n, LayerIn
     li.grad_amax = std::max(li.grad_amax, static_cast<double>(std::fabs(grad[k])));
     if (std::fabs(w[k]) > std::fabs(w[arg])) arg = k;
   }
-  // The aligned run of 32 along the row (everything after the first
-  // dimension: a GEMM weight's reduction dimension) holding arg.
+  // The aligned run of 64 (two MX blocks, four NVFP4 blocks) along the row
+  // (everything after the first dimension: a GEMM weight's reduction
+  // dimension) holding arg.
   const std::size_t row = p.shape.size() < 2 ? n : n / static_cast<std::size_t>(p.shape.front());
   const std::size_t row_start = arg / row * row;
-  const std::size_t start = row_start + (arg - row_start) / 32 * 32;
-  const std::size_t end = std::min(start + 32, row_start + row);
+  const std::size_t start = row_start + (arg - row_start) / 64 * 64;
+  const std::size_t end = std::min(start + 64, row_start + row);
   li.weight_block.assign(w.begin() + static_cast<std::ptrdiff_t>(start), w.begin() + static_cast<std::ptrdiff_t>(end));
   li.grad_block.assign(grad + start, grad + end);
 }
@@ -155,6 +156,15 @@ Run::Run(int id, const RunConfig& config, std::shared_ptr<const DatasetPair> dat
     if (!problem.empty()) throw std::runtime_error(problem);
   }
   apply_recipe(*m_model, m_recipe);
+  if (!m_config.spike.empty()) {
+    std::string layer;
+    float value = 0.0f;
+    if (!parse_spike(m_config.spike, m_spike_step, layer, value))
+      throw std::runtime_error("'spike' must be STEP:LAYER:VALUE (got '" + m_config.spike + "')");
+    for (Layer* l : m_model->leaves())
+      if (l->name() == layer) m_spike = Fault{FaultTarget::Activations, l, value};
+    if (!m_spike) throw std::runtime_error("'spike': the " + m_config.model + " has no layer '" + layer + "'");
+  }
   m_model->set_track_nonfinite(false);  // counted only on overflow steps (see step())
 
   s.scaler.set_config(m_recipe.scaling, true);
@@ -247,6 +257,7 @@ void Run::step(std::vector<Record>& out) {
       inspect || (m_config.stats_every > 0 && (step_no == 1 || step_no % m_config.stats_every == 0));
   if (inspect) m_model->set_track_nonfinite(true);
   // An injected fault lasts this one step (the attribution re-run sees it too).
+  if (m_spike && step_no == m_spike_step && !m_fault) m_fault = m_spike;
   const std::optional<Fault> fault = m_fault;
   m_fault.reset();
   if (fault && fault->target == FaultTarget::Weights) {
@@ -561,14 +572,17 @@ namespace {
 
 // ||a - b|| / ||b|| in double (0 when both are zero; inf when only b is).
 struct ErrorSum {
-  double diff = 0.0, ref = 0.0;
+  double diff = 0.0, ref = 0.0, along = 0.0;
   void add(const float* a, const float* b, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) {
       const double d = static_cast<double>(a[i]) - static_cast<double>(b[i]);
       diff += d * d;
       ref += static_cast<double>(b[i]) * static_cast<double>(b[i]);
+      along += d * static_cast<double>(b[i]);
     }
   }
+  // <a - b, b> / ||b||^2: the error's component along b, relative to b.
+  double bias() const { return ref > 0.0 && std::isfinite(along) ? along / ref : 0.0; }
   double relative() const {
     if (diff == 0.0) return 0.0;
     return ref > 0.0 ? std::sqrt(diff / ref) : std::numeric_limits<double>::infinity();
@@ -667,6 +681,7 @@ void Run::gradient_statistics(std::int64_t step, float loss_scale, std::vector<R
     g.overflow_scaled = frac(counts_scaled, Magnitude::Overflow);
     if (shadow) {
       g.grad_error = grad_err.relative();
+      g.grad_bias = grad_err.bias();
       const std::vector<float>& y = l->captured_output;
       const std::vector<float>& y32 = ref_leaves[li]->captured_output;
       if (!y.empty() && y.size() == y32.size()) {

@@ -102,6 +102,8 @@ class Run {
     float value;
   };
   std::optional<Fault> m_fault;
+  std::optional<Fault> m_spike;  // RunConfig::spike, injected at m_spike_step
+  std::int64_t m_spike_step = 0;
   std::int64_t m_nan_loss_run = 0;  // consecutive steps with a non-finite loss
   RunHistory m_history;
 };

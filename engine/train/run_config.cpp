@@ -107,6 +107,24 @@ void parse_layers(RunConfig& c, const json& j, const std::string& origin) {
 
 }  // namespace
 
+bool parse_spike(const std::string& text, std::int64_t& step, std::string& layer, float& value) {
+  const auto a = text.find(':');
+  const auto b = text.rfind(':');
+  if (a == std::string::npos || b == a) return false;
+  try {
+    std::size_t used = 0;
+    step = std::stoll(text.substr(0, a), &used);
+    if (used != a || step < 1) return false;
+    layer = text.substr(a + 1, b - a - 1);
+    const std::string v = text.substr(b + 1);
+    value = std::stof(v, &used);
+    if (used != v.size() || !std::isfinite(value)) return false;
+  } catch (const std::exception&) {
+    return false;
+  }
+  return !layer.empty();
+}
+
 void set_config_value(RunConfig& c, const std::string& key_in, const std::string& v,
                       const std::string& origin) {
   std::string key = key_in;
@@ -166,6 +184,8 @@ void set_config_value(RunConfig& c, const std::string& key_in, const std::string
     c.fp8_scaling = v;
   } else if (key == "grad_rounding") {
     c.grad_rounding = v;
+  } else if (key == "spike") {
+    c.spike = v;
   } else {
     fail(origin, "unknown key '" + key_in + "'");
   }
@@ -202,6 +222,13 @@ void validate(const RunConfig& c, const std::string& origin) {
   range("stats_every", c.stats_every >= 0, "must be >= 0");
   range("weight_rounding", c.weight_rounding == "nearest" || c.weight_rounding == "stochastic",
         "must be nearest or stochastic (got '" + c.weight_rounding + "')");
+  if (!c.spike.empty()) {
+    std::int64_t step = 0;
+    std::string layer;
+    float value = 0.0f;
+    range("spike", parse_spike(c.spike, step, layer, value),
+          "must be STEP:LAYER:VALUE with STEP >= 1 and a finite VALUE (got '" + c.spike + "')");
+  }
   range("grad_rounding", c.grad_rounding == "recipe" || c.grad_rounding == "nearest" || c.grad_rounding == "stochastic",
         "must be recipe, nearest or stochastic (got '" + c.grad_rounding + "')");
   range("fp8_scaling", c.fp8_scaling == "delayed" || c.fp8_scaling == "none",
@@ -290,7 +317,7 @@ RunConfig parse_run_config_over(const RunConfig& base, const std::string& text, 
         if (is_numeric && !v.is_number())
           fail(origin, "'" + key + "' must be a number (got " + (v.is_string() ? "the string " : "") + v.dump() + ")");
         static const char* textual[] = {"recipe",   "model",   "dataset",         "optimizer",      "schedule",
-                                        "backend",  "weight_rounding", "fp8_scaling", "grad_rounding", "loss_scale",
+                                        "backend",  "weight_rounding", "fp8_scaling", "grad_rounding", "spike", "loss_scale",
                                         "loss_scale_mode"};
         bool is_text = false;
         for (const char* k : textual) is_text = is_text || key == k;
@@ -340,6 +367,7 @@ std::string to_json(const RunConfig& c) {
   if (c.weight_rounding != "nearest") j["weight_rounding"] = c.weight_rounding;
   if (c.fp8_scaling != "delayed") j["fp8_scaling"] = c.fp8_scaling;
   if (c.grad_rounding != "recipe") j["grad_rounding"] = c.grad_rounding;
+  if (!c.spike.empty()) j["spike"] = c.spike;
   if (!c.compare.empty()) j["compare"] = c.compare;
   if (c.loss_scale_set) {
     j["loss_scale"] = {{"mode", scaling_mode_key(c.loss_scale.mode)},

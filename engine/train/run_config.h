@@ -46,6 +46,10 @@ struct RunConfig {
   // Block-scaled gradients (mxfp8, mxfp4, nvfp4): "recipe" (nvfp4 rounds
   // stochastically, the others to nearest), "nearest" or "stochastic".
   std::string grad_rounding = "recipe";
+  // An activation spike (lessons on outliers): "STEP:LAYER:VALUE" makes the
+  // first output value of leaf LAYER at step STEP equal VALUE (finite), for
+  // that one step; "" for none.
+  std::string spike;
   std::vector<std::string> compare;      // recipes run side by side (compare); empty for run
 };
 
@@ -60,6 +64,8 @@ RunConfig parse_run_config(const std::string& json_text, const std::string& orig
 // key names in errors ("runs[2]." gives "'runs[2].lr' must be ...").
 RunConfig parse_run_config_over(const RunConfig& base, const std::string& json_text, const std::string& origin,
                                 const std::string& field = "");
+// "STEP:LAYER:VALUE" (RunConfig::spike); false when malformed.
+bool parse_spike(const std::string& text, std::int64_t& step, std::string& layer, float& value);
 // Sets one key from its string form (the CLI's --key value); same checks.
 void set_config_value(RunConfig& c, const std::string& key, const std::string& value,
                       const std::string& origin);

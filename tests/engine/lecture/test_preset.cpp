@@ -55,9 +55,9 @@ TEST(Preset, ParsesRecipesRunsClaimsAndRunSettings) {
 
 TEST(Preset, BadInputGetsOneLineNamingTheField) {
   EXPECT_EQ(error_of(preset(R"("recipes": ["fp32"], "expect": [{"metric": "loss", "run": "fp32", "min": 1}])")),
-            "p.json: 'expect[0].metric' is not a metric: 'loss' (expected one of final_loss, val_accuracy, "
+            "p.json: 'expect[0].metric' is not a metric: 'loss' (expected one of final_loss, val_loss, val_accuracy, "
             "peak_memory, overflow_steps, skipped_steps, scale_backoffs, scale_growths, underflow, output_error, "
-            "grad_error, attributed_overflows)");
+            "grad_error, grad_bias, attributed_overflows)");
   EXPECT_EQ(error_of(preset(R"("recipes": ["fp32"], "expect": [{"metric": "final_loss", "run": "fp16", "min": 1}])")),
             "p.json: 'expect[0].run' names no run of the preset: 'fp16' (runs: fp32)");
   EXPECT_EQ(error_of(preset(R"("recipes": ["fp32"], "expect": [{"metric": "final_loss", "run": "fp32"}])")),

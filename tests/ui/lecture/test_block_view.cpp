@@ -462,7 +462,7 @@ TEST(BlockView, StepOnAnMxfp4RunGivesTheViewALiveBlock) {
   for (const engine::LayerInspection& li : w.store()->run(id).inspection->layers)
     if (li.layer == "fc2") fc2 = &li;
   ASSERT_NE(fc2, nullptr);
-  ASSERT_EQ(fc2->weight_block.size(), 32u);
+  ASSERT_EQ(fc2->weight_block.size(), 64u);  // two MX blocks
   ASSERT_TRUE(view->selectLive(id, QStringLiteral("fc2"), false));
   EXPECT_EQ(view->comparison().input, fc2->weight_block);
   EXPECT_EQ(view->comparison().amax, fc2->weight_amax);
