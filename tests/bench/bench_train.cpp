@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
               g_peak.isa, g_peak.one, g_peak.threads, g_peak.all, info.device.c_str(), info.threads,
               info.native_bf16 ? "yes" : "no", g_data->train.name.c_str());
   for (const char* model : {"mlp", "cnn", "transformer"})
-    for (const char* recipe : {"fp32", "fp16", "mixed-fp16", "mixed-bf16", "fp8"})
+    for (const char* recipe : {"fp32", "fp16", "mixed-fp16", "mixed-bf16", "fp8", "mxfp8", "mxfp4", "nvfp4"})
       benchmark::RegisterBenchmark((std::string("train/") + model + "/" + recipe).c_str(),
                                    [m = std::string(model), r = std::string(recipe)](benchmark::State& st) {
                                      BM_Train(st, m, r);
