@@ -12,6 +12,7 @@
 #include "numeric/cast.h"
 #include "numeric/clones.h"
 #include "numeric/convert.h"
+#include "numeric/random_bits.h"
 
 namespace engine {
 
@@ -67,12 +68,12 @@ Geometry geometry(std::int64_t rows, std::int64_t cols, BlockLayout layout, int 
   return {1, b, rows, ceil_div(cols, b)};
 }
 
-// Largest finite |x| (NVFP4's tensor amax).
-float finite_amax(const float* x, std::int64_t n) {
+// Largest finite |x| (NVFP4's tensor amax), on |x| as bits.
+PL_CPU_CLONES float finite_amax(const float* x, std::int64_t n) {
   std::uint32_t m = 0;
   for (std::int64_t i = 0; i < n; ++i) {
     const std::uint32_t a = abs_bits(x[i]);
-    m = std::max(m, a < kInfBits ? a : 0u);
+    m = std::max(m, a & (0u - static_cast<std::uint32_t>(a < kInfBits)));
   }
   return std::bit_cast<float>(m);
 }
@@ -138,33 +139,69 @@ RunFn run_for(Format element) {
   throw std::logic_error("block quantize: no element kernel");
 }
 
-// Stochastic rounding of one run: convert.h's saturating element encoder
-// with element i's random bits stochastic_bits(seed, index0 + i), then the
-// decode times the block scale -- the reference's arithmetic, element by
-// element, without its per-block bookkeeping.
-template <class Encode, class Decode>
-void sr_loop(const float* src, float* dst, std::int64_t n, const float* enc, const float* dec, bool per_column,
-             std::uint64_t seed, std::uint64_t index0, Encode encode_sr_sat, Decode decode_code) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float e = per_column ? enc[i] : enc[0];
-    const float d = per_column ? dec[i] : dec[0];
-    const std::uint32_t r = stochastic_bits(seed, index0 + static_cast<std::uint64_t>(i));
-    dst[i] = decode_code(encode_sr_sat(src[i] * e, r)) * d;
+// Stochastic rounding of v (finite, or +-inf) to an element format with E
+// exponent bits, M mantissa bits and largest code kMaxCode, saturating, and
+// back to its value: convert.h's round_magnitude / shift_sr written without
+// branches so the loop below vectorizes. Rounds up with probability (dropped
+// part) / 2^shift using the low `shift` bits of `random` (all 32 and a
+// comparison beyond 32), exactly as the scalar encoder.
+template <int E, int M, std::uint32_t kMaxCode>
+inline float sr_element(float v, std::uint32_t random) {
+  constexpr int kBias = (1 << (E - 1)) - 1;
+  constexpr int kDrop = 23 - M;
+  constexpr std::uint32_t kMinNormalExp32 = 127 - kBias + 1;
+  const std::uint32_t u = std::bit_cast<std::uint32_t>(v);
+  const std::uint32_t a = u & kAbs;
+  const std::uint32_t exp32 = a >> 23;
+  const bool normal = exp32 >= kMinNormalExp32;
+  const std::uint32_t m = exp32 != 0 ? ((a & 0x7FFFFFu) | 0x800000u) : a;
+  const std::uint32_t e1 = exp32 != 0 ? exp32 : 1u;
+  const std::uint32_t val = normal ? a - (static_cast<std::uint32_t>(127 - kBias) << 23) : m;
+  const std::uint32_t shift = normal ? static_cast<std::uint32_t>(kDrop)
+                                     : static_cast<std::uint32_t>(kDrop) + (kMinNormalExp32 - (normal ? 1u : e1));
+  const std::uint64_t mask = shift >= 32 ? 0xFFFFFFFFull : ((std::uint64_t{1} << shift) - 1u);
+  const std::uint64_t low = (static_cast<std::uint64_t>(val) + (random & mask)) >> (shift <= 32 ? shift : 32u);
+  const std::uint64_t far = shift - 32u < 32u ? (static_cast<std::uint64_t>(val) >> (shift - 32u)) : 0u;
+  std::uint32_t code = shift <= 32 ? static_cast<std::uint32_t>(low) : (random < far ? 1u : 0u);
+  code = a >= kInfBits || code > kMaxCode ? kMaxCode : code;
+  // Decode: a normal code keeps its exponent rebiased; a subnormal one is
+  // man * 2^(1 - bias - M).
+  const std::uint32_t cexp = code >> M, cman = code & ((1u << M) - 1u);
+  const float sub = static_cast<float>(cman) * std::bit_cast<float>(static_cast<std::uint32_t>(127 + 1 - kBias - M) << 23);
+  const std::uint32_t nbits = ((cexp + static_cast<std::uint32_t>(127 - kBias)) << 23) | (cman << (23 - M));
+  const std::uint32_t mag = cexp != 0 ? nbits : std::bit_cast<std::uint32_t>(sub);
+  return std::bit_cast<float>(mag | (u & 0x80000000u));
+}
+
+// Stochastic rounding of one run: element i uses stochastic_bits(seed,
+// index0 + i); the same values as the reference's scalar encoders.
+template <int E, int M, std::uint32_t kMaxCode>
+PL_CPU_CLONES void sr_loop(const float* src, float* dst, std::int64_t n, const float* enc, const float* dec,
+                           bool per_column, std::uint64_t key, std::uint64_t index0) {
+  if (per_column) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::uint32_t r = random_bits::random_at(key, index0 + static_cast<std::uint64_t>(i));
+      dst[i] = sr_element<E, M, kMaxCode>(src[i] * enc[i], r) * dec[i];
+    }
+  } else {
+    const float e = enc[0], d = dec[0];
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::uint32_t r = random_bits::random_at(key, index0 + static_cast<std::uint64_t>(i));
+      dst[i] = sr_element<E, M, kMaxCode>(src[i] * e, r) * d;
+    }
   }
 }
 
 void sr_run(Format element, const float* src, float* dst, std::int64_t n, const float* enc, const float* dec,
             bool per_column, std::uint64_t seed, std::uint64_t index0) {
+  const std::uint64_t key = random_bits::stream_key(seed);
   switch (element) {
-    case Format::E4M3:
-      return sr_loop(src, dst, n, enc, dec, per_column, seed, index0,
-                     [](float v, std::uint32_t r) { return fp32_to_e4m3_sr(v, r, true); }, e4m3_to_fp32);
-    case Format::E5M2:
-      return sr_loop(src, dst, n, enc, dec, per_column, seed, index0,
-                     [](float v, std::uint32_t r) { return fp32_to_e5m2_sr(v, r, true); }, e5m2_to_fp32);
-    case Format::E3M2: return sr_loop(src, dst, n, enc, dec, per_column, seed, index0, fp32_to_e3m2_sr, e3m2_to_fp32);
-    case Format::E2M3: return sr_loop(src, dst, n, enc, dec, per_column, seed, index0, fp32_to_e2m3_sr, e2m3_to_fp32);
-    case Format::E2M1: return sr_loop(src, dst, n, enc, dec, per_column, seed, index0, fp32_to_e2m1_sr, e2m1_to_fp32);
+    // FP8 with saturation: E4M3's top code 0x7F is NaN, E5M2's from 0x7C on are inf/NaN.
+    case Format::E4M3: return sr_loop<4, 3, 0x7Eu>(src, dst, n, enc, dec, per_column, key, index0);
+    case Format::E5M2: return sr_loop<5, 2, 0x7Bu>(src, dst, n, enc, dec, per_column, key, index0);
+    case Format::E3M2: return sr_loop<3, 2, 0x1Fu>(src, dst, n, enc, dec, per_column, key, index0);
+    case Format::E2M3: return sr_loop<2, 3, 0x1Fu>(src, dst, n, enc, dec, per_column, key, index0);
+    case Format::E2M1: return sr_loop<2, 1, 0x7u>(src, dst, n, enc, dec, per_column, key, index0);
     default: break;
   }
   throw std::logic_error("block quantize: no element kernel");
@@ -382,24 +419,20 @@ BlockQuantized block_quantize(Format f, const float* src, float* dst, std::int64
       std::vector<std::uint32_t> amax(static_cast<std::size_t>(cols), 0u);
       std::vector<float> enc(static_cast<std::size_t>(cols)), dec(static_cast<std::size_t>(cols));
       for (std::int64_t r = r0; r < r1; ++r) column_amax(src + r * cols, amax.data(), cols);
-      if (tiles) {
-        for (std::int64_t c0 = 0; c0 < cols; c0 += b) {
-          const std::int64_t c1 = std::min(cols, c0 + b);
-          const std::uint32_t m = *std::max_element(amax.begin() + c0, amax.begin() + c1);
-          std::fill(amax.begin() + c0, amax.begin() + c1, m);
-        }
+      // One scale per column (Columns) or per b columns (a tile). A NaN
+      // block gets enc 0 and dec NaN: round(x * 0) * NaN is NaN for every x
+      // (an inf times 0 is NaN too), so the block decodes to NaN.
+      const std::int64_t step = tiles ? b : 1;
+      for (std::int64_t c0 = 0; c0 < cols; c0 += step) {
+        const auto first = static_cast<std::size_t>(c0), last = static_cast<std::size_t>(std::min(cols, c0 + step));
+        const std::uint32_t m = *std::max_element(amax.begin() + static_cast<std::ptrdiff_t>(first),
+                                                  amax.begin() + static_cast<std::ptrdiff_t>(last));
+        const BlockScale sc = block_scale(bi, m, s_enc);
+        std::fill(enc.begin() + static_cast<std::ptrdiff_t>(first), enc.begin() + static_cast<std::ptrdiff_t>(last),
+                  sc.nan ? 0.0f : sc.enc);
+        std::fill(dec.begin() + static_cast<std::ptrdiff_t>(first), dec.begin() + static_cast<std::ptrdiff_t>(last), sc.dec);
+        if (!sc.nan) min_exponent = std::min(min_exponent, sc.exponent);
       }
-      bool any_nan = false;
-      for (std::int64_t c = 0; c < cols; ++c) {
-        const BlockScale sc = block_scale(bi, amax[static_cast<std::size_t>(c)], s_enc);
-        enc[static_cast<std::size_t>(c)] = sc.nan ? 0.0f : sc.enc;
-        dec[static_cast<std::size_t>(c)] = sc.dec;
-        if (sc.nan) any_nan = true;
-        else min_exponent = std::min(min_exponent, sc.exponent);
-      }
-      // A NaN block has enc 0 and dec NaN: round(x * 0) * NaN is NaN for
-      // every x (an inf times 0 is NaN too), so the block decodes to NaN.
-      (void)any_nan;
       for (std::int64_t r = r0; r < r1; ++r) run(r, 0, cols, enc.data(), dec.data(), true);
     }
   }

@@ -11,6 +11,7 @@
 
 #include "numeric/cast_kernels.h"
 #include "numeric/convert.h"
+#include "numeric/random_bits.h"
 
 namespace engine {
 
@@ -48,22 +49,9 @@ const CpuFeatures& features() {
   return kFeatures;
 }
 
-// ---- stochastic rounding random bits -----------------------------------------
-// splitmix64's finaliser: a bijection on 64 bits with full avalanche.
-inline std::uint64_t mix64(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-constexpr std::uint64_t kGamma = 0x9E3779B97F4A7C15ull;  // 2^64 / golden ratio, odd
-
-inline std::uint64_t stream_key(std::uint64_t seed) { return mix64(seed + kGamma); }
-// The seed is hashed into a key first, so seeds s and s+1 do not give
-// shifted copies of one sequence (as mixing seed ^ index or seed + index
-// directly would).
-inline std::uint32_t random_at(std::uint64_t key, std::uint64_t index) {
-  return static_cast<std::uint32_t>(mix64(key + index * kGamma) >> 32);
-}
+// ---- stochastic rounding random bits (numeric/random_bits.h) -------------------
+using random_bits::random_at;
+using random_bits::stream_key;
 
 // TF32 stochastic rounding: the 13 dropped bits plus 13 random bits carry
 // into the kept part with probability (dropped / 2^13). FP32 subnormals and
