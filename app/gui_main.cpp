@@ -7,7 +7,8 @@
 // --lecture chooses a lesson (a built-in preset or a preset file; --start
 // runs all its runs); --presentation starts in presentation view; --speed
 // caps each run's steps per second; --view format-explorer (with --value X)
-// and --view step-inspector shoot those windows.
+// --view block-view (the explorer's Blocks tab) and --view step-inspector
+// shoot those windows.
 // --help and --version are answered before any display is needed. Bad
 // options: one line on stderr and exit code 2. A missing or bad --config
 // file opens the window with an error dialog (and the line on stderr); with
@@ -238,8 +239,9 @@ int main(int argc, char** argv) {
         dialog = new ExportDialog(*window.store(), QStringLiteral("/tmp/precision-lab-export"), &window);
       else if (options.view == QLatin1String("compare-dialog"))
         dialog = new CompareDialog(CompareDialog::defaultRecipes(), window.setupPanel()->settings().seed, &window);
-      else if (options.view == QLatin1String("format-explorer")) {
+      else if (options.view == QLatin1String("format-explorer") || options.view == QLatin1String("block-view")) {
         FormatExplorer* explorer = window.formatExplorer();
+        if (options.view == QLatin1String("block-view")) explorer->showBlocks();
         if (!options.value.isEmpty() && !explorer->setValueText(options.value))
           std::fprintf(stderr, "precision-lab: --value: '%s' is not a number\n", qPrintable(options.value));
         explorer->resize(explorer->sizeHint().expandedTo(QSize(1180, 600)).boundedTo(QSize(1280, 720)));

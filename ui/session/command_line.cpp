@@ -92,7 +92,7 @@ bool parseLaunchOptions(const QStringList& arguments, LaunchOptions& out, QStrin
                                            QStringLiteral("ms"));
   const QCommandLineOption view(QStringLiteral("view"),
                                 QStringLiteral("What --screenshot shows: live, compare, gradients, export, "
-                                               "compare-dialog, format-explorer, step-inspector, history (past runs; the newest "
+                                               "compare-dialog, format-explorer, block-view, step-inspector, history (past runs; the newest "
                                                "interrupted one opened on the charts)."),
                                 QStringLiteral("view"), QStringLiteral("live"));
   const QCommandLineOption measure(
@@ -197,7 +197,8 @@ bool parseLaunchOptions(const QStringList& arguments, LaunchOptions& out, QStrin
   o.view = parser.value(view);
   static const QStringList views = {QStringLiteral("live"), QStringLiteral("compare"), QStringLiteral("gradients"),
                                     QStringLiteral("export"), QStringLiteral("compare-dialog"),
-                                    QStringLiteral("format-explorer"), QStringLiteral("step-inspector"),
+                                    QStringLiteral("format-explorer"), QStringLiteral("block-view"),
+                                    QStringLiteral("step-inspector"),
                                     QStringLiteral("history")};
   if (!views.contains(o.view)) {
     *error = QStringLiteral("--view: '%1' is not one of %2").arg(o.view, views.join(QStringLiteral(", ")));
