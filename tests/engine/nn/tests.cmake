@@ -8,3 +8,5 @@ pl_add_test(test_nn
   LIBS engine_cpu
   LABELS engine
   TIMEOUT 120)
+# Block-scaled GEMM layers (MXFP8, MXFP4, NVFP4) against naive references.
+pl_add_test(test_block_layers SOURCES engine/nn/test_block_layers.cpp LIBS engine_cpu LABELS engine TIMEOUT 120)
