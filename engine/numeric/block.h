@@ -28,9 +28,13 @@
 // short by the matrix edge is a block of fewer elements.
 //
 // Every dequantized value e * 2^X (MX) and e * s_b (NVFP4) is exact in FP32
-// and, for all formats but MXFP8 with a block scale below 2^-124 (E4M3) or
-// 2^-117 (E5M2), exact in BF16 too: the CPU's GEMMs on these values are
-// exact, and NVFP4's 1/S_enc goes into the GEMM's f32 alpha.
+// and, unless its block scale is tiny, a normal BF16 value too (the native
+// BF16 dot product reads BF16 subnormals as zero): below 2^-117 (MXFP8),
+// 2^-110 (MXFP8-E5M2), 2^-123 (MXFP6), 2^-122 (MXFP6-E3M2) or 2^-125
+// (MXFP4) BlockQuantized::bf16_exact is false and the GEMM runs on f32
+// operands. NVFP4's values are at least 2^-10. So the CPU's GEMMs on these
+// values are exact (a product below 2^-126 aside, which the native BF16
+// path flushes), and NVFP4's 1/S_enc goes into the GEMM's f32 alpha.
 #pragma once
 
 #include <cstdint>
@@ -103,7 +107,7 @@ void block_decode(const BlockEncoding& e, float* out, bool with_tensor_scale);
 // ---- the engine's path ----------------------------------------------------------
 struct BlockQuantized {
   float tensor_decode = 1.0f;  // NVFP4: 1 / S_enc, for the GEMM's alpha; MX: 1
-  bool bf16_exact = true;      // every value of dst is exactly a BF16 value
+  bool bf16_exact = true;      // every value of dst is exactly a normal BF16 value (or zero)
 };
 // dst[r * cols + c] = the quantized value of src (same layout), without
 // NVFP4's tensor scale: bit for bit block_decode(block_encode_reference(...),

@@ -753,9 +753,10 @@ void check_quantize_equals_reference(Format f, BlockLayout l, std::int64_t rows,
   } else {
     EXPECT_EQ(bq.tensor_decode, 1.0f);
   }
-  // bf16_exact true: every value is a BF16 value. Only MXFP8 (either
-  // element) may say false, and only with a block scale below 2^-124 (E4M3)
-  // or 2^-117 (E5M2).
+  // bf16_exact true: every value is a BF16 value. False only with a block
+  // scale low enough for the element's smallest subnormal to fall below
+  // 2^-126 (BF16 subnormals, which the native BF16 dot product reads as 0):
+  // 2^-117 (E4M3), 2^-110 (E5M2), 2^-123 (E2M3), 2^-122 (E3M2), 2^-125 (E2M1).
   if (bq.bf16_exact) {
     for (std::size_t i = 0; i < got.size(); ++i) {
       if (std::isnan(got[i])) continue;
@@ -763,8 +764,12 @@ void check_quantize_equals_reference(Format f, BlockLayout l, std::int64_t rows,
           << "bf16_exact but " << got[i] << " (0x" << std::hex << bits_of(got[i]) << ") is not a BF16 value";
     }
   } else {
-    ASSERT_TRUE(f == Format::MXFP8 || f == Format::MXFP8_E5M2) << "bf16_exact false for a format that is";
-    const int limit = f == Format::MXFP8 ? -124 : -117;
+    ASSERT_NE(f, Format::NVFP4) << "NVFP4's values are at least 2^-10";
+    const int limit = f == Format::MXFP8        ? -117
+                      : f == Format::MXFP8_E5M2 ? -110
+                      : f == Format::MXFP6      ? -123
+                      : f == Format::MXFP6_E3M2 ? -122
+                                                : -125;
     bool low_scale = false;
     for (std::uint8_t s : e.scales)
       if (s != 0xFF && static_cast<int>(s) - 127 < limit) low_scale = true;
@@ -893,17 +898,22 @@ TEST(BlockQuantize, Bf16ExactIsFalseForTinyMxfp8Blocks) {
   for (std::int64_t c = 480; c < 512; ++c) big[static_cast<std::size_t>((rows - 1) * cols + c)] = 1e-38f / (1 + c % 7);
   EXPECT_FALSE(engine::block_quantize(Format::MXFP8, big.data(), qb.data(), rows, cols, BlockLayout::Rows).bf16_exact);
   EXPECT_FALSE(engine::block_quantize(Format::MXFP8, big.data(), qb.data(), rows, cols, BlockLayout::Columns).bf16_exact);
-  // E5M2: limit 2^-117. amax 2^-102 -> X = -102 - 15 = -117: still exact;
-  // amax 2^-103 -> X = -118: not.
-  std::vector<float> y(32, 0x1p-102f), qy(32);
+  // E5M2: limit 2^-110. amax 2^-95 -> X = -95 - 15 = -110: still exact;
+  // amax 2^-96 -> X = -111: not.
+  std::vector<float> y(32, 0x1p-95f), qy(32);
   EXPECT_TRUE(engine::block_quantize(Format::MXFP8_E5M2, y.data(), qy.data(), 1, 32, BlockLayout::Rows).bf16_exact);
-  for (float& v : y) v = 0x1p-103f;
+  for (float& v : y) v = 0x1p-96f;
   EXPECT_FALSE(engine::block_quantize(Format::MXFP8_E5M2, y.data(), qy.data(), 1, 32, BlockLayout::Rows).bf16_exact);
-  // FP6/FP4 MX formats are BF16-exact even at X = -127.
+  // FP6/FP4 MX formats at X = -127 hold BF16 subnormals: not exact for the
+  // native path; at ordinary scales they are.
   for (Format f : {Format::MXFP6, Format::MXFP6_E3M2, Format::MXFP4}) {
     std::vector<float> t(32, 1e-39f), qt(32);
     t[1] = 3e-40f;
-    EXPECT_TRUE(engine::block_quantize(f, t.data(), qt.data(), 1, 32, BlockLayout::Rows).bf16_exact)
+    EXPECT_FALSE(engine::block_quantize(f, t.data(), qt.data(), 1, 32, BlockLayout::Rows).bf16_exact)
+        << engine::format_name(f);
+    std::vector<float> o(32, 0.75f);
+    o[3] = -0.01f;
+    EXPECT_TRUE(engine::block_quantize(f, o.data(), qt.data(), 1, 32, BlockLayout::Rows).bf16_exact)
         << engine::format_name(f);
   }
 }
