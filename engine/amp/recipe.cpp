@@ -75,6 +75,15 @@ const std::vector<std::string>& recipe_names() {
 
 namespace {
 LayerPrecision all(Format f, Format acc = Format::FP32) { return {f, f, acc, f}; }
+
+// As Transformer Engine, the attention's own GEMMs (q k^T, probs v) stay out
+// of the FP8 and block recipes: BF16 operands, FP32 outputs. Its projections
+// are Linear leaves and follow the recipe.
+void attention_gemms_in_bf16(Recipe& r) {
+  const LayerPrecision bf16_gemm{Format::BF16, Format::FP32, Format::FP32, Format::BF16};
+  r.overrides[std::string(kKindPrefix) + "attention_scores"] = bf16_gemm;
+  r.overrides[std::string(kKindPrefix) + "attention_values"] = bf16_gemm;
+}
 }  // namespace
 
 Recipe make_recipe(std::string_view name) {
@@ -120,9 +129,7 @@ Recipe make_recipe(std::string_view name) {
     r.matmul = {Format::E4M3, Format::FP32, Format::FP32, Format::E5M2};
     r.elementwise = fp32;
     r.norm = fp32;
-    const LayerPrecision bf16_gemm{Format::BF16, Format::FP32, Format::FP32, Format::BF16};
-    r.overrides[std::string(kKindPrefix) + "attention_scores"] = bf16_gemm;
-    r.overrides[std::string(kKindPrefix) + "attention_values"] = bf16_gemm;
+    attention_gemms_in_bf16(r);
     r.master_weights = true;
     r.scaling.mode = ScalingMode::Dynamic;
   } else if (name == "mxfp8" || name == "mxfp4" || name == "nvfp4") {
@@ -140,9 +147,7 @@ Recipe make_recipe(std::string_view name) {
     r.matmul = {f, Format::FP32, Format::FP32, f};
     r.elementwise = fp32;
     r.norm = fp32;
-    const LayerPrecision bf16_gemm{Format::BF16, Format::FP32, Format::FP32, Format::BF16};
-    r.overrides[std::string(kKindPrefix) + "attention_scores"] = bf16_gemm;
-    r.overrides[std::string(kKindPrefix) + "attention_values"] = bf16_gemm;
+    attention_gemms_in_bf16(r);
     r.master_weights = true;
     r.scaling.mode = ScalingMode::None;
     r.stochastic_grads = f == Format::NVFP4;

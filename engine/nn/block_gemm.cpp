@@ -2,6 +2,7 @@
 #include "nn/block_gemm.h"
 
 #include <functional>
+#include <utility>
 #include <string>
 
 #include "backend/backend.h"
@@ -48,6 +49,27 @@ void BlockGemm::quantize(Backend& be, Format f, const float* src, std::int64_t r
   op.device_bytes = block_bytes(f, rows, cols, layout);
 }
 
+namespace {
+
+// C [m, n] = alpha * op(A) op(B) (+ bias), C's leading dimension n.
+void gemm(Backend& be, std::int64_t m, std::int64_t n, std::int64_t k, const GemmOperand& a, const GemmOperand& b,
+          float* c, float alpha, const float* bias, Format accumulate) {
+  GemmArgs g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.a = a;
+  g.b = b;
+  g.c = c;
+  g.ldc = n;
+  g.alpha = alpha;
+  g.bias = bias;
+  g.accumulate = accumulate;
+  be.gemm(g);
+}
+
+}  // namespace
+
 void BlockGemm::forward(Backend& be, Format compute, const float* x, const float* w, const float* bias, float* y,
                         std::int64_t rows, std::int64_t in, std::int64_t out, Format accumulate,
                         BlockOperand& x_saved) {
@@ -55,70 +77,36 @@ void BlockGemm::forward(Backend& be, Format compute, const float* x, const float
   quantize(be, compute, x, rows, in, BlockLayout::Rows, false, m_x);
   quantize(be, compute, w, out, in, nv ? BlockLayout::Tiles : BlockLayout::Rows, false, m_w);
   quantize(be, compute, x, rows, in, BlockLayout::Columns, false, x_saved);
-  GemmArgs g;
-  g.m = rows;
-  g.n = out;
-  g.k = in;
-  g.a = gemm_operand(m_x.values, 0, in, false);
-  g.b = gemm_operand(m_w.values, 0, in, true);
-  g.c = y;
-  g.ldc = out;
-  g.alpha = m_x.decode * m_w.decode;
-  g.bias = bias;
-  g.accumulate = accumulate;
-  be.gemm(g);
+  // y [rows, out] = x [rows, in] W^T
+  gemm(be, rows, out, in, gemm_operand(m_x.values, 0, in, false), gemm_operand(m_w.values, 0, in, true), y,
+       m_x.decode * m_w.decode, bias, accumulate);
 }
 
 void BlockGemm::backward(Backend& be, Format compute, Format grad, bool stochastic, const float* dy,
                          const BlockOperand& x_saved, const float* w, float* dx, float* dw, std::int64_t rows,
                          std::int64_t in, std::int64_t out, Format accumulate) {
-  const bool dy_block = is_block_format(grad);
+  // dy as a GEMM operand: quantized along `layout` into op when the grad
+  // format is a block format, else the f32 values as given.
+  auto dy_operand = [&](BlockLayout layout, bool trans, BlockOperand& op) -> std::pair<GemmOperand, float> {
+    if (!is_block_format(grad)) return {GemmOperand{dy, Format::FP32, trans, out}, 1.0f};
+    quantize(be, grad, dy, rows, out, layout, stochastic, op);
+    return {gemm_operand(op.values, 0, out, trans), op.decode};
+  };
   if (dx) {
-    // dx [rows, in] = dy [rows, out] W [out, in]: reduction over out.
-    GemmArgs g;
-    g.m = rows;
-    g.n = in;
-    g.k = out;
-    float dy_decode = 1.0f;
-    if (dy_block) {
-      quantize(be, grad, dy, rows, out, BlockLayout::Rows, stochastic, m_dy);
-      g.a = gemm_operand(m_dy.values, 0, out, false);
-      dy_decode = m_dy.decode;
-    } else {
-      g.a = GemmOperand{dy, Format::FP32, false, out};
-    }
-    const BlockOperand* wt = &m_wt;
-    if (block_info(compute).tensor_scale) {
-      wt = &m_w;  // 16 x 16 tiles: the forward's weight values serve dgrad as they are
-    } else {
+    // dx [rows, in] = dy [rows, out] W [out, in]: reduction over out. NVFP4's
+    // 16 x 16 tiles: the forward's weight values serve dgrad as they are.
+    const BlockOperand* wt = &m_w;
+    if (!block_info(compute).tensor_scale) {
       quantize(be, compute, w, out, in, BlockLayout::Columns, false, m_wt);
+      wt = &m_wt;
     }
-    g.b = gemm_operand(wt->values, 0, in, false);
-    g.c = dx;
-    g.ldc = in;
-    g.alpha = dy_decode * wt->decode;
-    g.accumulate = accumulate;
-    be.gemm(g);
+    const auto [a, decode] = dy_operand(BlockLayout::Rows, false, m_dy);
+    gemm(be, rows, in, out, a, gemm_operand(wt->values, 0, in, false), dx, decode * wt->decode, nullptr, accumulate);
   }
   // dW [out, in] = dy^T [out, rows] x [rows, in]: reduction over rows.
-  GemmArgs g;
-  g.m = out;
-  g.n = in;
-  g.k = rows;
-  float dy_decode = 1.0f;
-  if (dy_block) {
-    quantize(be, grad, dy, rows, out, BlockLayout::Columns, stochastic, m_dyt);
-    g.a = gemm_operand(m_dyt.values, 0, out, true);
-    dy_decode = m_dyt.decode;
-  } else {
-    g.a = GemmOperand{dy, Format::FP32, true, out};
-  }
-  g.b = gemm_operand(x_saved.values, 0, in, false);
-  g.c = dw;
-  g.ldc = in;
-  g.alpha = dy_decode * x_saved.decode;
-  g.accumulate = accumulate;
-  be.gemm(g);
+  const auto [a, decode] = dy_operand(BlockLayout::Columns, true, m_dyt);
+  gemm(be, out, in, rows, a, gemm_operand(x_saved.values, 0, in, false), dw, decode * x_saved.decode, nullptr,
+       accumulate);
 }
 
 std::size_t BlockGemm::workspace_bytes() const {

@@ -113,7 +113,7 @@ void Linear::backward_block(Backend& be, const Tensor& dy, Tensor* dx, LinearCon
   const std::int64_t rows = x.numel() / m_in;
   // A block grad format quantizes dy itself; any other is a plain rounding.
   const bool dy_block = is_block_format(p.grad);
-  const float* dyf = dy_block ? f32_values(dy, m_dy32) : f32_values(round_to(dy, p.grad, m_dy_grad, false), m_dy32);
+  const float* dyf = dy_block ? f32_values(dy, m_dy32) : f32_rounded(be, dy, p.grad, m_dy32, false);
   const Format dx_format = dy_block ? Format::FP32 : p.grad;
   float* dxf = dx ? output_begin(*dx, x.shape(), dx_format, m_dx32) : nullptr;
   float* dw = grad_begin(m_weight, m_dw32);

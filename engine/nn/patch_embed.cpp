@@ -108,7 +108,7 @@ void PatchEmbed::backward_block(Backend& be, const Tensor& dy, Tensor* dx, Patch
   const LayerPrecision& p = m_precision;
   const std::int64_t B = ctx.x_shape[0], rows = B * m_tokens;
   const bool dy_block = is_block_format(p.grad);
-  const float* dyf = dy_block ? f32_values(dy, m_dy32) : f32_values(round_to(dy, p.grad, m_dy_grad, false), m_dy32);
+  const float* dyf = dy_block ? f32_values(dy, m_dy32) : f32_rounded(be, dy, p.grad, m_dy32, false);
   float* dpatches = nullptr;
   if (dx) {
     m_dp32.resize({rows, m_patch_size}, Format::FP32);

@@ -262,11 +262,8 @@ std::int64_t block_bytes(Format f, std::int64_t rows, std::int64_t cols, BlockLa
 std::uint8_t mx_scale_code(float amax, Format element) {
   const std::uint32_t a = abs_bits(amax);
   if (a >= kInfBits) return kE8m0NaN;
-  int emax = 0;
-  for (Format f : kBlockFormats) {
-    const BlockInfo& bi = block_info(f);
-    if (!bi.tensor_scale && bi.element == element) emax = bi.emax;
-  }
+  // emax: floor(log2) of the element format's largest value.
+  const int emax = std::ilogb(format_info(element).max);
   return static_cast<std::uint8_t>(mx_exponent(std::bit_cast<float>(a), emax) + 127);
 }
 
@@ -418,8 +415,12 @@ BlockQuantized block_quantize(Format f, const float* src, float* dst, std::int64
 #pragma omp parallel for schedule(static) reduction(min : min_exponent) if (parallel)
     for (std::int64_t sidx = 0; sidx < strips; ++sidx) {
       const std::int64_t r0 = sidx * b, r1 = std::min(rows, r0 + b);
-      std::vector<std::uint32_t> amax(static_cast<std::size_t>(cols), 0u);
-      std::vector<float> enc(static_cast<std::size_t>(cols)), dec(static_cast<std::size_t>(cols));
+      // Per-column scratch, kept per thread: no allocation per strip.
+      thread_local std::vector<std::uint32_t> amax;
+      thread_local std::vector<float> enc, dec;
+      amax.assign(static_cast<std::size_t>(cols), 0u);
+      enc.resize(static_cast<std::size_t>(cols));
+      dec.resize(static_cast<std::size_t>(cols));
       for (std::int64_t r = r0; r < r1; ++r) column_amax(src + r * cols, amax.data(), cols);
       // One scale per column (Columns) or per b columns (a tile). A NaN
       // block gets enc 0 and dec NaN: round(x * 0) * NaN is NaN for every x

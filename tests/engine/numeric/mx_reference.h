@@ -12,9 +12,13 @@
 #include <cstring>
 #include <limits>
 
+#include "engine/numeric/reference_rounding.h"
 #include "numeric/format.h"
 
 namespace mxref {
+
+using reftest::bits_of;
+using reftest::float_of;
 
 struct ElemSpec {
   int exp_bits;
@@ -114,17 +118,6 @@ inline std::uint8_t e8m0_encode_nearest(float x) {
     }
   }
   return static_cast<std::uint8_t>(best);
-}
-
-inline std::uint32_t bits_of(float x) {
-  std::uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-}
-inline float float_of(std::uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
 }
 
 }  // namespace mxref
