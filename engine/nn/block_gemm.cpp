@@ -1,12 +1,14 @@
 // Block-scaled GEMM operands for Linear and PatchEmbed (see block_gemm.h).
 #include "nn/block_gemm.h"
 
+#include <algorithm>
 #include <functional>
 #include <utility>
 #include <string>
 
 #include "backend/backend.h"
 #include "nn/layer_io.h"
+#include "nn/parameter.h"
 #include "numeric/cast.h"
 
 namespace engine {
@@ -111,6 +113,13 @@ void BlockGemm::backward(Backend& be, Format compute, Format grad, bool stochast
 
 std::size_t BlockGemm::workspace_bytes() const {
   return tensors_bytes({&m_x.values, &m_w.values, &m_wt.values, &m_dy.values, &m_dyt.values, &m_ws});
+}
+
+std::int64_t weight_device_bytes(const Parameter& p) {
+  const auto stored = static_cast<std::int64_t>(p.weight.bytes());
+  if (!is_block_format(p.quantized)) return stored;
+  const std::int64_t rows = p.shape.empty() ? 1 : std::max<std::int64_t>(p.shape.front(), 1);
+  return block_weight_bytes(p.quantized, rows, p.numel() / rows) + (p.has_master() ? 0 : stored);
 }
 
 std::int64_t block_weight_bytes(Format f, std::int64_t rows, std::int64_t cols) {

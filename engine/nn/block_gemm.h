@@ -23,6 +23,7 @@
 namespace engine {
 
 class Backend;
+struct Parameter;
 
 // One quantized GEMM operand: its values (BF16 or FP32 container) and the
 // NVFP4 tensor decode scale (1 for MX).
@@ -73,5 +74,12 @@ class BlockGemm {
 // its row-wise and column-wise quantized copies (NVFP4: two layouts of the
 // same 16 x 16 tiles), as Transformer Engine stores both.
 std::int64_t block_weight_bytes(Format f, std::int64_t rows, std::int64_t cols);
+
+// The bytes of p's weight copy as a device holds the recipe: its storage,
+// or for a weight a block-compute layer quantizes (Parameter::quantized)
+// the quantized copies, plus the FP32 weight itself when it is the
+// optimizer's only copy (no master). The memory chart and the precision
+// table both count weights this way.
+std::int64_t weight_device_bytes(const Parameter& p);
 
 }  // namespace engine

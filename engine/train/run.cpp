@@ -113,7 +113,6 @@ void inspect_block(const Parameter& p, const float* grad, std::size_t n, LayerIn
   li.grad_block.assign(grad + start, grad + end);
 }
 
-
 }  // namespace
 
 Run::Run(int id, const RunConfig& config, std::shared_ptr<const DatasetPair> data, Backend& backend)
@@ -192,16 +191,10 @@ MemoryBytes Run::memory() const {
   std::int64_t em = 0;
   for (Layer* l : m_model->leaves()) {
     for (Parameter* p : l->parameters()) {
-      if (is_block_format(p->quantized)) {
-        // A block-compute GEMM weight: a device holds its quantized copies
-        // (row-wise and column-wise); the FP32 copy the CPU quantizes from
-        // is emulation when a master holds the same values.
-        const std::int64_t rows = p->shape.empty() ? 1 : p->shape.front();
-        m.weights += block_weight_bytes(p->quantized, rows, p->numel() / std::max<std::int64_t>(rows, 1));
-        (p->has_master() ? em : m.weights) += static_cast<std::int64_t>(p->weight.bytes());
-      } else {
-        m.weights += static_cast<std::int64_t>(p->weight.bytes());
-      }
+      m.weights += weight_device_bytes(*p);
+      // A block-compute GEMM weight with a master: the FP32 copy the CPU
+      // quantizes from holds the master's values, emulation only.
+      if (is_block_format(p->quantized) && p->has_master()) em += static_cast<std::int64_t>(p->weight.bytes());
       m.master += static_cast<std::int64_t>(p->master.bytes());
       m.grads += static_cast<std::int64_t>(p->grad.bytes());
     }

@@ -23,6 +23,7 @@
 #include "charts/decimate.h"
 #include "charts/number_text.h"
 #include "charts/live_chart_view.h"
+#include "numeric/block.h"
 #include "numeric/format.h"
 #include "session/run_store.h"
 
@@ -314,7 +315,11 @@ void GradientPanel::refresh(int focusRun) {
   QString text;
   if (fg) {
     const std::optional<engine::Format> f = engine::parse_format(fg->format);
-    if (f) {
+    // A block format has no fixed range to draw: every block of 32 (16)
+    // values has its own scale. Its fractions come from quantizing the
+    // exact gradient in that format.
+    const bool block = f && engine::is_block_format(*f);
+    if (f && !block) {
       const engine::FormatInfo& info = engine::format_info(*f);
       m_range.format = QString::fromLatin1(info.name);
       m_range.minSubnormal = std::log2(info.min_subnormal);
@@ -328,6 +333,7 @@ void GradientPanel::refresh(int focusRun) {
     parts << tr("%1 · %2 grads · step %3 · scale %4")
                  .arg(QString::fromStdString(fg->layer), format, QLocale().toString(static_cast<qint64>(fg->step)),
                       focus && focus->scalesLoss() ? pow2Text(std::log2(scale)) : tr("none"));
+    if (block) parts << tr("no fixed range: each block of %1 values has its own scale").arg(engine::block_info(*f).block);
     parts << tr("flush to zero %1 → %2 scaled").arg(percent(fg->underflow_unscaled), percent(fg->underflow_scaled));
     parts << tr("subnormal %1 → %2").arg(percent(fg->subnormal_unscaled), percent(fg->subnormal_scaled));
     parts << tr("overflow %1 → %2").arg(percent(fg->overflow_unscaled), percent(fg->overflow_scaled));

@@ -10,6 +10,7 @@
 #include "amp/apply.h"
 #include "amp/recipe.h"
 #include "data/synthetic.h"
+#include "nn/block_gemm.h"
 #include "nn/layer.h"
 #include "nn/model.h"
 
@@ -81,7 +82,7 @@ QVector<PrecisionTableRow> layerRowsFor(const engine::RunConfig& config) {
     const std::vector<engine::Parameter*> params = l->parameters();
     for (engine::Parameter* p : params) {
       row.parameters += p->numel();
-      bytes += static_cast<std::int64_t>(p->weight.bytes() + p->master.bytes());
+      bytes += engine::weight_device_bytes(*p) + static_cast<std::int64_t>(p->master.bytes());
     }
     const QString out = outShape.count(l->name()) ? outShape[l->name()] : QString();
     row.shape = params.empty() ? QStringLiteral("→ %1").arg(out) : joinShape(params.front()->shape, " x ");
