@@ -1,6 +1,7 @@
 // Run-time loader of the CUDA module (libpl_cuda.so): finds and dlopens it,
-// resolves its C ABI, and wraps it for the engine. No CUDA header here, so
-// engine_cpu builds and the app starts on machines without CUDA.
+// takes its table of functions, checks the table's version and size, and
+// wraps it for the engine. No CUDA header here, so the engine builds and
+// the app starts on machines without CUDA.
 #include "backend/cuda_module.h"
 
 #include <dlfcn.h>
@@ -24,17 +25,9 @@ namespace fs = std::filesystem;
 
 constexpr std::size_t kMessageSize = 512;
 
-struct Api {
-  decltype(&pl_cuda_abi_version) abi_version = nullptr;
-  decltype(&pl_cuda_device_count) device_count = nullptr;
-  decltype(&pl_cuda_device_properties) device_properties = nullptr;
-  decltype(&pl_cuda_cast_from_fp32) cast_from_fp32 = nullptr;
-  decltype(&pl_cuda_cast_to_fp32) cast_to_fp32 = nullptr;
-};
-
 struct Module {
   CudaModuleInfo info;
-  Api api;  // all set when info.loaded
+  const PlCudaBackendTable* table = nullptr;  // set when info.loaded
 };
 
 std::string last_dl_error() {
@@ -42,15 +35,25 @@ std::string last_dl_error() {
   return e ? e : "unknown error";
 }
 
-template <class Fn>
-bool resolve(void* handle, const char* name, Fn& fn, std::string& missing) {
-  fn = reinterpret_cast<Fn>(dlsym(handle, name));
-  if (!fn && missing.empty()) missing = name;
-  return fn != nullptr;
+// Why a module's table is unusable by this build; empty when it is usable.
+std::string table_mismatch(const std::string& path, const PlCudaBackendTable* t) {
+  if (!t) return path + ": pl_cuda_backend_table() returned no table";
+  if (t->abi_version != PL_CUDA_ABI_VERSION)
+    return path + " has ABI " + std::to_string(t->abi_version) + ", this build needs " +
+           std::to_string(PL_CUDA_ABI_VERSION) + " (rebuild the module)";
+  if (t->table_size < sizeof(PlCudaBackendTable))
+    return path + " has a function table of " + std::to_string(t->table_size) + " bytes, this build needs " +
+           std::to_string(sizeof(PlCudaBackendTable)) + " (rebuild the module)";
+  // The entries every module implements (the loader and CudaContext use them).
+  if (!t->device_count || !t->device_properties || !t->create_context || !t->destroy_context ||
+      !t->synchronize || !t->memory_info || !t->allocate || !t->release || !t->upload || !t->download ||
+      !t->copy || !t->fill_zero || !t->convert)
+    return path + "'s function table lacks a device, context, memory or convert entry";
+  return {};
 }
 
-// dlopens `path` (a full path, or a bare name for the library path),
-// resolves the ABI, checks its version and counts devices. The handle is
+// dlopens `path` (a full path, or a bare name for the library path), takes
+// its table, checks its version and size and counts devices. The handle is
 // kept open when the module loads (its functions are used for the life of
 // the process) and closed otherwise.
 Module open_module(const std::string& path) {
@@ -62,30 +65,31 @@ Module open_module(const std::string& path) {
     m.info.reason = "cannot load " + path + ": " + last_dl_error();
     return m;
   }
-  std::string missing;
-  resolve(handle, "pl_cuda_abi_version", m.api.abi_version, missing);
-  resolve(handle, "pl_cuda_device_count", m.api.device_count, missing);
-  resolve(handle, "pl_cuda_device_properties", m.api.device_properties, missing);
-  resolve(handle, "pl_cuda_cast_from_fp32", m.api.cast_from_fp32, missing);
-  resolve(handle, "pl_cuda_cast_to_fp32", m.api.cast_to_fp32, missing);
-  if (!missing.empty()) {
-    m.info.reason = path + " lacks the symbol " + missing + " (not a Precision Lab CUDA module?)";
-    m.api = {};
+  const auto entry = reinterpret_cast<PlCudaBackendTableFn>(dlsym(handle, "pl_cuda_backend_table"));
+  if (!entry) {
+    // ABI 1 modules exported one symbol per function and their version
+    // through pl_cuda_abi_version(): name the version they have.
+    using AbiVersionFn = int (*)();
+    if (const auto v1 = reinterpret_cast<AbiVersionFn>(dlsym(handle, "pl_cuda_abi_version")))
+      m.info.reason = path + " has ABI " + std::to_string(v1()) + ", this build needs " +
+                      std::to_string(PL_CUDA_ABI_VERSION) + " (rebuild the module)";
+    else
+      m.info.reason = path + " lacks the symbol pl_cuda_backend_table (not a Precision Lab CUDA module?)";
     dlclose(handle);
     return m;
   }
-  if (const int v = m.api.abi_version(); v != PL_CUDA_ABI_VERSION) {
-    m.info.reason = path + " has ABI version " + std::to_string(v) + ", this build expects " +
-                    std::to_string(PL_CUDA_ABI_VERSION) + " (rebuild the module)";
-    m.api = {};
+  const PlCudaBackendTable* table = entry();
+  if (std::string why = table_mismatch(path, table); !why.empty()) {
+    m.info.reason = std::move(why);
     dlclose(handle);
     return m;
   }
+  m.table = table;
   m.info.loaded = true;
 
   char message[kMessageSize] = {};
   int count = 0;
-  const PlCudaStatus s = m.api.device_count(&count, message, sizeof message);
+  const PlCudaStatus s = table->device_count(&count, message, sizeof message);
   if (s != PL_CUDA_OK || count <= 0) {
     m.info.device_count = 0;
     m.info.reason = std::string("no CUDA device: ") + (message[0] ? message : "0 devices");
@@ -182,23 +186,6 @@ CudaResult result_of(PlCudaStatus s, const char* message) {
 
 CudaResult not_loaded() { return {CudaStatus::NotLoaded, module().info.reason}; }
 
-// engine::Format -> the ABI's format; false for formats without a CUDA cast.
-bool to_c_format(Format f, PlCudaFormat& out) {
-  switch (f) {
-    case Format::FP16: out = PL_CUDA_FP16; return true;
-    case Format::BF16: out = PL_CUDA_BF16; return true;
-    case Format::E4M3: out = PL_CUDA_E4M3; return true;
-    case Format::E5M2: out = PL_CUDA_E5M2; return true;
-    default: break;  // FP32/TF32 need no cast; FP6/FP4/E8M0 and block formats have none
-  }
-  return false;
-}
-
-CudaResult unsupported_format(const char* fn, Format f) {
-  return {CudaStatus::InvalidArgument,
-          std::string(fn) + ": no CUDA cast for " + format_name(f) + " (FP16, BF16, FP8 only)"};
-}
-
 }  // namespace
 
 const char* cuda_status_name(CudaStatus s) {
@@ -214,6 +201,8 @@ const char* cuda_status_name(CudaStatus s) {
 }
 
 const CudaModuleInfo& cuda_module_info() { return module().info; }
+
+const PlCudaBackendTable* cuda_table() { return module().table; }
 
 bool cuda_available() { return module().info.loaded && module().info.device_count > 0; }
 
@@ -234,7 +223,7 @@ CudaResult cuda_device_count(int& count) {
   const Module& m = module();
   if (!m.info.loaded) return not_loaded();
   char message[kMessageSize] = {};
-  return result_of(m.api.device_count(&count, message, sizeof message), message);
+  return result_of(m.table->device_count(&count, message, sizeof message), message);
 }
 
 CudaResult cuda_device_info(int device, CudaDeviceInfo& info) {
@@ -243,7 +232,7 @@ CudaResult cuda_device_info(int device, CudaDeviceInfo& info) {
   if (!m.info.loaded) return not_loaded();
   char message[kMessageSize] = {};
   PlCudaDeviceProperties p{};
-  const CudaResult r = result_of(m.api.device_properties(device, &p, message, sizeof message), message);
+  const CudaResult r = result_of(m.table->device_properties(device, &p, message, sizeof message), message);
   if (!r.ok()) return r;
   info.index = device;
   info.name = p.name;
@@ -255,24 +244,92 @@ CudaResult cuda_device_info(int device, CudaDeviceInfo& info) {
   return r;
 }
 
-CudaResult cuda_cast_from_f32(int device, Format to, const float* src, void* dst, std::size_t n,
-                              bool saturate) {
-  const Module& m = module();
-  if (!m.info.loaded) return not_loaded();
-  PlCudaFormat f{};
-  if (!to_c_format(to, f)) return unsupported_format("cuda_cast_from_f32", to);
-  char message[kMessageSize] = {};
-  return result_of(m.api.cast_from_fp32(device, f, src, dst, n, saturate ? 1 : 0, message, sizeof message),
-                   message);
+bool cuda_format(Format f, PlCudaFormat& out) {
+  switch (f) {
+    case Format::FP32: out = PL_CUDA_FP32; return true;
+    case Format::TF32: out = PL_CUDA_TF32; return true;
+    case Format::FP16: out = PL_CUDA_FP16; return true;
+    case Format::BF16: out = PL_CUDA_BF16; return true;
+    case Format::E4M3: out = PL_CUDA_E4M3; return true;
+    case Format::E5M2: out = PL_CUDA_E5M2; return true;
+    default: break;  // element formats (FP6/FP4/E8M0) and block formats: no storage format
+  }
+  return false;
 }
 
-CudaResult cuda_cast_to_f32(int device, Format from, const void* src, float* dst, std::size_t n) {
+// ---- CudaContext ----------------------------------------------------------------
+
+namespace {
+
+// Calls one table entry with a message buffer and turns its status into a
+// CudaResult.
+template <class Entry, class... Args>
+CudaResult call(Entry entry, Args... args) {
+  char message[kMessageSize] = {};
+  return result_of(entry(args..., message, sizeof message), message);
+}
+
+}  // namespace
+
+CudaResult CudaContext::create(int device, std::unique_ptr<CudaContext>& out) {
+  out.reset();
   const Module& m = module();
   if (!m.info.loaded) return not_loaded();
-  PlCudaFormat f{};
-  if (!to_c_format(from, f)) return unsupported_format("cuda_cast_to_f32", from);
+  PlCudaContext* ctx = nullptr;
+  CudaResult r = call(module().table->create_context, device, &ctx);
+  if (r.ok()) out.reset(new CudaContext(ctx, device));
+  return r;
+}
+
+CudaContext::~CudaContext() {
+  // Errors cannot be returned from here; synchronize() first to see them.
   char message[kMessageSize] = {};
-  return result_of(m.api.cast_to_fp32(device, f, src, dst, n, message, sizeof message), message);
+  module().table->destroy_context(m_ctx, message, sizeof message);
+}
+
+CudaResult CudaContext::synchronize() { return call(module().table->synchronize, m_ctx); }
+
+CudaResult CudaContext::memory_info(std::uint64_t& free_bytes, std::uint64_t& total_bytes) {
+  free_bytes = total_bytes = 0;
+  uint64_t f = 0, t = 0;
+  CudaResult r = call(module().table->memory_info, m_ctx, &f, &t);
+  free_bytes = f;
+  total_bytes = t;
+  return r;
+}
+
+CudaResult CudaContext::allocate(std::size_t bytes, void** out) {
+  return call(module().table->allocate, m_ctx, bytes, out);
+}
+
+CudaResult CudaContext::release(void* ptr) { return call(module().table->release, m_ctx, ptr); }
+
+CudaResult CudaContext::upload(void* dst, const void* host_src, std::size_t bytes) {
+  return call(module().table->upload, m_ctx, dst, host_src, bytes);
+}
+
+CudaResult CudaContext::download(void* host_dst, const void* src, std::size_t bytes) {
+  return call(module().table->download, m_ctx, host_dst, src, bytes);
+}
+
+CudaResult CudaContext::copy(void* dst, const void* src, std::size_t bytes) {
+  return call(module().table->copy, m_ctx, dst, src, bytes);
+}
+
+CudaResult CudaContext::fill_zero(void* dst, std::size_t bytes) {
+  return call(module().table->fill_zero, m_ctx, dst, bytes);
+}
+
+CudaResult CudaContext::convert(Format from, const void* src, Format to, void* dst, std::size_t n,
+                                const CastOptions& opt) {
+  PlCudaFormat f{}, t{};
+  const bool from_ok = cuda_format(from, f), to_ok = cuda_format(to, t);
+  if (!from_ok || !to_ok)
+    return {CudaStatus::InvalidArgument,
+            std::string("CudaContext::convert: ") + format_name(from_ok ? to : from) + " is not a tensor format"};
+  return call(module().table->convert, m_ctx, f, src, t, dst, static_cast<std::int64_t>(n),
+              std::int32_t{opt.saturate}, std::int32_t{opt.stochastic}, std::uint64_t{opt.seed},
+              std::uint64_t{opt.index_offset});
 }
 
 }  // namespace engine

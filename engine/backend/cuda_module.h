@@ -1,27 +1,56 @@
-// The CUDA module's C ABI (implemented in backend/cuda/, libpl_cuda.so) and
-// the run-time loader the CPU side uses to reach it without CUDA headers.
+// The CUDA module's C ABI (implemented in backend/cuda/, libpl_cuda.so): one
+// versioned table of functions, after ggml's backend interface, and the
+// run-time loader the CPU side uses to reach it without CUDA headers.
 #pragma once
+
+#include <stddef.h>
+#include <stdint.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "numeric/cast.h"
 #include "numeric/format.h"
 
 // ---------------------------------------------------------------------------
-// C ABI. libpl_cuda.so exports exactly these symbols; the loader resolves
-// them with dlsym. Plain C types only, so the module and the app may be
-// built by different compilers. Bump PL_CUDA_ABI_VERSION on any change.
+// C ABI. libpl_cuda.so exports exactly one symbol, pl_cuda_backend_table(),
+// which returns a table of function pointers. Plain C types only, so the
+// module and the app may be built by different compilers. Bump
+// PL_CUDA_ABI_VERSION on any change of a signature, a struct, an enum
+// value or the table's layout; the loader refuses a module whose version
+// differs, or whose table is smaller than this build's.
+//
+// Conventions of every entry:
+//  - returns a PlCudaStatus; on failure it writes one line into `message`
+//    (truncated to message_size, always NUL-terminated when message_size >
+//    0) naming the failing CUDA call (or kernel), file and line, or the
+//    argument at fault. `message` may be null when message_size is 0.
+//  - the work runs on a context (PlCudaContext, create_context): one device
+//    and one stream. A context is used by one thread at a time. The entry
+//    makes the context's device current for its duration and restores the
+//    caller's device, so no entry changes which device the thread uses.
+//  - every data pointer is device memory of the context's device (allocate)
+//    except the host side of upload and download, and the small argument
+//    arrays documented as host arguments (descriptor lists, shapes).
+//  - work is queued on the context's stream in call order and runs
+//    asynchronously to the host unless documented otherwise; an error of
+//    queued work is reported by the next synchronize or download (one
+//    download per training step reads the step's results and its errors).
+//  - counts are int64_t elements, byte sizes size_t. Booleans are int32_t
+//    (0 / 1).
+//  - entries documented "(next issue)" are NULL in this module: the table
+//    declares what the CUDA Backend needs, and the next issue fills them
+//    in. Their comments mirror engine/backend/backend.h's virtual of the
+//    same name, with results written to device memory.
 // ---------------------------------------------------------------------------
 extern "C" {
 
-#define PL_CUDA_ABI_VERSION 1
-// The module is built with hidden visibility; only these are exported.
+#define PL_CUDA_ABI_VERSION 2
+// The module is built with hidden visibility; only PL_CUDA_API is exported.
 #define PL_CUDA_API __attribute__((visibility("default")))
 
-// Every entry point returns a status; on failure it writes one line into
-// `message` (truncated to message_size, always NUL-terminated when
-// message_size > 0) that names the failing CUDA call, file and line.
 typedef enum PlCudaStatus {
   PL_CUDA_OK = 0,
   PL_CUDA_NO_DEVICE = 1,         // driver missing or too old, or zero devices
@@ -30,46 +59,302 @@ typedef enum PlCudaStatus {
   PL_CUDA_ERROR = 4,             // any other CUDA runtime error
 } PlCudaStatus;
 
-// Stored formats the cast kernels handle. Numbered independently of
-// engine::Format so the ABI does not move when the engine enum does.
+// Storage formats of tensors. Numbered independently of engine::Format so
+// the ABI does not move when the engine enum does (1-4 kept from ABI 1).
+// Element width: FP32/TF32 4 bytes (TF32 is an FP32 container holding
+// values with 10 fraction bits), FP16/BF16 2, E4M3/E5M2 1.
 typedef enum PlCudaFormat {
   PL_CUDA_FP16 = 1,
   PL_CUDA_BF16 = 2,
-  PL_CUDA_E4M3 = 3,
+  PL_CUDA_E4M3 = 3,  // OCP E4M3FN: no inf, NaN = S.1111.111, max 448
   PL_CUDA_E5M2 = 4,
+  PL_CUDA_FP32 = 5,
+  PL_CUDA_TF32 = 6,
 } PlCudaFormat;
+
+// Block-scaled formats (engine/numeric/block.h) and their block layouts.
+typedef enum PlCudaBlockFormat {
+  PL_CUDA_MXFP8 = 1,       // 32 x E4M3 + E8M0 scale
+  PL_CUDA_MXFP8_E5M2 = 2,  // 32 x E5M2 + E8M0 scale
+  PL_CUDA_MXFP6 = 3,       // 32 x E2M3 + E8M0 scale
+  PL_CUDA_MXFP6_E3M2 = 4,  // 32 x E3M2 + E8M0 scale
+  PL_CUDA_MXFP4 = 5,       // 32 x E2M1 + E8M0 scale
+  PL_CUDA_NVFP4 = 6,       // 16 x E2M1 + E4M3 scale + one FP32 tensor scale
+} PlCudaBlockFormat;
+typedef enum PlCudaBlockLayout {
+  PL_CUDA_BLOCK_ROWS = 0,     // consecutive elements along each row
+  PL_CUDA_BLOCK_COLUMNS = 1,  // consecutive rows down each column
+  PL_CUDA_BLOCK_TILES = 2,    // block x block tiles (NVFP4 only)
+} PlCudaBlockLayout;
+
+// What block_quantize writes about its output (device memory), and what a
+// GEMM operand's block pointer reads. Same layout as engine::BlockQuantized
+// ({float, bool}: the byte at offset 4), so the CUDA Backend can pass its
+// own (static_assert the offsets there).
+typedef struct PlCudaBlockQuantized {
+  float tensor_decode;  // NVFP4: 1 / S_enc (multiplies the GEMM's alpha); MX: 1
+  uint8_t bf16_exact;   // every value is exactly a normal BF16 value (or zero)
+  uint8_t reserved[3];
+} PlCudaBlockQuantized;
 
 typedef struct PlCudaDeviceProperties {
   char name[256];
   int compute_major;
   int compute_minor;
-  std::uint64_t memory_total;  // bytes, cudaMemGetInfo
-  std::uint64_t memory_free;   // bytes, at the time of the query
-  int sm_count;                // streaming multiprocessors
+  uint64_t memory_total;  // bytes, cudaMemGetInfo
+  uint64_t memory_free;   // bytes, at the time of the query
+  int sm_count;           // streaming multiprocessors
 } PlCudaDeviceProperties;
 
-PL_CUDA_API int pl_cuda_abi_version(void);
+// A 2-D convolution (host argument): NCHW activations, OIHW weights, f32
+// values, square stride and padding (engine::ConvShape).
+typedef struct PlCudaConvShape {
+  int64_t n, c_in, h, w;  // input
+  int64_t c_out, kh, kw;
+  int64_t stride, pad;
+} PlCudaConvShape;
 
-// Number of devices the runtime sees. With no driver or no device, returns
-// PL_CUDA_NO_DEVICE, *count = 0, and the runtime's error in `message`.
-PL_CUDA_API PlCudaStatus pl_cuda_device_count(int* count, char* message, std::size_t message_size);
+// One gradient of unscale_grads (host argument; the pointers are device
+// memory): nonfinite receives the count of its inf/NaN values after the
+// multiply (added to what it holds).
+typedef struct PlCudaGradBuffer {
+  float* data;
+  int64_t n;
+  int64_t* nonfinite;
+} PlCudaGradBuffer;
 
-// Properties of device `device` (0-based).
-PL_CUDA_API PlCudaStatus pl_cuda_device_properties(int device, PlCudaDeviceProperties* props, char* message,
-                                       std::size_t message_size);
+// gradient_census's output: PL_CUDA_CENSUS_SLOTS int64 counters (device
+// memory): [0] zeros, [1 .. 64] the log2|g| histogram from 2^log2_lo,
+// [65 .. 69] the 5 magnitude classes (zero, underflow, subnormal, normal,
+// overflow: engine::Magnitude's order) as the run saw them (the magnitude
+// times `scale`), [70 .. 74] the same without loss scaling.
+#define PL_CUDA_CENSUS_BINS 64
+#define PL_CUDA_CENSUS_SLOTS (1 + PL_CUDA_CENSUS_BINS + 10)
 
-// Bulk casts between host buffers through device `device`: copy in, one
-// kernel, copy out, synchronous. Rounding is round-to-nearest-even with
-// the rules of engine/numeric/convert.h (subnormals kept, NaN stays NaN,
-// IEEE formats overflow to inf, E4M3 to NaN). `saturate` applies to FP8
-// only: E4M3 finite overflow and inf become +-448, E5M2 finite overflow
-// +-57344. `dst` holds n elements in the format's storage width (2 bytes
-// for FP16/BF16, 1 for FP8). Large n are processed in chunks.
-PL_CUDA_API PlCudaStatus pl_cuda_cast_from_fp32(int device, PlCudaFormat to, const float* src, void* dst,
-                                    std::size_t n, int saturate, char* message,
-                                    std::size_t message_size);
-PL_CUDA_API PlCudaStatus pl_cuda_cast_to_fp32(int device, PlCudaFormat from, const void* src, float* dst,
-                                  std::size_t n, char* message, std::size_t message_size);
+typedef struct PlCudaContext PlCudaContext;  // opaque: a device and its stream
+
+// `char* message, size_t message_size` ends every entry's argument list.
+#define PL_CUDA_MSG char *message, size_t message_size
+
+typedef struct PlCudaBackendTable {
+  uint32_t abi_version;  // PL_CUDA_ABI_VERSION of the module
+  uint32_t table_size;   // sizeof(PlCudaBackendTable) in the module
+
+  // ---- devices (no context) -------------------------------------------------
+  // Number of devices the runtime sees. With no driver or no device:
+  // PL_CUDA_NO_DEVICE, *count = 0, and the runtime's error in message.
+  PlCudaStatus (*device_count)(int* count, PL_CUDA_MSG);
+  // Properties of device `device` (0-based); memory_free at call time.
+  PlCudaStatus (*device_properties)(int device, PlCudaDeviceProperties* props, PL_CUDA_MSG);
+
+  // ---- contexts --------------------------------------------------------------
+  // A context on `device`: a non-blocking stream and a stream-ordered memory
+  // pool (cudaMallocAsync) where the device has one. *out is NULL on error.
+  PlCudaStatus (*create_context)(int device, PlCudaContext** out, PL_CUDA_MSG);
+  // Waits for the stream, then frees the stream and the pool's cached
+  // memory. Release every allocation first. NULL is a no-op.
+  PlCudaStatus (*destroy_context)(PlCudaContext* ctx, PL_CUDA_MSG);
+  // Waits for all work queued on the context; reports its first error.
+  PlCudaStatus (*synchronize)(PlCudaContext* ctx, PL_CUDA_MSG);
+  // Free and total memory of the context's device (cudaMemGetInfo), bytes.
+  PlCudaStatus (*memory_info)(PlCudaContext* ctx, uint64_t* free_bytes, uint64_t* total_bytes,
+                              PL_CUDA_MSG);
+
+  // ---- memory ----------------------------------------------------------------
+  // `bytes` of device memory, 256-byte aligned, contents unspecified;
+  // bytes == 0 gives NULL. Stream-ordered: usable by the context's work at
+  // once, by other streams after synchronize.
+  PlCudaStatus (*allocate)(PlCudaContext* ctx, size_t bytes, void** out, PL_CUDA_MSG);
+  // Frees an allocation of this context after the work queued before it
+  // (stream-ordered). NULL is a no-op.
+  PlCudaStatus (*release)(PlCudaContext* ctx, void* ptr, PL_CUDA_MSG);
+  // host -> device, ordered after earlier work; the host buffer may be
+  // reused when the call returns.
+  PlCudaStatus (*upload)(PlCudaContext* ctx, void* dst, const void* host_src, size_t bytes,
+                         PL_CUDA_MSG);
+  // device -> host: waits for earlier work and the copy (synchronous), so
+  // it reports any error of the work queued before it.
+  PlCudaStatus (*download)(PlCudaContext* ctx, void* host_dst, const void* src, size_t bytes,
+                           PL_CUDA_MSG);
+  // device -> device (the ranges must not overlap).
+  PlCudaStatus (*copy)(PlCudaContext* ctx, void* dst, const void* src, size_t bytes, PL_CUDA_MSG);
+  PlCudaStatus (*fill_zero)(PlCudaContext* ctx, void* dst, size_t bytes, PL_CUDA_MSG);
+
+  // ---- casts between storage formats ----------------------------------------
+  // dst[i] = src[i] decoded exactly and rounded to `to` bit for bit as
+  // engine/numeric/cast.h does: round-to-nearest-even, or stochastic
+  // rounding with the random bits stochastic_bits(seed, index_offset + i);
+  // subnormals kept, NaN stays NaN, FP16/BF16/E5M2/TF32 overflow to inf,
+  // E4M3 to NaN; `saturate` (FP8 only) clamps finite overflow to the
+  // largest finite value and E4M3's inf to +-448 (E5M2 keeps inf). Any
+  // pair of PlCudaFormat; FP32 to FP32, and a format to itself without
+  // saturate or stochastic, copy. dst may equal src (in place) when both
+  // formats have one width (FP32 -> TF32: TF32 rounding in place); other
+  // overlapping ranges are refused. Asynchronous, no host memory involved.
+  PlCudaStatus (*convert)(PlCudaContext* ctx, PlCudaFormat from, const void* src, PlCudaFormat to,
+                          void* dst, int64_t n, int32_t saturate, int32_t stochastic, uint64_t seed,
+                          uint64_t index_offset, PL_CUDA_MSG);
+
+  // ======== (next issue) the CUDA Backend's ops: NULL in this module ========
+  // ---- matmul and convolution ----
+  // C[m x n] = alpha * op(A)[m x k] * op(B)[k x n] + beta * C (+ bias[n] per
+  // row). A and B in their own formats (row-major, leading dimension
+  // lda/ldb elements before the transpose), multiplied as the format
+  // dictates (FP16/BF16 with FP32 compute, TF32 mode, FP8 on sm_89+);
+  // a_block/b_block (optional): block-quantized FP32 operands, alpha
+  // multiplied by their tensor_decode. accumulate FP32, or FP16 as the
+  // hardware does it (CUBLAS_COMPUTE_16F).
+  PlCudaStatus (*gemm)(PlCudaContext* ctx, int64_t m, int64_t n, int64_t k, const void* a,
+                       PlCudaFormat a_format, int32_t a_trans, int64_t lda,
+                       const PlCudaBlockQuantized* a_block, const void* b, PlCudaFormat b_format,
+                       int32_t b_trans, int64_t ldb, const PlCudaBlockQuantized* b_block, float* c,
+                       int64_t ldc, float alpha, float beta, const float* bias,
+                       PlCudaFormat accumulate, PL_CUDA_MSG);
+  // y = conv(x, w) + bias (optional); `compute` says which path is exact.
+  PlCudaStatus (*conv2d_forward)(PlCudaContext* ctx, const PlCudaConvShape* s, PlCudaFormat compute,
+                                 const float* x, const float* w, const float* bias, float* y,
+                                 PL_CUDA_MSG);
+  // dx = conv_transpose(dy, w) (overwritten).
+  PlCudaStatus (*conv2d_backward_data)(PlCudaContext* ctx, const PlCudaConvShape* s,
+                                       PlCudaFormat compute, const float* dy, const float* w,
+                                       float* dx, PL_CUDA_MSG);
+  // dw (and db when non-null) are overwritten, not accumulated.
+  PlCudaStatus (*conv2d_backward_weights)(PlCudaContext* ctx, const PlCudaConvShape* s,
+                                          PlCudaFormat compute, const float* x, const float* dy,
+                                          float* dw, float* db, PL_CUDA_MSG);
+
+  // ---- pooling (kernel k x k, stride k, no padding) ----
+  // argmax: per output, the flat input index (in the image plane) of the max.
+  PlCudaStatus (*maxpool2d_forward)(PlCudaContext* ctx, int64_t n, int64_t c, int64_t h, int64_t w,
+                                    int64_t k, const float* x, float* y, int32_t* argmax,
+                                    PL_CUDA_MSG);
+  // Scatters dy to the argmax positions (dx overwritten).
+  PlCudaStatus (*maxpool2d_backward)(PlCudaContext* ctx, int64_t n, int64_t c, int64_t h, int64_t w,
+                                     int64_t k, const float* dy, const int32_t* argmax, float* dx,
+                                     PL_CUDA_MSG);
+
+  // ---- elementwise (n f32 elements; y may alias x) ----
+  PlCudaStatus (*relu_forward)(PlCudaContext* ctx, const float* x, float* y, int64_t n, PL_CUDA_MSG);
+  // dx = dy where x > 0 else 0 (dx may alias dy).
+  PlCudaStatus (*relu_backward)(PlCudaContext* ctx, const float* x, const float* dy, float* dx,
+                                int64_t n, PL_CUDA_MSG);
+  // GELU, exact erf form (PyTorch's approximate='none').
+  PlCudaStatus (*gelu_forward)(PlCudaContext* ctx, const float* x, float* y, int64_t n, PL_CUDA_MSG);
+  PlCudaStatus (*gelu_backward)(PlCudaContext* ctx, const float* x, const float* dy, float* dx,
+                                int64_t n, PL_CUDA_MSG);
+  // y = a + b; y may alias a or b.
+  PlCudaStatus (*add)(PlCudaContext* ctx, const float* a, const float* b, float* y, int64_t n,
+                      PL_CUDA_MSG);
+  // x *= s
+  PlCudaStatus (*scale)(PlCudaContext* ctx, float* x, float s, int64_t n, PL_CUDA_MSG);
+  // x[i] = value (fault injection writes one element).
+  PlCudaStatus (*fill)(PlCudaContext* ctx, float* x, float value, int64_t n, PL_CUDA_MSG);
+  // Rounds in place to format f's values (RNE, as convert); FP32: no-op.
+  PlCudaStatus (*quantize)(PlCudaContext* ctx, PlCudaFormat f, float* x, int64_t n,
+                           int32_t saturate, PL_CUDA_MSG);
+  // *counter += the count of inf/NaN values (per-layer overflow attribution).
+  PlCudaStatus (*count_nonfinite)(PlCudaContext* ctx, const float* x, int64_t n, int64_t* counter,
+                                  PL_CUDA_MSG);
+  // *out = max |x_i| (0 for n == 0; NaN, else inf, propagates).
+  PlCudaStatus (*amax)(PlCudaContext* ctx, const float* x, int64_t n, float* out, PL_CUDA_MSG);
+  // db[j] = sum_i dy[i, j] over `rows` rows (overwritten).
+  PlCudaStatus (*column_sums)(PlCudaContext* ctx, const float* dy, int64_t rows, int64_t cols,
+                              float* db, PL_CUDA_MSG);
+  // out[0] += sum (a-b)^2, out[1] += sum b^2, out[2] += sum (a-b)*b, in
+  // double (relative errors against the FP32 shadow pass).
+  PlCudaStatus (*error_sums)(PlCudaContext* ctx, const float* a, const float* b, int64_t n,
+                             double* out, PL_CUDA_MSG);
+
+  // ---- rows of a [rows x cols] matrix ----
+  // LayerNorm over the last dimension; mean and rstd (rows) saved for
+  // backward. accumulate FP16/BF16 rounds every partial sum to that format.
+  PlCudaStatus (*layernorm_forward)(PlCudaContext* ctx, const float* x, const float* gamma,
+                                    const float* beta, float* y, float* mean, float* rstd,
+                                    int64_t rows, int64_t cols, float eps, PlCudaFormat accumulate,
+                                    PL_CUDA_MSG);
+  // dx, and dgamma/dbeta overwritten.
+  PlCudaStatus (*layernorm_backward)(PlCudaContext* ctx, const float* dy, const float* x,
+                                     const float* mean, const float* rstd, const float* gamma,
+                                     float* dx, float* dgamma, float* dbeta, int64_t rows,
+                                     int64_t cols, PL_CUDA_MSG);
+  // Softmax per row, max subtracted; FP16/BF16 accumulate rounds the sum.
+  PlCudaStatus (*softmax_forward)(PlCudaContext* ctx, const float* x, float* y, int64_t rows,
+                                  int64_t cols, PlCudaFormat accumulate, PL_CUDA_MSG);
+  // dx = y * (dy - sum(dy * y)) per row.
+  PlCudaStatus (*softmax_backward)(PlCudaContext* ctx, const float* y, const float* dy, float* dx,
+                                   int64_t rows, int64_t cols, PL_CUDA_MSG);
+
+  // ---- losses (mean over rows), written to device memory ----
+  // Softmax cross-entropy over int32 labels: probs written for backward,
+  // *loss (double) the mean loss, *correct (optional) the count of rows
+  // whose argmax equals the label.
+  PlCudaStatus (*cross_entropy_forward)(PlCudaContext* ctx, const float* logits,
+                                        const int32_t* labels, int64_t rows, int64_t classes,
+                                        float* probs, double* loss, int64_t* correct, PL_CUDA_MSG);
+  // dlogits = (probs - onehot) * scale / rows (scale carries the loss scale).
+  PlCudaStatus (*cross_entropy_backward)(PlCudaContext* ctx, const float* probs,
+                                         const int32_t* labels, int64_t rows, int64_t classes,
+                                         float scale, float* dlogits, PL_CUDA_MSG);
+  // *loss (double) = mean of (pred - target)^2 over n elements.
+  PlCudaStatus (*mse_forward)(PlCudaContext* ctx, const float* pred, const float* target, int64_t n,
+                              double* loss, PL_CUDA_MSG);
+  // dpred = 2 * (pred - target) * scale / n
+  PlCudaStatus (*mse_backward)(PlCudaContext* ctx, const float* pred, const float* target,
+                               int64_t n, float scale, float* dpred, PL_CUDA_MSG);
+
+  // ---- the step's fused passes ----
+  // The loss scaler's pass over `count` gradients (grads: host array):
+  // data *= inv_scale, each gradient's non-finite count added to its
+  // nonfinite counter, and the sum of squares of all unscaled gradients
+  // (double) added to *sum_squares (device).
+  PlCudaStatus (*unscale_grads)(PlCudaContext* ctx, const PlCudaGradBuffer* grads, size_t count,
+                                float inv_scale, double* sum_squares, PL_CUDA_MSG);
+  // torch.optim.SGD on one parameter (optim/sgd.h's order): momentum_buf
+  // NULL without momentum; `first` initialises it (t == 1); keep =
+  // 1 - dampening; the buffer rounded (RNE) to state_format after every
+  // update and before use.
+  PlCudaStatus (*sgd_update)(PlCudaContext* ctx, float* value, const float* grad,
+                             float* momentum_buf, int64_t n, float lr, float momentum, float keep,
+                             float weight_decay, int32_t nesterov, int32_t first,
+                             PlCudaFormat state_format, PL_CUDA_MSG);
+  // torch.optim.Adam / AdamW on one parameter (optim/adam.h's order): l2
+  // is Adam's weight decay added to the gradient, shrink AdamW's factor
+  // 1 - lr * wd; step_size = lr / (1 - beta1^t), bc2_sqrt = sqrt(1 -
+  // beta2^t); exp_avg/exp_avg_sq rounded to state_format before use.
+  PlCudaStatus (*adam_update)(PlCudaContext* ctx, float* value, const float* grad, float* exp_avg,
+                              float* exp_avg_sq, int64_t n, float step_size, float bc2_sqrt,
+                              float one_minus_beta1, float beta2, float one_minus_beta2, float eps,
+                              float l2, float shrink, PlCudaFormat state_format, PL_CUDA_MSG);
+  // FP8 delayed scaling: y = x * scale (y may alias x), *amax = max|x|
+  // (device float; NaN, else inf, propagates).
+  PlCudaStatus (*scale_amax)(PlCudaContext* ctx, const float* x, float scale, float* y, int64_t n,
+                             float* amax, PL_CUDA_MSG);
+  // numeric/block.h's block_quantize of a [rows x cols] matrix into dst
+  // (floats, bit for bit the CPU's; dst may alias src), stochastic element
+  // rounding seeded by `seed`; *info (device) what the GEMM needs to know.
+  PlCudaStatus (*block_quantize)(PlCudaContext* ctx, PlCudaBlockFormat f, const float* src,
+                                 float* dst, int64_t rows, int64_t cols, PlCudaBlockLayout layout,
+                                 int32_t stochastic, uint64_t seed, PlCudaBlockQuantized* info,
+                                 PL_CUDA_MSG);
+  // Gradient statistics of one tensor (statistics steps), added to out
+  // (PL_CUDA_CENSUS_SLOTS device int64s): `values` the gradient measured,
+  // `own` (optional) the run's gradient (a zero there counts as flushed),
+  // `block` (optional) the values quantized in a block format (zero there:
+  // flushed; no overflow). Magnitudes are classified with the format's
+  // rounding thresholds (engine::RoundingThresholds: |a| <= underflow ->
+  // underflow, < subnormal_hi -> subnormal, > overflow (or == with
+  // tie_overflows) -> overflow; inf/NaN overflow).
+  PlCudaStatus (*gradient_census)(PlCudaContext* ctx, const float* values, const float* own,
+                                  const float* block, int64_t n, double underflow,
+                                  double subnormal_hi, double overflow, int32_t tie_overflows,
+                                  double scale, int32_t log2_lo, int64_t* out, PL_CUDA_MSG);
+} PlCudaBackendTable;
+
+#undef PL_CUDA_MSG
+
+// The module's one export: its table (static storage, never NULL).
+PL_CUDA_API const PlCudaBackendTable* pl_cuda_backend_table(void);
+typedef const PlCudaBackendTable* (*PlCudaBackendTableFn)(void);
 
 }  // extern "C"
 
@@ -112,12 +397,16 @@ struct CudaDeviceInfo {
 
 // What happened when the module was looked for. Any thread.
 struct CudaModuleInfo {
-  bool loaded = false;     // found, dlopen'ed, every symbol resolved, ABI matches
+  bool loaded = false;     // found, dlopen'ed, table resolved, ABI matches
   std::string path;        // the file that was loaded (or last tried)
   int device_count = 0;    // 0 when not loaded or no device
   std::string reason;      // one line when !cuda_available(), else empty
 };
 const CudaModuleInfo& cuda_module_info();
+
+// The loaded module's table; null when it is not loaded (whatever the
+// device count). Entries marked "(next issue)" in the table are null.
+const PlCudaBackendTable* cuda_table();
 
 // True when the module is loaded and sees at least one device. Any thread.
 bool cuda_available();
@@ -129,16 +418,46 @@ const std::string& cuda_unavailable_reason();
 // for tests and diagnostics. The library stays loaded when it loads.
 CudaModuleInfo cuda_probe_module(const std::string& path);
 
-// Wrappers over the C ABI; when the module is not loaded they return
-// CudaStatus::NotLoaded with the loader's reason. Any thread; calls are
-// synchronous and serialised by the CUDA runtime.
+// Wrappers over the table; when the module is not loaded they return
+// CudaStatus::NotLoaded with the loader's reason. Any thread.
 CudaResult cuda_device_count(int& count);
 CudaResult cuda_device_info(int device, CudaDeviceInfo& info);
 
-// FP16, BF16, E4M3, E5M2 only (others: InvalidArgument). dst/src hold n
-// elements in the format's storage width.
-CudaResult cuda_cast_from_f32(int device, Format to, const float* src, void* dst, std::size_t n,
-                              bool saturate = false);
-CudaResult cuda_cast_to_f32(int device, Format from, const void* src, float* dst, std::size_t n);
+// engine::Format -> the ABI's format; false for formats without one (the
+// element and block formats).
+bool cuda_format(Format f, PlCudaFormat& out);
+
+// A context of the module (one device, one stream) with the table's memory
+// and cast entries, for tests and diagnostics; the CUDA Backend (next
+// issue) calls the table itself. One thread at a time. Device pointers
+// are the context's allocations; errors come back as CudaResult.
+class CudaContext {
+ public:
+  // NotLoaded without the module, InvalidArgument for a bad device index.
+  static CudaResult create(int device, std::unique_ptr<CudaContext>& out);
+  ~CudaContext();  // synchronizes and destroys the context
+  CudaContext(const CudaContext&) = delete;
+  CudaContext& operator=(const CudaContext&) = delete;
+
+  PlCudaContext* handle() const { return m_ctx; }
+  int device() const { return m_device; }
+
+  CudaResult synchronize();
+  CudaResult memory_info(std::uint64_t& free_bytes, std::uint64_t& total_bytes);
+  CudaResult allocate(std::size_t bytes, void** out);
+  CudaResult release(void* ptr);
+  CudaResult upload(void* dst, const void* host_src, std::size_t bytes);
+  CudaResult download(void* host_dst, const void* src, std::size_t bytes);
+  CudaResult copy(void* dst, const void* src, std::size_t bytes);
+  CudaResult fill_zero(void* dst, std::size_t bytes);
+  // Tensor formats only (others: InvalidArgument). See the table's convert.
+  CudaResult convert(Format from, const void* src, Format to, void* dst, std::size_t n,
+                     const CastOptions& opt = {});
+
+ private:
+  CudaContext(PlCudaContext* ctx, int device) : m_ctx(ctx), m_device(device) {}
+  PlCudaContext* m_ctx;
+  int m_device;
+};
 
 }  // namespace engine

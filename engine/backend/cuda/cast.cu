@@ -1,67 +1,75 @@
-// Bulk casts FP32 <-> FP16/BF16/FP8 between host buffers: copy in, one
-// grid-stride kernel, copy out. Bit-exact with engine/numeric/convert.h
-// (the conversion rules live in fp_convert.cuh, shared with the tests).
+// The convert entry: casts between storage formats on device memory, one
+// grid-stride kernel on the context's stream. Bit-exact with the CPU
+// backend's convert (numeric/cast.h); the conversion rules live in
+// fp_convert.cuh, which the tests also compile for the host.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/cuda/context.cuh"
 #include "backend/cuda/cuda_check.cuh"
 #include "backend/cuda/fp_convert.cuh"
 #include "backend/cuda_module.h"
 
-using pl_cuda::ErrorSink;
+namespace pl_cuda {
 
 namespace {
 
-// Elements per round trip: bounds device memory at 64 MiB of FP32 plus the
-// narrow side, whatever n the caller passes.
-constexpr std::size_t kChunk = std::size_t{1} << 24;
 constexpr int kThreads = 256;
 constexpr unsigned kMaxBlocks = 1u << 16;
 
-std::size_t element_bytes(PlCudaFormat f) {
-  switch (f) {
+// Exact decode of element i of a buffer in `from` (TF32: its container).
+__device__ __forceinline__ float load_f32(PlCudaFormat from, const void* src, std::size_t i) {
+  switch (from) {
+    case PL_CUDA_FP32:
+    case PL_CUDA_TF32: return static_cast<const float*>(src)[i];
+    case PL_CUDA_FP16: return fp16_to_fp32(static_cast<const std::uint16_t*>(src)[i]);
+    case PL_CUDA_BF16: return bf16_to_fp32(static_cast<const std::uint16_t*>(src)[i]);
+    case PL_CUDA_E4M3: return e4m3_to_fp32(static_cast<const std::uint8_t*>(src)[i]);
+    case PL_CUDA_E5M2: return e5m2_to_fp32(static_cast<const std::uint8_t*>(src)[i]);
+  }
+  return 0.0f;
+}
+
+// x rounded to `to` into element i of dst; `random` is used when stochastic.
+__device__ __forceinline__ void store_rounded(PlCudaFormat to, void* dst, std::size_t i, float x,
+                                              bool saturate, bool stochastic, std::uint32_t random) {
+  switch (to) {
+    case PL_CUDA_FP32: static_cast<float*>(dst)[i] = x; return;
+    case PL_CUDA_TF32:
+      static_cast<float*>(dst)[i] = stochastic ? fp32_round_tf32_sr(x, random) : fp32_round_tf32(x);
+      return;
     case PL_CUDA_FP16:
+      static_cast<std::uint16_t*>(dst)[i] = stochastic ? fp32_to_fp16_sr(x, random) : fp32_to_fp16(x);
+      return;
     case PL_CUDA_BF16:
-      return 2;
+      static_cast<std::uint16_t*>(dst)[i] = stochastic ? fp32_to_bf16_sr(x, random) : fp32_to_bf16(x);
+      return;
     case PL_CUDA_E4M3:
+      static_cast<std::uint8_t*>(dst)[i] =
+          stochastic ? fp32_to_e4m3_sr(x, random, saturate) : fp32_to_e4m3(x, saturate);
+      return;
     case PL_CUDA_E5M2:
-      return 1;
-  }
-  return 0;
-}
-
-// The format is uniform across the grid, so the switch costs no divergence.
-__global__ void cast_from_fp32_kernel(PlCudaFormat to, const float* __restrict__ src,
-                                      void* __restrict__ dst, std::size_t n, bool saturate) {
-  const std::size_t stride = static_cast<std::size_t>(blockDim.x) * gridDim.x;
-  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += stride) {
-    const float x = src[i];
-    switch (to) {
-      case PL_CUDA_FP16: static_cast<std::uint16_t*>(dst)[i] = pl_cuda::fp32_to_fp16(x); break;
-      case PL_CUDA_BF16: static_cast<std::uint16_t*>(dst)[i] = pl_cuda::fp32_to_bf16(x); break;
-      case PL_CUDA_E4M3: static_cast<std::uint8_t*>(dst)[i] = pl_cuda::fp32_to_e4m3(x, saturate); break;
-      case PL_CUDA_E5M2: static_cast<std::uint8_t*>(dst)[i] = pl_cuda::fp32_to_e5m2(x, saturate); break;
-    }
+      static_cast<std::uint8_t*>(dst)[i] =
+          stochastic ? fp32_to_e5m2_sr(x, random, saturate) : fp32_to_e5m2(x, saturate);
+      return;
   }
 }
 
-__global__ void cast_to_fp32_kernel(PlCudaFormat from, const void* __restrict__ src,
-                                    float* __restrict__ dst, std::size_t n) {
+// Formats are uniform across the grid, so the switches cost no divergence.
+// Each element is read before it is written by the same thread: dst may
+// equal src when both widths are the same. No __restrict__ for that reason.
+__global__ void convert_kernel(PlCudaFormat from, const void* src, PlCudaFormat to, void* dst,
+                               std::size_t n, bool saturate, bool stochastic, std::uint64_t key,
+                               std::uint64_t index_offset) {
   const std::size_t stride = static_cast<std::size_t>(blockDim.x) * gridDim.x;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += stride) {
-    float y = 0.0f;
-    switch (from) {
-      case PL_CUDA_FP16: y = pl_cuda::fp16_to_fp32(static_cast<const std::uint16_t*>(src)[i]); break;
-      case PL_CUDA_BF16: y = pl_cuda::bf16_to_fp32(static_cast<const std::uint16_t*>(src)[i]); break;
-      case PL_CUDA_E4M3: y = pl_cuda::e4m3_to_fp32(static_cast<const std::uint8_t*>(src)[i]); break;
-      case PL_CUDA_E5M2: y = pl_cuda::e5m2_to_fp32(static_cast<const std::uint8_t*>(src)[i]); break;
-    }
-    dst[i] = y;
+    const float x = load_f32(from, src, i);
+    const std::uint32_t random = stochastic ? random_at(key, index_offset + i) : 0u;
+    store_rounded(to, dst, i, x, saturate, stochastic, random);
   }
 }
 
@@ -70,82 +78,47 @@ unsigned blocks_for(std::size_t n) {
   return static_cast<unsigned>(std::min<std::size_t>(blocks, kMaxBlocks));
 }
 
-// Checks shared by both directions.
-PlCudaStatus check_args(const char* fn, int device, PlCudaFormat format, const void* src,
-                        const void* dst, std::size_t n, ErrorSink sink) {
-  if (element_bytes(format) == 0)
-    return pl_cuda::fail(sink, PL_CUDA_INVALID_ARGUMENT, "%s: unknown format %d", fn,
-                         static_cast<int>(format));
-  if (n > 0 && (!src || !dst))
-    return pl_cuda::fail(sink, PL_CUDA_INVALID_ARGUMENT, "%s: null buffer", fn);
-  return pl_cuda::check_device_index(device, sink);
+bool overlap(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes) {
+  const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
+  return pa < pb + b_bytes && pb < pa + a_bytes;
 }
 
 }  // namespace
 
-// Synchronous by design: pageable host buffers, the default stream, and a
-// device-to-host copy that waits for the kernel (and reports its errors).
-// The trainer will keep tensors on the device; this path serves the
-// conformance tests and host-side conversions.
-extern "C" PL_CUDA_API PlCudaStatus pl_cuda_cast_from_fp32(int device, PlCudaFormat to,
-                                                           const float* src, void* dst,
-                                                           std::size_t n, int saturate,
-                                                           char* message,
-                                                           std::size_t message_size) {
+PlCudaStatus convert(PlCudaContext* ctx, PlCudaFormat from, const void* src, PlCudaFormat to,
+                     void* dst, std::int64_t n, std::int32_t saturate, std::int32_t stochastic,
+                     std::uint64_t seed, std::uint64_t index_offset, char* message,
+                     std::size_t message_size) {
   const ErrorSink sink{message, message_size};
-  pl_cuda::clear(sink);
-  if (const PlCudaStatus s = check_args("pl_cuda_cast_from_fp32", device, to, src, dst, n, sink);
-      s != PL_CUDA_OK)
-    return s;
+  DeviceScope scope;
+  PL_CUDA_ENTER(sink, scope, ctx, "convert");
+  const std::size_t from_bytes = element_bytes(from), to_bytes = element_bytes(to);
+  if (from_bytes == 0 || to_bytes == 0)
+    return fail(sink, PL_CUDA_INVALID_ARGUMENT, "convert: unknown format %d",
+                static_cast<int>(from_bytes == 0 ? from : to));
+  if (n < 0) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "convert: negative count %lld",
+                         static_cast<long long>(n));
   if (n == 0) return PL_CUDA_OK;
+  if (!src || !dst) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "convert: null buffer");
+  const auto count = static_cast<std::size_t>(n);
+  const bool in_place = src == dst && from_bytes == to_bytes;
+  if (!in_place && overlap(src, count * from_bytes, dst, count * to_bytes))
+    return fail(sink, PL_CUDA_INVALID_ARGUMENT,
+                "convert: source and destination overlap (in place only for formats of one width)");
 
-  pl_cuda::DeviceScope scope;
-  PL_CUDA_CHECK(sink, scope.enter(device));
-  const std::size_t out_bytes = element_bytes(to);
-  const std::size_t chunk = std::min(n, kChunk);
-  pl_cuda::DeviceBuffer d_src, d_dst;
-  PL_CUDA_CHECK(sink, d_src.allocate(chunk * sizeof(float)));
-  PL_CUDA_CHECK(sink, d_dst.allocate(chunk * out_bytes));
-  for (std::size_t offset = 0; offset < n; offset += chunk) {
-    const std::size_t m = std::min(chunk, n - offset);
-    PL_CUDA_CHECK(sink, cudaMemcpy(d_src.as<float>(), src + offset, m * sizeof(float),
-                                   cudaMemcpyHostToDevice));
-    cast_from_fp32_kernel<<<blocks_for(m), kThreads>>>(to, d_src.as<float>(), d_dst.as<void>(), m,
-                                                       saturate != 0);
-    PL_CUDA_CHECK(sink, cudaGetLastError());
-    PL_CUDA_CHECK(sink, cudaMemcpy(static_cast<unsigned char*>(dst) + offset * out_bytes,
-                                   d_dst.as<void>(), m * out_bytes, cudaMemcpyDeviceToHost));
+  // FP32 to itself, and a narrow format to itself without options, are
+  // copies (as on the CPU: decoding and re-encoding would quiet signalling
+  // FP16 NaNs). TF32 to itself rounds, as the CPU's quantize does.
+  const bool narrow = from != PL_CUDA_FP32 && from != PL_CUDA_TF32;
+  if (from == to && (from == PL_CUDA_FP32 || (narrow && !saturate && !stochastic))) {
+    if (!in_place)
+      PL_CUDA_CHECK(sink, cudaMemcpyAsync(dst, src, count * to_bytes, cudaMemcpyDeviceToDevice, ctx->stream));
+    return PL_CUDA_OK;
   }
+  convert_kernel<<<blocks_for(count), kThreads, 0, ctx->stream>>>(
+      from, src, to, dst, count, saturate != 0, stochastic != 0, stream_key(seed), index_offset);
+  PL_CUDA_CHECK_LAUNCH(sink, "convert_kernel");
   return PL_CUDA_OK;
 }
 
-extern "C" PL_CUDA_API PlCudaStatus pl_cuda_cast_to_fp32(int device, PlCudaFormat from,
-                                                         const void* src, float* dst,
-                                                         std::size_t n, char* message,
-                                                         std::size_t message_size) {
-  const ErrorSink sink{message, message_size};
-  pl_cuda::clear(sink);
-  if (const PlCudaStatus s = check_args("pl_cuda_cast_to_fp32", device, from, src, dst, n, sink);
-      s != PL_CUDA_OK)
-    return s;
-  if (n == 0) return PL_CUDA_OK;
-
-  pl_cuda::DeviceScope scope;
-  PL_CUDA_CHECK(sink, scope.enter(device));
-  const std::size_t in_bytes = element_bytes(from);
-  const std::size_t chunk = std::min(n, kChunk);
-  pl_cuda::DeviceBuffer d_src, d_dst;
-  PL_CUDA_CHECK(sink, d_src.allocate(chunk * in_bytes));
-  PL_CUDA_CHECK(sink, d_dst.allocate(chunk * sizeof(float)));
-  for (std::size_t offset = 0; offset < n; offset += chunk) {
-    const std::size_t m = std::min(chunk, n - offset);
-    PL_CUDA_CHECK(sink, cudaMemcpy(d_src.as<void>(),
-                                   static_cast<const unsigned char*>(src) + offset * in_bytes,
-                                   m * in_bytes, cudaMemcpyHostToDevice));
-    cast_to_fp32_kernel<<<blocks_for(m), kThreads>>>(from, d_src.as<void>(), d_dst.as<float>(), m);
-    PL_CUDA_CHECK(sink, cudaGetLastError());
-    PL_CUDA_CHECK(sink, cudaMemcpy(dst + offset, d_dst.as<float>(), m * sizeof(float),
-                                   cudaMemcpyDeviceToHost));
-  }
-  return PL_CUDA_OK;
-}
+}  // namespace pl_cuda

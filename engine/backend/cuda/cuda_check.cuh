@@ -1,6 +1,7 @@
-// Error handling for the CUDA module: PL_CUDA_CHECK records the failing
-// expression, file and line in the caller's message buffer and returns a
-// status from the C entry point. Nothing here aborts the process.
+// Error handling of the CUDA module: every CUDA runtime call is checked, and
+// a failure becomes one line ("<expression> returned <error> (<text>) at
+// <file>:<line>") in the caller's message buffer and a status returned from
+// the table entry. Nothing here aborts the process.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -21,6 +22,23 @@
       return ::pl_cuda::report(pl_cuda_err_, #expr, __FILE__, __LINE__, (sink));   \
   } while (0)
 
+// After a kernel launch: a launch error (bad configuration, no kernel image
+// for the device) reported as "launch of <kernel> returned ...". Errors of
+// the running kernel surface at the next synchronize or download.
+#define PL_CUDA_CHECK_LAUNCH(sink, kernel_name)                                                  \
+  do {                                                                                           \
+    const cudaError_t pl_cuda_err_ = cudaGetLastError();                                         \
+    if (pl_cuda_err_ != cudaSuccess)                                                             \
+      return ::pl_cuda::report(pl_cuda_err_, "launch of " kernel_name, __FILE__, __LINE__, (sink)); \
+  } while (0)
+
+// Returns the status of a sub-step when it is not PL_CUDA_OK.
+#define PL_CUDA_TRY(expr)                                \
+  do {                                                   \
+    const PlCudaStatus pl_cuda_status_ = (expr);         \
+    if (pl_cuda_status_ != PL_CUDA_OK) return pl_cuda_status_; \
+  } while (0)
+
 namespace pl_cuda {
 
 // The caller's one-line message buffer (may be null / zero-sized).
@@ -34,6 +52,8 @@ inline void clear(ErrorSink sink) {
 }
 
 // printf into the sink, truncating; always NUL-terminated.
+inline PlCudaStatus fail(ErrorSink sink, PlCudaStatus status, const char* format, ...)
+    __attribute__((format(printf, 3, 4)));
 inline PlCudaStatus fail(ErrorSink sink, PlCudaStatus status, const char* format, ...) {
   if (sink.message && sink.size > 0) {
     va_list args;
@@ -77,27 +97,9 @@ inline PlCudaStatus report(cudaError_t e, const char* expression, const char* fi
               cudaGetErrorString(e), base_name(file), line);
 }
 
-// Owns one device allocation; freed on every return path.
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() {
-    if (m_ptr) cudaFree(m_ptr);
-  }
-  cudaError_t allocate(std::size_t bytes) { return cudaMalloc(&m_ptr, bytes); }
-  template <class T>
-  T* as() const {
-    return static_cast<T*>(m_ptr);
-  }
-
- private:
-  void* m_ptr = nullptr;
-};
-
 // Makes `device` current for the scope and restores the caller's device,
 // so a module call never changes which device the calling thread uses.
+// Sets nothing when the device is already current (the common case).
 class DeviceScope {
  public:
   DeviceScope() = default;
@@ -109,6 +111,7 @@ class DeviceScope {
   cudaError_t enter(int device) {
     int previous = 0;
     if (const cudaError_t e = cudaGetDevice(&previous); e != cudaSuccess) return e;
+    if (previous == device) return cudaSuccess;
     if (const cudaError_t e = cudaSetDevice(device); e != cudaSuccess) return e;
     m_previous = previous;
     return cudaSuccess;

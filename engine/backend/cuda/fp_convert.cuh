@@ -1,5 +1,7 @@
-// FP32 <-> FP16/BF16/FP8 conversions for the CUDA kernels, in integer bit
-// arithmetic so they mirror engine/numeric/convert.h's rules exactly.
+// FP32 <-> TF32/FP16/BF16/FP8 conversions for the CUDA kernels, in integer
+// bit arithmetic so they mirror engine/numeric/convert.h's rules exactly,
+// round-to-nearest-even and stochastic (with numeric/random_bits.h's
+// counter-based random bits).
 //
 // __host__ __device__ and free of CUDA headers: the same functions compile
 // with g++, so the tests hold them to the scalar reference on machines
@@ -128,6 +130,112 @@ PL_HD std::uint8_t fp32_to_e4m3(float x, bool saturate) {
   std::uint32_t r = round_magnitude<4, 3>(a);
   if (r >= 0x7fu) r = saturate ? 0x7eu : 0x7fu;
   return static_cast<std::uint8_t>(sign | r);
+}
+
+// TF32 keeps FP32's exponent: only the low 13 fraction bits go (RNE, carry
+// into the exponent, overflow lands on inf). NaN: quiet bit set, low 13
+// payload bits cleared (convert.h's round_to_tf32).
+PL_HD float fp32_round_tf32(float x) {
+  const std::uint32_t u = f32_bits(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return f32_from_bits((u | 0x00400000u) & 0xffffe000u);
+  return f32_from_bits((u + 0x0fffu + ((u >> 13) & 1u)) & 0xffffe000u);
+}
+
+// ---- stochastic rounding --------------------------------------------------
+// The random bits of element `index` of a stream `seed`:
+// random_at(stream_key(seed), index), as engine::stochastic_bits.
+
+// splitmix64's finaliser.
+PL_HD std::uint64_t mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+inline constexpr std::uint64_t kGamma = 0x9e3779b97f4a7c15ull;
+PL_HD std::uint64_t stream_key(std::uint64_t seed) { return mix64(seed + kGamma); }
+PL_HD std::uint32_t random_at(std::uint64_t key, std::uint64_t index) {
+  return static_cast<std::uint32_t>(mix64(key + index * kGamma) >> 32);
+}
+
+// Drops the low `shift` bits of v, rounding up with probability (dropped
+// part) / 2^shift: the low `shift` bits of `random` are added to the
+// dropped part. Beyond 32 bits (values far below the smallest subnormal)
+// the dropped fraction, truncated to 32 bits, is compared with `random`.
+PL_HD std::uint32_t shift_sr(std::uint32_t v, int shift, std::uint32_t random) {
+  if (shift <= 31) {
+    const std::uint64_t r = random & ((1u << shift) - 1u);
+    return static_cast<std::uint32_t>((static_cast<std::uint64_t>(v) + r) >> shift);
+  }
+  if (shift == 32) return ((static_cast<std::uint64_t>(v) + random) >> 32) ? 1u : 0u;
+  if (shift >= 64) return 0u;
+  const std::uint64_t frac32 = static_cast<std::uint64_t>(v) >> (shift - 32);
+  return random < frac32 ? 1u : 0u;
+}
+
+// round_magnitude with stochastic rounding: the same magnitude code, the
+// carry out of the fraction moving into the exponent alike.
+template <int E, int M>
+PL_HD std::uint32_t round_magnitude_sr(std::uint32_t a, std::uint32_t random) {
+  constexpr int kBias = (1 << (E - 1)) - 1;
+  constexpr int kDrop = 23 - M;
+  constexpr std::uint32_t kMinNormalExp32 = 127 - kBias + 1;  // FP32 exponent field of 2^(1-bias)
+  const std::uint32_t exp32 = a >> 23;
+  if (exp32 >= kMinNormalExp32)
+    return shift_sr(a - (static_cast<std::uint32_t>(127 - kBias) << 23), kDrop, random);
+  const std::uint32_t m = exp32 != 0 ? ((a & 0x7fffffu) | 0x800000u) : a;
+  const int shift = kDrop + static_cast<int>(kMinNormalExp32 - (exp32 != 0 ? exp32 : 1u));
+  return shift_sr(m, shift, random);
+}
+
+PL_HD std::uint16_t fp32_to_fp16_sr(float x, std::uint32_t random) {
+  const std::uint32_t u = f32_bits(x);
+  const std::uint32_t sign = (u >> 16) & 0x8000u;
+  const std::uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u | ((a & 0x7fffffu) >> 13));
+  if (a == 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7c00u);
+  std::uint32_t r = round_magnitude_sr<5, 10>(a, random);
+  if (r >= 0x7c00u) r = 0x7c00u;
+  return static_cast<std::uint16_t>(sign | r);
+}
+
+PL_HD std::uint16_t fp32_to_bf16_sr(float x, std::uint32_t random) {
+  const std::uint32_t u = f32_bits(x);
+  const std::uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x0040u);
+  if (a == 0x7f800000u) return static_cast<std::uint16_t>(u >> 16);
+  return static_cast<std::uint16_t>(((u >> 16) & 0x8000u) | round_magnitude_sr<8, 7>(a, random));
+}
+
+PL_HD std::uint8_t fp32_to_e5m2_sr(float x, std::uint32_t random, bool saturate) {
+  const std::uint32_t u = f32_bits(x);
+  const std::uint32_t sign = (u >> 24) & 0x80u;
+  const std::uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return static_cast<std::uint8_t>(sign | 0x7eu);
+  if (a == 0x7f800000u) return static_cast<std::uint8_t>(sign | 0x7cu);
+  std::uint32_t r = round_magnitude_sr<5, 2>(a, random);
+  if (r >= 0x7cu) r = saturate ? 0x7bu : 0x7cu;
+  return static_cast<std::uint8_t>(sign | r);
+}
+
+PL_HD std::uint8_t fp32_to_e4m3_sr(float x, std::uint32_t random, bool saturate) {
+  const std::uint32_t u = f32_bits(x);
+  const std::uint32_t sign = (u >> 24) & 0x80u;
+  const std::uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return static_cast<std::uint8_t>(sign | 0x7fu);
+  if (a == 0x7f800000u) return static_cast<std::uint8_t>(sign | (saturate ? 0x7eu : 0x7fu));
+  std::uint32_t r = round_magnitude_sr<4, 3>(a, random);
+  if (r >= 0x7fu) r = saturate ? 0x7eu : 0x7fu;
+  return static_cast<std::uint8_t>(sign | r);
+}
+
+// TF32 stochastic rounding: 13 random bits added to the dropped ones; NaN
+// as the RNE path, inf stays inf (numeric/cast.cpp's tf32_sr).
+PL_HD float fp32_round_tf32_sr(float x, std::uint32_t random) {
+  const std::uint32_t u = f32_bits(x);
+  const std::uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return fp32_round_tf32(x);
+  if (a == 0x7f800000u) return x;
+  return f32_from_bits((u & 0x80000000u) | ((a + (random & 0x1fffu)) & 0xffffe000u));
 }
 
 // ---- format -> FP32 (exact) ---------------------------------------------

@@ -1,0 +1,82 @@
+// The module's context (one device, its stream and memory pool) and the
+// table entries the module implements, shared by device.cu, memory.cu,
+// cast.cu and table.cu.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cuda/cuda_check.cuh"
+#include "backend/cuda_module.h"
+
+// The opaque handle of the ABI. Created by create_context, used by one
+// thread at a time.
+struct PlCudaContext {
+  int device = 0;
+  cudaStream_t stream = nullptr;  // non-blocking: no implicit sync with the legacy default stream
+  cudaMemPool_t pool = nullptr;   // null: the device has no memory pools, cudaMalloc/cudaFree
+};
+
+namespace pl_cuda {
+
+// Every allocation is aligned to (and sized in multiples of) this.
+inline constexpr std::size_t kAlignment = 256;
+
+// The checks every context entry starts with: the message cleared, a
+// context given, its device made current for the scope.
+#define PL_CUDA_ENTER(sink, scope, ctx, fn)                                                \
+  do {                                                                                     \
+    ::pl_cuda::clear(sink);                                                                \
+    if (!(ctx))                                                                            \
+      return ::pl_cuda::fail((sink), PL_CUDA_INVALID_ARGUMENT, "%s: context is null", fn); \
+    PL_CUDA_CHECK((sink), (scope).enter((ctx)->device));                                   \
+  } while (0)
+
+// Bytes of one element in a storage format; 0 for an unknown value.
+inline std::size_t element_bytes(PlCudaFormat f) {
+  switch (f) {
+    case PL_CUDA_FP32:
+    case PL_CUDA_TF32:
+      return 4;
+    case PL_CUDA_FP16:
+    case PL_CUDA_BF16:
+      return 2;
+    case PL_CUDA_E4M3:
+    case PL_CUDA_E5M2:
+      return 1;
+  }
+  return 0;
+}
+
+// ---- entries (device.cu) ----
+PlCudaStatus device_count(int* count, char* message, std::size_t message_size);
+PlCudaStatus device_properties(int device, PlCudaDeviceProperties* props, char* message,
+                               std::size_t message_size);
+PlCudaStatus create_context(int device, PlCudaContext** out, char* message, std::size_t message_size);
+PlCudaStatus destroy_context(PlCudaContext* ctx, char* message, std::size_t message_size);
+PlCudaStatus synchronize(PlCudaContext* ctx, char* message, std::size_t message_size);
+PlCudaStatus memory_info(PlCudaContext* ctx, std::uint64_t* free_bytes, std::uint64_t* total_bytes,
+                         char* message, std::size_t message_size);
+
+// ---- entries (memory.cu) ----
+PlCudaStatus allocate(PlCudaContext* ctx, std::size_t bytes, void** out, char* message,
+                      std::size_t message_size);
+PlCudaStatus release(PlCudaContext* ctx, void* ptr, char* message, std::size_t message_size);
+PlCudaStatus upload(PlCudaContext* ctx, void* dst, const void* host_src, std::size_t bytes,
+                    char* message, std::size_t message_size);
+PlCudaStatus download(PlCudaContext* ctx, void* host_dst, const void* src, std::size_t bytes,
+                      char* message, std::size_t message_size);
+PlCudaStatus copy(PlCudaContext* ctx, void* dst, const void* src, std::size_t bytes, char* message,
+                  std::size_t message_size);
+PlCudaStatus fill_zero(PlCudaContext* ctx, void* dst, std::size_t bytes, char* message,
+                       std::size_t message_size);
+
+// ---- entries (cast.cu) ----
+PlCudaStatus convert(PlCudaContext* ctx, PlCudaFormat from, const void* src, PlCudaFormat to,
+                     void* dst, std::int64_t n, std::int32_t saturate, std::int32_t stochastic,
+                     std::uint64_t seed, std::uint64_t index_offset, char* message,
+                     std::size_t message_size);
+
+}  // namespace pl_cuda
