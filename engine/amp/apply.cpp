@@ -9,6 +9,7 @@
 
 #include "amp/fp8_scaling.h"
 #include "amp/recipe.h"
+#include "backend/backend.h"
 #include "nn/layer.h"
 #include "nn/model.h"
 #include "numeric/cast.h"
@@ -21,26 +22,20 @@ bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Encodes n master values times `scale` into the FP8 weight `dst`
-// (saturating, as Transformer Engine casts), through a stack buffer so a
-// refresh allocates nothing. Returns max|master| (the amax to record).
-float encode_scaled(Format f, const float* master, float scale, void* dst, std::int64_t n) {
-  constexpr std::int64_t kChunk = 1024;
-  float buf[kChunk];
+// Encodes the master values times `scale` into the FP8 weight (saturating,
+// as Transformer Engine casts), through the f32 scratch `ws`, and writes
+// max|master| into `amax` (backend memory).
+void encode_scaled(Backend& be, const Tensor& master, float scale, Tensor& weight, Tensor& ws, float* amax) {
+  const std::int64_t n = master.numel();
+  ws.resize(master.shape(), Format::FP32);
+  be.scale_amax(master.f32(), scale, ws.f32(), n, amax);
   CastOptions opt;
   opt.saturate = true;
-  auto* d = static_cast<std::byte*>(dst);
-  const std::size_t db = storage_bytes(f);
-  for (std::int64_t i = 0; i < n; i += kChunk) {
-    const std::int64_t m = std::min(kChunk, n - i);
-    for (std::int64_t j = 0; j < m; ++j) buf[j] = master[i + j] * scale;
-    cast_from_f32(f, buf, d + static_cast<std::size_t>(i) * db, static_cast<std::size_t>(m), opt);
-  }
-  return amax_of(master, n);
+  be.convert(Format::FP32, ws.f32(), weight.format(), weight.data(), n, opt);
 }
 
 // Rebuilds one parameter's tensors for compute format `compute`.
-void layout_parameter(Parameter& p, Format compute, bool master_weights, const DelayedScaling& scaling) {
+void layout_parameter(Backend& be, Parameter& p, Format compute, bool master_weights, const DelayedScaling& scaling) {
   // Source of truth in FP32.
   Tensor truth;
   if (p.has_master()) {
@@ -48,12 +43,8 @@ void layout_parameter(Parameter& p, Format compute, bool master_weights, const D
   } else if (p.weight.format() == Format::FP32) {
     truth = std::move(p.weight);
   } else {
-    decode_to(p.weight, truth);
-    if (p.weight_scale != 1.0f) {
-      const float inv = 1.0f / p.weight_scale;
-      float* v = truth.f32();
-      for (std::int64_t i = 0; i < truth.numel(); ++i) v[i] *= inv;
-    }
+    decode_to(be, p.weight, truth);
+    if (p.weight_scale != 1.0f) be.scale(truth.f32(), 1.0f / p.weight_scale, truth.numel());
   }
   p.weight_scale = 1.0f;
   p.weight_history = DelayedScale();
@@ -73,13 +64,20 @@ void layout_parameter(Parameter& p, Format compute, bool master_weights, const D
       // starts the history, and the FP8 copy is encoded with the scale that
       // gives; from then on every refresh encodes with the scale of the
       // weights before it and records the new weights' amax.
+      // (A layout is not a training step: reading the amax back is fine.)
       p.weight_history = DelayedScale(stored, scaling);
-      p.weight_history.record(amax_of(p.master.f32(), p.master.numel()));
+      float* slot = p.weight_history.amax_slot();
+      be.amax(p.master.f32(), p.master.numel(), slot);
+      float amax = 0.0f;
+      be.download(&amax, slot, sizeof amax);
+      p.weight_history.take_pending(amax);
       p.weight_scale = p.weight_history.scale();
       p.weight.resize(p.shape, stored);
-      encode_scaled(stored, p.master.f32(), p.weight_scale, p.weight.data(), p.master.numel());
+      Tensor ws;
+      // Writes the same amax into the slot again (not pending: recorded).
+      encode_scaled(be, p.master, p.weight_scale, p.weight, ws, slot);
     } else {
-      encode_to(p.master, stored, p.weight);
+      encode_to(be, p.master, stored, p.weight);
     }
     p.grad.resize(p.shape, Format::FP32);
   } else if (stored == Format::FP32) {
@@ -89,55 +87,73 @@ void layout_parameter(Parameter& p, Format compute, bool master_weights, const D
     // No master copy: the low-precision weights are the only copy (the
     // fp16 recipe's lesson: updates below half an ulp vanish). FP8 weights
     // are then stored unscaled: the optimizer updates their values directly.
-    encode_to(truth, stored, p.weight);
+    encode_to(be, truth, stored, p.weight);
     p.grad.resize(p.shape, stored == Format::TF32 ? Format::FP32 : stored);
   }
   p.grad.zero();
 }
 
-void apply_to_leaf(Layer& leaf, const LayerPrecision& prec, bool master_weights, const DelayedScaling& scaling,
+void apply_to_leaf(Backend& be, Layer& leaf, const LayerPrecision& prec, bool master_weights, const DelayedScaling& scaling,
                    bool stochastic_grads) {
   leaf.set_precision(prec);
   leaf.stochastic_grads = stochastic_grads;
   leaf.set_delayed_scaling(scaling);
-  for (Parameter* p : leaf.parameters()) layout_parameter(*p, prec.compute, master_weights, scaling);
+  for (Parameter* p : leaf.parameters()) layout_parameter(be, *p, prec.compute, master_weights, scaling);
 }
 
 }  // namespace
 
-void apply_recipe(Model& model, const Recipe& recipe) {
+void apply_recipe(Backend& be, Model& model, const Recipe& recipe) {
   for (Layer* leaf : model.leaves())
-    apply_to_leaf(*leaf, recipe.precision_for(*leaf), recipe.master_weights, recipe.fp8, recipe.stochastic_grads);
+    apply_to_leaf(be, *leaf, recipe.precision_for(*leaf), recipe.master_weights, recipe.fp8, recipe.stochastic_grads);
 }
 
-void apply_layer_precision(Model& model, const std::string& layer, const LayerPrecision& p,
+void apply_layer_precision(Backend& be, Model& model, const std::string& layer, const LayerPrecision& p,
                            bool master_weights, const DelayedScaling& scaling, bool stochastic_grads) {
   for (Layer* leaf : model.leaves()) {
     if (leaf->name() == layer) {
-      apply_to_leaf(*leaf, p, master_weights, scaling, stochastic_grads);
+      apply_to_leaf(be, *leaf, p, master_weights, scaling, stochastic_grads);
       return;
     }
   }
   throw std::invalid_argument("no layer named '" + layer + "' in the model");
 }
 
-void refresh_weights(Model& model) {
+void refresh_weights(Backend& be, Model& model, Tensor& ws) {
   for (Layer* leaf : model.leaves()) {
     for (Parameter* p : leaf->parameters()) {
       if (!p->has_master()) continue;
-      const auto n = static_cast<std::size_t>(p->master.numel());
       if (p->weight.format() == Format::FP32) {
-        std::memcpy(p->weight.data(), p->master.data(), p->master.bytes());
+        be.copy(p->weight.data(), p->master.data(), p->master.bytes());
       } else if (p->weight_history.active()) {
-        // Delayed: encode with the scale of the earlier weights' amaxes,
-        // then record these weights' amax for the next refresh.
+        // Delayed: encode with the scale of the earlier weights' amaxes;
+        // these weights' amax is recorded with the next step's read, before
+        // the next refresh uses the history.
         p->weight_scale = p->weight_history.scale();
-        p->weight_history.record(
-            encode_scaled(p->weight.format(), p->master.f32(), p->weight_scale, p->weight.data(), p->master.numel()));
+        encode_scaled(be, p->master, p->weight_scale, p->weight, ws, p->weight_history.amax_slot());
       } else {
-        cast_from_f32(p->weight.format(), p->master.f32(), p->weight.data(), n);
+        be.convert(Format::FP32, p->master.data(), p->weight.format(), p->weight.data(), p->master.numel(), {});
       }
     }
+  }
+}
+
+std::vector<DelayedScale*> pending_amaxes(Model& model) {
+  std::vector<DelayedScale*> out;
+  for (Layer* l : model.leaves()) {
+    for (DelayedScale* d : l->delayed_scales())
+      if (d->pending()) out.push_back(d);
+    for (Parameter* p : l->parameters())
+      if (p->weight_history.pending()) out.push_back(&p->weight_history);
+  }
+  return out;
+}
+
+void record_pending_amaxes(Backend& be, Model& model) {
+  for (DelayedScale* d : pending_amaxes(model)) {
+    float a = 0.0f;
+    be.download(&a, d->pending_slot(), sizeof a);
+    d->take_pending(a);
   }
 }
 

@@ -3,12 +3,16 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "amp/precision.h"
 
 namespace engine {
 
+class Backend;
+class DelayedScale;
 class Layer;
+class Tensor;
 class Model;
 struct Recipe;
 
@@ -25,10 +29,10 @@ struct Recipe;
 // weights' amax (recipe.fp8: history length, margin); the layer's other
 // parameters are stored FP32. Each leaf's activation scaling restarts
 // (Layer::set_delayed_scaling).
-void apply_recipe(Model& model, const Recipe& recipe);
+void apply_recipe(Backend& be, Model& model, const Recipe& recipe);
 // Changes one leaf's precision the same way; throws std::invalid_argument
 // naming the layer when no leaf has that name.
-void apply_layer_precision(Model& model, const std::string& layer, const LayerPrecision& p,
+void apply_layer_precision(Backend& be, Model& model, const std::string& layer, const LayerPrecision& p,
                            bool master_weights, const DelayedScaling& scaling = {}, bool stochastic_grads = false);
 // Block compute (MXFP8, MXFP6, MXFP4, NVFP4): the layer quantizes its GEMM
 // weight from FP32 values every forward, so `weight` stays FP32 (the
@@ -40,6 +44,15 @@ void apply_layer_precision(Model& model, const std::string& layer, const LayerPr
 // master weights only). FP8 weights are encoded with the scale their amax
 // history gave before this refresh (delayed scaling), then the new weights'
 // amax is recorded.
-void refresh_weights(Model& model);
+// `ws` is f32 scratch (FP8 weights are scaled through it).
+void refresh_weights(Backend& be, Model& model, Tensor& ws);
+
+// FP8 delayed scaling keeps each step's amaxes in backend memory until the
+// step's one read records them: the model's delayed scales (layers' x, dy
+// and weight scales, parameters' weight histories) with an amax pending.
+std::vector<DelayedScale*> pending_amaxes(Model& model);
+// Reads and records every pending amax (one download each): what a
+// training step's read does, for code that refreshes weights outside one.
+void record_pending_amaxes(Backend& be, Model& model);
 
 }  // namespace engine

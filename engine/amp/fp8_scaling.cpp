@@ -52,6 +52,17 @@ void DelayedScale::record(float amax) {
   if (std::isfinite(sf) && sf > 0.0f) m_scale = sf;
 }
 
+float* DelayedScale::amax_slot() {
+  m_amax.reserve(sizeof(float));
+  m_pending = true;
+  return m_amax.as<float>();
+}
+
+void DelayedScale::take_pending(float amax) {
+  m_pending = false;
+  record(amax);
+}
+
 namespace {
 
 std::uint32_t abs_bits(float v) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "amp/precision.h"
+#include "tensor/tensor.h"
 
 namespace engine {
 
@@ -47,6 +48,15 @@ class DelayedScale {
   std::int64_t records() const { return m_records; }
   const DelayedScaling& config() const { return m_config; }
 
+  // Where an op writes this step's amax (backend memory, allocated from
+  // current_backend() on first use); the slot is then pending until the
+  // step's one read records it (take_pending).
+  float* amax_slot();
+  bool pending() const { return m_pending; }
+  const float* pending_slot() const { return m_amax.as<float>(); }
+  // Records `amax` read from the pending slot and clears the pending mark.
+  void take_pending(float amax);
+
  private:
   Format m_format = Format::FP32;
   DelayedScaling m_config;
@@ -55,6 +65,8 @@ class DelayedScale {
   std::size_t m_next = 0;
   std::int64_t m_records = 0;
   float m_scale = 1.0f;
+  Buffer m_amax;
+  bool m_pending = false;
 };
 
 inline bool is_fp8(Format f) { return f == Format::E4M3 || f == Format::E5M2; }

@@ -1,6 +1,11 @@
 // LossScaler: a port of GradScaler's state machine and scale update rule.
 #include "amp/loss_scaler.h"
 
+#include <vector>
+
+#include "backend/backend.h"
+#include "tensor/tensor.h"
+
 #include <cmath>
 #include <cstring>
 
@@ -43,45 +48,36 @@ void LossScaler::set_config(const LossScalerConfig& c, bool reset_scale) {
   }
 }
 
-std::int64_t LossScaler::unscale(std::span<const GradSpan> grads, double* sum_squares) {
+std::int64_t LossScaler::unscale(Backend& be, std::span<const GradSpan> grads, double* sum_squares) {
   if (m_state != State::Ready)
     throw ScalerStateError("unscale() has already been called since the last update()");
   // GradScaler: inv_scale = scale.double().reciprocal().float()
-  const float inv = static_cast<float>(1.0 / static_cast<double>(scale()));
+  Buffer results;  // sum of squares (double), then one count per gradient
+  results.reserve(sizeof(double) * (1 + grads.size()));
+  auto* sum = results.as<double>();
+  auto* counts = reinterpret_cast<std::int64_t*>(sum + 1);
+  std::vector<GradBuffer> views;
+  views.reserve(grads.size());
+  for (std::size_t k = 0; k < grads.size(); ++k) views.push_back({grads[k].data, grads[k].n, counts + k});
+  be.unscale_grads(views.data(), views.size(), inverse_scale(), sum);
+  std::vector<double> host(1 + grads.size());
+  results.download(host.data(), host.size() * sizeof(double));
   std::int64_t bad = 0;
-  double sq = 0.0;
-  for (const GradSpan& g : grads) {
-    float* p = g.data;
-    const std::int64_t n = g.n;
-    std::int64_t local = 0;
-    double local_sq = 0.0;
-#pragma omp parallel for simd reduction(+ : local, local_sq) if (n >= 65536)
-    for (std::int64_t i = 0; i < n; ++i) {
-      const float v = p[i] * inv;  // v == p[i] when inv == 1
-      p[i] = v;
-      std::uint32_t u;
-      std::memcpy(&u, &v, 4);
-      local += ((u & 0x7F800000u) == 0x7F800000u);
-      local_sq += static_cast<double>(v) * static_cast<double>(v);
-    }
-    bad += local;
-    sq += local_sq;
+  for (std::size_t k = 0; k < grads.size(); ++k) {
+    std::int64_t c;
+    std::memcpy(&c, &host[1 + k], sizeof c);
+    bad += c;
   }
-  if (sum_squares) *sum_squares = sq;
+  if (sum_squares) *sum_squares = host[0];
   m_found = bad;
   m_state = State::Unscaled;
   return bad;
 }
 
-void LossScaler::multiply_by_inverse(std::span<const GradSpan> grads, float scale) {
+void LossScaler::multiply_by_inverse(Backend& be, std::span<const GradSpan> grads, float scale) {
   const float inv = static_cast<float>(1.0 / static_cast<double>(scale));
   if (inv == 1.0f) return;
-  for (const GradSpan& g : grads) {
-    float* p = g.data;
-    const std::int64_t n = g.n;
-#pragma omp parallel for simd if (n >= 65536)
-    for (std::int64_t i = 0; i < n; ++i) p[i] *= inv;
-  }
+  for (const GradSpan& g : grads) be.scale(g.data, inv, g.n);
 }
 
 void LossScaler::record_nonfinite(std::int64_t count) {

@@ -8,6 +8,8 @@
 
 namespace engine {
 
+class Backend;
+
 enum class ScalingMode : std::uint8_t { None, Static, Dynamic };
 const char* scaling_mode_key(ScalingMode m);  // "none", "static", "dynamic"
 
@@ -34,7 +36,7 @@ class ScalerStateError : public std::logic_error {
 // One training step with a scaler:
 //   loss_scale = scaler.scale();             // multiply the loss (its gradient seed) by this
 //   ... backward ...
-//   scaler.unscale(grads);                   // grads *= 1/scale in FP32; finds inf/NaN
+//   scaler.unscale(be, grads);               // grads *= 1/scale in FP32; finds inf/NaN
 //   if (scaler.should_step()) optimizer.step();   // else the step is skipped
 //   scaler.update();                         // backoff on overflow, growth after N clean steps
 //
@@ -60,23 +62,28 @@ class LossScaler {
   float scale() const { return m_config.mode == ScalingMode::None ? 1.0f : m_scale; }
   std::int64_t growth_tracker() const { return m_growth_tracker; }
 
-  // Multiplies every gradient by 1/scale (the reciprocal taken in double,
-  // then rounded to float, as GradScaler does) and counts non-finite values.
-  // Returns that count. ready -> unscaled. Calling it twice before update()
-  // is a ScalerStateError.
+  // 1 / scale as GradScaler computes it (the reciprocal taken in double,
+  // then rounded to float); 1 with mode None.
+  float inverse_scale() const { return static_cast<float>(1.0 / static_cast<double>(scale())); }
+
+  // Multiplies every gradient (backend memory) by inverse_scale() and counts
+  // the non-finite values, through the backend's fused unscale_grads, then
+  // reads the count back (one read) and records it. Returns that count.
+  // ready -> unscaled. Calling it twice before update() is a
+  // ScalerStateError. The training step issues unscale_grads itself and
+  // records the count from its one read (record_nonfinite).
   struct GradSpan {
     float* data;
     std::int64_t n;
   };
   // When `sum_squares` is non-null it receives the sum of the squared
-  // unscaled gradients (double accumulation), fused into the same pass: the
-  // trainer's grad_norm without a second sweep over the gradients.
-  std::int64_t unscale(std::span<const GradSpan> grads, double* sum_squares = nullptr);
+  // unscaled gradients (double accumulation), from the same pass.
+  std::int64_t unscale(Backend& be, std::span<const GradSpan> grads, double* sum_squares = nullptr);
   // The unscale multiply alone (grads *= float(1 / double(scale))), for
   // gradients recomputed after unscale() — the overflow attribution re-run.
-  static void multiply_by_inverse(std::span<const GradSpan> grads, float scale);
-  // Records the non-finite count found elsewhere (e.g. in low-precision
-  // gradients checked before decoding) without touching data. ready -> unscaled.
+  static void multiply_by_inverse(Backend& be, std::span<const GradSpan> grads, float scale);
+  // Records the non-finite count found by the backend's unscale_grads (read
+  // with the step's results). ready -> unscaled.
   void record_nonfinite(std::int64_t count);
 
   // True when the optimizer may step (no inf/NaN found). unscaled -> stepped.

@@ -8,7 +8,10 @@
 #include <memory>
 #include <string>
 
+#include "numeric/block.h"
+#include "numeric/cast.h"
 #include "numeric/format.h"
+#include "numeric/inspect.h"
 
 namespace engine {
 
@@ -20,6 +23,12 @@ struct GemmOperand {
   Format format = Format::FP32;
   bool trans = false;
   std::int64_t ld = 0;
+  // Block-quantized values (format FP32): what block_quantize wrote about
+  // them, in backend memory. alpha is multiplied by its tensor_decode (as
+  // cuBLASLt reads scales from device pointers, the host never needs the
+  // value), and the backend may run the GEMM on its bf16 path when both
+  // operands are bf16_exact.
+  const BlockQuantized* block = nullptr;
 };
 
 // C[m x n] = alpha * op(A)[m x k] * op(B)[k x n] + beta * C (+ bias[n] per row).
@@ -45,6 +54,63 @@ struct GemmArgs {
   Format accumulate = Format::FP32;
 };
 
+// One gradient of the fused unscale (unscale_grads): `nonfinite` (backend
+// memory) receives the count of its inf/NaN values after the multiply.
+struct GradBuffer {
+  float* data = nullptr;
+  std::int64_t n = 0;
+  std::int64_t* nonfinite = nullptr;
+};
+
+// torch.optim.SGD's update of one parameter (scalars already in float, as
+// PyTorch applies them to a float32 tensor). momentum_buf is null without
+// momentum; with it, `first` initialises the buffer (t == 1). The buffer is
+// rounded to state_format (RNE, kept in f32) after every update and before
+// it is used.
+struct SgdUpdate {
+  float* value = nullptr;
+  const float* grad = nullptr;
+  float* momentum_buf = nullptr;
+  std::int64_t n = 0;
+  float lr = 0.0f, momentum = 0.0f, keep = 1.0f, weight_decay = 0.0f;
+  bool nesterov = false, first = false;
+  Format state_format = Format::FP32;
+};
+
+// torch.optim.Adam / AdamW's update of one parameter: l2 is Adam's weight
+// decay added to the gradient, shrink AdamW's factor 1 - lr * wd.
+struct AdamUpdate {
+  float* value = nullptr;
+  const float* grad = nullptr;
+  float* exp_avg = nullptr;
+  float* exp_avg_sq = nullptr;
+  std::int64_t n = 0;
+  float step_size = 0.0f, bc2_sqrt = 1.0f, one_minus_beta1 = 0.1f, beta2 = 0.999f, one_minus_beta2 = 0.001f,
+        eps = 1e-8f, l2 = 0.0f, shrink = 1.0f;
+  Format state_format = Format::FP32;
+};
+
+// The gradient statistics of one tensor (statistics steps): `values` is the
+// gradient whose fate is measured (the FP32 shadow's where there is one),
+// `own` (optional) the run's own gradient (a value it holds as zero counts
+// as flushed), `block` (optional) the values quantized in a block format
+// (zero there: flushed; no overflow). Counts are added to `out` (backend
+// memory, kCensusSlots int64): [0] zeros, [1 .. 64] the log2 histogram from
+// 2^log2_lo, then 5 Magnitude counts as the run saw them (the magnitude
+// times `scale`) and 5 without loss scaling.
+struct GradCensus {
+  const float* values = nullptr;
+  const float* own = nullptr;
+  const float* block = nullptr;
+  std::int64_t n = 0;
+  RoundingThresholds thresholds;
+  double scale = 1.0;
+  int log2_lo = -40;
+  std::int64_t* out = nullptr;
+};
+inline constexpr int kCensusBins = 64;
+inline constexpr int kCensusSlots = 1 + kCensusBins + 10;
+
 // 2-D convolution, NCHW activations, OIHW weights, f32 values (the caller
 // has already rounded them to the compute format; `compute` tells the
 // backend which path is exact: BF16/FP8 may run on the bf16 path).
@@ -56,6 +122,29 @@ struct ConvShape {
   std::int64_t out_w() const { return (w + 2 * pad - kw) / stride + 1; }
 };
 
+// A convolution on block-quantized operands (values in f32 containers; a
+// null block pointer: a plain operand whose exactness in BF16 is a_exact /
+// b_exact). The result is multiplied by the operands' tensor decode scales
+// (read by the backend from backend memory), then the bias (forward) is
+// added per channel. The backend runs the bf16 path when both operands are
+// exact in BF16.
+//   Forward:         a = x,  b = w,  out = y
+//   BackwardData:    a = dy, b = w,  out = dx
+//   BackwardWeights: a = x,  b = dy, out = dw
+struct ConvBlockArgs {
+  enum class Kind : std::uint8_t { Forward, BackwardData, BackwardWeights };
+  Kind kind = Kind::Forward;
+  ConvShape shape;
+  const float* a = nullptr;
+  const BlockQuantized* a_block = nullptr;
+  bool a_exact = false;
+  const float* b = nullptr;
+  const BlockQuantized* b_block = nullptr;
+  bool b_exact = false;
+  const float* bias = nullptr;
+  float* out = nullptr;
+};
+
 struct BackendInfo {
   std::string name;         // "cpu", "cuda"
   std::string device;       // CPU model or GPU name
@@ -63,14 +152,64 @@ struct BackendInfo {
   int threads = 1;
 };
 
-// All pointers are host pointers for the CPU backend. A backend instance is
-// used by one thread at a time (the trainer's); it may use its own worker
-// threads inside a call. Shapes are validated by the layers at setup, not
-// here (hot path).
+// Every pointer an op takes is backend memory (allocate()): host memory on
+// the CPU backend, device memory on a GPU. The host reaches that memory only
+// through upload() and download() (a download is a read: a training step
+// makes one, see DESIGN.md "Backends"). Ops return nothing computed from
+// data; results (losses, counts, norms, amaxes) are written to backend
+// memory and read with the step's one download.
+//
+// A backend instance is used by one thread at a time (the trainer's); it
+// may use its own worker threads inside a call. Shapes are validated by the
+// layers at setup, not here (hot path).
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual BackendInfo info() const = 0;
+
+  // --- memory ---
+  // 64-byte aligned, contents unspecified; throws std::bad_alloc.
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void release(void* p) noexcept = 0;
+  // host -> backend, backend -> host (the read), backend -> backend.
+  virtual void upload(void* dst, const void* host_src, std::size_t bytes) = 0;
+  virtual void download(void* host_dst, const void* src, std::size_t bytes) = 0;
+  virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
+  // Gathers rows of host data into backend memory (a batch in): row k of
+  // dst is row rows[k] of host_base, each row_bytes long.
+  virtual void upload_rows(void* dst, const void* host_base, std::size_t row_bytes, const std::uint32_t* rows,
+                           std::size_t count) = 0;
+  virtual void fill_zero(void* dst, std::size_t bytes) = 0;
+
+  // --- casts between storage formats (every tensor format) ---
+  // dst[i] = src[i] decoded exactly and rounded to `to` as numeric/cast.h
+  // does (RNE or stochastic, saturating per opt), stored in `to`'s width.
+  // TF32 is stored as float. dst may alias src when both are 32-bit.
+  virtual void convert(Format from, const void* src, Format to, void* dst, std::int64_t n,
+                       const CastOptions& opt) = 0;
+  // block_quantize (numeric/block.h) into dst (floats); *info (backend
+  // memory) receives the tensor decode scale and whether the values are
+  // exact normal BF16 values.
+  virtual void block_quantize(Format f, const float* src, float* dst, std::int64_t rows, std::int64_t cols,
+                              BlockLayout layout, const BlockRounding& rounding, BlockQuantized* info) = 0;
+  // FP8 delayed scaling: y = x * scale (y may alias x) and *amax = max|x|
+  // (NaN/inf propagate), amax in backend memory.
+  virtual void scale_amax(const float* x, float scale, float* y, std::int64_t n, float* amax) = 0;
+  // x[i] = value for i in [0, n) (fault injection writes one element).
+  virtual void fill(float* x, float value, std::int64_t n) = 0;
+
+  // --- the step's reductions (results land in backend memory) ---
+  // The loss scaler's fused pass: every gradient times inv_scale, its
+  // non-finite count into its own counter, and the sum of the squares of
+  // all unscaled gradients (double) into *sum_squares.
+  virtual void unscale_grads(const GradBuffer* grads, std::size_t count, float inv_scale,
+                             double* sum_squares) = 0;
+  virtual void sgd_update(const SgdUpdate& u) = 0;
+  virtual void adam_update(const AdamUpdate& u) = 0;
+  virtual void gradient_census(const GradCensus& c) = 0;
+  // out[0] += sum (a-b)^2, out[1] += sum b^2, out[2] += sum (a-b)*b, in
+  // double (relative errors against the FP32 shadow pass).
+  virtual void error_sums(const float* a, const float* b, std::int64_t n, double* out) = 0;
 
   // --- matmul and convolution ---
   virtual void gemm(const GemmArgs& args) = 0;
@@ -81,6 +220,12 @@ class Backend {
   // dw (and db when non-null) are overwritten, not accumulated.
   virtual void conv2d_backward_weights(const ConvShape& s, Format compute, const float* x,
                                        const float* dy, float* dw, float* db) = 0;
+
+  virtual void conv2d_block(const ConvBlockArgs& args) = 0;
+  // y[n, c, :] += bias[c] over planes of hw values; db[c] = sum over n and
+  // the plane of dy[n, c, :] (double accumulation, overwritten).
+  virtual void bias_add_channels(float* y, const float* bias, std::int64_t n, std::int64_t c, std::int64_t hw) = 0;
+  virtual void channel_sums(const float* dy, float* db, std::int64_t n, std::int64_t c, std::int64_t hw) = 0;
 
   // --- pooling (kernel k x k, stride k, no padding) ---
   // argmax receives, per output, the flat input index (within the image
@@ -95,21 +240,38 @@ class Backend {
   virtual void relu_forward(const float* x, float* y, std::int64_t n) = 0;
   // dx = dy where x > 0 else 0 (dx may alias dy)
   virtual void relu_backward(const float* x, const float* dy, float* dx, std::int64_t n) = 0;
+  // ReLU on FP16 or BF16 patterns (f), without decoding: y = x < 0 ? +0 : x
+  // (-0 and NaN pass through); backward dx = x > 0 ? dy : +0 with dy and dx
+  // in format g (FP16 or BF16 as well).
+  virtual void relu16_forward(Format f, const void* x, void* y, std::int64_t n) = 0;
+  virtual void relu16_backward(Format f, const void* x, Format g, const void* dy, void* dx, std::int64_t n) = 0;
   // GELU, exact erf form (PyTorch's default approximate='none').
   virtual void gelu_forward(const float* x, float* y, std::int64_t n) = 0;
   virtual void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) = 0;
+  // dst[b, t, :] = src[b, :] for t < T (a [B, C] row repeated T times).
+  virtual void repeat_rows(const float* src, float* dst, std::int64_t B, std::int64_t T, std::int64_t C) = 0;
   // y = a + b (residual connections); y may alias a or b.
   virtual void add(const float* a, const float* b, float* y, std::int64_t n) = 0;
   // x *= s
   virtual void scale(float* x, float s, std::int64_t n) = 0;
   // Rounds in place to format f's values (see numeric/cast.h); FP32: no-op.
   virtual void quantize(Format f, float* x, std::int64_t n, bool saturate) = 0;
-  // Count of inf/NaN values (the overflow check; fused with nothing else here).
-  virtual std::int64_t count_nonfinite(const float* x, std::int64_t n) = 0;
-  // Sum of squares in double (gradient norms).
-  virtual double sum_squares(const float* x, std::int64_t n) = 0;
+  // Adds the count of inf/NaN values to *counter (backend memory): the
+  // per-layer overflow attribution.
+  virtual void count_nonfinite(const float* x, std::int64_t n, std::int64_t* counter) = 0;
+  // *out (backend memory) = max |x_i| (0 for n == 0; NaN/inf propagate).
+  virtual void amax(const float* x, std::int64_t n, float* out) = 0;
   // db[j] = sum_i dy[i, j] over `rows` rows (bias gradients; overwritten).
   virtual void column_sums(const float* dy, std::int64_t rows, std::int64_t cols, float* db) = 0;
+
+  // --- layout ---
+  // Vision transformer patches: x [B, C, H, W] -> patches [B * gh * gw, C * p * p]
+  // (gh = H / p, gw = W / p; pixels outside the grid are dropped), and back
+  // (unpatchify overwrites x; pixels outside the grid get 0).
+  virtual void patchify(const float* x, float* patches, std::int64_t B, std::int64_t C, std::int64_t H,
+                        std::int64_t W, std::int64_t p) = 0;
+  virtual void unpatchify(const float* patches, float* x, std::int64_t B, std::int64_t C, std::int64_t H,
+                          std::int64_t W, std::int64_t p) = 0;
 
   // --- rows of a [rows x cols] matrix ---
   // LayerNorm over the last dimension. mean and rstd (length rows) are saved
@@ -130,19 +292,19 @@ class Backend {
   virtual void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows,
                                 std::int64_t cols) = 0;
 
-  // --- losses (mean over rows). Return the loss in double. ---
+  // --- losses (mean over rows), written to *loss (double, backend memory) ---
   // Softmax cross-entropy over integer labels. probs (rows x classes) is
-  // written for backward; `correct` (optional) receives the count of rows
-  // whose argmax equals the label.
-  virtual double cross_entropy_forward(const float* logits, const std::int32_t* labels,
-                                       std::int64_t rows, std::int64_t classes, float* probs,
-                                       std::int64_t* correct) = 0;
+  // written for backward; `correct` (optional, backend memory) receives the
+  // count of rows whose argmax equals the label.
+  virtual void cross_entropy_forward(const float* logits, const std::int32_t* labels,
+                                     std::int64_t rows, std::int64_t classes, float* probs,
+                                     double* loss, std::int64_t* correct) = 0;
   // dlogits = (probs - onehot) * scale / rows   (scale carries the loss scale)
   virtual void cross_entropy_backward(const float* probs, const std::int32_t* labels,
                                       std::int64_t rows, std::int64_t classes, float scale,
                                       float* dlogits) = 0;
   // Mean over all rows*cols elements of (pred - target)^2.
-  virtual double mse_forward(const float* pred, const float* target, std::int64_t n) = 0;
+  virtual void mse_forward(const float* pred, const float* target, std::int64_t n, double* loss) = 0;
   // dpred = 2 * (pred - target) * scale / n
   virtual void mse_backward(const float* pred, const float* target, std::int64_t n, float scale,
                             float* dpred) = 0;

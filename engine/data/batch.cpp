@@ -2,6 +2,8 @@
 #include "data/batch.h"
 
 #include <cstring>
+
+#include "backend/backend.h"
 #include <stdexcept>
 #include <string>
 
@@ -25,6 +27,21 @@ void gather_batch(const Dataset& d, std::span<const std::uint32_t> indices, floa
     std::memcpy(x + k * f, d.inputs.data() + i * f, f * sizeof(float));
     if (labels && d.is_classification()) labels[k] = d.labels[i];
     if (targets && tw > 0) std::memcpy(targets + k * tw, d.targets.data() + i * tw, tw * sizeof(float));
+  }
+}
+
+void upload_batch(Backend& be, const Dataset& d, std::span<const std::uint32_t> indices, void* x, void* labels,
+                  void* targets) {
+  for (std::uint32_t i : indices)
+    if (i >= d.count)
+      throw std::invalid_argument("upload_batch: index " + std::to_string(i) + " outside " + d.name + " " + d.split +
+                                  " (" + std::to_string(d.count) + " samples)");
+  const std::size_t f = d.shape.features;
+  be.upload_rows(x, d.inputs.data(), f * sizeof(float), indices.data(), indices.size());
+  if (d.is_classification()) {
+    be.upload_rows(labels, d.labels.data(), sizeof(std::int32_t), indices.data(), indices.size());
+  } else if (d.target_width > 0) {
+    be.upload_rows(targets, d.targets.data(), d.target_width * sizeof(float), indices.data(), indices.size());
   }
 }
 

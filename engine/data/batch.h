@@ -9,6 +9,8 @@
 
 namespace engine {
 
+class Backend;
+
 // Copies samples indices[0..k) of d into caller-owned buffers:
 //   x       k x d.shape.features floats (required),
 //   labels  k int32 (classification; may be null for regression),
@@ -17,6 +19,13 @@ namespace engine {
 // index is out of range. Any thread; no allocation.
 void gather_batch(const Dataset& d, std::span<const std::uint32_t> indices, float* x,
                   std::int32_t* labels, float* targets);
+
+// gather_batch into backend memory (Backend::upload_rows): x holds
+// indices.size() rows of features, labels int32 (classification), targets
+// floats (regression). Throws std::invalid_argument for an index out of
+// range. Trainer thread.
+void upload_batch(Backend& be, const Dataset& d, std::span<const std::uint32_t> indices, void* x, void* labels,
+                  void* targets);
 
 // Batch b of the sampler's current epoch: gather_batch(d, sampler.batch(b), ...).
 // Returns the number of samples written (batch_size, or less for a kept last

@@ -39,11 +39,9 @@ void round_columns(Backend& be, float* base, std::int64_t rows, std::int64_t ld,
 }
 
 // The inf/NaN count of columns [col0, col0 + ncols) over `rows` rows.
-std::int64_t count_columns(Backend& be, const float* base, std::int64_t rows, std::int64_t ld, std::int64_t col0,
-                           std::int64_t ncols) {
-  std::int64_t n = 0;
-  for (std::int64_t r = 0; r < rows; ++r) n += be.count_nonfinite(base + r * ld + col0, ncols);
-  return n;
+void count_columns(Backend& be, const float* base, std::int64_t rows, std::int64_t ld, std::int64_t col0,
+                   std::int64_t ncols, std::int64_t* counter) {
+  for (std::int64_t r = 0; r < rows; ++r) be.count_nonfinite(base + r * ld + col0, ncols, counter);
 }
 
 void check_heads(const std::string& name, std::int64_t dim, std::int64_t heads) {
@@ -140,13 +138,12 @@ std::unique_ptr<Context> AttentionScores::make_context() const {
 void AttentionScores::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
   auto& ctx = static_cast<AttentionScoresContext&>(context);
   const Shape ys = output_shape(x.shape());
-  nonfinite = {};
   const LayerPrecision& p = m_precision;
-  const Tensor& qkv = round_to(x, p.compute, ctx.qkv_compute, saturates_forward(p.compute));
+  const Tensor& qkv = round_to(be, x, p.compute, ctx.qkv_compute, saturates_forward(p.compute));
   ctx.qkv = &qkv;
   float* yf = output_begin(y, ys, p.storage, m_y32);
   attention_scores_forward(be, qkv, yf, x.dim(0), x.dim(1), m_dim, m_heads, p.accumulate);
-  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
+  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, NonfiniteSlot::Activation));
 }
 
 void AttentionScores::check_dy(const Tensor& dy, const Tensor& qkv) const {
@@ -161,11 +158,11 @@ void AttentionScores::backward(Backend& be, const Tensor& dy, Tensor* dx, Contex
   const Tensor& qkv = *ctx.qkv;
   check_dy(dy, qkv);
   const LayerPrecision& p = m_precision;
-  const Tensor& dyg = round_to(dy, p.grad, m_dy_grad, false);
+  const Tensor& dyg = round_to(be, dy, p.grad, m_dy_grad, false);
   float* dxf = output_begin(*dx, qkv.shape(), p.grad, m_dx32);
-  std::memset(dxf, 0, static_cast<std::size_t>(qkv.numel()) * sizeof(float));  // v columns: no gradient
+  be.fill_zero(dxf, static_cast<std::size_t>(qkv.numel()) * sizeof(float));  // v columns: no gradient
   attention_scores_backward(be, dyg, qkv, dxf, qkv.dim(0), qkv.dim(1), m_dim, m_heads, p.accumulate);
-  output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, nonfinite.activation_grad));
+  output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, NonfiniteSlot::ActivationGrad));
 }
 
 void AttentionScores::backward_into(Backend& be, const Tensor& dy, float* dqkv, Context& context) {
@@ -174,7 +171,7 @@ void AttentionScores::backward_into(Backend& be, const Tensor& dy, float* dqkv, 
   const Tensor& qkv = *ctx.qkv;
   check_dy(dy, qkv);
   const LayerPrecision& p = m_precision;
-  const Tensor& dyg = round_to(dy, p.grad, m_dy_grad, false);
+  const Tensor& dyg = round_to(be, dy, p.grad, m_dy_grad, false);
   attention_scores_backward(be, dyg, qkv, dqkv, qkv.dim(0), qkv.dim(1), m_dim, m_heads, p.accumulate);
 }
 
@@ -210,14 +207,13 @@ void AttentionValues::forward_pair(Backend& be, const Tensor& probs, const Tenso
   if (qkv.rank() != 3 || qkv.dim(0) != ys[0] || qkv.dim(1) != ys[1] || qkv.dim(2) != 3 * m_dim)
     throw_shape(name(), "expects qkv [" + std::to_string(ys[0]) + ", " + std::to_string(ys[1]) + ", " +
                             std::to_string(3 * m_dim) + "]", qkv.shape());
-  nonfinite = {};
   const LayerPrecision& p = m_precision;
   const bool sat = saturates_forward(p.compute);
-  ctx.probs = &round_to(probs, p.compute, ctx.probs_compute, sat);
-  ctx.qkv = &round_to(qkv, p.compute, ctx.qkv_compute, sat);
+  ctx.probs = &round_to(be, probs, p.compute, ctx.probs_compute, sat);
+  ctx.qkv = &round_to(be, qkv, p.compute, ctx.qkv_compute, sat);
   float* yf = output_begin(y, ys, p.storage, m_y32);
   attention_values_forward(be, *ctx.probs, *ctx.qkv, yf, ys[0], ys[1], m_dim, m_heads, p.accumulate);
-  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
+  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, NonfiniteSlot::Activation));
 }
 
 void AttentionValues::backward_pair(Backend& be, const Tensor& dy, Tensor& dprobs, float* dqkv, Context& context) {
@@ -227,10 +223,10 @@ void AttentionValues::backward_pair(Backend& be, const Tensor& dy, Tensor& dprob
   const Shape ys = output_shape(probs.shape());
   if (dy.shape() != ys) throw_shape(name(), "gradient does not match the output " + shape_string(ys), dy.shape());
   const LayerPrecision& p = m_precision;
-  const Tensor& dyg = round_to(dy, p.grad, m_dy_grad, false);
+  const Tensor& dyg = round_to(be, dy, p.grad, m_dy_grad, false);
   float* dpf = output_begin(dprobs, probs.shape(), p.grad, m_dp32);
   attention_values_backward(be, dyg, probs, *ctx.qkv, dpf, dqkv, ys[0], ys[1], m_dim, m_heads, p.accumulate);
-  output_end(be, dprobs, p.grad, m_dp32, false, tracked(*this, nonfinite.activation_grad));
+  output_end(be, dprobs, p.grad, m_dp32, false, tracked(*this, NonfiniteSlot::ActivationGrad));
 }
 
 // ---------------------------------------------------------------- attention
@@ -292,14 +288,13 @@ void Attention::leaf_shapes(const Shape& in, std::vector<std::pair<Layer*, Shape
 void Attention::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
   auto& ctx = static_cast<AttentionContext&>(context);
   output_shape(x.shape());
-  nonfinite = {};
   m_qkv.forward(be, x, ctx.qkv, *ctx.qkv_ctx);
-  record_output(m_qkv, ctx.qkv);
+  record_output(be, m_qkv, ctx.qkv);
   m_scores.forward(be, ctx.qkv, ctx.scores, *ctx.scores_ctx);
   m_softmax.forward(be, ctx.scores, ctx.probs, *ctx.softmax_ctx);
   m_values.forward_pair(be, ctx.probs, ctx.qkv, ctx.values, *ctx.values_ctx);
   m_proj.forward(be, ctx.values, y, *ctx.proj_ctx);
-  record_output(m_proj, y);
+  record_output(be, m_proj, y);
 }
 
 void Attention::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
@@ -329,12 +324,10 @@ void Attention::round_dqkv(Backend& be, Tensor& dqkv) {
     if (fs != Format::FP32) round_columns(be, g, rows, ld, 0, 2 * m_dim, fs);
     if (fv != Format::FP32) round_columns(be, g, rows, ld, 2 * m_dim, m_dim, fv);
   }
-  // Attribution: one count over the whole buffer; split by leaf only when
-  // something is there to attribute (rare).
-  if (!m_scores.track_nonfinite && !m_values.track_nonfinite) return;
-  if (be.count_nonfinite(g, dqkv.numel()) == 0) return;
-  if (m_scores.track_nonfinite) m_scores.nonfinite.activation_grad += count_columns(be, g, rows, ld, 0, 2 * m_dim);
-  if (m_values.track_nonfinite) m_values.nonfinite.activation_grad += count_columns(be, g, rows, ld, 2 * m_dim, m_dim);
+  // Attribution (overflow steps only): counted per leaf, row by row.
+  if (std::int64_t* c = tracked(m_scores, NonfiniteSlot::ActivationGrad)) count_columns(be, g, rows, ld, 0, 2 * m_dim, c);
+  if (std::int64_t* c = tracked(m_values, NonfiniteSlot::ActivationGrad))
+    count_columns(be, g, rows, ld, 2 * m_dim, m_dim, c);
 }
 
 }  // namespace engine

@@ -15,11 +15,6 @@ namespace engine {
 
 BlockGemm::BlockGemm(std::string_view name) : m_seed(std::hash<std::string_view>{}(name)) {}
 
-bool BlockGemm::native_bf16(Backend& be) {
-  if (m_native_bf16 < 0) m_native_bf16 = be.info().native_bf16 ? 1 : 0;
-  return m_native_bf16 == 1;
-}
-
 void BlockGemm::quantize(Backend& be, Format f, const float* src, std::int64_t rows, std::int64_t cols,
                          BlockLayout layout, bool stochastic, BlockOperand& op) {
   BlockRounding r;
@@ -27,35 +22,27 @@ void BlockGemm::quantize(Backend& be, Format f, const float* src, std::int64_t r
   // A fresh stream per quantization: step after step, and the two copies of
   // one dy, round independently.
   r.seed = m_seed + m_calls++;
-  const bool bf16 = native_bf16(be);
-  const auto n = static_cast<std::size_t>(rows * cols);
-  BlockQuantized q;
-  if (bf16) {
-    m_ws.resize({rows, cols}, Format::FP32);
-    q = block_quantize(f, src, m_ws.f32(), rows, cols, layout, r);
-  } else {
-    op.values.resize({rows, cols}, Format::FP32);
-    q = block_quantize(f, src, op.values.f32(), rows, cols, layout, r);
-  }
-  if (bf16) {
-    if (q.bf16_exact) {
-      op.values.resize({rows, cols}, Format::BF16);
-      cast_from_f32(Format::BF16, m_ws.f32(), op.values.data(), n);
-    } else {
-      // A block scale below BF16's range: keep the exact f32 values.
-      op.values.resize({rows, cols}, Format::FP32);
-      std::copy(m_ws.f32(), m_ws.f32() + n, op.values.f32());
-    }
-  }
-  op.decode = q.tensor_decode;
+  op.values.resize({rows, cols}, Format::FP32);
+  op.info.reserve(sizeof(BlockQuantized));
+  // The values are exact in BF16 once their power-of-two scale is applied;
+  // the backend's GEMM runs them on its bf16 path when they are normal BF16
+  // values and applies NVFP4's tensor scale in its f32 alpha.
+  be.block_quantize(f, src, op.values.f32(), rows, cols, layout, r, op.info.as<BlockQuantized>());
   op.device_bytes = block_bytes(f, rows, cols, layout);
 }
 
 namespace {
 
-// C [m, n] = alpha * op(A) op(B) (+ bias), C's leading dimension n.
+// A GEMM operand over a block operand's values.
+GemmOperand block_operand(const BlockOperand& op, std::int64_t ld, bool trans) {
+  GemmOperand g = gemm_operand(op.values, 0, ld, trans);
+  g.block = op.quantized();
+  return g;
+}
+
+// C [m, n] = op(A) op(B) (+ bias), C's leading dimension n.
 void gemm(Backend& be, std::int64_t m, std::int64_t n, std::int64_t k, const GemmOperand& a, const GemmOperand& b,
-          float* c, float alpha, const float* bias, Format accumulate) {
+          float* c, const float* bias, Format accumulate) {
   GemmArgs g;
   g.m = m;
   g.n = n;
@@ -64,7 +51,6 @@ void gemm(Backend& be, std::int64_t m, std::int64_t n, std::int64_t k, const Gem
   g.b = b;
   g.c = c;
   g.ldc = n;
-  g.alpha = alpha;
   g.bias = bias;
   g.accumulate = accumulate;
   be.gemm(g);
@@ -80,8 +66,7 @@ void BlockGemm::forward(Backend& be, Format compute, const float* x, const float
   quantize(be, compute, w, out, in, nv ? BlockLayout::Tiles : BlockLayout::Rows, false, m_w);
   quantize(be, compute, x, rows, in, BlockLayout::Columns, false, x_saved);
   // y [rows, out] = x [rows, in] W^T
-  gemm(be, rows, out, in, gemm_operand(m_x.values, 0, in, false), gemm_operand(m_w.values, 0, in, true), y,
-       m_x.decode * m_w.decode, bias, accumulate);
+  gemm(be, rows, out, in, block_operand(m_x, in, false), block_operand(m_w, in, true), y, bias, accumulate);
 }
 
 void BlockGemm::backward(Backend& be, Format compute, Format grad, bool stochastic, const float* dy,
@@ -89,10 +74,10 @@ void BlockGemm::backward(Backend& be, Format compute, Format grad, bool stochast
                          std::int64_t in, std::int64_t out, Format accumulate) {
   // dy as a GEMM operand: quantized along `layout` into op when the grad
   // format is a block format, else the f32 values as given.
-  auto dy_operand = [&](BlockLayout layout, bool trans, BlockOperand& op) -> std::pair<GemmOperand, float> {
-    if (!is_block_format(grad)) return {GemmOperand{dy, Format::FP32, trans, out}, 1.0f};
+  auto dy_operand = [&](BlockLayout layout, bool trans, BlockOperand& op) -> GemmOperand {
+    if (!is_block_format(grad)) return GemmOperand{dy, Format::FP32, trans, out};
     quantize(be, grad, dy, rows, out, layout, stochastic, op);
-    return {gemm_operand(op.values, 0, out, trans), op.decode};
+    return block_operand(op, out, trans);
   };
   if (dx) {
     // dx [rows, in] = dy [rows, out] W [out, in]: reduction over out. NVFP4's
@@ -102,17 +87,16 @@ void BlockGemm::backward(Backend& be, Format compute, Format grad, bool stochast
       quantize(be, compute, w, out, in, BlockLayout::Columns, false, m_wt);
       wt = &m_wt;
     }
-    const auto [a, decode] = dy_operand(BlockLayout::Rows, false, m_dy);
-    gemm(be, rows, in, out, a, gemm_operand(wt->values, 0, in, false), dx, decode * wt->decode, nullptr, accumulate);
+    gemm(be, rows, in, out, dy_operand(BlockLayout::Rows, false, m_dy), block_operand(*wt, in, false), dx, nullptr,
+         accumulate);
   }
   // dW [out, in] = dy^T [out, rows] x [rows, in]: reduction over rows.
-  const auto [a, decode] = dy_operand(BlockLayout::Columns, true, m_dyt);
-  gemm(be, out, in, rows, a, gemm_operand(x_saved.values, 0, in, false), dw, decode * x_saved.decode, nullptr,
-       accumulate);
+  gemm(be, out, in, rows, dy_operand(BlockLayout::Columns, true, m_dyt), block_operand(x_saved, in, false), dw,
+       nullptr, accumulate);
 }
 
 std::size_t BlockGemm::workspace_bytes() const {
-  return tensors_bytes({&m_x.values, &m_w.values, &m_wt.values, &m_dy.values, &m_dyt.values, &m_ws});
+  return tensors_bytes({&m_x.values, &m_w.values, &m_wt.values, &m_dy.values, &m_dyt.values});
 }
 
 std::int64_t weight_device_bytes(const Parameter& p) {

@@ -28,9 +28,10 @@ struct Parameter;
 // One quantized GEMM operand: its values (BF16 or FP32 container) and the
 // NVFP4 tensor decode scale (1 for MX).
 struct BlockOperand {
-  Tensor values;
-  float decode = 1.0f;
+  Tensor values;  // FP32 container of the quantized values (no tensor scale)
+  Buffer info;    // one BlockQuantized in backend memory (tensor decode, bf16 exactness)
   std::int64_t device_bytes = 0;  // what a device holds: block_bytes()
+  const BlockQuantized* quantized() const { return info.as<BlockQuantized>(); }
 };
 
 // A layer's block-GEMM state: the workspaces of its quantized operands and
@@ -54,20 +55,17 @@ class BlockGemm {
                 const float* w, float* dx, float* dw, std::int64_t rows, std::int64_t in, std::int64_t out,
                 Format accumulate);
 
-  // Bytes of the f32/bf16 containers (the CPU's emulation of the format).
+  // Bytes of the f32 containers (the CPU's emulation of the format).
   std::size_t workspace_bytes() const;
 
  private:
   // Quantizes src [rows, cols] to f along `layout` into op.
   void quantize(Backend& be, Format f, const float* src, std::int64_t rows, std::int64_t cols, BlockLayout layout,
                 bool stochastic, BlockOperand& op);
-  bool native_bf16(Backend& be);
 
   std::uint64_t m_seed;
   std::uint64_t m_calls = 0;
-  int m_native_bf16 = -1;  // unknown until the first call
   BlockOperand m_x, m_w, m_wt, m_dy, m_dyt;
-  Tensor m_ws;
 };
 
 // The device bytes of a weight [rows, cols] a block-compute layer keeps:

@@ -75,25 +75,7 @@ namespace {
 void scale_and_add_bias(Backend& be, float* y, const float* bias, float alpha, std::int64_t n, std::int64_t c,
                         std::int64_t hw) {
   if (alpha != 1.0f) be.scale(y, alpha, n * c * hw);
-  if (!bias) return;
-  for (std::int64_t i = 0; i < n; ++i)
-    for (std::int64_t j = 0; j < c; ++j) {
-      float* p = y + (i * c + j) * hw;
-      const float b = bias[j];
-      for (std::int64_t k = 0; k < hw; ++k) p[k] += b;
-    }
-}
-
-// db[c] = sum over n and the plane of dy[n, c, :] (overwritten).
-void channel_sums(const float* dy, float* db, std::int64_t n, std::int64_t c, std::int64_t hw) {
-  for (std::int64_t j = 0; j < c; ++j) {
-    double sum = 0.0;
-    for (std::int64_t i = 0; i < n; ++i) {
-      const float* p = dy + (i * c + j) * hw;
-      for (std::int64_t k = 0; k < hw; ++k) sum += p[k];
-    }
-    db[j] = static_cast<float>(sum);
-  }
+  if (bias) be.bias_add_channels(y, bias, n, c, hw);
 }
 
 }  // namespace
@@ -103,17 +85,17 @@ const float* Conv2d::weight_values(Backend& be, bool record, float* scale) {
   if (m_weight.weight.format() == compute) {
     // Stored by the AMP code in FP8, holding weight * weight_scale.
     *scale = m_weight.weight_scale;
-    return f32_values(m_weight.weight, m_w32);
+    return f32_values(be, m_weight.weight, m_w32);
   }
   // Not stored in FP8: the layer scales it itself (delayed, per forward).
   DelayedScale& ds = delayed_scale_for(m_w_scale, compute, m_scaling);
   if (record) {
     *scale = ds.scale() * m_weight.weight_scale;
-    ds.record(round_scaled(m_weight.weight, compute, ds.scale(), m_w8, m_w32, true));
+    round_scaled(be, m_weight.weight, compute, ds.scale(), m_w8, m_w32, true, ds.amax_slot());
     return m_w32.f32();
   }
   *scale = m_w_used_scale;
-  return f32_values(m_w8, m_w32);
+  return f32_values(be, m_w8, m_w32);
 }
 
 // Block compute (MXFP8, MXFP6, MXFP4, NVFP4). Convolution has no block
@@ -134,74 +116,86 @@ void Conv2d::forward_block(Backend& be, const Tensor& x, Tensor& y, Conv2dContex
   ctx.x_scale = 1.0f;
   const std::int64_t rows = cs.n * cs.c_in, hw = cs.h * cs.w;
   ctx.x_block.resize(x.shape(), Format::FP32);
-  const BlockQuantized qx = block_quantize(f, f32_values(x, m_x32), ctx.x_block.f32(), rows, hw, BlockLayout::Rows);
-  ctx.x_decode = qx.tensor_decode;
-  ctx.x_bf16_exact = qx.bf16_exact;
+  ctx.x_info.reserve(sizeof(BlockQuantized));
+  be.block_quantize(f, f32_values(be, x, m_x32), ctx.x_block.f32(), rows, hw, BlockLayout::Rows, {},
+                    ctx.x_info.as<BlockQuantized>());
   ctx.x_device_bytes = block_bytes(f, rows, hw, BlockLayout::Rows);
   const std::int64_t wcols = m_weight.numel() / m_c_out;
   const BlockLayout wl = block_info(f).tensor_scale ? BlockLayout::Tiles : BlockLayout::Rows;
   m_wq.resize(m_weight.shape, Format::FP32);
-  const BlockQuantized qw =
-      block_quantize(f, weight_f32(be, m_weight, Format::FP32, m_w32), m_wq.f32(), m_c_out, wcols, wl);
-  m_wq_decode = qw.tensor_decode;
-  m_wq_exact = qw.bf16_exact;
-  const Format fmt = qx.bf16_exact && qw.bf16_exact ? Format::BF16 : Format::FP32;
-  const float* bf = m_has_bias ? f32_values(m_bias.weight, m_b32) : nullptr;
-  const float alpha = qx.tensor_decode * qw.tensor_decode;
-  float* yf = output_begin(y, ys, p.storage, m_y32);
-  conv2d_forward(be, cs, fmt, ctx.x_block.f32(), m_wq.f32(), alpha == 1.0f ? bf : nullptr, yf);
-  if (alpha != 1.0f) scale_and_add_bias(be, yf, bf, alpha, cs.n, cs.c_out, cs.out_h() * cs.out_w());
-  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
+  m_wq_info.reserve(sizeof(BlockQuantized));
+  be.block_quantize(f, weight_f32(be, m_weight, Format::FP32, m_w32), m_wq.f32(), m_c_out, wcols, wl, {},
+                    m_wq_info.as<BlockQuantized>());
+  ConvBlockArgs g;
+  g.kind = ConvBlockArgs::Kind::Forward;
+  g.shape = cs;
+  g.a = ctx.x_block.f32();
+  g.a_block = ctx.x_info.as<BlockQuantized>();
+  g.b = m_wq.f32();
+  g.b_block = m_wq_info.as<BlockQuantized>();
+  g.bias = m_has_bias ? f32_values(be, m_bias.weight, m_b32) : nullptr;
+  g.out = output_begin(y, ys, p.storage, m_y32);
+  be.conv2d_block(g);
+  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, NonfiniteSlot::Activation));
 }
 
 void Conv2d::backward_block(Backend& be, const Tensor& dy, Tensor* dx, Conv2dContext& ctx) {
   const LayerPrecision& p = m_precision;
   const Tensor& x = *ctx.x;
   const ConvShape cs = conv_shape(x.shape());
-  const std::int64_t hw_in = cs.h * cs.w, hw_out = cs.out_h() * cs.out_w();
+  const std::int64_t hw_out = cs.out_h() * cs.out_w();
   const bool dy_block = is_block_format(p.grad);
   const Format gout = dy_block ? Format::FP32 : p.grad;
   float* dxf = dx ? output_begin(*dx, x.shape(), gout, m_dx32) : nullptr;
   float* dw = grad_begin(m_weight, m_dw32);
   float* db = m_has_bias ? grad_begin(m_bias, m_db32) : nullptr;
-  const float* dyu = f32_values(dy, m_dyu32);
+  const float* dyu = f32_values(be, dy, m_dyu32);
   const float* dyf;
-  float dy_decode = 1.0f;
-  bool dy_exact = true;
+  const BlockQuantized* dyq = nullptr;
   if (dy_block) {
     BlockRounding r;
     r.stochastic = stochastic_grads;
     r.seed = std::hash<std::string>{}(name()) + m_sr_calls++;
     m_dyq.resize(dy.shape(), Format::FP32);
-    const BlockQuantized q =
-        block_quantize(p.grad, dyu, m_dyq.f32(), cs.n * cs.c_out, hw_out, BlockLayout::Rows, r);
-    dy_decode = q.tensor_decode;
-    dy_exact = q.bf16_exact;
+    m_dyq_info.reserve(sizeof(BlockQuantized));
+    be.block_quantize(p.grad, dyu, m_dyq.f32(), cs.n * cs.c_out, hw_out, BlockLayout::Rows, r,
+                      m_dyq_info.as<BlockQuantized>());
+    dyq = m_dyq_info.as<BlockQuantized>();
     dyf = m_dyq.f32();
   } else {
     dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
-    dy_exact = p.grad == Format::BF16 || is_fp8(p.grad);
   }
-  const Format fmt_data = dy_exact && m_wq_exact ? Format::BF16 : Format::FP32;
-  const Format fmt_weights = dy_exact && ctx.x_bf16_exact ? Format::BF16 : Format::FP32;
+  const bool dy_exact = p.grad == Format::BF16 || is_fp8(p.grad);
+  ConvBlockArgs g;
+  g.shape = cs;
   if (dxf) {
-    be.conv2d_backward_data(cs, fmt_data, dyf, m_wq.f32(), dxf);
-    const float a = dy_decode * m_wq_decode;
-    if (a != 1.0f) be.scale(dxf, a, cs.n * cs.c_in * hw_in);
+    g.kind = ConvBlockArgs::Kind::BackwardData;
+    g.a = dyf;
+    g.a_block = dyq;
+    g.a_exact = dy_exact;
+    g.b = m_wq.f32();
+    g.b_block = m_wq_info.as<BlockQuantized>();
+    g.out = dxf;
+    be.conv2d_block(g);
   }
-  be.conv2d_backward_weights(cs, fmt_weights, ctx.x_block.f32(), dyf, dw, nullptr);
-  const float a = dy_decode * ctx.x_decode;
-  if (a != 1.0f) be.scale(dw, a, m_weight.numel());
+  g.kind = ConvBlockArgs::Kind::BackwardWeights;
+  g.a = ctx.x_block.f32();
+  g.a_block = ctx.x_info.as<BlockQuantized>();
+  g.a_exact = false;
+  g.b = dyf;
+  g.b_block = dyq;
+  g.b_exact = dy_exact;
+  g.out = dw;
+  be.conv2d_block(g);
   // The bias gradient sums the unquantized dy.
-  if (db) channel_sums(dyu, db, cs.n, cs.c_out, hw_out);
-  if (dx) output_end(be, *dx, gout, m_dx32, false, tracked(*this, nonfinite.activation_grad));
-  grad_end(be, m_weight, gout, m_dw32, tracked(*this, nonfinite.weight_grad));
-  if (m_has_bias) grad_end(be, m_bias, gout, m_db32, tracked(*this, nonfinite.weight_grad));
+  if (db) be.channel_sums(dyu, db, cs.n, cs.c_out, hw_out);
+  if (dx) output_end(be, *dx, gout, m_dx32, false, tracked(*this, NonfiniteSlot::ActivationGrad));
+  grad_end(be, m_weight, gout, m_dw32, tracked(*this, NonfiniteSlot::WeightGrad));
+  if (m_has_bias) grad_end(be, m_bias, gout, m_db32, tracked(*this, NonfiniteSlot::WeightGrad));
 }
 
 void Conv2d::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
   auto& ctx = static_cast<Conv2dContext&>(context);
-  nonfinite = {};
   ctx.block = false;
   if (is_block_format(m_precision.compute)) {
     forward_block(be, x, y, ctx);
@@ -218,21 +212,21 @@ void Conv2d::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) 
     // result is multiplied by 1/(s_x s_w).
     DelayedScale& ds = delayed_scale_for(m_x_scale, p.compute, m_scaling);
     ctx.x_scale = ds.scale();
-    ds.record(round_scaled(x, p.compute, ctx.x_scale, ctx.x_compute, m_x32, true));
+    round_scaled(be, x, p.compute, ctx.x_scale, ctx.x_compute, m_x32, true, ds.amax_slot());
     ctx.x = &ctx.x_compute;
     const float* xf = m_x32.f32();
     float sw = 1.0f;
     const float* wf = weight_values(be, true, &sw);
     m_w_used_scale = sw;
-    const float* bf = m_has_bias ? f32_values(m_bias.weight, m_b32) : nullptr;
+    const float* bf = m_has_bias ? f32_values(be, m_bias.weight, m_b32) : nullptr;
     const ConvShape cs = conv_shape(x.shape());
     const float alpha = unscale_alpha(ctx.x_scale, sw);
     conv2d_forward(be, cs, p.compute, xf, wf, alpha == 1.0f ? bf : nullptr, yf);
     if (alpha != 1.0f) scale_and_add_bias(be, yf, bf, alpha, cs.n, cs.c_out, cs.out_h() * cs.out_w());
   } else {
-    const Tensor& xc = round_to(x, p.compute, ctx.x_compute, sat);
+    const Tensor& xc = round_to(be, x, p.compute, ctx.x_compute, sat);
     ctx.x = &xc;
-    const float* xf = f32_values(xc, m_x32);
+    const float* xf = f32_values(be, xc, m_x32);
     const float* wf = weight_f32(be, m_weight, p.compute, m_w32);
     const float* bf = m_has_bias ? f32_rounded(be, m_bias.weight, p.compute, m_b32, sat) : nullptr;
     // A scaled FP8 weight divided by its scale may leave the FP8 grid: only
@@ -240,7 +234,7 @@ void Conv2d::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) 
     const Format wfmt = m_weight.weight_scale == 1.0f ? p.compute : Format::FP32;
     conv2d_forward(be, conv_shape(x.shape()), common_compute(p.compute, wfmt), xf, wf, bf, yf);
   }
-  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
+  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, NonfiniteSlot::Activation));
 }
 
 void Conv2d::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
@@ -261,7 +255,7 @@ void Conv2d::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
   const bool fp8_forward = is_fp8(p.compute);
   if (!fp8_forward && !is_fp8(p.grad)) {
     const float* dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
-    const float* xf = f32_values(x, m_x32);
+    const float* xf = f32_values(be, x, m_x32);
     const float* wf = weight_f32(be, m_weight, p.compute, m_w32);
     const Format wfmt = m_weight.weight_scale == 1.0f ? p.compute : Format::FP32;
     conv2d_backward(be, cs, common_compute(p.grad, wfmt), common_compute(p.grad, p.compute), dyf, xf, wf, dxf,
@@ -274,12 +268,12 @@ void Conv2d::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
     if (is_fp8(p.grad)) {
       DelayedScale& ds = delayed_scale_for(m_dy_scale, p.grad, m_scaling);
       sdy = ds.scale();
-      ds.record(round_scaled(dy, p.grad, sdy, m_dy8, m_dy32, true));
+      round_scaled(be, dy, p.grad, sdy, m_dy8, m_dy32, true, ds.amax_slot());
       dyf = m_dy32.f32();
     } else {
       dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
     }
-    const float* xf = f32_values(x, m_x32);
+    const float* xf = f32_values(be, x, m_x32);
     float sw = 1.0f;
     const float* wf;
     Format wfmt = p.compute;
@@ -299,13 +293,13 @@ void Conv2d::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
     const float a = unscale_alpha(sdy, ctx.x_scale);
     if (a != 1.0f) be.scale(dw, a, m_weight.numel());
     // The bias gradient sums the unscaled, unrounded dy (TE's fused dbias).
-    if (db) channel_sums(f32_values(dy, m_dyu32), db, cs.n, cs.c_out, hw_out);
+    if (db) be.channel_sums(f32_values(be, dy, m_dyu32), db, cs.n, cs.c_out, hw_out);
   }
-  if (dx) output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, nonfinite.activation_grad));
+  if (dx) output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, NonfiniteSlot::ActivationGrad));
   // FP8 gradients: weight and bias gradients stay FP32 (see Linear).
   const Format gf = is_fp8(p.grad) ? Format::FP32 : p.grad;
-  grad_end(be, m_weight, gf, m_dw32, tracked(*this, nonfinite.weight_grad));
-  if (m_has_bias) grad_end(be, m_bias, gf, m_db32, tracked(*this, nonfinite.weight_grad));
+  grad_end(be, m_weight, gf, m_dw32, tracked(*this, NonfiniteSlot::WeightGrad));
+  if (m_has_bias) grad_end(be, m_bias, gf, m_db32, tracked(*this, NonfiniteSlot::WeightGrad));
 }
 
 }  // namespace engine

@@ -35,8 +35,7 @@ struct Conv2dContext : Context {
   float x_scale = 1.0f;
   bool block = false;
   Tensor x_block;
-  float x_decode = 1.0f;      // NVFP4's tensor decode scale of x_block
-  bool x_bf16_exact = true;
+  Buffer x_info;  // x_block's BlockQuantized (backend memory)
   std::int64_t x_device_bytes = 0;
   std::size_t bytes() const override {
     if (block) return static_cast<std::size_t>(x_device_bytes);
@@ -59,6 +58,7 @@ class Conv2d : public Layer {
   void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) override;
   std::vector<Parameter*> parameters() override;
   bool is_matmul() const override { return true; }
+  std::vector<DelayedScale*> delayed_scales() override { return {&m_x_scale, &m_dy_scale, &m_w_scale}; }
   void set_delayed_scaling(const DelayedScaling& c) override;
 
   Parameter& weight() { return m_weight; }
@@ -85,8 +85,7 @@ class Conv2d : public Layer {
   // Block compute: the quantized weight of the last forward and its
   // decode scale and exactness (backward reuses them), and dy quantized.
   Tensor m_wq, m_dyq;
-  float m_wq_decode = 1.0f;
-  bool m_wq_exact = true;
+  Buffer m_wq_info, m_dyq_info;  // their BlockQuantized (backend memory)
   std::uint64_t m_sr_calls = 0;
   std::size_t workspace_bytes() const override {
     return tensors_bytes({&m_x32, &m_w32, &m_w8, &m_b32, &m_y32, &m_dy32, &m_dy8, &m_dyu32, &m_dx32, &m_dw32, &m_db32,

@@ -8,14 +8,14 @@
 
 namespace engine {
 
-void flatten_forward(const Tensor& x, Tensor& y) {
+void flatten_forward(Backend& be, const Tensor& x, Tensor& y) {
   y.resize({x.dim(0), x.numel() / (x.dim(0) ? x.dim(0) : 1)}, x.format());
-  if (x.numel()) std::memcpy(y.data(), x.data(), x.bytes());
+  if (x.numel()) be.copy(y.data(), x.data(), x.bytes());
 }
 
-void flatten_backward(const Tensor& dy, const Shape& x_shape, Tensor& dx) {
+void flatten_backward(Backend& be, const Tensor& dy, const Shape& x_shape, Tensor& dx) {
   dx.resize(x_shape, dy.format());
-  if (dy.numel()) std::memcpy(dx.data(), dy.data(), dy.bytes());
+  if (dy.numel()) be.copy(dx.data(), dy.data(), dy.bytes());
 }
 
 Shape Flatten::output_shape(const Shape& in) const {
@@ -30,9 +30,8 @@ std::unique_ptr<Context> Flatten::make_context() const { return std::make_unique
 void Flatten::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
   auto& ctx = static_cast<FlattenContext&>(context);
   output_shape(x.shape());
-  nonfinite = {};
   ctx.x_shape = x.shape();
-  flatten_forward(x, y);
+  flatten_forward(be, x, y);
 }
 
 void Flatten::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
@@ -41,7 +40,7 @@ void Flatten::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& conte
   if (!dx) return;
   if (dy.numel() != shape_numel(ctx.x_shape))
     throw_shape(name(), "gradient does not match the output " + shape_string(output_shape(ctx.x_shape)), dy.shape());
-  flatten_backward(dy, ctx.x_shape, *dx);
+  flatten_backward(be, dy, ctx.x_shape, *dx);
 }
 
 }  // namespace engine

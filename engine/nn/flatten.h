@@ -10,9 +10,9 @@ namespace engine {
 
 // The values are copied unchanged (same bytes, same format): a reshape does
 // no arithmetic, so no rounding happens here whatever precision() says.
-void flatten_forward(const Tensor& x, Tensor& y);
+void flatten_forward(Backend& be, const Tensor& x, Tensor& y);
 // dx gets dy's values in dy's format with x's shape.
-void flatten_backward(const Tensor& dy, const Shape& x_shape, Tensor& dx);
+void flatten_backward(Backend& be, const Tensor& dy, const Shape& x_shape, Tensor& dx);
 
 // Saves only the input shape (0 bytes).
 struct FlattenContext : Context {

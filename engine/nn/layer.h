@@ -31,6 +31,10 @@ struct NonfiniteCounts {
   std::int64_t activation_grad = 0;  // in dx produced by backward
   std::int64_t weight_grad = 0;      // in this layer's parameter gradients
 };
+// The three counters, in this order, in a layer's backend buffer.
+enum class NonfiniteSlot : int { Activation = 0, ActivationGrad = 1, WeightGrad = 2 };
+
+class DelayedScale;
 
 // A layer of the model. Called from the trainer thread only.
 //
@@ -81,13 +85,27 @@ class Layer {
   // code from the recipe's grad_rounding.
   bool stochastic_grads = false;
 
+  // Overflow attribution: while on, the layer adds the non-finite counts of
+  // what it produces to counters in backend memory (nonfinite_slot), read
+  // with nonfinite_counts() only on the steps that need them.
   bool track_nonfinite = false;
-  NonfiniteCounts nonfinite;
+  // Turns tracking on (counters allocated from current_backend() and
+  // zeroed) or off.
+  void set_track_nonfinite(bool on);
+  std::int64_t* nonfinite_slot(NonfiniteSlot s) {
+    return track_nonfinite && m_nonfinite.data() ? m_nonfinite.as<std::int64_t>() + static_cast<int>(s) : nullptr;
+  }
+  // Downloads the counters (zeros when not tracking): a host read.
+  NonfiniteCounts nonfinite_counts() const;
+  // The FP8 delayed scales of the layer's activation operands (x, dy, and
+  // the GEMM weight's own without master weights): the step records their
+  // pending amaxes with its one read.
+  virtual std::vector<DelayedScale*> delayed_scales() { return {}; }
   // Statistics steps: when set, the caller of forward() keeps a copy of the
-  // output as floats in captured_output (record_output() below), for the
-  // comparison with the FP32 shadow pass.
+  // output as floats in captured_output (record_output() below, backend
+  // memory), for the comparison with the FP32 shadow pass.
   bool capture_output = false;
-  std::vector<float> captured_output;
+  Tensor captured_output;
   // An injected fault (the robustness tests and lessons): when set, the
   // first value of the layer's output becomes fault_value (NaN or inf).
   bool fault_output = false;
@@ -98,12 +116,13 @@ class Layer {
 
  private:
   std::string m_name;
+  Buffer m_nonfinite;
 };
 
 // After l.forward(..., y, ...): keeps y's values when l.capture_output, and
 // writes an injected fault into y. Called by whoever calls forward (the
 // Model, composite layers).
-void record_output(Layer& l, Tensor& y);
+void record_output(Backend& be, Layer& l, Tensor& y);
 
 // Sum of the bytes of some scratch tensors (Layer::workspace_bytes).
 std::size_t tensors_bytes(std::initializer_list<const Tensor*> tensors);

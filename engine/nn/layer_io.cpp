@@ -10,51 +10,20 @@
 
 namespace engine {
 
-namespace {
-
-// Converts n values between two non-f32 storage formats through a small
-// stack buffer, so no f32 workspace is needed (decodes are exact; the
-// encode rounds once).
-void transcode(Format from, const void* src, Format to, void* dst, std::int64_t n, bool saturate) {
-  constexpr std::int64_t kChunk = 1024;
-  float buf[kChunk];
-  const auto* s = static_cast<const std::byte*>(src);
-  auto* d = static_cast<std::byte*>(dst);
-  const std::size_t sb = storage_bytes(from), db = storage_bytes(to);
-  CastOptions opt;
-  opt.saturate = saturate;
-  for (std::int64_t i = 0; i < n; i += kChunk) {
-    const std::int64_t m = std::min(kChunk, n - i);
-    cast_to_f32(from, s + static_cast<std::size_t>(i) * sb, buf, static_cast<std::size_t>(m));
-    cast_from_f32(to, buf, d + static_cast<std::size_t>(i) * db, static_cast<std::size_t>(m), opt);
-  }
-}
-
-}  // namespace
-
-const Tensor& round_to(const Tensor& x, Format f, Tensor& ws, bool saturate) {
+const Tensor& round_to(Backend& be, const Tensor& x, Format f, Tensor& ws, bool saturate) {
   const Format xf = x.format();
   if (xf == f || (f == Format::FP32 && xf == Format::TF32)) return x;
   ws.resize(x.shape(), f);
-  const auto n = static_cast<std::size_t>(x.numel());
-  if (n == 0) return ws;
+  if (x.numel() == 0) return ws;
   CastOptions opt;
   opt.saturate = saturate;
-  if (is_f32_container(f)) {
-    // Decode (exact), then round to TF32 in place when asked.
-    cast_to_f32(xf, x.data(), ws.f32(), n);
-    if (f == Format::TF32) quantize_inplace(Format::TF32, ws.f32(), n);
-  } else if (is_f32_container(xf)) {
-    cast_from_f32(f, x.f32(), ws.data(), n, opt);
-  } else {
-    transcode(xf, x.data(), f, ws.data(), x.numel(), saturate);
-  }
+  be.convert(xf, x.data(), f, ws.data(), x.numel(), opt);
   return ws;
 }
 
-const float* f32_values(const Tensor& x, Tensor& ws) {
+const float* f32_values(Backend& be, const Tensor& x, Tensor& ws) {
   if (is_f32_container(x.format())) return x.f32();
-  decode_to(x, ws);
+  decode_to(be, x, ws);
   return ws.f32();
 }
 
@@ -62,12 +31,12 @@ const float* f32_rounded(Backend& be, const Tensor& x, Format f, Tensor& ws, boo
   const Format xf = x.format();
   // Already representable: same format, or FP32 asked of any format (every
   // format's values are FP32 values).
-  if (xf == f || f == Format::FP32) return f32_values(x, ws);
+  if (xf == f || f == Format::FP32) return f32_values(be, x, ws);
   if (is_f32_container(xf)) {
     ws.resize(x.shape(), Format::FP32);
-    if (x.numel()) std::memcpy(ws.f32(), x.f32(), x.bytes());
+    if (x.numel()) be.copy(ws.f32(), x.f32(), x.bytes());
   } else {
-    decode_to(x, ws);
+    decode_to(be, x, ws);
   }
   be.quantize(f, ws.f32(), ws.numel(), saturate);
   return ws.f32();
@@ -87,18 +56,18 @@ void output_end(Backend& be, Tensor& y, Format f, Tensor& ws, bool saturate, std
   const std::int64_t n = y.numel();
   if (is_f32_container(f)) {
     if (f == Format::TF32) be.quantize(Format::TF32, y.f32(), n, false);
-    if (nonfinite) *nonfinite += be.count_nonfinite(y.f32(), n);
+    if (nonfinite) be.count_nonfinite(y.f32(), n, nonfinite);
     return;
   }
   if (nonfinite) {
     // Round in f32 first so the count sees the overflow the encode makes;
     // the encode below is then exact.
     be.quantize(f, ws.f32(), n, saturate);
-    *nonfinite += be.count_nonfinite(ws.f32(), n);
+    be.count_nonfinite(ws.f32(), n, nonfinite);
   }
   CastOptions opt;
   opt.saturate = saturate;
-  if (n) cast_from_f32(f, ws.f32(), y.data(), static_cast<std::size_t>(n), opt);
+  if (n) be.convert(Format::FP32, ws.f32(), f, y.data(), n, opt);
 }
 
 float* grad_begin(Parameter& p, Tensor& ws) {
@@ -118,8 +87,8 @@ void grad_end(Backend& be, Parameter& p, Format grad_format, Tensor& ws, std::in
   // rounded values.
   if (grad_format != Format::FP32 && (stored_f32 || grad_format != p.grad.format() || nonfinite))
     be.quantize(grad_format, g, n, false);
-  if (nonfinite) *nonfinite += be.count_nonfinite(g, n);
-  if (!stored_f32 && n) cast_from_f32(p.grad.format(), g, p.grad.data(), static_cast<std::size_t>(n));
+  if (nonfinite) be.count_nonfinite(g, n, nonfinite);
+  if (!stored_f32 && n) be.convert(Format::FP32, g, p.grad.format(), p.grad.data(), n, {});
 }
 
 const float* weight_f32(Backend& be, const Parameter& p, Format compute, Tensor& ws) {
@@ -128,30 +97,33 @@ const float* weight_f32(Backend& be, const Parameter& p, Format compute, Tensor&
   if (in_compute && is_f32_container(w.format()) && p.weight_scale == 1.0f) return w.f32();
   ws.resize(w.shape(), Format::FP32);
   const std::int64_t n = w.numel();
-  if (n) cast_to_f32(w.format(), w.data(), ws.f32(), static_cast<std::size_t>(n));
+  if (n) be.convert(w.format(), w.data(), Format::FP32, ws.f32(), n, {});
   if (!in_compute) be.quantize(compute, ws.f32(), n, saturates_forward(compute));
   if (p.weight_scale != 1.0f) be.scale(ws.f32(), 1.0f / p.weight_scale, n);
   return ws.f32();
 }
 
-float round_scaled(const Tensor& x, Format f, float scale, Tensor& q, Tensor& ws, bool rounded_floats) {
-  const auto n = static_cast<std::size_t>(x.numel());
+void round_scaled(Backend& be, const Tensor& x, Format f, float scale, Tensor& q, Tensor& ws, bool rounded_floats,
+                  float* amax) {
+  const std::int64_t n = x.numel();
   ws.resize(x.shape(), Format::FP32);
   q.resize(x.shape(), f);
-  if (n == 0) return 0.0f;
+  if (n == 0) {
+    be.fill(amax, 0.0f, 1);
+    return;
+  }
   const float* src = x.f32();
   if (!is_f32_container(x.format())) {
-    cast_to_f32(x.format(), x.data(), ws.f32(), n);
+    be.convert(x.format(), x.data(), Format::FP32, ws.f32(), n, {});
     src = ws.f32();
   }
   // One pass for amax and scale, one saturating encode (RNE, then finite
   // overflow clamps to the format's max), and a decode only when asked.
-  const float amax = scale_and_amax(src, scale, ws.f32(), x.numel());
+  be.scale_amax(src, scale, ws.f32(), n, amax);
   CastOptions opt;
   opt.saturate = true;
-  cast_from_f32(f, ws.f32(), q.data(), n, opt);
-  if (rounded_floats) cast_to_f32(f, q.data(), ws.f32(), n);
-  return amax;
+  be.convert(Format::FP32, ws.f32(), f, q.data(), n, opt);
+  if (rounded_floats) be.convert(f, q.data(), Format::FP32, ws.f32(), n, {});
 }
 
 GemmOperand gemm_operand(const Tensor& t, std::int64_t offset, std::int64_t ld, bool trans) {
@@ -190,19 +162,41 @@ void throw_shape(const std::string& layer, const std::string& what, const Shape&
 
 namespace engine {
 
-void record_output(Layer& l, Tensor& y) {
+void record_output(Backend& be, Layer& l, Tensor& y) {
   if (l.fault_output && y.numel() > 0) {
-    if (y.format() == Format::FP32 || y.format() == Format::TF32) y.f32()[0] = l.fault_value;
-    else cast_from_f32(y.format(), &l.fault_value, y.data(), 1);
-    if (l.track_nonfinite) ++l.nonfinite.activation;
+    // The fault value goes into y[0] (encoded on the host: a write), and is
+    // counted through the backend like any other non-finite output.
+    std::byte code[4];
+    cast_from_f32(y.format(), &l.fault_value, code, 1);
+    be.upload(y.data(), code, storage_bytes(y.format()));
+    if (std::int64_t* c = tracked(l, NonfiniteSlot::Activation)) {
+      Tensor one;
+      one.resize({1}, Format::FP32);
+      be.fill(one.f32(), l.fault_value, 1);
+      be.count_nonfinite(one.f32(), 1, c);
+    }
   }
   if (!l.capture_output) return;
-  if (y.format() == Format::FP32 || y.format() == Format::TF32) {
-    l.captured_output.assign(y.f32(), y.f32() + y.numel());
-  } else {
-    l.captured_output.resize(static_cast<std::size_t>(y.numel()));
-    cast_to_f32(y.format(), y.data(), l.captured_output.data(), static_cast<std::size_t>(y.numel()));
-  }
+  l.captured_output.resize(y.shape(), Format::FP32);
+  if (y.numel()) be.convert(y.format(), y.data(), Format::FP32, l.captured_output.data(), y.numel(), {});
+}
+
+void Layer::set_track_nonfinite(bool on) {
+  track_nonfinite = on;
+  if (!on) return;
+  m_nonfinite.reserve(3 * sizeof(std::int64_t));
+  m_nonfinite.zero(3 * sizeof(std::int64_t));
+}
+
+NonfiniteCounts Layer::nonfinite_counts() const {
+  NonfiniteCounts c;
+  if (!track_nonfinite || !m_nonfinite.data()) return c;
+  std::int64_t v[3];
+  m_nonfinite.download(v, sizeof v);
+  c.activation = v[0];
+  c.activation_grad = v[1];
+  c.weight_grad = v[2];
+  return c;
 }
 
 std::size_t tensors_bytes(std::initializer_list<const Tensor*> tensors) {

@@ -27,11 +27,11 @@ inline bool is_f32_container(Format f) { return f == Format::FP32 || f == Format
 // (a TF32 tensor counts as FP32: its values are FP32 values), else `ws`
 // (resized to x's shape and format f). TF32 results live in an FP32
 // container with TF32 values.
-const Tensor& round_to(const Tensor& x, Format f, Tensor& ws, bool saturate);
+const Tensor& round_to(Backend& be, const Tensor& x, Format f, Tensor& ws, bool saturate);
 
 // x's values as floats: x's own storage for FP32/TF32 tensors, else decoded
 // (exactly) into `ws`.
-const float* f32_values(const Tensor& x, Tensor& ws);
+const float* f32_values(Backend& be, const Tensor& x, Tensor& ws);
 
 // x's values rounded to f, as floats: x's storage when that needs neither a
 // decode nor a rounding, else `ws`.
@@ -41,8 +41,9 @@ const float* f32_rounded(Backend& be, const Tensor& x, Format f, Tensor& ws, boo
 // output_begin resizes y and returns where the op writes (y itself for
 // FP32/TF32, else `ws`); output_end rounds to f (in place for 32-bit
 // containers, by encoding ws into y otherwise) and adds the count of inf/NaN
-// values of the rounded result to *nonfinite when it is non-null (an FP16
-// overflow happens in the rounding, so the count is taken after it).
+// values of the rounded result to *nonfinite (a backend counter, tracked())
+// when it is non-null (an FP16 overflow happens in the rounding, so the
+// count is taken after it).
 float* output_begin(Tensor& y, const Shape& s, Format f, Tensor& ws);
 void output_end(Backend& be, Tensor& y, Format f, Tensor& ws, bool saturate, std::int64_t* nonfinite);
 
@@ -64,9 +65,11 @@ const float* weight_f32(Backend& be, const Parameter& p, Format compute, Tensor&
 // (Transformer Engine's cast: finite overflow clamps to the format's max;
 // inf and NaN stay), stored in `q` (resized to x's shape and f). `ws` is
 // scratch; with `rounded_floats` it holds the same rounded values as floats
-// afterwards (for the conv kernels). Returns max|x| before scaling (NaN/inf
-// propagate): the amax the caller records after the op.
-float round_scaled(const Tensor& x, Format f, float scale, Tensor& q, Tensor& ws, bool rounded_floats);
+// afterwards (for the conv kernels). `amax` (backend memory: a DelayedScale's
+// pending slot) receives max|x| before scaling (NaN/inf propagate), recorded
+// with the step's one read.
+void round_scaled(Backend& be, const Tensor& x, Format f, float scale, Tensor& q, Tensor& ws, bool rounded_floats,
+                  float* amax);
 
 // The alpha of a GEMM whose operands hold value * scale_a and value *
 // scale_b: 1/scale_a * 1/scale_b (each reciprocal rounded to float, as
@@ -87,11 +90,9 @@ Format common_compute(Format a, Format b);
 // Model::init), `grad` FP32, no master (the AMP code lays out the rest).
 Parameter make_parameter(std::string name, Shape shape, bool decay);
 
-// Where a layer adds a non-finite count: the counter when the layer tracks
-// them (Layer::track_nonfinite), else null (nothing is counted).
-inline std::int64_t* tracked(const Layer& l, std::int64_t& counter) {
-  return l.track_nonfinite ? &counter : nullptr;
-}
+// Where a layer adds a non-finite count: its backend counter when the layer
+// tracks them (Layer::track_nonfinite), else null (nothing is counted).
+inline std::int64_t* tracked(Layer& l, NonfiniteSlot slot) { return l.nonfinite_slot(slot); }
 
 // Throws std::invalid_argument "<layer>: <what> (got <shape>)".
 [[noreturn]] void throw_shape(const std::string& layer, const std::string& what, const Shape& got);

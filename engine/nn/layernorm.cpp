@@ -41,20 +41,19 @@ std::unique_ptr<Context> LayerNorm::make_context() const { return std::make_uniq
 void LayerNorm::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
   auto& ctx = static_cast<LayerNormContext&>(context);
   const Shape ys = output_shape(x.shape());
-  nonfinite = {};
   const LayerPrecision& p = m_precision;
   const bool sat = saturates_forward(p.compute);
-  const Tensor& xc = round_to(x, p.compute, ctx.x_compute, sat);
+  const Tensor& xc = round_to(be, x, p.compute, ctx.x_compute, sat);
   ctx.x = &xc;
   const std::int64_t rows = x.numel() / m_dim;
   ctx.mean.resize({rows}, Format::FP32);
   ctx.rstd.resize({rows}, Format::FP32);
-  const float* xf = f32_values(xc, m_x32);
+  const float* xf = f32_values(be, xc, m_x32);
   const float* g = f32_rounded(be, m_gamma.weight, p.compute, m_g32, sat);
   const float* b = f32_rounded(be, m_beta.weight, p.compute, m_b32, sat);
   float* yf = output_begin(y, ys, p.storage, m_y32);
   layernorm_forward(be, xf, g, b, yf, ctx.mean.f32(), ctx.rstd.f32(), rows, m_dim, m_eps, p.accumulate);
-  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
+  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, NonfiniteSlot::Activation));
 }
 
 void LayerNorm::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
@@ -65,7 +64,7 @@ void LayerNorm::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& con
   const LayerPrecision& p = m_precision;
   const std::int64_t rows = x.numel() / m_dim;
   const float* dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
-  const float* xf = f32_values(x, m_x32);
+  const float* xf = f32_values(be, x, m_x32);
   const float* g = f32_rounded(be, m_gamma.weight, p.compute, m_g32, saturates_forward(p.compute));
   float* dxf = nullptr;
   if (dx) {
@@ -78,9 +77,9 @@ void LayerNorm::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& con
   float* dg = grad_begin(m_gamma, m_dg32);
   float* db = grad_begin(m_beta, m_db32);
   layernorm_backward(be, dyf, xf, ctx.mean.f32(), ctx.rstd.f32(), g, dxf, dg, db, rows, m_dim);
-  if (dx) output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, nonfinite.activation_grad));
-  grad_end(be, m_gamma, p.grad, m_dg32, tracked(*this, nonfinite.weight_grad));
-  grad_end(be, m_beta, p.grad, m_db32, tracked(*this, nonfinite.weight_grad));
+  if (dx) output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, NonfiniteSlot::ActivationGrad));
+  grad_end(be, m_gamma, p.grad, m_dg32, tracked(*this, NonfiniteSlot::WeightGrad));
+  grad_end(be, m_beta, p.grad, m_db32, tracked(*this, NonfiniteSlot::WeightGrad));
 }
 
 }  // namespace engine

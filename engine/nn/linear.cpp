@@ -103,8 +103,8 @@ void Linear::forward_block(Backend& be, const Tensor& x, Tensor& y, LinearContex
   const float* b = m_has_bias ? f32_rounded(be, m_bias.weight, Format::FP32, m_b32, false) : nullptr;
   const float* w = weight_f32(be, m_weight, Format::FP32, m_w_compute);
   float* yf = output_begin(y, ys, p.storage, m_y32);
-  m_block.forward(be, p.compute, f32_values(x, m_x32), w, b, yf, rows, m_in, m_out, p.accumulate, ctx.x_block);
-  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
+  m_block.forward(be, p.compute, f32_values(be, x, m_x32), w, b, yf, rows, m_in, m_out, p.accumulate, ctx.x_block);
+  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, NonfiniteSlot::Activation));
 }
 
 void Linear::backward_block(Backend& be, const Tensor& dy, Tensor* dx, LinearContext& ctx) {
@@ -113,7 +113,7 @@ void Linear::backward_block(Backend& be, const Tensor& dy, Tensor* dx, LinearCon
   const std::int64_t rows = x.numel() / m_in;
   // A block grad format quantizes dy itself; any other is a plain rounding.
   const bool dy_block = is_block_format(p.grad);
-  const float* dyf = dy_block ? f32_values(dy, m_dy32) : f32_rounded(be, dy, p.grad, m_dy32, false);
+  const float* dyf = dy_block ? f32_values(be, dy, m_dy32) : f32_rounded(be, dy, p.grad, m_dy32, false);
   const Format dx_format = dy_block ? Format::FP32 : p.grad;
   float* dxf = dx ? output_begin(*dx, x.shape(), dx_format, m_dx32) : nullptr;
   float* dw = grad_begin(m_weight, m_dw32);
@@ -123,16 +123,15 @@ void Linear::backward_block(Backend& be, const Tensor& dy, Tensor* dx, LinearCon
                    p.accumulate);
   // The bias gradient sums the unquantized dy (as Transformer Engine's fused dbias).
   if (db) be.column_sums(dyf, rows, m_out, db);
-  if (dx) output_end(be, *dx, dx_format, m_dx32, false, tracked(*this, nonfinite.activation_grad));
+  if (dx) output_end(be, *dx, dx_format, m_dx32, false, tracked(*this, NonfiniteSlot::ActivationGrad));
   // Parameter gradients leave the GEMM in FP32 (TE's wgrad into main_grad).
   const Format gf = dy_block ? Format::FP32 : p.grad;
-  grad_end(be, m_weight, gf, m_dw32, tracked(*this, nonfinite.weight_grad));
-  if (m_has_bias) grad_end(be, m_bias, gf, m_db32, tracked(*this, nonfinite.weight_grad));
+  grad_end(be, m_weight, gf, m_dw32, tracked(*this, NonfiniteSlot::WeightGrad));
+  if (m_has_bias) grad_end(be, m_bias, gf, m_db32, tracked(*this, NonfiniteSlot::WeightGrad));
 }
 
 void Linear::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
   auto& ctx = static_cast<LinearContext&>(context);
-  nonfinite = {};
   ctx.block = false;
   if (is_block_format(m_precision.compute)) {
     forward_block(be, x, y, ctx);
@@ -148,10 +147,10 @@ void Linear::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) 
     // this step's amax is recorded after the cast.
     DelayedScale& ds = delayed_scale_for(m_x_scale, p.compute, m_scaling);
     ctx.x_scale = ds.scale();
-    ds.record(round_scaled(x, p.compute, ctx.x_scale, ctx.x_compute, m_fp8_ws, false));
+    round_scaled(be, x, p.compute, ctx.x_scale, ctx.x_compute, m_fp8_ws, false, ds.amax_slot());
     ctx.x = &ctx.x_compute;
   } else {
-    ctx.x = &round_to(x, p.compute, ctx.x_compute, sat);
+    ctx.x = &round_to(be, x, p.compute, ctx.x_compute, sat);
   }
   const Tensor& xc = *ctx.x;
   ctx.w_scale = m_weight.weight_scale;
@@ -159,10 +158,10 @@ void Linear::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) 
     // A weight the AMP code did not store in FP8: scaled here, per forward.
     DelayedScale& ds = delayed_scale_for(m_w_scale, p.compute, m_scaling);
     ctx.w_scale = ds.scale() * m_weight.weight_scale;
-    ds.record(round_scaled(m_weight.weight, p.compute, ds.scale(), m_w_compute, m_fp8_ws, false));
+    round_scaled(be, m_weight.weight, p.compute, ds.scale(), m_w_compute, m_fp8_ws, false, ds.amax_slot());
     ctx.w = &m_w_compute;
   } else {
-    ctx.w = &round_to(m_weight.weight, p.compute, m_w_compute, sat);
+    ctx.w = &round_to(be, m_weight.weight, p.compute, m_w_compute, sat);
   }
   const Tensor& wc = *ctx.w;
   // FP8 layers keep the bias out of FP8 (it is no GEMM operand).
@@ -170,7 +169,7 @@ void Linear::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) 
   const std::int64_t rows = x.numel() / m_in;
   float* yf = output_begin(y, ys, p.storage, m_y32);
   linear_forward(be, xc, wc, {ctx.x_scale, ctx.w_scale, 1.0f}, b, yf, rows, m_in, m_out, p.accumulate);
-  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
+  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, NonfiniteSlot::Activation));
 }
 
 void Linear::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
@@ -191,24 +190,24 @@ void Linear::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
   if (is_fp8(p.grad)) {
     DelayedScale& ds = delayed_scale_for(m_dy_scale, p.grad, m_scaling);
     s.dy = ds.scale();
-    ds.record(round_scaled(dy, p.grad, s.dy, m_dy_grad, m_fp8_ws, false));
+    round_scaled(be, dy, p.grad, s.dy, m_dy_grad, m_fp8_ws, false, ds.amax_slot());
     dyg = &m_dy_grad;
     // The bias gradient sums the unscaled, unrounded dy (TE's fused dbias).
-    if (m_has_bias) dy32 = f32_values(dy, m_dy32);
+    if (m_has_bias) dy32 = f32_values(be, dy, m_dy32);
   } else {
-    dyg = &round_to(dy, p.grad, m_dy_grad, false);
-    if (m_has_bias) dy32 = f32_values(*dyg, m_dy32);
+    dyg = &round_to(be, dy, p.grad, m_dy_grad, false);
+    if (m_has_bias) dy32 = f32_values(be, *dyg, m_dy32);
   }
   float* dxf = dx ? output_begin(*dx, x.shape(), p.grad, m_dx32) : nullptr;
   float* dw = grad_begin(m_weight, m_dw32);
   float* db = m_has_bias ? grad_begin(m_bias, m_db32) : nullptr;
   linear_backward(be, *dyg, dy32, x, *ctx.w, s, dxf, dw, db, rows, m_in, m_out, p.accumulate);
-  if (dx) output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, nonfinite.activation_grad));
+  if (dx) output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, NonfiniteSlot::ActivationGrad));
   // FP8 gradients: weight and bias gradients leave the GEMM in FP32 (as
   // Transformer Engine's wgrad into an FP32 main_grad); E5M2 is dy's format.
   const Format gf = is_fp8(p.grad) ? Format::FP32 : p.grad;
-  grad_end(be, m_weight, gf, m_dw32, tracked(*this, nonfinite.weight_grad));
-  if (m_has_bias) grad_end(be, m_bias, gf, m_db32, tracked(*this, nonfinite.weight_grad));
+  grad_end(be, m_weight, gf, m_dw32, tracked(*this, NonfiniteSlot::WeightGrad));
+  if (m_has_bias) grad_end(be, m_bias, gf, m_db32, tracked(*this, NonfiniteSlot::WeightGrad));
 }
 
 }  // namespace engine

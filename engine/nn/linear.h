@@ -71,6 +71,7 @@ class Linear : public Layer {
   void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) override;
   std::vector<Parameter*> parameters() override;
   bool is_matmul() const override { return true; }
+  std::vector<DelayedScale*> delayed_scales() override { return {&m_x_scale, &m_dy_scale, &m_w_scale}; }
   void set_delayed_scaling(const DelayedScaling& c) override;
 
   std::int64_t in_features() const { return m_in; }

@@ -15,6 +15,7 @@ struct LossWorkspace {
   Tensor pred_f32;
   Tensor probs;
   Tensor grad_f32;
+  Buffer result;  // the loss (double) and the correct count (int64), read back
 };
 
 // Mean softmax cross-entropy of logits [rows, classes] (any format; decoded
@@ -24,6 +25,8 @@ struct LossWorkspace {
 // the loss scale, so an FP16 gradient overflows exactly where a scaled FP16
 // backward would. `correct` (optional) gets the count of rows whose argmax
 // is the label. Labels must lie in [0, classes) (checked by the data layer).
+// The loss (and `correct`) are read back from the backend: one download per
+// call (the training step does not use these; it reads once per step).
 // Trainer thread only.
 double cross_entropy_loss(Backend& be, const Tensor& logits, const std::int32_t* labels, float scale,
                           Tensor* dlogits, LossWorkspace& ws, std::int64_t* correct = nullptr,

@@ -35,14 +35,14 @@ std::unique_ptr<Context> MaxPool2d::make_context() const { return std::make_uniq
 void MaxPool2d::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
   auto& ctx = static_cast<MaxPool2dContext&>(context);
   const Shape ys = output_shape(x.shape());
-  nonfinite = {};
   const LayerPrecision& p = m_precision;
   const float* xf = f32_rounded(be, x, p.compute, m_x32, saturates_forward(p.compute));
   ctx.x_shape = x.shape();
-  ctx.argmax.resize(static_cast<std::size_t>(shape_numel(ys)));
+  ctx.argmax_count = static_cast<std::size_t>(shape_numel(ys));
+  ctx.argmax.reserve(ctx.argmax_count * sizeof(std::int32_t));
   float* yf = output_begin(y, ys, p.storage, m_y32);
-  maxpool2d_forward(be, ys[0], ys[1], x.dim(2), x.dim(3), m_kernel, xf, yf, ctx.argmax.data());
-  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
+  maxpool2d_forward(be, ys[0], ys[1], x.dim(2), x.dim(3), m_kernel, xf, yf, ctx.argmax.as<std::int32_t>());
+  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, NonfiniteSlot::Activation));
 }
 
 void MaxPool2d::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
@@ -54,8 +54,8 @@ void MaxPool2d::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& con
   const LayerPrecision& p = m_precision;
   const float* dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
   float* dxf = output_begin(*dx, ctx.x_shape, p.grad, m_dx32);
-  maxpool2d_backward(be, ys[0], ys[1], ctx.x_shape[2], ctx.x_shape[3], m_kernel, dyf, ctx.argmax.data(), dxf);
-  output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, nonfinite.activation_grad));
+  maxpool2d_backward(be, ys[0], ys[1], ctx.x_shape[2], ctx.x_shape[3], m_kernel, dyf, ctx.argmax.as<std::int32_t>(), dxf);
+  output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, NonfiniteSlot::ActivationGrad));
 }
 
 }  // namespace engine

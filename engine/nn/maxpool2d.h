@@ -22,8 +22,9 @@ void maxpool2d_backward(Backend& be, std::int64_t n, std::int64_t c, std::int64_
 // What MaxPool2d saves: the winners' indices (4 bytes per output), not the input.
 struct MaxPool2dContext : Context {
   Shape x_shape;
-  std::vector<std::int32_t> argmax;
-  std::size_t bytes() const override { return argmax.size() * sizeof(std::int32_t); }
+  Buffer argmax;  // int32 per output (backend memory)
+  std::size_t argmax_count = 0;
+  std::size_t bytes() const override { return argmax_count * sizeof(std::int32_t); }
 };
 
 // Input [N, C, H, W] -> [N, C, H/k, W/k] (floor, as PyTorch). Rounding to a

@@ -17,9 +17,7 @@ void mean_pool_forward(Backend& be, const float* x, float* y, std::int64_t B, st
 }
 
 void mean_pool_backward(Backend& be, const float* dy, float* dx, std::int64_t B, std::int64_t T, std::int64_t C) {
-  for (std::int64_t b = 0; b < B; ++b)
-    for (std::int64_t t = 0; t < T; ++t)
-      std::memcpy(dx + (b * T + t) * C, dy + b * C, static_cast<std::size_t>(C) * sizeof(float));
+  be.repeat_rows(dy, dx, B, T, C);
   be.scale(dx, 1.0f / static_cast<float>(T), B * T * C);
 }
 
@@ -33,13 +31,12 @@ std::unique_ptr<Context> MeanPool::make_context() const { return std::make_uniqu
 void MeanPool::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
   auto& ctx = static_cast<MeanPoolContext&>(context);
   const Shape ys = output_shape(x.shape());
-  nonfinite = {};
   const LayerPrecision& p = m_precision;
   ctx.x_shape = x.shape();
   const float* xf = f32_rounded(be, x, p.compute, m_x32, saturates_forward(p.compute));
   float* yf = output_begin(y, ys, p.storage, m_y32);
   mean_pool_forward(be, xf, yf, x.dim(0), x.dim(1), x.dim(2));
-  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
+  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, NonfiniteSlot::Activation));
 }
 
 void MeanPool::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
@@ -52,7 +49,7 @@ void MeanPool::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& cont
   const float* dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
   float* dxf = output_begin(*dx, ctx.x_shape, p.grad, m_dx32);
   mean_pool_backward(be, dyf, dxf, ctx.x_shape[0], ctx.x_shape[1], ctx.x_shape[2]);
-  output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, nonfinite.activation_grad));
+  output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, NonfiniteSlot::ActivationGrad));
 }
 
 }  // namespace engine

@@ -120,12 +120,15 @@ const Tensor& Model::forward(Backend& be, const Tensor& x) {
   if (x.shape() != expected) {
     // Same values, other shape (a flat batch for an image model): stage them.
     m_input.resize(expected, x.format());
-    std::memcpy(m_input.data(), x.data(), x.bytes());
+    be.copy(m_input.data(), x.data(), x.bytes());
     in = &m_input;
   }
+  // Attribution steps count afresh on every pass (zeroed counters).
+  for (Layer* l : leaves())
+    if (l->track_nonfinite) l->set_track_nonfinite(true);
   for (std::size_t i = 0; i < m_layers.size(); ++i) {
     m_layers[i]->forward(be, *in, m_activations[i], *m_contexts[i]);
-    record_output(*m_layers[i], m_activations[i]);
+    record_output(be, *m_layers[i], m_activations[i]);
     in = &m_activations[i];
   }
   m_forward_done = true;
@@ -168,14 +171,14 @@ void Model::set_precision(const LayerPrecision& p) {
 }
 
 void Model::set_track_nonfinite(bool on) {
-  for (const auto& l : m_layers) l->track_nonfinite = on;
-  for (Layer* l : leaves()) l->track_nonfinite = on;
+  for (const auto& l : m_layers) l->set_track_nonfinite(on);
+  for (Layer* l : leaves()) l->set_track_nonfinite(on);
 }
 
 void Model::set_capture_outputs(bool on) {
   for (Layer* l : leaves()) {
     l->capture_output = on && !l->parameters().empty();
-    if (!l->capture_output) l->captured_output.clear();
+    if (!l->capture_output) l->captured_output = Tensor();
   }
 }
 

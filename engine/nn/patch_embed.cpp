@@ -11,35 +11,6 @@
 
 namespace engine {
 
-void patchify(const float* x, float* patches, std::int64_t B, std::int64_t C, std::int64_t H, std::int64_t W,
-              std::int64_t p) {
-  const std::int64_t gh = H / p, gw = W / p, P = C * p * p;
-  for (std::int64_t b = 0; b < B; ++b)
-    for (std::int64_t ty = 0; ty < gh; ++ty)
-      for (std::int64_t tx = 0; tx < gw; ++tx) {
-        float* dst = patches + ((b * gh + ty) * gw + tx) * P;
-        for (std::int64_t c = 0; c < C; ++c)
-          for (std::int64_t i = 0; i < p; ++i)
-            std::memcpy(dst + (c * p + i) * p, x + ((b * C + c) * H + ty * p + i) * W + tx * p,
-                        static_cast<std::size_t>(p) * sizeof(float));
-      }
-}
-
-void unpatchify(const float* patches, float* x, std::int64_t B, std::int64_t C, std::int64_t H, std::int64_t W,
-                std::int64_t p) {
-  const std::int64_t gh = H / p, gw = W / p, P = C * p * p;
-  // Pixels outside the patch grid (H or W not a multiple of p) get no gradient.
-  if (gh * p != H || gw * p != W) std::memset(x, 0, static_cast<std::size_t>(B * C * H * W) * sizeof(float));
-  for (std::int64_t b = 0; b < B; ++b)
-    for (std::int64_t ty = 0; ty < gh; ++ty)
-      for (std::int64_t tx = 0; tx < gw; ++tx) {
-        const float* src = patches + ((b * gh + ty) * gw + tx) * P;
-        for (std::int64_t c = 0; c < C; ++c)
-          for (std::int64_t i = 0; i < p; ++i)
-            std::memcpy(x + ((b * C + c) * H + ty * p + i) * W + tx * p, src + (c * p + i) * p,
-                        static_cast<std::size_t>(p) * sizeof(float));
-      }
-}
 
 void patch_embed_forward(Backend& be, const Tensor& patches, const Tensor& w, const GemmScales& s,
                          const float* bias, const float* pos, float* y, std::int64_t B, std::int64_t T,
@@ -92,7 +63,7 @@ void PatchEmbed::forward_block(Backend& be, const Tensor& x, Tensor& y, PatchEmb
   ctx.x_shape = x.shape();
   ctx.patch_scale = 1.0f;
   m_patch32.resize({rows, m_patch_size}, Format::FP32);
-  patchify(f32_values(x, m_x32), m_patch32.f32(), B, m_c, m_h, m_w, m_patch);
+  be.patchify(f32_values(be, x, m_x32), m_patch32.f32(), B, m_c, m_h, m_w, m_patch);
   // Bias and position table: no GEMM operands, FP32.
   const float* bias = f32_rounded(be, m_bias.weight, Format::FP32, m_b32, false);
   const float* pos = f32_rounded(be, m_pos.weight, Format::FP32, m_pos32, false);
@@ -101,14 +72,14 @@ void PatchEmbed::forward_block(Backend& be, const Tensor& x, Tensor& y, PatchEmb
   m_block.forward(be, p.compute, m_patch32.f32(), w, bias, yf, rows, m_patch_size, m_dim, p.accumulate,
                   ctx.patches_block);
   for (std::int64_t b = 0; b < B; ++b) be.add(yf + b * m_tokens * m_dim, pos, yf + b * m_tokens * m_dim, m_tokens * m_dim);
-  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
+  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, NonfiniteSlot::Activation));
 }
 
 void PatchEmbed::backward_block(Backend& be, const Tensor& dy, Tensor* dx, PatchEmbedContext& ctx) {
   const LayerPrecision& p = m_precision;
   const std::int64_t B = ctx.x_shape[0], rows = B * m_tokens;
   const bool dy_block = is_block_format(p.grad);
-  const float* dyf = dy_block ? f32_values(dy, m_dy32) : f32_rounded(be, dy, p.grad, m_dy32, false);
+  const float* dyf = dy_block ? f32_values(be, dy, m_dy32) : f32_rounded(be, dy, p.grad, m_dy32, false);
   float* dpatches = nullptr;
   if (dx) {
     m_dp32.resize({rows, m_patch_size}, Format::FP32);
@@ -126,17 +97,16 @@ void PatchEmbed::backward_block(Backend& be, const Tensor& dy, Tensor* dx, Patch
   const Format gout = dy_block ? Format::FP32 : p.grad;
   if (dx) {
     float* dxf = output_begin(*dx, ctx.x_shape, gout, m_dx32);
-    unpatchify(dpatches, dxf, B, m_c, m_h, m_w, m_patch);
-    output_end(be, *dx, gout, m_dx32, false, tracked(*this, nonfinite.activation_grad));
+    be.unpatchify(dpatches, dxf, B, m_c, m_h, m_w, m_patch);
+    output_end(be, *dx, gout, m_dx32, false, tracked(*this, NonfiniteSlot::ActivationGrad));
   }
-  grad_end(be, m_weight, gout, m_dw32, tracked(*this, nonfinite.weight_grad));
-  grad_end(be, m_bias, gout, m_db32, tracked(*this, nonfinite.weight_grad));
-  grad_end(be, m_pos, gout, m_dpos32, tracked(*this, nonfinite.weight_grad));
+  grad_end(be, m_weight, gout, m_dw32, tracked(*this, NonfiniteSlot::WeightGrad));
+  grad_end(be, m_bias, gout, m_db32, tracked(*this, NonfiniteSlot::WeightGrad));
+  grad_end(be, m_pos, gout, m_dpos32, tracked(*this, NonfiniteSlot::WeightGrad));
 }
 
 void PatchEmbed::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
   auto& ctx = static_cast<PatchEmbedContext&>(context);
-  nonfinite = {};
   ctx.block = false;
   if (is_block_format(m_precision.compute)) {
     forward_block(be, x, y, ctx);
@@ -147,28 +117,28 @@ void PatchEmbed::forward(Backend& be, const Tensor& x, Tensor& y, Context& conte
   const bool sat = saturates_forward(p.compute);
   const std::int64_t B = x.dim(0), rows = B * m_tokens;
   ctx.x_shape = x.shape();
-  const float* xf = f32_values(x, m_x32);
+  const float* xf = f32_values(be, x, m_x32);
   // Gather straight into the saved tensor when it is an f32 container;
   // otherwise gather in f32 and round once into the compute format.
   const bool fp8 = is_fp8(p.compute);
   ctx.patch_scale = 1.0f;
   if (is_f32_container(p.compute)) {
     ctx.patches.resize({rows, m_patch_size}, p.compute);
-    patchify(xf, ctx.patches.f32(), B, m_c, m_h, m_w, m_patch);
+    be.patchify(xf, ctx.patches.f32(), B, m_c, m_h, m_w, m_patch);
     if (p.compute == Format::TF32) be.quantize(Format::TF32, ctx.patches.f32(), ctx.patches.numel(), false);
   } else if (fp8) {
     // FP8 delayed scaling of the patches (see Linear::forward).
     m_patch32.resize({rows, m_patch_size}, Format::FP32);
-    patchify(xf, m_patch32.f32(), B, m_c, m_h, m_w, m_patch);
+    be.patchify(xf, m_patch32.f32(), B, m_c, m_h, m_w, m_patch);
     if (!m_x_scale.active() || m_x_scale.format() != p.compute) m_x_scale = DelayedScale(p.compute, m_scaling);
     ctx.patch_scale = m_x_scale.scale();
-    m_x_scale.record(round_scaled(m_patch32, p.compute, ctx.patch_scale, ctx.patches, m_fp8_ws, false));
+    round_scaled(be, m_patch32, p.compute, ctx.patch_scale, ctx.patches, m_fp8_ws, false, m_x_scale.amax_slot());
   } else {
     m_patch32.resize({rows, m_patch_size}, Format::FP32);
-    patchify(xf, m_patch32.f32(), B, m_c, m_h, m_w, m_patch);
-    encode_to(m_patch32, p.compute, ctx.patches, sat);
+    be.patchify(xf, m_patch32.f32(), B, m_c, m_h, m_w, m_patch);
+    encode_to(be, m_patch32, p.compute, ctx.patches, sat);
   }
-  const Tensor& wc = round_to(m_weight.weight, p.compute, m_w_compute, sat);
+  const Tensor& wc = round_to(be, m_weight.weight, p.compute, m_w_compute, sat);
   // FP8: bias and position embedding are no GEMM operands; they stay FP32.
   const Format side = fp8 ? Format::FP32 : p.compute;
   const float* bias = f32_rounded(be, m_bias.weight, side, m_b32, sat);
@@ -176,7 +146,7 @@ void PatchEmbed::forward(Backend& be, const Tensor& x, Tensor& y, Context& conte
   float* yf = output_begin(y, ys, p.storage, m_y32);
   patch_embed_forward(be, ctx.patches, wc, {ctx.patch_scale, m_weight.weight_scale, 1.0f}, bias, pos, yf, B,
                       m_tokens, m_patch_size, m_dim, p.accumulate);
-  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
+  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, NonfiniteSlot::Activation));
 }
 
 void PatchEmbed::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
@@ -196,14 +166,14 @@ void PatchEmbed::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& co
   if (is_fp8(p.grad)) {
     if (!m_dy_scale.active() || m_dy_scale.format() != p.grad) m_dy_scale = DelayedScale(p.grad, m_scaling);
     s.dy = m_dy_scale.scale();
-    m_dy_scale.record(round_scaled(dy, p.grad, s.dy, m_dy_grad, m_fp8_ws, false));
+    round_scaled(be, dy, p.grad, s.dy, m_dy_grad, m_fp8_ws, false, m_dy_scale.amax_slot());
     dyg = &m_dy_grad;
-    dy32 = f32_values(dy, m_dy32);  // bias and position sums: unscaled dy
+    dy32 = f32_values(be, dy, m_dy32);  // bias and position sums: unscaled dy
   } else {
-    dyg = &round_to(dy, p.grad, m_dy_grad, false);
-    dy32 = f32_values(*dyg, m_dy32);
+    dyg = &round_to(be, dy, p.grad, m_dy_grad, false);
+    dy32 = f32_values(be, *dyg, m_dy32);
   }
-  const Tensor& wc = round_to(m_weight.weight, p.compute, m_w_compute, saturates_forward(p.compute));
+  const Tensor& wc = round_to(be, m_weight.weight, p.compute, m_w_compute, saturates_forward(p.compute));
   float* dpatches = nullptr;
   if (dx) {
     m_dp32.resize({B * m_tokens, m_patch_size}, Format::FP32);
@@ -216,14 +186,14 @@ void PatchEmbed::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& co
                        p.accumulate);
   if (dx) {
     float* dxf = output_begin(*dx, ctx.x_shape, p.grad, m_dx32);
-    unpatchify(dpatches, dxf, B, m_c, m_h, m_w, m_patch);
-    output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, nonfinite.activation_grad));
+    be.unpatchify(dpatches, dxf, B, m_c, m_h, m_w, m_patch);
+    output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, NonfiniteSlot::ActivationGrad));
   }
   // FP8 gradients: parameter gradients stay FP32 (see Linear).
   const Format gf = is_fp8(p.grad) ? Format::FP32 : p.grad;
-  grad_end(be, m_weight, gf, m_dw32, tracked(*this, nonfinite.weight_grad));
-  grad_end(be, m_bias, gf, m_db32, tracked(*this, nonfinite.weight_grad));
-  grad_end(be, m_pos, gf, m_dpos32, tracked(*this, nonfinite.weight_grad));
+  grad_end(be, m_weight, gf, m_dw32, tracked(*this, NonfiniteSlot::WeightGrad));
+  grad_end(be, m_bias, gf, m_db32, tracked(*this, NonfiniteSlot::WeightGrad));
+  grad_end(be, m_pos, gf, m_dpos32, tracked(*this, NonfiniteSlot::WeightGrad));
 }
 
 }  // namespace engine

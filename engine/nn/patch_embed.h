@@ -67,6 +67,7 @@ class PatchEmbed : public Layer {
   void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) override;
   std::vector<Parameter*> parameters() override { return {&m_weight, &m_bias, &m_pos}; }
   bool is_matmul() const override { return true; }
+  std::vector<DelayedScale*> delayed_scales() override { return {&m_x_scale, &m_dy_scale}; }
   void set_delayed_scaling(const DelayedScaling& c) override;
 
   std::int64_t tokens() const { return m_tokens; }

@@ -17,18 +17,17 @@ std::unique_ptr<Context> PointwiseLayer::make_context() const { return std::make
 void PointwiseLayer::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
   auto& ctx = static_cast<PointwiseContext&>(context);
   const Shape ys = output_shape(x.shape());
-  nonfinite = {};
   const LayerPrecision& p = m_precision;
-  const Tensor& xc = round_to(x, p.compute, ctx.x_compute, saturates_forward(p.compute));
+  const Tensor& xc = round_to(be, x, p.compute, ctx.x_compute, saturates_forward(p.compute));
   ctx.x = &xc;
   if (!track_nonfinite && xc.format() == p.storage) {
     y.resize(ys, p.storage);
-    if (forward_bits(xc, y)) return;
+    if (forward_bits(be, xc, y)) return;
   }
-  const float* xf = f32_values(xc, m_x32);
+  const float* xf = f32_values(be, xc, m_x32);
   float* yf = output_begin(y, ys, p.storage, m_y32);
   apply_forward(be, xf, yf, x.numel());
-  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
+  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, NonfiniteSlot::Activation));
 }
 
 void PointwiseLayer::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
@@ -40,13 +39,13 @@ void PointwiseLayer::backward(Backend& be, const Tensor& dy, Tensor* dx, Context
   const LayerPrecision& p = m_precision;
   if (!track_nonfinite && dy.format() == p.grad) {
     dx->resize(x.shape(), p.grad);
-    if (backward_bits(x, dy, *dx)) return;
+    if (backward_bits(be, x, dy, *dx)) return;
   }
   const float* dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
-  const float* xf = f32_values(x, m_x32);
+  const float* xf = f32_values(be, x, m_x32);
   float* dxf = output_begin(*dx, x.shape(), p.grad, m_dx32);
   apply_backward(be, xf, dyf, dxf, x.numel());
-  output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, nonfinite.activation_grad));
+  output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, NonfiniteSlot::ActivationGrad));
 }
 
 }  // namespace engine

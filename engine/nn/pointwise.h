@@ -35,8 +35,8 @@ class PointwiseLayer : public Layer {
   // stored 16-bit patterns directly when input, output and gradient are all
   // in one 16-bit format: the same bits as decode, f32 math, encode, without
   // the three passes. Returns false where it does not apply.
-  virtual bool forward_bits(const Tensor& /*x*/, Tensor& /*y*/) { return false; }
-  virtual bool backward_bits(const Tensor& /*x*/, const Tensor& /*dy*/, Tensor& /*dx*/) { return false; }
+  virtual bool forward_bits(Backend& /*be*/, const Tensor& /*x*/, Tensor& /*y*/) { return false; }
+  virtual bool backward_bits(Backend& /*be*/, const Tensor& /*x*/, const Tensor& /*dy*/, Tensor& /*dx*/) { return false; }
 
  private:
   Tensor m_x32, m_y32, m_dy32, m_dx32;

@@ -26,43 +26,15 @@ std::uint16_t inf_bits16(Format f) {
 
 }  // namespace
 
-// y = x < 0 ? 0 : x on the patterns: x < 0 exactly when the sign is set,
-// the magnitude is non-zero and not NaN (-0 and NaN pass through, as in
-// the f32 kernel).
-bool ReLU::forward_bits(const Tensor& x, Tensor& y) {
-  const std::uint16_t inf = inf_bits16(x.format());
-  if (inf == 0 || y.format() != x.format()) return false;
-  const auto* xs = static_cast<const std::uint16_t*>(x.data());
-  auto* ys = static_cast<std::uint16_t*>(y.data());
-  const std::int64_t n = x.numel();
-  // Branch-free (the sign of an activation is a coin flip for a predictor):
-  // negative non-NaN, non-zero patterns are 0x8001 .. 0x8000 + inf, one
-  // unsigned compare after the subtraction.
-  const std::uint32_t span = inf;
-#pragma omp simd
-  for (std::int64_t i = 0; i < n; ++i) {
-    const std::uint16_t v = xs[i];
-    ys[i] = static_cast<std::uint32_t>(v) - 0x8001u < span ? std::uint16_t{0} : v;
-  }
+bool ReLU::forward_bits(Backend& be, const Tensor& x, Tensor& y) {
+  if (inf_bits16(x.format()) == 0 || y.format() != x.format()) return false;
+  be.relu16_forward(x.format(), x.data(), y.data(), x.numel());
   return true;
 }
 
-// dx = x > 0 ? dy : 0 on the patterns (x > 0: sign clear, magnitude
-// non-zero and not NaN); 0 is +0, as the f32 kernel's 0.0f encodes.
-bool ReLU::backward_bits(const Tensor& x, const Tensor& dy, Tensor& dx) {
-  const std::uint16_t inf = inf_bits16(x.format());
-  if (inf == 0 || inf_bits16(dy.format()) == 0 || dx.format() != dy.format()) return false;
-  const auto* xs = static_cast<const std::uint16_t*>(x.data());
-  const auto* dys = static_cast<const std::uint16_t*>(dy.data());
-  auto* dxs = static_cast<std::uint16_t*>(dx.data());
-  const std::int64_t n = x.numel();
-  // Positive patterns are 0x0001 .. inf (branch-free, as above).
-  const std::uint32_t span = inf;
-#pragma omp simd
-  for (std::int64_t i = 0; i < n; ++i) {
-    const std::uint16_t v = xs[i];
-    dxs[i] = static_cast<std::uint32_t>(v) - 1u < span ? dys[i] : std::uint16_t{0};
-  }
+bool ReLU::backward_bits(Backend& be, const Tensor& x, const Tensor& dy, Tensor& dx) {
+  if (inf_bits16(x.format()) == 0 || inf_bits16(dy.format()) == 0 || dx.format() != dy.format()) return false;
+  be.relu16_backward(x.format(), x.data(), dy.format(), dy.data(), dx.data(), x.numel());
   return true;
 }
 

@@ -25,8 +25,8 @@ class ReLU : public PointwiseLayer {
   void apply_backward(Backend& be, const float* x, const float* dy, float* dx, std::int64_t n) override {
     relu_backward(be, x, dy, dx, n);
   }
-  bool forward_bits(const Tensor& x, Tensor& y) override;
-  bool backward_bits(const Tensor& x, const Tensor& dy, Tensor& dx) override;
+  bool forward_bits(Backend& be, const Tensor& x, Tensor& y) override;
+  bool backward_bits(Backend& be, const Tensor& x, const Tensor& dy, Tensor& dx) override;
 };
 
 }  // namespace engine

@@ -28,13 +28,12 @@ std::unique_ptr<Context> Softmax::make_context() const { return std::make_unique
 void Softmax::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
   auto& ctx = static_cast<SoftmaxContext&>(context);
   const Shape ys = output_shape(x.shape());
-  nonfinite = {};
   const LayerPrecision& p = m_precision;
   const std::int64_t cols = x.shape().back();
   const float* xf = f32_rounded(be, x, p.compute, m_x32, saturates_forward(p.compute));
   float* yf = output_begin(y, ys, p.storage, m_y32);
   softmax_forward(be, xf, yf, x.numel() / cols, cols, p.accumulate);
-  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, nonfinite.activation));
+  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, NonfiniteSlot::Activation));
   ctx.y = &y;
 }
 
@@ -47,10 +46,10 @@ void Softmax::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& conte
   const LayerPrecision& p = m_precision;
   const std::int64_t cols = y.shape().back();
   const float* dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
-  const float* yf = f32_values(y, m_yb32);
+  const float* yf = f32_values(be, y, m_yb32);
   float* dxf = output_begin(*dx, y.shape(), p.grad, m_dx32);
   softmax_backward(be, yf, dyf, dxf, y.numel() / cols, cols);
-  output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, nonfinite.activation_grad));
+  output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, NonfiniteSlot::ActivationGrad));
 }
 
 }  // namespace engine

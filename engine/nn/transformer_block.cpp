@@ -19,8 +19,8 @@ void residual_add(Backend& be, const Tensor& a, const Tensor& b, Tensor& y, Tens
     throw std::invalid_argument("residual add: shapes " + shape_string(a.shape()) + " and " +
                                 shape_string(b.shape()) + " differ");
   const Format f = residual_format(a.format(), b.format());
-  const float* af = f32_values(a, ws_a);
-  const float* bf = f32_values(b, ws_b);
+  const float* af = f32_values(be, a, ws_a);
+  const float* bf = f32_values(be, b, ws_b);
   float* yf = output_begin(y, a.shape(), f, ws_y);
   be.add(af, bf, yf, a.numel());
   output_end(be, y, f, ws_y, saturate, nonfinite);
@@ -90,22 +90,21 @@ void TransformerBlock::leaf_shapes(const Shape& in, std::vector<std::pair<Layer*
 void TransformerBlock::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
   auto& ctx = static_cast<TransformerBlockContext&>(context);
   output_shape(x.shape());
-  nonfinite = {};
   m_ln1.forward(be, x, ctx.ln1_out, *ctx.ln1_ctx);
-  record_output(m_ln1, ctx.ln1_out);
+  record_output(be, m_ln1, ctx.ln1_out);
   m_attn.forward(be, ctx.ln1_out, ctx.attn_out, *ctx.attn_ctx);
   Linear& proj = m_attn.proj();
   residual_add(be, x, ctx.attn_out, ctx.h, m_ws_a, m_ws_b, m_ws_y, saturates_forward(ctx.attn_out.format()),
-               tracked(proj, proj.nonfinite.activation));
+               tracked(proj, NonfiniteSlot::Activation));
   m_ln2.forward(be, ctx.h, ctx.ln2_out, *ctx.ln2_ctx);
-  record_output(m_ln2, ctx.ln2_out);
+  record_output(be, m_ln2, ctx.ln2_out);
   m_fc1.forward(be, ctx.ln2_out, ctx.fc1_out, *ctx.fc1_ctx);
-  record_output(m_fc1, ctx.fc1_out);
+  record_output(be, m_fc1, ctx.fc1_out);
   m_gelu.forward(be, ctx.fc1_out, ctx.gelu_out, *ctx.gelu_ctx);
   m_fc2.forward(be, ctx.gelu_out, ctx.fc2_out, *ctx.fc2_ctx);
-  record_output(m_fc2, ctx.fc2_out);
+  record_output(be, m_fc2, ctx.fc2_out);
   residual_add(be, ctx.h, ctx.fc2_out, y, m_ws_a, m_ws_b, m_ws_y, saturates_forward(ctx.fc2_out.format()),
-               tracked(m_fc2, m_fc2.nonfinite.activation));
+               tracked(m_fc2, NonfiniteSlot::Activation));
 }
 
 void TransformerBlock::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
@@ -116,13 +115,13 @@ void TransformerBlock::backward(Backend& be, const Tensor& dy, Tensor* dx, Conte
   m_fc1.backward(be, ctx.d_fc1_out, &ctx.d_ln2_out, *ctx.fc1_ctx);
   m_ln2.backward(be, ctx.d_ln2_out, &ctx.d_h_mlp, *ctx.ln2_ctx);
   residual_add(be, dy, ctx.d_h_mlp, ctx.dh, m_ws_a, m_ws_b, m_ws_y, false,
-               tracked(m_ln2, m_ln2.nonfinite.activation_grad));
+               tracked(m_ln2, NonfiniteSlot::ActivationGrad));
   // Attention branch, then the residual: dx = dh + d(attention branch)/dx.
   m_attn.backward(be, ctx.dh, &ctx.d_ln1_out, *ctx.attn_ctx);
   m_ln1.backward(be, ctx.d_ln1_out, dx ? &ctx.d_x_attn : nullptr, *ctx.ln1_ctx);
   if (dx)
     residual_add(be, ctx.dh, ctx.d_x_attn, *dx, m_ws_a, m_ws_b, m_ws_y, false,
-                 tracked(m_ln1, m_ln1.nonfinite.activation_grad));
+                 tracked(m_ln1, NonfiniteSlot::ActivationGrad));
 }
 
 }  // namespace engine

@@ -1,11 +1,11 @@
-// Adam/AdamW: PyTorch's single-tensor update on float spans, blockwise for state rounding.
+// Adam/AdamW: PyTorch's single-tensor update, one backend call per parameter.
 #include "optim/adam.h"
 
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
-#include "optim/parallel.h"
+#include "backend/backend.h"
 
 namespace engine {
 
@@ -23,44 +23,31 @@ Adam::Adam(const AdamOptions& o, bool decoupled, Format state_format)
   require(o.weight_decay >= 0.0 && std::isfinite(o.weight_decay), "weight_decay", "must be >= 0", o.weight_decay);
 }
 
-void Adam::update(std::span<const ParamSlot> slots, double lr, std::int64_t t) {
+void Adam::update(Backend& be, std::span<const ParamSlot> slots, double lr, std::int64_t t) {
   // Bias corrections in double (PyTorch computes them as Python floats), then
   // every scalar is applied in float, as on a float32 tensor.
   const double bc1 = 1.0 - std::pow(m_opt.beta1, static_cast<double>(t));
   const double bc2 = 1.0 - std::pow(m_opt.beta2, static_cast<double>(t));
-  const float step_size = static_cast<float>(lr / bc1);
-  const float bc2_sqrt = static_cast<float>(std::sqrt(bc2));
-  const float one_minus_b1 = static_cast<float>(1.0 - m_opt.beta1);
-  const float beta2 = static_cast<float>(m_opt.beta2);
-  const float one_minus_b2 = static_cast<float>(1.0 - m_opt.beta2);
-  const float eps = static_cast<float>(m_opt.eps);
-
+  AdamUpdate u;
+  u.step_size = static_cast<float>(lr / bc1);
+  u.bc2_sqrt = static_cast<float>(std::sqrt(bc2));
+  u.one_minus_beta1 = static_cast<float>(1.0 - m_opt.beta1);
+  u.beta2 = static_cast<float>(m_opt.beta2);
+  u.one_minus_beta2 = static_cast<float>(1.0 - m_opt.beta2);
+  u.eps = static_cast<float>(m_opt.eps);
+  u.state_format = state_format();
   for (std::size_t s = 0; s < slots.size(); ++s) {
     const ParamSlot& slot = slots[s];
-    float* __restrict p = slot.value;
-    const float* __restrict g = slot.grad;
-    float* __restrict m = state_data(s, 0);
-    float* __restrict v = state_data(s, 1);
     const double wd = slot.decay ? m_opt.weight_decay : 0.0;
     // Adam: L2 into the gradient. AdamW: p *= 1 - lr * wd (that factor in double, as in PyTorch).
-    const float l2 = m_decoupled ? 0.0f : static_cast<float>(wd);
-    const float shrink = m_decoupled ? static_cast<float>(1.0 - lr * wd) : 1.0f;
-
-    optim_detail::for_blocks(slot.n, [&](std::size_t i0, std::size_t i1) {
-#pragma omp simd
-      for (std::size_t i = i0; i < i1; ++i) {
-        const float gi = g[i] + l2 * p[i];
-        m[i] += one_minus_b1 * (gi - m[i]);
-        v[i] = beta2 * v[i] + one_minus_b2 * gi * gi;
-      }
-      round_state(m + i0, i1 - i0);
-      round_state(v + i0, i1 - i0);
-#pragma omp simd
-      for (std::size_t i = i0; i < i1; ++i) {
-        const float denom = std::sqrt(v[i]) / bc2_sqrt + eps;
-        p[i] = p[i] * shrink - step_size * (m[i] / denom);
-      }
-    });
+    u.l2 = m_decoupled ? 0.0f : static_cast<float>(wd);
+    u.shrink = m_decoupled ? static_cast<float>(1.0 - lr * wd) : 1.0f;
+    u.value = slot.value;
+    u.grad = slot.grad;
+    u.exp_avg = state_data(s, 0);
+    u.exp_avg_sq = state_data(s, 1);
+    u.n = static_cast<std::int64_t>(slot.n);
+    be.adam_update(u);
   }
 }
 

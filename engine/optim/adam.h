@@ -25,7 +25,7 @@ class Adam final : public Optimizer {
   bool decoupled() const { return m_decoupled; }
 
  protected:
-  void update(std::span<const ParamSlot> slots, double lr, std::int64_t t) override;
+  void update(Backend& be, std::span<const ParamSlot> slots, double lr, std::int64_t t) override;
 
  private:
   AdamOptions m_opt;

@@ -7,20 +7,21 @@
 
 namespace engine {
 
-// sqrt(sum of g^2 over every element of every span), accumulated in double in
-// a fixed blocking, so the result does not depend on the thread count. inf if
-// any element is inf, NaN if any is NaN. Any thread; no allocation.
-double global_grad_norm(std::span<const GradSpan> grads);
+class Backend;
 
-// clip_grad_norm_: total = global_grad_norm(grads); if total is finite and
-// coef = max_norm / (total + 1e-6) < 1, every gradient is multiplied by coef
-// (in float). Returns total (before clipping).
+// sqrt(sum of g^2 over every element of every span, backend memory),
+// accumulated in double (the loss scaler's fused pass with scale 1). inf if
+// any element is inf, NaN if any is NaN. A read: the training step gets the
+// norm from its one read instead (unscale_grads).
+double global_grad_norm(Backend& be, std::span<const GradSpan> grads);
+
+// clip_grad_norm_ given the global norm `total` (before clipping): if total
+// is finite and coef = max_norm / (total + 1e-6) < 1, every gradient is
+// multiplied by coef (in float, by the backend). Returns total.
 // Unlike PyTorch (which would multiply by max_norm / inf = 0, or by NaN), a
-// non-finite total is returned as is and the gradients are left alone: under
-// loss scaling that step is skipped anyway, and the overflow statistics still
-// see the original values.
-// Throws std::invalid_argument if max_norm is negative or NaN. Any thread
-// (one caller per set of spans); no allocation.
-double clip_grad_norm(std::span<const GradSpan> grads, double max_norm);
+// non-finite total leaves the gradients alone: under loss scaling that step
+// is skipped anyway, and the overflow statistics still see the original
+// values. Throws std::invalid_argument if max_norm is negative or NaN.
+double clip_grad_norm(Backend& be, std::span<const GradSpan> grads, double total, double max_norm);
 
 }  // namespace engine

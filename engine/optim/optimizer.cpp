@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "backend/backend.h"
 #include "numeric/cast.h"
 #include "optim/adam.h"
 #include "optim/sgd.h"
@@ -12,7 +13,7 @@ namespace engine {
 
 Optimizer::Optimizer(Format state_format) : m_format(state_format) {}
 
-void Optimizer::step(std::span<const ParamSlot> slots, double lr) {
+void Optimizer::step(Backend& be, std::span<const ParamSlot> slots, double lr) {
   if (!(lr >= 0.0)) {
     throw std::invalid_argument(std::string(name()) + ": learning rate must be >= 0, got " + std::to_string(lr));
   }
@@ -22,7 +23,8 @@ void Optimizer::step(std::span<const ParamSlot> slots, double lr) {
     for (const ParamSlot& s : slots) m_sizes.push_back(s.n);
     m_state.resize(slots.size() * buffers);
     for (std::size_t i = 0; i < slots.size(); ++i) {
-      for (std::size_t b = 0; b < buffers; ++b) m_state[i * buffers + b].assign(slots[i].n, 0.0f);
+      for (std::size_t b = 0; b < buffers; ++b)
+        m_state[i * buffers + b] = Tensor({static_cast<std::int64_t>(slots[i].n)}, Format::FP32);
     }
   } else {
     if (slots.size() != m_sizes.size()) {
@@ -39,7 +41,7 @@ void Optimizer::step(std::span<const ParamSlot> slots, double lr) {
     }
   }
   ++m_step;
-  update(slots, lr, m_step);
+  update(be, slots, lr, m_step);
 }
 
 void Optimizer::reset() {
@@ -50,23 +52,23 @@ void Optimizer::reset() {
 
 void Optimizer::set_state_format(Format f) {
   m_format = f;
-  for (auto& s : m_state) round_state(s.data(), s.size());
+  if (f == Format::FP32) return;
+  for (Tensor& s : m_state) {
+    if (Backend* be = s.backend()) be->quantize(f, s.f32(), s.numel(), false);
+    else quantize_inplace(f, s.f32(), static_cast<std::size_t>(s.numel()));
+  }
 }
 
 std::size_t Optimizer::state_bytes() const {
   std::size_t n = 0;
-  for (const auto& s : m_state) n += s.size();
+  for (const Tensor& s : m_state) n += static_cast<std::size_t>(s.numel());
   return n * storage_bytes(m_format);
 }
 
-std::span<const float> Optimizer::state(std::size_t slot, std::size_t buffer) const {
+std::vector<float> Optimizer::state(std::size_t slot, std::size_t buffer) const {
   const std::size_t i = slot * state_buffers() + buffer;
   if (buffer >= state_buffers() || i >= m_state.size()) return {};
-  return m_state[i];
-}
-
-void Optimizer::round_state(float* s, std::size_t n) const {
-  if (m_format != Format::FP32) quantize_inplace(m_format, s, n);
+  return m_state[i].to_f32();
 }
 
 std::optional<OptimizerKind> parse_optimizer_kind(std::string_view s) {

@@ -11,10 +11,14 @@
 
 #include "numeric/format.h"
 #include "optim/param_slot.h"
+#include "tensor/tensor.h"
 
 namespace engine {
 
-// Updates parameter spans in place. State (momentum, exp_avg, exp_avg_sq) is
+class Backend;
+
+// Updates parameter spans (backend memory) in place, through the backend's
+// sgd_update / adam_update. State (momentum, exp_avg, exp_avg_sq) is
 // kept per slot in an FP32 container and, for a state format other than
 // FP32, rounded (RNE, engine::quantize_inplace) to that format after every
 // update and *before* it is used, as a state tensor stored in that format
@@ -36,7 +40,7 @@ class Optimizer {
   // One update of every slot with learning rate lr. The slots must have the
   // same count and sizes on every call (their pointers may change); a
   // different layout throws std::invalid_argument: call reset() first.
-  void step(std::span<const ParamSlot> slots, double lr);
+  void step(Backend& be, std::span<const ParamSlot> slots, double lr);
 
   std::int64_t step_count() const { return m_step; }  // completed steps
   // Forget all state and the step count (a new model, or a restart).
@@ -56,25 +60,23 @@ class Optimizer {
   // Bytes of the state allocated so far (0 before the first step).
   std::size_t state_bytes() const;
 
-  // State buffer `buffer` (< state_buffers()) of slot `slot`, for inspection
-  // and tests; empty before the first step.
-  std::span<const float> state(std::size_t slot, std::size_t buffer) const;
+  // State buffer `buffer` (< state_buffers()) of slot `slot`, downloaded,
+  // for inspection and tests; empty before the first step.
+  std::vector<float> state(std::size_t slot, std::size_t buffer) const;
 
  protected:
   // t: 1 on the first step. m_state[slot * state_buffers() + buffer] has been
   // allocated (zeros) to the slot sizes.
-  virtual void update(std::span<const ParamSlot> slots, double lr, std::int64_t t) = 0;
-  // Rounds n state values to the storage format (no-op for FP32). Any thread.
-  void round_state(float* s, std::size_t n) const;
+  virtual void update(Backend& be, std::span<const ParamSlot> slots, double lr, std::int64_t t) = 0;
   float* state_data(std::size_t slot, std::size_t buffer) {
-    return m_state[slot * state_buffers() + buffer].data();
+    return m_state[slot * state_buffers() + buffer].f32();
   }
 
  private:
   Format m_format;
   std::int64_t m_step = 0;
   std::vector<std::size_t> m_sizes;
-  std::vector<std::vector<float>> m_state;
+  std::vector<Tensor> m_state;  // FP32 containers holding state_format values
 };
 
 enum class OptimizerKind : std::uint8_t { SGD, Adam, AdamW };

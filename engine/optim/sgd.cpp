@@ -1,11 +1,11 @@
-// Sgd: torch.optim.SGD's update on float spans, blockwise so state rounding stays in cache.
+// Sgd: torch.optim.SGD's update, one backend call per parameter.
 #include "optim/sgd.h"
 
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
-#include "optim/parallel.h"
+#include "backend/backend.h"
 
 namespace engine {
 namespace {
@@ -25,47 +25,24 @@ Sgd::Sgd(const SgdOptions& o, Format state_format) : Optimizer(state_format), m_
   }
 }
 
-void Sgd::update(std::span<const ParamSlot> slots, double lr_d, std::int64_t t) {
+void Sgd::update(Backend& be, std::span<const ParamSlot> slots, double lr, std::int64_t t) {
   // Scalars in float, as PyTorch applies Python-float hyperparameters to a
   // float32 tensor.
-  const float lr = static_cast<float>(lr_d);
-  const float momentum = static_cast<float>(m_opt.momentum);
-  const float keep = static_cast<float>(1.0 - m_opt.dampening);
-  const bool nesterov = m_opt.nesterov;
-  const bool first = t == 1;
-
+  SgdUpdate u;
+  u.lr = static_cast<float>(lr);
+  u.momentum = static_cast<float>(m_opt.momentum);
+  u.keep = static_cast<float>(1.0 - m_opt.dampening);
+  u.nesterov = m_opt.nesterov;
+  u.first = t == 1;
+  u.state_format = state_format();
   for (std::size_t s = 0; s < slots.size(); ++s) {
     const ParamSlot& slot = slots[s];
-    float* __restrict p = slot.value;
-    const float* __restrict g = slot.grad;
-    const float wd = slot.decay ? static_cast<float>(m_opt.weight_decay) : 0.0f;
-
-    if (m_opt.momentum == 0.0) {
-      optim_detail::for_blocks(slot.n, [&](std::size_t i0, std::size_t i1) {
-#pragma omp simd
-        for (std::size_t i = i0; i < i1; ++i) p[i] -= lr * (g[i] + wd * p[i]);
-      });
-      continue;
-    }
-
-    float* __restrict buf = state_data(s, 0);
-    optim_detail::for_blocks(slot.n, [&](std::size_t i0, std::size_t i1) {
-      if (first) {
-#pragma omp simd
-        for (std::size_t i = i0; i < i1; ++i) buf[i] = g[i] + wd * p[i];
-      } else {
-#pragma omp simd
-        for (std::size_t i = i0; i < i1; ++i) buf[i] = momentum * buf[i] + keep * (g[i] + wd * p[i]);
-      }
-      round_state(buf + i0, i1 - i0);
-      if (nesterov) {
-#pragma omp simd
-        for (std::size_t i = i0; i < i1; ++i) p[i] -= lr * ((g[i] + wd * p[i]) + momentum * buf[i]);
-      } else {
-#pragma omp simd
-        for (std::size_t i = i0; i < i1; ++i) p[i] -= lr * buf[i];
-      }
-    });
+    u.value = slot.value;
+    u.grad = slot.grad;
+    u.n = static_cast<std::int64_t>(slot.n);
+    u.weight_decay = slot.decay ? static_cast<float>(m_opt.weight_decay) : 0.0f;
+    u.momentum_buf = m_opt.momentum == 0.0 ? nullptr : state_data(s, 0);
+    be.sgd_update(u);
   }
 }
 

@@ -22,7 +22,7 @@ class Sgd final : public Optimizer {
   const SgdOptions& options() const { return m_opt; }
 
  protected:
-  void update(std::span<const ParamSlot> slots, double lr, std::int64_t t) override;
+  void update(Backend& be, std::span<const ParamSlot> slots, double lr, std::int64_t t) override;
 
  private:
   SgdOptions m_opt;

@@ -52,9 +52,9 @@ struct Run::Impl {
   std::int64_t epoch = 0;
   Shape sample_shape;
   std::int64_t outputs = 0;
-  // Step buffers (reused every step).
+  // Step buffers (reused every step), all backend memory.
   Tensor x;
-  std::vector<std::int32_t> labels;
+  Buffer labels;  // int32 per sample
   Tensor targets;
   Tensor logits_f32;
   Tensor probs;
@@ -65,6 +65,13 @@ struct Run::Impl {
   std::vector<ParamSlot> slots;
   std::vector<LossScaler::GradSpan> scaler_spans;
   std::vector<GradSpan> clip_spans;
+  std::vector<GradBuffer> unscale_views;
+  // The step's results, read back in one transfer (see step()).
+  Buffer results;
+  std::vector<std::int64_t> results_host;
+  std::vector<DelayedScale*> pending;
+  Tensor fp8_scratch;  // refresh_weights' f32 scratch
+  Tensor fault_one;    // one float: counts an injected fault
   // The FP32 shadow model of statistics steps (built at the first one) and
   // its loss buffers. Not part of the recipe's memory: a measuring tool.
   std::unique_ptr<Model> shadow;
@@ -88,6 +95,27 @@ OptimizerConfig optimizer_config(const RunConfig& c, Format state) {
   o.adam.weight_decay = c.weight_decay;
   o.state_format = state;
   return o;
+}
+
+// Writes v into element 0 of t (an injected fault): encoded on the host and
+// uploaded, a write.
+void write_first(Backend& be, Tensor& t, float v) {
+  if (t.numel() == 0) return;
+  std::byte code[4];
+  if (t.is_f32_storage()) std::memcpy(code, &v, 4);
+  else cast_from_f32(t.format(), &v, code, 1);
+  be.upload(t.data(), code, storage_bytes(t.format()));
+}
+
+// The results slots of a step (8 bytes each): the loss (double), the
+// correct count, the sum of squared unscaled gradients (double), one
+// non-finite count per parameter, then one pending FP8 amax (float) each.
+enum : std::size_t { kLossSlot = 0, kCorrectSlot = 1, kSumSquaresSlot = 2, kCountsSlot = 3 };
+
+double slot_double(const std::vector<std::int64_t>& r, std::size_t k) {
+  double d;
+  std::memcpy(&d, &r[k], sizeof d);
+  return d;
 }
 
 // The explorer's live block of one parameter (LayerInspection::weight_block).
@@ -118,6 +146,8 @@ void inspect_block(const Parameter& p, const float* grad, std::size_t n, LayerIn
 Run::Run(int id, const RunConfig& config, std::shared_ptr<const DatasetPair> data, Backend& backend)
     : m_id(id), m_config(config), m_recipe(make_recipe(config.recipe)), m_data(std::move(data)),
       m_backend(backend), m_impl(std::make_unique<Impl>()) {
+  // Every buffer the run allocates is the backend's.
+  BackendScope scope(m_backend);
   const Dataset& train = m_data->train;
   if (train.count == 0) throw std::runtime_error(train.name + ": the training split is empty");
   Impl& s = *m_impl;
@@ -154,7 +184,7 @@ Run::Run(int id, const RunConfig& config, std::shared_ptr<const DatasetPair> dat
     const std::string problem = precision_problem(*l, m_recipe.precision_for(*l));
     if (!problem.empty()) throw std::runtime_error(problem);
   }
-  apply_recipe(*m_model, m_recipe);
+  apply_recipe(m_backend, *m_model, m_recipe);
   if (!m_config.spike.empty()) {
     std::string layer;
     float value = 0.0f;
@@ -203,7 +233,7 @@ MemoryBytes Run::memory() const {
   m.optimizer = static_cast<std::int64_t>(s.optimizer->state_bytes());
   m.activations = static_cast<std::int64_t>(m_model->saved_activation_bytes());
   m.workspace = static_cast<std::int64_t>(s.x.bytes() + s.targets.bytes() + s.probs.bytes() + s.dlogits.bytes()) +
-                static_cast<std::int64_t>(s.labels.size() * sizeof(std::int32_t));
+                (is_classification() && !s.x.empty() ? s.x.dim(0) * static_cast<std::int64_t>(sizeof(std::int32_t)) : 0);
   // What only the CPU's emulation needs: f32 views of low-precision
   // gradients and weights for the f32 optimizer, decoded logits, and the
   // layers' decode/encode scratch. A device holding the recipe has none.
@@ -218,10 +248,12 @@ MemoryBytes Run::memory() const {
 void Run::step(std::vector<Record>& out) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
+  BackendScope scope(m_backend);
+  Backend& be = m_backend;
   Impl& s = *m_impl;
   const Dataset& train = m_data->train;
 
-  // --- batch ---
+  // --- batch (uploaded) ---
   if (s.batch_in_epoch >= m_steps_per_epoch) {
     s.batch_in_epoch = 0;
     ++s.epoch;
@@ -233,13 +265,9 @@ void Run::step(std::vector<Record>& out) {
   xs.insert(xs.end(), s.sample_shape.begin(), s.sample_shape.end());
   s.x.resize(xs, Format::FP32);
   const bool cls = train.is_classification();
-  if (cls) {
-    s.labels.resize(static_cast<std::size_t>(B));
-    gather_batch(train, idx, s.x.f32(), s.labels.data(), nullptr);
-  } else {
-    s.targets.resize({B, s.outputs}, Format::FP32);
-    gather_batch(train, idx, s.x.f32(), nullptr, s.targets.f32());
-  }
+  if (cls) s.labels.reserve(static_cast<std::size_t>(B) * sizeof(std::int32_t));
+  else s.targets.resize({B, s.outputs}, Format::FP32);
+  upload_batch(be, train, idx, s.x.data(), s.labels.data(), s.targets.data());
 
   // --- forward, the true (unscaled) loss in FP32/double, scaled backward ---
   const float loss_scale = s.scaler.scale();
@@ -255,9 +283,8 @@ void Run::step(std::vector<Record>& out) {
   m_fault.reset();
   if (fault && fault->target == FaultTarget::Weights) {
     Parameter& p = *fault->layer->parameters().front();
-    if (p.has_master()) p.master.f32()[0] = fault->value;
-    if (p.weight.format() == Format::FP32 || p.weight.format() == Format::TF32) p.weight.f32()[0] = fault->value;
-    else cast_from_f32(p.weight.format(), &fault->value, p.weight.data(), 1);
+    if (p.has_master()) write_first(be, p.master, fault->value);
+    write_first(be, p.weight, fault->value);
   }
   if (fault && fault->target == FaultTarget::Activations) {
     fault->layer->fault_output = true;
@@ -266,54 +293,56 @@ void Run::step(std::vector<Record>& out) {
   // Statistics steps keep each parameterised leaf's output for the
   // comparison with the FP32 shadow pass.
   if (stats_step) m_model->set_capture_outputs(true);
-  std::int64_t correct = 0;
-  auto forward_backward = [&]() -> double {
-    const Tensor& logits = m_model->forward(m_backend, s.x);
+
+  std::vector<Parameter*> params = m_model->parameters();
+  const std::size_t P = params.size();
+  s.results.reserve((kCountsSlot + P + 64) * sizeof(std::int64_t));
+  auto* results = s.results.as<std::int64_t>();
+  auto* loss_slot = reinterpret_cast<double*>(results + kLossSlot);
+  auto* correct_slot = results + kCorrectSlot;
+  auto forward_backward = [&]() {
+    const Tensor& logits = m_model->forward(be, s.x);
     const float* lg = logits.format() == Format::FP32 ? logits.f32() : nullptr;
     if (!lg) {
-      decode_to(logits, s.logits_f32);
+      decode_to(be, logits, s.logits_f32);
       lg = s.logits_f32.f32();
     }
     s.dlogits.resize({B, s.outputs}, Format::FP32);
-    double l = 0.0;
     if (cls) {
       s.probs.resize({B, s.outputs}, Format::FP32);
-      l = m_backend.cross_entropy_forward(lg, s.labels.data(), B, s.outputs, s.probs.f32(), &correct);
-      m_backend.cross_entropy_backward(s.probs.f32(), s.labels.data(), B, s.outputs, loss_scale,
-                                       s.dlogits.f32());
+      be.cross_entropy_forward(lg, s.labels.as<std::int32_t>(), B, s.outputs, s.probs.f32(), loss_slot, correct_slot);
+      be.cross_entropy_backward(s.probs.f32(), s.labels.as<std::int32_t>(), B, s.outputs, loss_scale, s.dlogits.f32());
     } else {
-      l = m_backend.mse_forward(lg, s.targets.f32(), B * s.outputs);
-      m_backend.mse_backward(lg, s.targets.f32(), B * s.outputs, loss_scale, s.dlogits.f32());
+      be.mse_forward(lg, s.targets.f32(), B * s.outputs, loss_slot);
+      be.mse_backward(lg, s.targets.f32(), B * s.outputs, loss_scale, s.dlogits.f32());
     }
-    if (fault && fault->target == FaultTarget::Loss) {
-      l = fault->value;
-      s.dlogits.f32()[0] = fault->value;
-    }
-    m_model->backward(m_backend, s.dlogits);
+    if (fault && fault->target == FaultTarget::Loss) write_first(be, s.dlogits, fault->value);
+    m_model->backward(be, s.dlogits);
     if (fault && fault->target == FaultTarget::Gradients) {
       Parameter& p = *fault->layer->parameters().front();
-      if (p.grad.format() == Format::FP32) p.grad.f32()[0] = fault->value;
-      else cast_from_f32(p.grad.format(), &fault->value, p.grad.data(), 1);
-      if (fault->layer->track_nonfinite) ++fault->layer->nonfinite.weight_grad;
+      write_first(be, p.grad, fault->value);
+      if (std::int64_t* c = fault->layer->nonfinite_slot(NonfiniteSlot::WeightGrad)) {
+        s.fault_one.resize({1}, Format::FP32);
+        be.fill(s.fault_one.f32(), fault->value, 1);
+        be.count_nonfinite(s.fault_one.f32(), 1, c);
+      }
     }
-    return l;
   };
-  const double loss = forward_backward();
+  forward_backward();
 
-  // --- gradients as f32 spans; unscale in FP32 and find inf/NaN ---
-  std::vector<Parameter*> params = m_model->parameters();
-  s.grad_scratch.resize(params.size());
-  s.weight_scratch.resize(params.size());
+  // --- gradients as f32 spans; unscale in FP32 and find inf/NaN (one fused pass) ---
+  s.grad_scratch.resize(P);
+  s.weight_scratch.resize(P);
   auto gradient_spans = [&] {
     s.scaler_spans.clear();
     s.clip_spans.clear();
-    for (std::size_t i = 0; i < params.size(); ++i) {
+    for (std::size_t i = 0; i < P; ++i) {
       Parameter& p = *params[i];
       float* g;
       if (p.grad.format() == Format::FP32) {
         g = p.grad.f32();
       } else {
-        decode_to(p.grad, s.grad_scratch[i]);
+        decode_to(be, p.grad, s.grad_scratch[i]);
         g = s.grad_scratch[i].f32();
       }
       s.scaler_spans.push_back({g, p.grad.numel()});
@@ -321,8 +350,35 @@ void Run::step(std::vector<Record>& out) {
     }
   };
   gradient_spans();
-  double sum_squares = 0.0;
-  const std::int64_t nonfinite = s.scaler.unscale(s.scaler_spans, &sum_squares);
+  s.unscale_views.clear();
+  for (std::size_t i = 0; i < P; ++i)
+    s.unscale_views.push_back({s.clip_spans[i].data, s.scaler_spans[i].n, results + kCountsSlot + i});
+  be.unscale_grads(s.unscale_views.data(), P, s.scaler.inverse_scale(),
+                   reinterpret_cast<double*>(results + kSumSquaresSlot));
+  // This step's FP8 amaxes join the read.
+  s.pending = pending_amaxes(*m_model);
+  const std::size_t n_slots = kCountsSlot + P + s.pending.size();
+  if (n_slots * sizeof(std::int64_t) > s.results.capacity())
+    throw std::logic_error("run: more pending FP8 amaxes than result slots");
+  for (std::size_t k = 0; k < s.pending.size(); ++k)
+    be.copy(results + kCountsSlot + P + k, s.pending[k]->pending_slot(), sizeof(float));
+
+  // --- the step's one read: loss, correct, gradient norm, non-finite counts, amaxes ---
+  s.results_host.resize(n_slots);
+  be.download(s.results_host.data(), results, n_slots * sizeof(std::int64_t));
+  const std::vector<std::int64_t>& r = s.results_host;
+  for (std::size_t k = 0; k < s.pending.size(); ++k) {
+    float a;
+    std::memcpy(&a, &r[kCountsSlot + P + k], sizeof a);
+    s.pending[k]->take_pending(a);
+  }
+  double loss = slot_double(r, kLossSlot);
+  if (fault && fault->target == FaultTarget::Loss) loss = fault->value;
+  const std::int64_t correct = r[kCorrectSlot];
+  double sum_squares = slot_double(r, kSumSquaresSlot);
+  std::int64_t nonfinite = 0;
+  for (std::size_t i = 0; i < P; ++i) nonfinite += r[kCountsSlot + i];
+  s.scaler.record_nonfinite(nonfinite);
   const bool overflow = nonfinite > 0;
   if (overflow || !std::isfinite(loss)) {
     // Attribution: per-layer counting costs a pass over every activation
@@ -330,11 +386,11 @@ void Run::step(std::vector<Record>& out) {
     // recomputed with counting on — same batch, same weights, same scale,
     // so the same values — and the gradients unscaled again.
     m_model->set_track_nonfinite(true);
-    (void)forward_backward();
-    if (!inspect) m_model->set_track_nonfinite(false);
+    forward_backward();
     record_overflow_events(step_no, out);
+    if (!inspect) m_model->set_track_nonfinite(false);
     gradient_spans();
-    LossScaler::multiply_by_inverse(s.scaler_spans, loss_scale);
+    LossScaler::multiply_by_inverse(be, s.scaler_spans, loss_scale);
   }
   StepInspection inspection;
   if (stats_step) {
@@ -350,20 +406,21 @@ void Run::step(std::vector<Record>& out) {
         LayerInspection li;
         li.layer = l->name();
         li.grad_format = format_name(l->precision().grad);
-        li.nonfinite_activation = l->nonfinite.activation;
-        li.nonfinite_activation_grad = l->nonfinite.activation_grad;
-        li.nonfinite_weight_grad = l->nonfinite.weight_grad;
+        const NonfiniteCounts c = l->nonfinite_counts();
+        li.nonfinite_activation = c.activation;
+        li.nonfinite_activation_grad = c.activation_grad;
+        li.nonfinite_weight_grad = c.weight_grad;
         bool first = true;
         for (Parameter* p : l->parameters()) {
           li.has_weights = true;
-          while (pi < params.size() && params[pi] != p) ++pi;
-          if (pi >= params.size()) break;
-          const float* g = s.clip_spans[pi].data;
-          for (std::size_t k = 0; k < s.clip_spans[pi].n; ++k)
-            li.max_abs_grad = std::max(li.max_abs_grad, static_cast<double>(std::fabs(g[k])));
+          while (pi < P && params[pi] != p) ++pi;
+          if (pi >= P) break;
+          std::vector<float> g(s.clip_spans[pi].n);
+          be.download(g.data(), s.clip_spans[pi].data, g.size() * sizeof(float));
+          for (float v : g) li.max_abs_grad = std::max(li.max_abs_grad, static_cast<double>(std::fabs(v)));
           if (first) {
             first = false;
-            inspect_block(*p, g, s.clip_spans[pi].n, li);
+            inspect_block(*p, g.data(), g.size(), li);
           }
         }
         for (std::size_t k = first_stats; k < m_history.grads.size(); ++k)
@@ -375,31 +432,31 @@ void Run::step(std::vector<Record>& out) {
   }
 
   const double grad_norm = std::sqrt(sum_squares);
-  if (m_config.clip > 0.0 && !overflow) clip_grad_norm(s.clip_spans, m_config.clip);
+  if (m_config.clip > 0.0 && !overflow) clip_grad_norm(be, s.clip_spans, grad_norm, m_config.clip);
 
   // --- optimizer step, or skip ---
   const double lr = learning_rate(s.schedule, m_step);
   const bool take = s.scaler.should_step();
   if (take) {
     s.slots.clear();
-    for (std::size_t i = 0; i < params.size(); ++i) {
+    for (std::size_t i = 0; i < P; ++i) {
       Parameter& p = *params[i];
       Tensor& u = p.updated();
       float* value;
       if (u.format() == Format::FP32 || u.format() == Format::TF32) {
         value = u.f32();
       } else {
-        decode_to(u, s.weight_scratch[i]);
+        decode_to(be, u, s.weight_scratch[i]);
         value = s.weight_scratch[i].f32();
       }
       s.slots.push_back({value, s.clip_spans[i].data, static_cast<std::size_t>(p.grad.numel()), p.decay});
     }
-    s.optimizer->step(s.slots, lr);
-    for (std::size_t i = 0; i < params.size(); ++i) {
+    s.optimizer->step(be, s.slots, lr);
+    for (std::size_t i = 0; i < P; ++i) {
       Parameter& p = *params[i];
       Tensor& u = p.updated();
       if (u.format() == Format::TF32) {
-        quantize_inplace(Format::TF32, u.f32(), static_cast<std::size_t>(u.numel()));
+        be.quantize(Format::TF32, u.f32(), u.numel(), false);
       } else if (u.format() != Format::FP32) {
         // Updates smaller than half an ulp of the stored weight vanish here
         // under round-to-nearest; stochastic rounding keeps them on average
@@ -409,10 +466,10 @@ void Run::step(std::vector<Record>& out) {
           opt.stochastic = true;
           opt.seed = m_config.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(step_no) * 1000003ull + i;
         }
-        cast_from_f32(u.format(), s.weight_scratch[i].f32(), u.data(), static_cast<std::size_t>(u.numel()), opt);
+        be.convert(Format::FP32, s.weight_scratch[i].f32(), u.format(), u.data(), u.numel(), opt);
       }
     }
-    refresh_weights(*m_model);
+    refresh_weights(be, *m_model, s.fp8_scratch);
   }
   s.scaler.update();
 
@@ -496,24 +553,27 @@ void Run::emit(const Event& e, std::vector<Record>& out) {
 void Run::record_overflow_events(std::int64_t step, std::vector<Record>& out) {
   // Backward order: the first row of a step is the first layer whose
   // gradients went non-finite as backward ran.
+  // (Overflow steps only: one read of each leaf's counters.)
   std::vector<Layer*> leaves = m_model->leaves();
-  for (auto it = leaves.rbegin(); it != leaves.rend(); ++it) {
-    const Layer& l = **it;
-    const NonfiniteCounts& c = l.nonfinite;
+  std::vector<NonfiniteCounts> counts;
+  for (Layer* l : leaves) counts.push_back(l->nonfinite_counts());
+  for (std::size_t k = leaves.size(); k-- > 0;) {
+    const NonfiniteCounts& c = counts[k];
     auto overflow = [&](const char* tensor, std::int64_t n) {
-      if (n > 0) emit(Event{m_id, step, EventKind::Overflow, l.name(), tensor, n}, out);
+      if (n > 0) emit(Event{m_id, step, EventKind::Overflow, leaves[k]->name(), tensor, n}, out);
     };
     overflow("activation_grad", c.activation_grad);
     overflow("weight_grad", c.weight_grad);
   }
   // Forward activations that overflowed (in forward order).
-  for (Layer* l : leaves)
-    if (l->nonfinite.activation > 0)
-      emit(Event{m_id, step, EventKind::Overflow, l->name(), "activation", l->nonfinite.activation}, out);
+  for (std::size_t k = 0; k < leaves.size(); ++k)
+    if (counts[k].activation > 0)
+      emit(Event{m_id, step, EventKind::Overflow, leaves[k]->name(), "activation", counts[k].activation}, out);
 }
 
 bool Run::shadow_pass() {
   Impl& s = *m_impl;
+  Backend& be = m_backend;
   bool low = false;
   for (Layer* l : m_model->leaves()) low = low || !l->precision().is_fp32();
   if (!low) return false;
@@ -533,87 +593,76 @@ bool Run::shadow_pass() {
   for (std::size_t i = 0; i < mine.size() && i < ref.size(); ++i) {
     Parameter& p = *mine[i];
     float* dst = ref[i]->weight.f32();
-    const std::size_t n = static_cast<std::size_t>(p.numel());
+    const std::int64_t n = p.numel();
     if (p.has_master()) {
-      std::memcpy(dst, p.master.f32(), n * sizeof(float));
-    } else if (p.weight.format() == Format::FP32 || p.weight.format() == Format::TF32) {
-      std::memcpy(dst, p.weight.f32(), n * sizeof(float));
+      be.copy(dst, p.master.f32(), static_cast<std::size_t>(n) * sizeof(float));
     } else {
-      cast_to_f32(p.weight.format(), p.weight.data(), dst, n);
+      be.convert(p.weight.format(), p.weight.data(), Format::FP32, dst, n, {});
+      if (p.weight_scale != 1.0f) be.scale(dst, 1.0f / p.weight_scale, n);
     }
-    if (p.weight_scale != 1.0f && !p.has_master())
-      for (std::size_t k = 0; k < n; ++k) dst[k] /= p.weight_scale;
   }
   s.shadow->set_capture_outputs(true);
-  const Tensor& logits = s.shadow->forward(m_backend, s.x);
+  const Tensor& logits = s.shadow->forward(be, s.x);
   const std::int64_t B = logits.dim(0);
   s.shadow_dlogits.resize({B, s.outputs}, Format::FP32);
+  // The shadow's loss is not read: it lands in the results buffer's scratch slot.
+  auto* loss = reinterpret_cast<double*>(s.results.as<std::int64_t>() + kLossSlot);
   if (train.is_classification()) {
     s.shadow_probs.resize({B, s.outputs}, Format::FP32);
-    (void)m_backend.cross_entropy_forward(logits.f32(), s.labels.data(), B, s.outputs, s.shadow_probs.f32(), nullptr);
-    m_backend.cross_entropy_backward(s.shadow_probs.f32(), s.labels.data(), B, s.outputs, 1.0f,
-                                     s.shadow_dlogits.f32());
+    be.cross_entropy_forward(logits.f32(), s.labels.as<std::int32_t>(), B, s.outputs, s.shadow_probs.f32(), loss,
+                             nullptr);
+    be.cross_entropy_backward(s.shadow_probs.f32(), s.labels.as<std::int32_t>(), B, s.outputs, 1.0f,
+                              s.shadow_dlogits.f32());
   } else {
-    (void)m_backend.mse_forward(logits.f32(), s.targets.f32(), B * s.outputs);
-    m_backend.mse_backward(logits.f32(), s.targets.f32(), B * s.outputs, 1.0f, s.shadow_dlogits.f32());
+    be.mse_forward(logits.f32(), s.targets.f32(), B * s.outputs, loss);
+    be.mse_backward(logits.f32(), s.targets.f32(), B * s.outputs, 1.0f, s.shadow_dlogits.f32());
   }
-  s.shadow->backward(m_backend, s.shadow_dlogits);
+  s.shadow->backward(be, s.shadow_dlogits);
   return true;
 }
 
 namespace {
 
-// ||a - b|| / ||b|| in double (0 when both are zero; inf when only b is).
-struct ErrorSum {
-  double diff = 0.0, ref = 0.0, along = 0.0;
-  void add(const float* a, const float* b, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) {
-      const double d = static_cast<double>(a[i]) - static_cast<double>(b[i]);
-      diff += d * d;
-      ref += static_cast<double>(b[i]) * static_cast<double>(b[i]);
-      along += d * static_cast<double>(b[i]);
-    }
-  }
-  // <a - b, b> / ||b||^2: the error's component along b, relative to b.
-  double bias() const { return ref > 0.0 && std::isfinite(along) ? along / ref : 0.0; }
-  double relative() const {
-    if (diff == 0.0) return 0.0;
-    return ref > 0.0 ? std::sqrt(diff / ref) : std::numeric_limits<double>::infinity();
-  }
-};
+// ||a - b|| / ||b|| from Backend::error_sums' three sums (0 when both are
+// zero; inf when only b is), and <a - b, b> / ||b||^2: the error's
+// component along b, relative to b.
+double relative_error(const double* e) {
+  if (e[0] == 0.0) return 0.0;
+  return e[1] > 0.0 ? std::sqrt(e[0] / e[1]) : std::numeric_limits<double>::infinity();
+}
+double error_bias(const double* e) { return e[1] > 0.0 && std::isfinite(e[2]) ? e[2] / e[1] : 0.0; }
 
 }  // namespace
 
-
 void Run::gradient_statistics(std::int64_t step, float loss_scale, std::vector<Record>& out) {
+  // Statistics steps: every per-layer figure is computed by the backend
+  // into one buffer and read once.
   Impl& s = *m_impl;
+  Backend& be = m_backend;
   const bool shadow = shadow_pass();
   std::vector<Parameter*> all = m_model->parameters();
   std::vector<Layer*> leaves = m_model->leaves();
   std::vector<Parameter*> ref_params = shadow ? s.shadow->parameters() : std::vector<Parameter*>{};
   std::vector<Layer*> ref_leaves = shadow ? s.shadow->leaves() : std::vector<Layer*>{};
-  std::vector<float> block_q;
+  // Per leaf with parameters: kCensusSlots counts, then 6 doubles (the
+  // gradient's and the output's error sums).
+  constexpr std::size_t kPer = kCensusSlots + 6;
+  std::vector<std::size_t> with_params;
+  for (std::size_t li = 0; li < leaves.size(); ++li)
+    if (!leaves[li]->parameters().empty()) with_params.push_back(li);
+  Buffer stats;
+  stats.reserve(with_params.size() * kPer * sizeof(std::int64_t));
+  stats.zero(with_params.size() * kPer * sizeof(std::int64_t));
+  Tensor block_q;
+  std::vector<std::int64_t> totals(with_params.size(), 0);
   std::size_t pi = 0;
-  for (std::size_t li = 0; li < leaves.size(); ++li) {
-    Layer* l = leaves[li];
-    std::vector<Parameter*> ps = l->parameters();
-    if (ps.empty()) continue;
-    GradStats g;
-    g.run_id = m_id;
-    g.step = step;
-    g.layer = l->name();
+  for (std::size_t k = 0; k < with_params.size(); ++k) {
+    Layer* l = leaves[with_params[k]];
+    std::int64_t* slots = stats.as<std::int64_t>() + k * kPer;
+    auto* errors = reinterpret_cast<double*>(slots + kCensusSlots);
     const Format f = l->precision().grad;
-    g.format = format_name(f);
-    g.shadow = shadow;
-    g.log2_lo = -40;
-    g.histogram.assign(64, 0);
     const bool block = is_block_format(f);
-    const RoundingThresholds th = rounding_thresholds(block ? Format::FP32 : f);
-    std::int64_t counts_unscaled[5] = {}, counts_scaled[5] = {};
-    const double scale = static_cast<double>(loss_scale);
-    ErrorSum grad_err;
-    for (Parameter* p : ps) {
-      // The unscaled f32 gradient of p (same span order as parameters()).
+    for (Parameter* p : l->parameters()) {
       while (pi < all.size() && all[pi] != p) ++pi;
       if (pi >= all.size()) break;
       const float* own = s.clip_spans[pi].data;
@@ -622,66 +671,66 @@ void Run::gradient_statistics(std::int64_t step, float loss_scale, std::vector<R
       // shadow) one where the layer computed in low precision, since its own
       // has already lost what the format flushed.
       const float* gv = shadow ? ref_params[pi]->grad.f32() : own;
-      if (shadow) grad_err.add(own, gv, static_cast<std::size_t>(n));
-      g.total += n;
+      if (shadow) be.error_sums(own, gv, n, errors);
+      totals[k] += n;
+      GradCensus c;
+      c.values = gv;
+      c.own = shadow ? own : nullptr;
+      c.n = n;
+      c.thresholds = rounding_thresholds(block ? Format::FP32 : f);
+      c.scale = static_cast<double>(loss_scale);
+      c.log2_lo = -40;
+      c.out = slots;
       // A block format decides a value's fate by its block, not by a fixed
       // range: quantize the gradient in it (blocks along its rows) and see
       // which nonzero values became zero. Block scales cannot overflow.
       if (block) {
         const std::int64_t rows = p->shape.size() < 2 ? 1 : p->shape.front();
-        block_q.resize(static_cast<std::size_t>(n));
-        block_quantize(f, gv, block_q.data(), rows, n / rows, BlockLayout::Rows);
+        block_q.resize({n}, Format::FP32);
+        be.block_quantize(f, gv, block_q.f32(), rows, n / rows, BlockLayout::Rows, {}, nullptr);
+        c.block = block_q.f32();
       }
-      for (std::int64_t i = 0; i < n; ++i) {
-        const float v = gv[i];
-        if (v == 0.0f) {
-          ++g.zeros;
-          continue;
-        }
-        if (std::isfinite(v)) {
-          int bin = std::ilogb(v) - g.log2_lo;  // floor(log2|v|), subnormals included
-          bin = std::clamp(bin, 0, static_cast<int>(g.histogram.size()) - 1);
-          ++g.histogram[static_cast<std::size_t>(bin)];
-        }
-        const double a = std::fabs(static_cast<double>(v));
-        if (block) {
-          const bool flushed = block_q[static_cast<std::size_t>(i)] == 0.0f || (shadow && own[i] == 0.0f);
-          const Magnitude m = flushed ? Magnitude::Underflow : Magnitude::Normal;
-          ++counts_scaled[static_cast<int>(m)];
-          ++counts_unscaled[static_cast<int>(m)];
-          continue;
-        }
-        Magnitude as_run = classify_magnitude(th, a * scale);
-        // Nonzero in exact arithmetic, zero as this run computed it: the
-        // format flushed it somewhere on the way (an activation gradient
-        // that underflowed upstream wipes out whole rows). That is
-        // underflow as the run saw it, whatever the exact value's size.
-        if (shadow && own[i] == 0.0f) as_run = Magnitude::Underflow;
-        ++counts_scaled[static_cast<int>(as_run)];
-        // Unscaled: what the format does without loss scaling. A run that
-        // is not scaled saw exactly that; for a scaled one only the exact
-        // magnitude can tell.
-        ++counts_unscaled[static_cast<int>(scale == 1.0 ? as_run : classify_magnitude(th, a))];
-      }
+      be.gradient_census(c);
     }
-    const double t = g.total > 0 ? static_cast<double>(g.total) : 1.0;
-    auto frac = [t](const std::int64_t* c, Magnitude m) { return static_cast<double>(c[static_cast<int>(m)]) / t; };
-    g.underflow_unscaled = frac(counts_unscaled, Magnitude::Underflow);
-    g.subnormal_unscaled = frac(counts_unscaled, Magnitude::Subnormal);
-    g.overflow_unscaled = frac(counts_unscaled, Magnitude::Overflow);
-    g.underflow_scaled = frac(counts_scaled, Magnitude::Underflow);
-    g.subnormal_scaled = frac(counts_scaled, Magnitude::Subnormal);
-    g.overflow_scaled = frac(counts_scaled, Magnitude::Overflow);
     if (shadow) {
-      g.grad_error = grad_err.relative();
-      g.grad_bias = grad_err.bias();
-      const std::vector<float>& y = l->captured_output;
-      const std::vector<float>& y32 = ref_leaves[li]->captured_output;
-      if (!y.empty() && y.size() == y32.size()) {
-        ErrorSum e;
-        e.add(y.data(), y32.data(), y.size());
-        g.output_error = e.relative();
-      }
+      const Tensor& y = l->captured_output;
+      const Tensor& y32 = ref_leaves[with_params[k]]->captured_output;
+      if (!y.empty() && y.numel() == y32.numel()) be.error_sums(y.f32(), y32.f32(), y.numel(), errors + 3);
+    }
+  }
+  std::vector<std::int64_t> host(with_params.size() * kPer);
+  stats.download(host.data(), host.size() * sizeof(std::int64_t));
+  for (std::size_t k = 0; k < with_params.size(); ++k) {
+    Layer* l = leaves[with_params[k]];
+    const std::int64_t* c = host.data() + k * kPer;
+    double errors[6];
+    std::memcpy(errors, c + kCensusSlots, sizeof errors);
+    GradStats g;
+    g.run_id = m_id;
+    g.step = step;
+    g.layer = l->name();
+    g.format = format_name(l->precision().grad);
+    g.shadow = shadow;
+    g.log2_lo = -40;
+    g.total = totals[k];
+    g.zeros = c[0];
+    g.histogram.assign(c + 1, c + 1 + kCensusBins);
+    const std::int64_t* scaled = c + 1 + kCensusBins;
+    const std::int64_t* unscaled = scaled + 5;
+    const double t = g.total > 0 ? static_cast<double>(g.total) : 1.0;
+    auto frac = [t](const std::int64_t* v, Magnitude m) { return static_cast<double>(v[static_cast<int>(m)]) / t; };
+    g.underflow_unscaled = frac(unscaled, Magnitude::Underflow);
+    g.subnormal_unscaled = frac(unscaled, Magnitude::Subnormal);
+    g.overflow_unscaled = frac(unscaled, Magnitude::Overflow);
+    g.underflow_scaled = frac(scaled, Magnitude::Underflow);
+    g.subnormal_scaled = frac(scaled, Magnitude::Subnormal);
+    g.overflow_scaled = frac(scaled, Magnitude::Overflow);
+    if (shadow) {
+      g.grad_error = relative_error(errors);
+      g.grad_bias = error_bias(errors);
+      const Tensor& y = l->captured_output;
+      if (!y.empty() && y.numel() == ref_leaves[with_params[k]]->captured_output.numel())
+        g.output_error = relative_error(errors + 3);
     }
     m_history.add(g);
     out.emplace_back(std::move(g));
@@ -695,45 +744,54 @@ bool Run::eval_due() const {
 }
 
 EvalMetrics Run::evaluate(std::vector<Record>& out) {
+  BackendScope scope(m_backend);
+  Backend& be = m_backend;
   Impl& s = *m_impl;
   const Dataset& test = m_data->test;
   const bool cls = test.is_classification();
   const std::int64_t n = static_cast<std::int64_t>(test.count);
   const std::int64_t bs = m_config.batch;
-  double loss_sum = 0.0;
-  std::int64_t correct_sum = 0;
+  const std::int64_t batches = (n + bs - 1) / bs;
+  // Two slots per batch (its loss, its correct count), read once at the end.
+  Buffer results;
+  results.reserve(static_cast<std::size_t>(std::max<std::int64_t>(batches, 1)) * 2 * sizeof(std::int64_t));
   std::vector<std::uint32_t> idx;
   Tensor x, probs, logits_f32, targets;
-  std::vector<std::int32_t> labels;
-  for (std::int64_t start = 0; start < n; start += bs) {
+  Buffer labels;
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t start = 0, k = 0; start < n; start += bs, ++k) {
     const std::int64_t b = std::min(bs, n - start);
     idx.resize(static_cast<std::size_t>(b));
     for (std::int64_t i = 0; i < b; ++i) idx[static_cast<std::size_t>(i)] = static_cast<std::uint32_t>(start + i);
     Shape xs = {b};
     xs.insert(xs.end(), s.sample_shape.begin(), s.sample_shape.end());
     x.resize(xs, Format::FP32);
-    if (cls) {
-      labels.resize(static_cast<std::size_t>(b));
-      gather_batch(test, idx, x.f32(), labels.data(), nullptr);
-    } else {
-      targets.resize({b, s.outputs}, Format::FP32);
-      gather_batch(test, idx, x.f32(), nullptr, targets.f32());
-    }
-    const Tensor& logits = m_model->forward(m_backend, x);
+    if (cls) labels.reserve(static_cast<std::size_t>(b) * sizeof(std::int32_t));
+    else targets.resize({b, s.outputs}, Format::FP32);
+    upload_batch(be, test, idx, x.data(), labels.data(), targets.data());
+    const Tensor& logits = m_model->forward(be, x);
     const float* lg = logits.format() == Format::FP32 ? logits.f32() : nullptr;
     if (!lg) {
-      decode_to(logits, logits_f32);
+      decode_to(be, logits, logits_f32);
       lg = logits_f32.f32();
     }
+    std::int64_t* slot = results.as<std::int64_t>() + 2 * k;
     if (cls) {
       probs.resize({b, s.outputs}, Format::FP32);
-      std::int64_t correct = 0;
-      loss_sum += m_backend.cross_entropy_forward(lg, labels.data(), b, s.outputs, probs.f32(), &correct) *
-                  static_cast<double>(b);
-      correct_sum += correct;
+      be.cross_entropy_forward(lg, labels.as<std::int32_t>(), b, s.outputs, probs.f32(),
+                               reinterpret_cast<double*>(slot), slot + 1);
     } else {
-      loss_sum += m_backend.mse_forward(lg, targets.f32(), b * s.outputs) * static_cast<double>(b);
+      be.mse_forward(lg, targets.f32(), b * s.outputs, reinterpret_cast<double*>(slot));
     }
+    sizes.push_back(b);
+  }
+  std::vector<std::int64_t> host(2 * sizes.size());
+  results.download(host.data(), host.size() * sizeof(std::int64_t));
+  double loss_sum = 0.0;
+  std::int64_t correct_sum = 0;
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    loss_sum += slot_double(host, 2 * k) * static_cast<double>(sizes[k]);
+    if (cls) correct_sum += host[2 * k + 1];
   }
   EvalMetrics e;
   e.run_id = m_id;
@@ -762,7 +820,8 @@ void Run::set_layer_precision(const std::string& layer, const LayerPrecision& p)
     const std::string problem = precision_problem(*l, p);
     if (!problem.empty()) throw std::invalid_argument(problem);
   }
-  apply_layer_precision(*m_model, layer, p, m_recipe.master_weights, m_recipe.fp8, m_recipe.stochastic_grads);
+  BackendScope scope(m_backend);
+  apply_layer_precision(m_backend, *m_model, layer, p, m_recipe.master_weights, m_recipe.fp8, m_recipe.stochastic_grads);
   m_recipe.overrides[layer] = p;
   // The optimizer's state layout is unchanged (same element counts); only
   // the stored formats of this layer's tensors changed.

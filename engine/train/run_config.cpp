@@ -215,7 +215,7 @@ void validate(const RunConfig& c, const std::string& origin) {
         "must be constant or cosine (got '" + c.schedule + "')");
   range("warmup", c.warmup >= 0, "must be >= 0");
   range("clip", c.clip >= 0.0, "must be >= 0 (0 turns clipping off)");
-  range("backend", c.backend == "auto" || c.backend == "cpu" || c.backend == "cuda",
+  range("backend", c.backend == "auto" || c.backend == "cpu" || c.backend == "cuda" || c.backend == "guarded",
         "must be auto, cpu or cuda (got '" + c.backend + "')");
   range("threads", c.threads >= 0 && c.threads <= 1024, "must be in 0..1024");
   range("eval_every", c.eval_every >= 0, "must be >= 0");

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "backend/backend.h"
+#include "backend/registry.h"
 #include "data/dataset.h"
 #include "train/journal.h"
 #include "train/run.h"
@@ -63,10 +64,10 @@ void Trainer::stop_run_at(int run_id, std::int64_t steps) {
 int Trainer::add_run(const RunConfig& config) {
   if (m_thread.joinable()) throw std::logic_error("Trainer::add_run after start()");
   validate(config, "run " + std::to_string(m_configs.size()));
-  if (config.backend == "cuda")
-    throw std::runtime_error(
-        "backend 'cuda': training on the CUDA backend is not built yet (its module has the device "
-        "query and casts only); use --backend cpu or auto");
+  if (config.backend == "cuda") {
+    for (const BackendAvailability& b : available_backends())
+      if (b.name == "cuda" && !b.available) throw std::runtime_error("backend 'cuda': " + b.reason + "; use --backend cpu or auto");
+  }
   m_configs.push_back(config);
   return static_cast<int>(m_configs.size()) - 1;
 }
@@ -266,7 +267,9 @@ void Trainer::thread_main() {
   try {
     int threads = 0;
     for (const auto& c : m_configs) threads = std::max<int>(threads, static_cast<int>(c.threads));
-    m_backend = make_cpu_backend(threads);
+    // Every run of a trainer shares one backend: the first run's choice
+    // ("guarded" for the device-readiness tests).
+    m_backend = make_backend(m_configs.empty() ? std::string("cpu") : m_configs.front().backend, threads).backend;
   } catch (const std::exception& e) {
     for (std::size_t i = 0; i < m_configs.size(); ++i)
       out.emplace_back(RunStatus{static_cast<int>(i), RunState::Failed, e.what()});

@@ -119,8 +119,10 @@ class Trainer {
 
   std::vector<RunConfig> m_configs;
   std::map<std::pair<std::string, std::uint64_t>, std::shared_ptr<const DatasetPair>> m_provided;
-  std::vector<std::unique_ptr<Run>> m_runs;
+  // The backend outlives the runs whose buffers it holds (members are
+  // destroyed in reverse order).
   std::unique_ptr<Backend> m_backend;
+  std::vector<std::unique_ptr<Run>> m_runs;
   std::thread m_thread;
 
   std::atomic<bool> m_active{false};

@@ -27,6 +27,7 @@
 #include <memory>
 
 #include "backend/cuda_module.h"
+#include "backend/registry.h"
 #include "charts/chart_area.h"
 #include "main_window.h"
 #include "panels/precision_table.h"
@@ -143,15 +144,19 @@ TEST_F(MainWindowTest, StepsAndEpochsKeepTheirOwnValues) {
   EXPECT_EQ(s.steps, 500);
 }
 
-TEST_F(MainWindowTest, CudaChoiceFollowsTheLoader) {
+TEST_F(MainWindowTest, CudaChoiceFollowsTheRegistry) {
   auto* backend = child<QComboBox>("backendCombo");
   auto* model = qobject_cast<QStandardItemModel*>(backend->model());
   ASSERT_NE(model, nullptr);
   QStandardItem* cuda = model->item(2);
   ASSERT_NE(cuda, nullptr);
-  EXPECT_EQ(cuda->isEnabled(), engine::cuda_available());
-  if (!engine::cuda_available()) {
-    const QString reason = QString::fromStdString(engine::cuda_unavailable_reason());
+  engine::BackendAvailability c;
+  for (const engine::BackendAvailability& b : engine::available_backends())
+    if (b.name == "cuda") c = b;
+  ASSERT_EQ(c.name, "cuda");
+  EXPECT_EQ(cuda->isEnabled(), c.available);
+  if (!c.available) {
+    const QString reason = QString::fromStdString(c.reason);
     EXPECT_FALSE(reason.isEmpty());
     EXPECT_TRUE(cuda->toolTip().contains(reason)) << cuda->toolTip().toStdString();
     EXPECT_TRUE(child<QLabel>("backendNote")->text().startsWith(QStringLiteral("CUDA unavailable")));

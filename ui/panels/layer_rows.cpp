@@ -8,6 +8,8 @@
 #include <stdexcept>
 
 #include "amp/apply.h"
+#include "backend/backend.h"
+#include "backend/registry.h"
 #include "amp/recipe.h"
 #include "data/synthetic.h"
 #include "nn/block_gemm.h"
@@ -59,7 +61,10 @@ QVector<PrecisionTableRow> layerRowsFor(const engine::RunConfig& config) {
   std::map<std::string, engine::LayerPrecision> plain;
   for (engine::Layer* l : model->leaves()) plain[l->name()] = recipe.precision_for(*l);
   for (const auto& [name, p] : config.layers) recipe.overrides[name] = p;
-  engine::apply_recipe(*model, recipe);
+  // Host memory and a CPU backend of its own: this runs on the UI thread,
+  // apart from any trainer.
+  static const std::unique_ptr<engine::Backend> backend = engine::make_backend("cpu", 1).backend;
+  engine::apply_recipe(*backend, *model, recipe);
 
   // describe(): "name kind shape params" per leaf; the shape is the
   // output per sample ("16x64").

@@ -24,6 +24,7 @@
 
 #include "amp/recipe.h"
 #include "backend/cuda_module.h"
+#include "backend/registry.h"
 #include "panels/layer_rows.h"
 
 namespace {
@@ -457,12 +458,16 @@ void SetupPanel::updateScalerControls() {
   m_growthInterval->setEnabled(dynamic);
 }
 
-// "cuda" is selectable only when the module loaded and sees a device; the
-// disabled item's tooltip (and the note under the combo) say why not.
+// "cuda" is selectable only when the registry says it can train here (the
+// module loaded, a device, the backend built); the disabled item's tooltip
+// (and the note under the combo) say why not.
 void SetupPanel::setUpBackendChoice() {
   auto* model = qobject_cast<QStandardItemModel*>(m_backend->model());
   QStandardItem* cuda = model ? model->item(2) : nullptr;
-  if (engine::cuda_available()) {
+  std::string why;
+  for (const engine::BackendAvailability& b : engine::available_backends())
+    if (b.name == "cuda") why = b.reason;
+  if (why.empty()) {
     engine::CudaDeviceInfo info;
     QString note = tr("CUDA available");
     if (engine::cuda_device_info(0, info).ok())
@@ -475,7 +480,7 @@ void SetupPanel::setUpBackendChoice() {
     if (cuda) cuda->setToolTip(note);
     return;
   }
-  const QString reason = QString::fromStdString(engine::cuda_unavailable_reason());
+  const QString reason = QString::fromStdString(why);
   if (cuda) {
     cuda->setEnabled(false);
     cuda->setToolTip(tr("CUDA unavailable: %1").arg(reason));

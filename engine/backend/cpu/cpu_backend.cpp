@@ -12,6 +12,7 @@
 #include "backend/cpu/dnnl_context.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
+#include "numeric/cast.h"
 
 namespace engine {
 
@@ -94,7 +95,32 @@ std::string CpuBackend::last_conv_impl() const { return m_conv->last_impl(); }
 
 void CpuBackend::gemm(const GemmArgs& args) {
   use_threads();
-  m_gemm->run(args);
+  if (args.a.block || args.b.block) gemm_block(args);
+  else m_gemm->run(args);
+}
+
+void CpuBackend::gemm_block(const GemmArgs& args) {
+  // Block-quantized operands: the tensor decode scales join alpha, and an
+  // operand whose values are all normal BF16 values runs on the native bf16
+  // path (exact: VDPBF16PS would flush subnormals, which bf16_exact rules out).
+  GemmArgs g = args;
+  GemmOperand* ops[2] = {&g.a, &g.b};
+  for (int k = 0; k < 2; ++k) {
+    GemmOperand& op = *ops[k];
+    if (!op.block) continue;
+    g.alpha *= op.block->tensor_decode;
+    if (m_native_bf16 && op.block->bf16_exact && op.format == Format::FP32) {
+      const std::int64_t rows = k == 0 ? (op.trans ? g.k : g.m) : (op.trans ? g.n : g.k);
+      const auto n = static_cast<std::size_t>(rows * op.ld);
+      std::vector<std::uint16_t>& ws = m_block_bf16[k];
+      if (ws.size() < n) ws.resize(n);
+      cast_from_f32(Format::BF16, static_cast<const float*>(op.data), ws.data(), n);
+      op.data = ws.data();
+      op.format = Format::BF16;
+    }
+    op.block = nullptr;
+  }
+  m_gemm->run(g);
 }
 
 void CpuBackend::conv2d_forward(const ConvShape& s, Format compute, const float* x, const float* w,
@@ -163,14 +189,9 @@ void CpuBackend::quantize(Format f, float* x, std::int64_t n, bool saturate) {
   cpu::quantize(f, x, n, saturate);
 }
 
-std::int64_t CpuBackend::count_nonfinite(const float* x, std::int64_t n) {
+void CpuBackend::count_nonfinite(const float* x, std::int64_t n, std::int64_t* counter) {
   use_threads();
-  return cpu::count_nonfinite(x, n);
-}
-
-double CpuBackend::sum_squares(const float* x, std::int64_t n) {
-  use_threads();
-  return cpu::sum_squares(x, n);
+  *counter += cpu::count_nonfinite(x, n);
 }
 
 void CpuBackend::column_sums(const float* dy, std::int64_t rows, std::int64_t cols, float* db) {
@@ -204,11 +225,10 @@ void CpuBackend::softmax_backward(const float* y, const float* dy, float* dx, st
   cpu::softmax_backward(y, dy, dx, rows, cols);
 }
 
-double CpuBackend::cross_entropy_forward(const float* logits, const std::int32_t* labels,
-                                         std::int64_t rows, std::int64_t classes, float* probs,
-                                         std::int64_t* correct) {
+void CpuBackend::cross_entropy_forward(const float* logits, const std::int32_t* labels, std::int64_t rows,
+                                       std::int64_t classes, float* probs, double* loss, std::int64_t* correct) {
   use_threads();
-  return cpu::cross_entropy_forward(logits, labels, rows, classes, probs, correct);
+  *loss = cpu::cross_entropy_forward(logits, labels, rows, classes, probs, correct);
 }
 
 void CpuBackend::cross_entropy_backward(const float* probs, const std::int32_t* labels,
@@ -218,9 +238,9 @@ void CpuBackend::cross_entropy_backward(const float* probs, const std::int32_t* 
   cpu::cross_entropy_backward(probs, labels, rows, classes, scale, dlogits);
 }
 
-double CpuBackend::mse_forward(const float* pred, const float* target, std::int64_t n) {
+void CpuBackend::mse_forward(const float* pred, const float* target, std::int64_t n, double* loss) {
   use_threads();
-  return cpu::mse_forward(pred, target, n);
+  *loss = cpu::mse_forward(pred, target, n);
 }
 
 void CpuBackend::mse_backward(const float* pred, const float* target, std::int64_t n, float scale,

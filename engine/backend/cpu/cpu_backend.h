@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
 #include "backend/cpu/workspace.h"
@@ -37,6 +38,27 @@ class CpuBackend final : public Backend {
 
   BackendInfo info() const override;
 
+  void* allocate(std::size_t bytes) override;
+  void release(void* p) noexcept override;
+  void upload(void* dst, const void* host_src, std::size_t bytes) override;
+  void download(void* host_dst, const void* src, std::size_t bytes) override;
+  void copy(void* dst, const void* src, std::size_t bytes) override;
+  void upload_rows(void* dst, const void* host_base, std::size_t row_bytes, const std::uint32_t* rows,
+                   std::size_t count) override;
+  void fill_zero(void* dst, std::size_t bytes) override;
+  void convert(Format from, const void* src, Format to, void* dst, std::int64_t n,
+               const CastOptions& opt) override;
+  void block_quantize(Format f, const float* src, float* dst, std::int64_t rows, std::int64_t cols,
+                      BlockLayout layout, const BlockRounding& rounding, BlockQuantized* info) override;
+  void scale_amax(const float* x, float scale, float* y, std::int64_t n, float* amax) override;
+  void fill(float* x, float value, std::int64_t n) override;
+  void unscale_grads(const GradBuffer* grads, std::size_t count, float inv_scale,
+                     double* sum_squares) override;
+  void sgd_update(const SgdUpdate& u) override;
+  void adam_update(const AdamUpdate& u) override;
+  void gradient_census(const GradCensus& c) override;
+  void error_sums(const float* a, const float* b, std::int64_t n, double* out) override;
+
   void gemm(const GemmArgs& args) override;
   void conv2d_forward(const ConvShape& s, Format compute, const float* x, const float* w,
                       const float* bias, float* y) override;
@@ -44,6 +66,10 @@ class CpuBackend final : public Backend {
                             float* dx) override;
   void conv2d_backward_weights(const ConvShape& s, Format compute, const float* x,
                                const float* dy, float* dw, float* db) override;
+
+  void conv2d_block(const ConvBlockArgs& args) override;
+  void bias_add_channels(float* y, const float* bias, std::int64_t n, std::int64_t c, std::int64_t hw) override;
+  void channel_sums(const float* dy, float* db, std::int64_t n, std::int64_t c, std::int64_t hw) override;
 
   void maxpool2d_forward(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
                          std::int64_t k, const float* x, float* y, std::int32_t* argmax) override;
@@ -53,13 +79,20 @@ class CpuBackend final : public Backend {
 
   void relu_forward(const float* x, float* y, std::int64_t n) override;
   void relu_backward(const float* x, const float* dy, float* dx, std::int64_t n) override;
+  void relu16_forward(Format f, const void* x, void* y, std::int64_t n) override;
+  void relu16_backward(Format f, const void* x, Format g, const void* dy, void* dx, std::int64_t n) override;
+  void patchify(const float* x, float* patches, std::int64_t B, std::int64_t C, std::int64_t H, std::int64_t W,
+                std::int64_t p) override;
+  void unpatchify(const float* patches, float* x, std::int64_t B, std::int64_t C, std::int64_t H, std::int64_t W,
+                  std::int64_t p) override;
+  void repeat_rows(const float* src, float* dst, std::int64_t B, std::int64_t T, std::int64_t C) override;
   void gelu_forward(const float* x, float* y, std::int64_t n) override;
   void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) override;
   void add(const float* a, const float* b, float* y, std::int64_t n) override;
   void scale(float* x, float s, std::int64_t n) override;
   void quantize(Format f, float* x, std::int64_t n, bool saturate) override;
-  std::int64_t count_nonfinite(const float* x, std::int64_t n) override;
-  double sum_squares(const float* x, std::int64_t n) override;
+  void count_nonfinite(const float* x, std::int64_t n, std::int64_t* counter) override;
+  void amax(const float* x, std::int64_t n, float* out) override;
   void column_sums(const float* dy, std::int64_t rows, std::int64_t cols, float* db) override;
 
   void layernorm_forward(const float* x, const float* gamma, const float* beta, float* y,
@@ -73,11 +106,11 @@ class CpuBackend final : public Backend {
   void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows,
                         std::int64_t cols) override;
 
-  double cross_entropy_forward(const float* logits, const std::int32_t* labels, std::int64_t rows,
-                               std::int64_t classes, float* probs, std::int64_t* correct) override;
+  void cross_entropy_forward(const float* logits, const std::int32_t* labels, std::int64_t rows,
+                             std::int64_t classes, float* probs, double* loss, std::int64_t* correct) override;
   void cross_entropy_backward(const float* probs, const std::int32_t* labels, std::int64_t rows,
                               std::int64_t classes, float scale, float* dlogits) override;
-  double mse_forward(const float* pred, const float* target, std::int64_t n) override;
+  void mse_forward(const float* pred, const float* target, std::int64_t n, double* loss) override;
   void mse_backward(const float* pred, const float* target, std::int64_t n, float scale,
                     float* dpred) override;
 
@@ -90,6 +123,7 @@ class CpuBackend final : public Backend {
   std::string last_conv_impl() const;
 
  private:
+  void gemm_block(const GemmArgs& args);
   // OpenMP's thread count is a per-thread setting: the thread that calls the
   // backend (the trainer's) is not the one that constructed it, so every
   // entry point applies it to the caller (a thread-local read, cheap).
@@ -101,7 +135,10 @@ class CpuBackend final : public Backend {
   std::unique_ptr<cpu::DnnlContext> m_dnnl;
   std::unique_ptr<cpu::GemmEngine> m_gemm;
   std::unique_ptr<cpu::ConvEngine> m_conv;
-  cpu::Workspace m_reduce_ws;  // column_sums / layernorm partial sums
+  cpu::Workspace m_reduce_ws;
+  std::vector<std::uint16_t> m_block_bf16[2];  // gemm_block's BF16 operands
+  std::vector<double> m_partial_sums;          // unscale_grads' fixed blocks
+  std::vector<std::int64_t> m_partial_counts;  // column_sums / layernorm partial sums
 };
 
 }  // namespace engine

@@ -11,6 +11,7 @@ target_sources(engine_cpu PRIVATE
   cpu/elementwise.cpp
   cpu/rows.cpp
   cpu/loss.cpp
+  cpu/step_ops.cpp
 )
 # The reduced-precision emulation rounds after every multiply and add; a
 # contracted FMA would skip a rounding and break bit-exactness with the

@@ -435,10 +435,10 @@ TEST(BlockConfig, ASpikeChangesItsStepAndOnlyItsOwnBlock) {
     SCOPED_TRACE("step " + std::to_string(step));
     a.step(out);
     b.step(out);
-    const std::vector<float>& ya = leaf(a.model(), "fc1")->captured_output;
-    const std::vector<float>& yb = leaf(b.model(), "fc1")->captured_output;
-    const std::vector<float>& za = leaf(a.model(), "fc2")->captured_output;
-    const std::vector<float>& zb = leaf(b.model(), "fc2")->captured_output;
+    const std::vector<float> ya = leaf(a.model(), "fc1")->captured_output.to_f32();
+    const std::vector<float> yb = leaf(b.model(), "fc1")->captured_output.to_f32();
+    const std::vector<float> za = leaf(a.model(), "fc2")->captured_output.to_f32();
+    const std::vector<float> zb = leaf(b.model(), "fc2")->captured_output.to_f32();
     ASSERT_EQ(ya.size(), static_cast<std::size_t>(32 * 256));
     ASSERT_EQ(yb.size(), ya.size());
     ASSERT_EQ(za.size(), static_cast<std::size_t>(32 * out2));
@@ -626,8 +626,8 @@ TEST(BlockStatistics, StatisticsAreTheShadowComparisonTheyDescribe) {
   fresh4.model().set_capture_outputs(true);
   fresh32.model().forward(backend(), x);
   fresh4.model().forward(backend(), x);
-  const std::vector<float>& y = leaf(fresh4.model(), layer)->captured_output;
-  const std::vector<float>& y32 = leaf(fresh32.model(), layer)->captured_output;
+  const std::vector<float> y = leaf(fresh4.model(), layer)->captured_output.to_f32();
+  const std::vector<float> y32 = leaf(fresh32.model(), layer)->captured_output.to_f32();
   ASSERT_EQ(y.size(), y32.size());
   ASSERT_FALSE(y.empty());
   double dy = 0, ny = 0;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "amp/loss_scaler.h"
+#include "engine/support/test_backend.h"
 
 using engine::LossScaler;
 using engine::LossScalerConfig;
@@ -20,7 +21,7 @@ const float kInf = std::numeric_limits<float>::infinity();
 // One step: gradients g (already scaled), returns whether the step was taken.
 bool step(LossScaler& s, std::vector<float> g) {
   LossScaler::GradSpan span{g.data(), static_cast<std::int64_t>(g.size())};
-  s.unscale({&span, 1});
+  s.unscale(test::cpu_backend(), {&span, 1});
   const bool took = s.should_step();
   s.update();
   return took;
@@ -120,7 +121,7 @@ TEST(LossScaler, UnscalesWithDoubleReciprocal) {
   LossScaler s(c);
   std::vector<float> g = {3.0f, 1.0f, -6.0f};
   LossScaler::GradSpan span{g.data(), 3};
-  EXPECT_EQ(s.unscale({&span, 1}), 0);
+  EXPECT_EQ(s.unscale(test::cpu_backend(), {&span, 1}), 0);
   const float inv = static_cast<float>(1.0 / 3.0);
   EXPECT_EQ(g[0], 3.0f * inv);
   EXPECT_EQ(g[1], inv);
@@ -133,7 +134,7 @@ TEST(LossScaler, CountsEveryNonFiniteValue) {
   std::vector<float> b(100000, 1.0f);
   b[777] = std::nanf("");
   LossScaler::GradSpan spans[2] = {{a.data(), 3}, {b.data(), 100000}};
-  EXPECT_EQ(s.unscale(spans), 3);
+  EXPECT_EQ(s.unscale(test::cpu_backend(), spans), 3);
   EXPECT_FALSE(s.should_step());
 }
 
@@ -166,7 +167,7 @@ TEST(LossScaler, NoneIsANoOpThatStillCounts) {
   EXPECT_EQ(s.scale(), 1.0f);
   std::vector<float> g = {0.5f, kInf};
   LossScaler::GradSpan span{g.data(), 2};
-  EXPECT_EQ(s.unscale({&span, 1}), 1);
+  EXPECT_EQ(s.unscale(test::cpu_backend(), {&span, 1}), 1);
   EXPECT_EQ(g[0], 0.5f);               // untouched
   EXPECT_TRUE(s.should_step());        // PyTorch without a scaler steps anyway
   s.update();
@@ -179,12 +180,12 @@ TEST(LossScaler, MisuseIsAPreciseError) {
   LossScaler::GradSpan span{g.data(), 1};
   EXPECT_THROW(s.should_step(), ScalerStateError);  // before unscale
   EXPECT_THROW(s.update(), ScalerStateError);
-  s.unscale({&span, 1});
-  EXPECT_THROW(s.unscale({&span, 1}), ScalerStateError);  // twice
+  s.unscale(test::cpu_backend(), {&span, 1});
+  EXPECT_THROW(s.unscale(test::cpu_backend(), {&span, 1}), ScalerStateError);  // twice
   EXPECT_TRUE(s.should_step());
   EXPECT_THROW(s.should_step(), ScalerStateError);
   s.update();
-  EXPECT_NO_THROW(s.unscale({&span, 1}));  // ready again
+  EXPECT_NO_THROW(s.unscale(test::cpu_backend(), {&span, 1}));  // ready again
 }
 
 TEST(LossScaler, SettingsChangeAtRuntime) {
@@ -230,10 +231,10 @@ TEST(LossScaler, FusedSumOfSquaresIsTheUnscaledNorm) {
   std::vector<float> g = {12.0f, -16.0f};  // unscaled: 3, -4
   LossScaler::GradSpan span{g.data(), 2};
   double sq = -1.0;
-  s.unscale({&span, 1}, &sq);
+  s.unscale(test::cpu_backend(), {&span, 1}, &sq);
   EXPECT_EQ(sq, 25.0);
   std::vector<float> h = {8.0f};
   LossScaler::GradSpan hs{h.data(), 1};
-  LossScaler::multiply_by_inverse({&hs, 1}, 4.0f);
+  LossScaler::multiply_by_inverse(test::cpu_backend(), {&hs, 1}, 4.0f);
   EXPECT_EQ(h[0], 2.0f);
 }

@@ -35,6 +35,16 @@ Backend& backend() {
   return *be;
 }
 
+// Records a layer's pending FP8 amaxes, as a training step's one read does.
+void settle(Layer& l) {
+  for (DelayedScale* d : l.delayed_scales()) {
+    if (!d->pending()) continue;
+    float a = 0.0f;
+    backend().download(&a, d->pending_slot(), sizeof a);
+    d->take_pending(a);
+  }
+}
+
 std::shared_ptr<const DatasetPair> dataset(const char* name, std::uint64_t seed) {
   return std::make_shared<const DatasetPair>(load_dataset(name, seed));
 }
@@ -253,7 +263,7 @@ TEST(DelayedScaling, LinearOnTinyInputsMatchesFp32WithinE4M3Precision) {
   model.init(3);
   auto* fc = static_cast<Linear*>(model.leaves()[0]);
   const std::vector<float> w = fc->weight().weight.to_f32();  // FP32 reference weights
-  apply_recipe(model, make_recipe("fp8"));
+  apply_recipe(backend(), model, make_recipe("fp8"));
   ASSERT_EQ(fc->weight().weight.format(), Format::E4M3);
   // Each operand is off by at most half an E4M3 ulp (2^-4 relative), a
   // product by about twice that: a bound relative to sum |x_k w_k|.
@@ -264,6 +274,7 @@ TEST(DelayedScaling, LinearOnTinyInputsMatchesFp32WithinE4M3Precision) {
     Tensor xt = Tensor::from_values({rows, in}, Format::FP32, x);
     const float scale = fc->x_scale().scale();  // this step's: from the earlier steps
     const std::vector<float> y = model.forward(backend(), xt).to_f32();
+    record_pending_amaxes(backend(), model);  // what the training step's one read does
     double err = 0, d2 = 0, r2 = 0;
     for (std::int64_t r = 0; r < rows; ++r)
       for (std::int64_t o = 0; o < out; ++o) {
@@ -299,10 +310,12 @@ TEST(DelayedScaling, ForwardCastSaturatesAt448AndTheScaleAdapts) {
   auto ctx = fc.make_context();
   Tensor y;
   Tensor x1 = Tensor::from_values({1, 4}, Format::FP32, {1.0f, -0.5f, 0.25f, 0.125f});
-  fc.forward(backend(), x1, y, *ctx);  // scale 1; records amax 1
+  fc.forward(backend(), x1, y, *ctx);  // scale 1; records amax 1 (at the step's read)
+  settle(fc);
   EXPECT_EQ(fc.x_scale().scale(), 448.0f);
   Tensor x2 = Tensor::from_values({1, 4}, Format::FP32, {4.0f, -0.5f, 0.25f, 0.125f});
   fc.forward(backend(), x2, y, *ctx);  // scale 448: 4 * 448 saturates to 448
+  settle(fc);
   const std::vector<float> q = static_cast<LinearContext&>(*ctx).x_compute.to_f32();
   EXPECT_EQ(q[0], 448.0f);  // saturated, not NaN
   EXPECT_EQ(q[1], -224.0f);
@@ -328,7 +341,7 @@ TEST(DelayedScaling, BackwardScalesTinyOutputGradientsInE5M2) {
   model.add(std::make_unique<Linear>("fc", in, out, false));
   model.init(5);
   auto* fc = static_cast<Linear*>(model.leaves()[0]);
-  apply_recipe(model, make_recipe("fp8"));
+  apply_recipe(backend(), model, make_recipe("fp8"));
   std::mt19937_64 rng(8);
   std::uniform_real_distribution<float> ux(0.5f, 1.0f), ud(0.5e-6f, 1e-6f);
   std::vector<float> x(rows * in), dy(rows * out);
@@ -338,6 +351,7 @@ TEST(DelayedScaling, BackwardScalesTinyOutputGradientsInE5M2) {
     for (auto& v : dy) v = ud(rng);
     model.forward(backend(), xt);
     model.backward(backend(), Tensor::from_values({rows, out}, Format::FP32, dy));
+    record_pending_amaxes(backend(), model);
     const std::vector<float> dw = fc->weight().grad.to_f32();
     double max_rel = 0;
     for (std::int64_t o = 0; o < out; ++o)
@@ -365,7 +379,7 @@ TEST(DelayedScaling, Conv2dOnTinyInputsMatchesFp32WithinE4M3Precision) {
   Model ref("ref", {2, 6, 6}, 3 * 6 * 6);
   ref.add(std::make_unique<Conv2d>("conv", 2, 3, 3, 1, 1, false));
   ref.init(9);  // same weights, FP32
-  apply_recipe(model, make_recipe("fp8"));
+  apply_recipe(backend(), model, make_recipe("fp8"));
   ASSERT_EQ(conv->weight().weight.format(), Format::E4M3);
   std::mt19937_64 rng(10);
   std::uniform_real_distribution<float> u(0.2e-3f, 1e-3f);  // positive: no cancellation
@@ -374,6 +388,7 @@ TEST(DelayedScaling, Conv2dOnTinyInputsMatchesFp32WithinE4M3Precision) {
     for (auto& v : x) v = u(rng);
     Tensor xt = Tensor::from_values({2, 2, 6, 6}, Format::FP32, x);
     const std::vector<float> y = model.forward(backend(), xt).to_f32();
+    record_pending_amaxes(backend(), model);
     const std::vector<float> yr = ref.forward(backend(), xt).to_f32();
     // |y - yr| against a bound on sum |x w| over one 2x3x3 window.
     double wmax = 0;
@@ -391,7 +406,7 @@ TEST(DelayedScaling, RefreshEncodesWithThePreviousScaleThenRecords) {
   Model model("one", {4}, 2);
   model.add(std::make_unique<Linear>("fc", 4, 2));
   model.init(1);
-  apply_recipe(model, make_recipe("fp8"));
+  apply_recipe(backend(), model, make_recipe("fp8"));
   Parameter& w = static_cast<Linear*>(model.leaves()[0])->weight();
   std::vector<float> m = w.master.to_f32();
   float amax = 0;
@@ -402,13 +417,16 @@ TEST(DelayedScaling, RefreshEncodesWithThePreviousScaleThenRecords) {
   // weights before), so the largest ones saturate at 448; the next uses 448/(2 amax).
   for (auto& v : m) v *= 2.0f;
   w.master.from_f32(m.data(), static_cast<std::int64_t>(m.size()));
-  refresh_weights(model);
+  Tensor ws;
+  refresh_weights(backend(), model, ws);
   EXPECT_EQ(w.weight_scale, s0);
   const std::vector<float> q = w.weight.to_f32();
   float qmax = 0;
   for (float v : q) qmax = std::max(qmax, std::abs(v));
   EXPECT_EQ(qmax, 448.0f);
-  refresh_weights(model);
+  // The next step's read records this refresh's amax.
+  record_pending_amaxes(backend(), model);
+  refresh_weights(backend(), model, ws);
   EXPECT_EQ(w.weight_scale, 448.0f / (2.0f * amax));
   // The bias stays FP32 and is copied as is.
   Parameter& b = static_cast<Linear*>(model.leaves()[0])->bias();
@@ -444,7 +462,8 @@ TEST(RecipeTraining, Fp16LosesUpdatesBelowHalfAnUlpWhileMastersMove) {
       if (p->has_master()) p->master.from_f32(v.data(), p->numel());
       else p->weight.from_f32(v.data(), p->numel());
     }
-    refresh_weights(run.model());
+    Tensor ws;
+    refresh_weights(backend(), run.model(), ws);
   };
   engine::Run fp16(0, configure("fp16"), data, backend());
   engine::Run mixed(1, configure("mixed-fp16"), data, backend());

@@ -2,7 +2,7 @@
 # casts against the scalar reference.
 pl_add_test(test_cuda_module
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cuda_module.cpp
-  LIBS engine_cpu
+  LIBS engine_backends
   LABELS engine
   TIMEOUT 300)
 if(TARGET pl_cuda)

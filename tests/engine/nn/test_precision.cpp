@@ -83,7 +83,7 @@ TEST(LowPrecision, Fp16LinearEqualsRoundedFp32Computation) {
       Parameter& p = fc.weight();
       p.master = std::move(p.weight);
       p.weight = Tensor();  // a moved-from Tensor keeps its old capacity: reset it
-      encode_to(p.master, Format::FP16, p.weight);
+      encode_to(test::backend(), p.master, Format::FP16, p.weight);
     }
     fc.set_precision(kFp16);
     auto ctx = fc.make_context();
@@ -278,26 +278,29 @@ TEST(NonFinite, CountsOverflowWhereItHappens) {
   fc.weight().weight.from_f32(w.data(), 8);
   Tensor x = Tensor::from_values({3, 4}, Format::FP32, std::vector<float>(12, 300.0f)), y, dx;
   auto ctx = fc.make_context();
-  fc.track_nonfinite = true;
+  fc.set_track_nonfinite(true);
   fc.set_precision({Format::FP16, Format::FP32, Format::FP32, Format::FP16});
   fc.forward(be, x, y, *ctx);
-  EXPECT_EQ(fc.nonfinite.activation, 0);  // FP32 storage holds 360000
+  EXPECT_EQ(fc.nonfinite_counts().activation, 0);  // FP32 storage holds 360000
   fc.set_precision(kFp16);
+  fc.set_track_nonfinite(true);  // counters zeroed (Model::forward does it per pass)
   fc.forward(be, x, y, *ctx);
-  EXPECT_EQ(fc.nonfinite.activation, 6);
+  EXPECT_EQ(fc.nonfinite_counts().activation, 6);
   // Backward: dx = 2 * 60000 * 300 and dW = 3 * 60000 * 300 overflow FP16.
   Tensor dy = Tensor::from_values({3, 2}, Format::FP32, std::vector<float>(6, 60000.0f));
   fc.backward(be, dy, &dx, *ctx);
-  EXPECT_EQ(fc.nonfinite.activation_grad, 12);
-  EXPECT_EQ(fc.nonfinite.weight_grad, 8);
+  EXPECT_EQ(fc.nonfinite_counts().activation_grad, 12);
+  EXPECT_EQ(fc.nonfinite_counts().weight_grad, 8);
   for (float g : fc.weight().grad.to_f32()) EXPECT_TRUE(std::isinf(g));
-  // Counts restart with each forward; nothing is counted when not tracking.
-  fc.track_nonfinite = false;
+  // Nothing is counted when not tracking.
+  fc.set_track_nonfinite(false);
+  EXPECT_EQ(fc.nonfinite_slot(NonfiniteSlot::Activation), nullptr);
   fc.forward(be, x, y, *ctx);
   fc.backward(be, dy, &dx, *ctx);
-  EXPECT_EQ(fc.nonfinite.activation, 0);
-  EXPECT_EQ(fc.nonfinite.activation_grad, 0);
-  EXPECT_EQ(fc.nonfinite.weight_grad, 0);
+  const NonfiniteCounts none = fc.nonfinite_counts();
+  EXPECT_EQ(none.activation, 0);
+  EXPECT_EQ(none.activation_grad, 0);
+  EXPECT_EQ(none.weight_grad, 0);
 }
 
 TEST(NonFinite, AttentionScoresOverflowIsAttributedToTheScoresLeaf) {
@@ -309,18 +312,19 @@ TEST(NonFinite, AttentionScoresOverflowIsAttributedToTheScoresLeaf) {
   attn.qkv().weight().weight.from_f32(ones.data(), 24 * 8);
   for (Layer* l : attn.leaves()) {
     l->set_precision(kFp16);
-    l->track_nonfinite = true;
+    l->set_track_nonfinite(true);
   }
   auto ctx = attn.make_context();
   Tensor x = Tensor::from_values({1, 3, 8}, Format::FP32, std::vector<float>(24, 30.0f)), y;
   attn.forward(test::backend(), x, y, *ctx);
-  EXPECT_EQ(attn.qkv().nonfinite.activation, 0);
-  EXPECT_EQ(attn.scores().nonfinite.activation, 2 * 3 * 3);  // every score of both heads
-  EXPECT_GT(attn.softmax().nonfinite.activation, 0);         // and what follows from it
+  EXPECT_EQ(attn.qkv().nonfinite_counts().activation, 0);
+  EXPECT_EQ(attn.scores().nonfinite_counts().activation, 2 * 3 * 3);  // every score of both heads
+  EXPECT_GT(attn.softmax().nonfinite_counts().activation, 0);         // and what follows from it
   // FP32 scores hold 115200: nothing to report.
   attn.scores().set_precision({Format::FP16, Format::FP32, Format::FP32, Format::FP16});
+  attn.scores().set_track_nonfinite(true);
   attn.forward(test::backend(), x, y, *ctx);
-  EXPECT_EQ(attn.scores().nonfinite.activation, 0);
+  EXPECT_EQ(attn.scores().nonfinite_counts().activation, 0);
 }
 
 TEST(NonFinite, ModelLeavesReportTheirOwn) {
@@ -333,10 +337,10 @@ TEST(NonFinite, ModelLeavesReportTheirOwn) {
   Tensor x = Tensor::from_values({2, 4}, Format::FP32, std::vector<float>(8, 1e6f));
   m->forward(test::backend(), x);
   const std::vector<Layer*> leaves = m->leaves();
-  EXPECT_GT(leaves[0]->nonfinite.activation, 0) << leaves[0]->name();  // fc1
+  EXPECT_GT(leaves[0]->nonfinite_counts().activation, 0) << leaves[0]->name();  // fc1
   Tensor ok = Tensor::from_values({2, 4}, Format::FP32, std::vector<float>(8, 0.5f));
   m->forward(test::backend(), ok);
-  for (Layer* l : leaves) EXPECT_EQ(l->nonfinite.activation, 0) << l->name();
+  for (Layer* l : leaves) EXPECT_EQ(l->nonfinite_counts().activation, 0) << l->name();
 }
 
 // ReLU in BF16 and FP16 works on the stored patterns; it must give the bits
@@ -371,7 +375,7 @@ TEST(LowPrecision, Relu16BitPatternsMatchTheF32PathExhaustively) {
       SCOPED_TRACE(track ? "counting non-finite values (f32 path)" : "pattern path");
       ReLU relu("relu");
       relu.set_precision({f, f, Format::FP32, f});
-      relu.track_nonfinite = track;
+      relu.set_track_nonfinite(track);
       auto ctx = relu.make_context();
       Tensor y, dx;
       relu.forward(be, x, y, *ctx);

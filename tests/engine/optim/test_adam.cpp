@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/optim/reference.h"
+#include "engine/support/test_backend.h"
 #include "optim/adam.h"
 
 namespace {
@@ -28,7 +29,7 @@ TEST_P(AdamMatchesPyTorch, OverSixSteps) {
     for (std::size_t s = 0; s < prob.params.size(); ++s) g.push_back(prob.grad(s, t));
     const double lr = 0.01 * t;  // e.g. during warm-up
     ref.step(ref_p, g, prob.decay, lr);
-    adam.step(test::slots_for(prob.params, g, prob.decay), lr);
+    adam.step(test::cpu_backend(), test::slots_for(prob.params, g, prob.decay), lr);
     ASSERT_LT(test::max_rel_error(prob.params, ref_p), 1e-5) << "step " << t;
   }
   EXPECT_EQ(adam.state_bytes(), (7u + 33u + 70000u) * 2u * 4u);
@@ -54,7 +55,7 @@ TEST(Adam, AdamAndAdamWDifferOnlyThroughWeightDecay) {
     engine::Adam opt({0.9, 0.999, 1e-8, wd}, decoupled);
     for (int t = 1; t <= 4; ++t) {
       const std::vector<std::vector<float>> g{prob.grad(0, t)};
-      opt.step(test::slots_for(prob.params, g, prob.decay), 0.05);
+      opt.step(test::cpu_backend(), test::slots_for(prob.params, g, prob.decay), 0.05);
     }
     return prob.params[0];
   };
@@ -86,7 +87,7 @@ TEST(Adam, FirstStepMovesEveryWeightByAboutLr) {
   const auto g = prob.grad(0, 1);
   engine::Adam adam({}, false);
   const std::vector<std::vector<float>> gs{g};
-  adam.step(test::slots_for(prob.params, gs, prob.decay), 0.01);
+  adam.step(test::cpu_backend(), test::slots_for(prob.params, gs, prob.decay), 0.01);
   for (std::size_t i = 0; i < 100; ++i) {
     if (std::abs(g[i]) < 1e-3f) continue;
     EXPECT_NEAR(prob.params[0][i] - p0[i], g[i] > 0 ? -0.01 : 0.01, 1e-6) << i;

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "engine/optim/reference.h"
+#include "engine/support/test_backend.h"
 #include "optim/adam.h"
 #include "optim/clip.h"
 #include "optim/sgd.h"
@@ -38,18 +39,17 @@ TEST(Allocation, StepsAfterTheFirstAllocateNothing) {
   engine::Sgd sgd({0.9, 0.0, 1e-4, true}, engine::Format::BF16);
   engine::Adam adamw({}, true, engine::Format::FP16);
   engine::Adam adam({}, false);
-  sgd.step(slots, 0.01);  // first steps allocate the state
-  adamw.step(slots, 0.01);
-  adam.step(slots, 0.01);
-  engine::clip_grad_norm(grads, 1.0);
+  sgd.step(test::cpu_backend(), slots, 0.01);  // first steps allocate the state
+  adamw.step(test::cpu_backend(), slots, 0.01);
+  adam.step(test::cpu_backend(), slots, 0.01);
+  engine::clip_grad_norm(test::cpu_backend(), grads, 2.0, 1.0);
 
   const long before = g_news.load();
   for (int t = 0; t < 3; ++t) {
-    sgd.step(slots, 0.01);
-    adamw.step(slots, 0.01);
-    adam.step(slots, 0.01);
-    engine::clip_grad_norm(grads, 0.5);
-    engine::global_grad_norm(grads);
+    sgd.step(test::cpu_backend(), slots, 0.01);
+    adamw.step(test::cpu_backend(), slots, 0.01);
+    adam.step(test::cpu_backend(), slots, 0.01);
+    engine::clip_grad_norm(test::cpu_backend(), grads, 2.0, 0.5);
   }
   EXPECT_EQ(g_news.load() - before, 0);
 }

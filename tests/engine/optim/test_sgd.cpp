@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/optim/reference.h"
+#include "engine/support/test_backend.h"
 #include "optim/sgd.h"
 
 namespace {
@@ -30,7 +31,7 @@ TEST_P(SgdMatchesPyTorch, OverSixSteps) {
     const double lr = 0.1 * (1.0 - 0.1 * t);
     ref.step(ref_p, g, prob.decay, lr);
     const auto slots = test::slots_for(prob.params, g, prob.decay);
-    sgd.step(slots, lr);
+    sgd.step(test::cpu_backend(), slots, lr);
     ASSERT_LT(test::max_rel_error(prob.params, ref_p), 1e-5) << "step " << t;
   }
   EXPECT_EQ(sgd.step_count(), 6);
@@ -60,7 +61,7 @@ TEST(Sgd, ReferenceComparisonDetectsWrongRules) {
   for (int t = 1; t <= 3; ++t) {
     std::vector<std::vector<float>> g{prob.grad(0, t)};
     nesterov_ref.step(ref_p, g, prob.decay, 0.1);
-    plain.step(test::slots_for(prob.params, g, prob.decay), 0.1);
+    plain.step(test::cpu_backend(), test::slots_for(prob.params, g, prob.decay), 0.1);
   }
   EXPECT_GT(test::max_rel_error(prob.params, ref_p), 1e-3);
 
@@ -70,7 +71,7 @@ TEST(Sgd, ReferenceComparisonDetectsWrongRules) {
   const auto g = one.grad(0, 1);
   const std::vector<std::vector<float>> gs{g};
   const auto p0 = one.params[0];
-  damp.step(test::slots_for(one.params, gs, one.decay), 1.0);
+  damp.step(test::cpu_backend(), test::slots_for(one.params, gs, one.decay), 1.0);
   for (std::size_t i = 0; i < 10; ++i) {
     EXPECT_FLOAT_EQ(damp.state(0, 0)[i], g[i]);
     EXPECT_FLOAT_EQ(one.params[0][i], p0[i] - g[i]);
@@ -102,13 +103,13 @@ TEST(Optimizer, LayoutChangeNeedsResetAndFactoryBuildsEachKind) {
   EXPECT_STREQ(opt->name(), "sgd");
   const std::vector<engine::ParamSlot> a{{p.data(), g.data(), 4}};
   const std::vector<engine::ParamSlot> b{{p2.data(), g2.data(), 5}};
-  opt->step(a, 0.1);
-  EXPECT_THROW(opt->step(b, 0.1), std::invalid_argument);
-  EXPECT_THROW(opt->step(a, -1.0), std::invalid_argument);
+  opt->step(test::cpu_backend(), a, 0.1);
+  EXPECT_THROW(opt->step(test::cpu_backend(), b, 0.1), std::invalid_argument);
+  EXPECT_THROW(opt->step(test::cpu_backend(), a, -1.0), std::invalid_argument);
   opt->reset();
   EXPECT_EQ(opt->step_count(), 0);
   EXPECT_EQ(opt->state_bytes(), 0u);
-  opt->step(b, 0.1);
+  opt->step(test::cpu_backend(), b, 0.1);
   EXPECT_EQ(opt->state_bytes(), 5u * 4u);
   EXPECT_EQ(opt->state_bytes_for(1000), 4000u);
 

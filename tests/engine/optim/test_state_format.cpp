@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "engine/optim/reference.h"
+#include "engine/support/test_backend.h"
 #include "numeric/convert.h"
 #include "optim/adam.h"
 #include "optim/sgd.h"
@@ -22,8 +23,8 @@ TEST(StateFormat, SgdMomentumInBf16IsRoundedBeforeTheUpdateUsesIt) {
   for (int t = 1; t <= 4; ++t) {
     std::vector<std::vector<float>> g{prob.grad(0, t), prob.grad(1, t)};
     const auto before = prob.params;
-    sgd.step(test::slots_for(prob.params, g, prob.decay), 0.1);
-    exact.step(test::slots_for(prob_exact.params, g, prob_exact.decay), 0.1);
+    sgd.step(test::cpu_backend(), test::slots_for(prob.params, g, prob.decay), 0.1);
+    exact.step(test::cpu_backend(), test::slots_for(prob_exact.params, g, prob_exact.decay), 0.1);
     for (std::size_t s = 0; s < 2; ++s) {
       const auto buf = sgd.state(s, 0);
       ASSERT_EQ(buf.size(), prob.params[s].size());
@@ -37,7 +38,8 @@ TEST(StateFormat, SgdMomentumInBf16IsRoundedBeforeTheUpdateUsesIt) {
   EXPECT_EQ(sgd.state_bytes(), (9u + 70000u) * 2u);
   // Rounding really happened: the FP32-state run differs.
   std::size_t differ = 0;
-  for (std::size_t i = 0; i < 70000; ++i) differ += sgd.state(1, 0)[i] != exact.state(1, 0)[i];
+  const std::vector<float> rounded = sgd.state(1, 0), plain = exact.state(1, 0);
+  for (std::size_t i = 0; i < 70000; ++i) differ += rounded[i] != plain[i];
   EXPECT_GT(differ, 60000u);
 }
 
@@ -49,8 +51,8 @@ TEST(StateFormat, AdamMomentsInBf16AndFp16AreRepresentableAndStillClose) {
     engine::Adam exact({}, true);
     for (int t = 1; t <= 5; ++t) {
       std::vector<std::vector<float>> g{prob.grad(0, t), prob.grad(1, t)};
-      adam.step(test::slots_for(prob.params, g, prob.decay), 0.01);
-      exact.step(test::slots_for(exact_prob.params, g, exact_prob.decay), 0.01);
+      adam.step(test::cpu_backend(), test::slots_for(prob.params, g, prob.decay), 0.01);
+      exact.step(test::cpu_backend(), test::slots_for(exact_prob.params, g, exact_prob.decay), 0.01);
     }
     EXPECT_EQ(adam.state_bytes(), (40u + 70000u) * 2u * 2u) << engine::format_name(f);
     for (std::size_t s = 0; s < 2; ++s) {
@@ -75,7 +77,7 @@ TEST(StateFormat, SwitchingFormatRoundsExistingState) {
   test::Problem prob({500});
   engine::Sgd sgd({0.9, 0.0, 0.0, false});
   const std::vector<std::vector<float>> g{prob.grad(0, 1)};
-  sgd.step(test::slots_for(prob.params, g, prob.decay), 0.1);
+  sgd.step(test::cpu_backend(), test::slots_for(prob.params, g, prob.decay), 0.1);
   bool any_unrepresentable = false;
   for (float x : sgd.state(0, 0)) any_unrepresentable |= !bf16_representable(x);
   EXPECT_TRUE(any_unrepresentable);

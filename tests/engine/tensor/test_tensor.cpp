@@ -1,6 +1,8 @@
 // Tensor: storage in the format's own width, reuse, moves, encode/decode.
 #include <gtest/gtest.h>
 
+#include "engine/support/test_backend.h"
+
 #include "tensor/tensor.h"
 
 using engine::Format;
@@ -50,11 +52,11 @@ TEST(Tensor, EncodeDecodeRoundsToNearestEven) {
   const auto v = t.to_f32();
   EXPECT_EQ(v[0], 0.0999755859375f);
   Tensor f32;
-  engine::decode_to(t, f32);
+  engine::decode_to(test::cpu_backend(), t, f32);
   EXPECT_EQ(f32.format(), Format::FP32);
   EXPECT_EQ(f32.f32()[0], v[0]);
   Tensor e4m3;
-  engine::encode_to(f32, Format::E4M3, e4m3, /*saturate=*/true);
+  engine::encode_to(test::cpu_backend(), f32, Format::E4M3, e4m3, /*saturate=*/true);
   EXPECT_EQ(e4m3.u8()[1], 0x7E);  // inf saturates to 448
 }
 

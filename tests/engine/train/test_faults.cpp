@@ -9,6 +9,8 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/registry.h"
+#include "engine/support/test_backend.h"
 #include "data/dataset.h"
 #include "engine/train/trainer_test_support.h"
 #include "train/run.h"
@@ -18,7 +20,8 @@ namespace {
 using namespace engine;
 
 Backend& backend() {
-  static std::unique_ptr<Backend> be = make_cpu_backend(1);
+  // The CPU backend, or the guarded one (ctest runs this file both ways).
+  static std::unique_ptr<Backend> be = make_backend(test::run_backend_name(), 1).backend;
   return *be;
 }
 

@@ -4,3 +4,10 @@ pl_add_test(test_comparison SOURCES engine/train/test_comparison.cpp LIBS engine
 pl_add_test(test_journal SOURCES engine/train/test_journal.cpp LIBS engine_train LABELS engine TIMEOUT 300)
 pl_add_test(test_faults SOURCES engine/train/test_faults.cpp LIBS engine_train LABELS engine)
 pl_add_test(test_stress SOURCES engine/train/test_stress.cpp LIBS engine_train LABELS engine TIMEOUT 600)
+pl_add_test(test_guarded SOURCES engine/train/test_guarded.cpp LIBS engine_train LABELS engine TIMEOUT 300)
+# The trainer and fault tests again on the guarded backend (DESIGN.md
+# "Backends"): a host access to step memory would crash them.
+add_test(NAME test_trainer_guarded COMMAND test_trainer --gtest_brief=1)
+add_test(NAME test_faults_guarded COMMAND test_faults --gtest_brief=1)
+set_tests_properties(test_trainer_guarded test_faults_guarded PROPERTIES
+  LABELS engine ENVIRONMENT "PL_TEST_BACKEND=guarded" TIMEOUT 300 WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/support/test_backend.h"
 #include "train/metrics.h"
 #include "train/run_config.h"
 #include "train/trainer.h"
@@ -32,6 +33,7 @@ inline RunConfig spirals(std::int64_t steps) {
   c.eval_every = 0;
   c.stats_every = 0;
   c.threads = 1;
+  c.backend = test::run_backend_name();  // ctest runs the trainer tests on the guarded backend too
   return c;
 }
 

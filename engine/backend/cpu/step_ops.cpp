@@ -1,0 +1,387 @@
+// The CPU backend's step-level ops: memory, casts, the loss scaler's fused
+// unscale, optimizer updates, FP8 amax, gradient statistics.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "backend/cpu/cpu_backend.h"
+#include "amp/fp8_scaling.h"
+#include "numeric/cast.h"
+#include "optim/parallel.h"
+
+namespace engine {
+
+void* CpuBackend::allocate(std::size_t bytes) {
+  void* p = std::aligned_alloc(64, (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+
+void CpuBackend::release(void* p) noexcept { std::free(p); }
+
+void CpuBackend::upload(void* dst, const void* host_src, std::size_t bytes) {
+  if (bytes) std::memcpy(dst, host_src, bytes);
+}
+
+void CpuBackend::download(void* host_dst, const void* src, std::size_t bytes) {
+  if (bytes) std::memcpy(host_dst, src, bytes);
+}
+
+void CpuBackend::copy(void* dst, const void* src, std::size_t bytes) {
+  if (bytes && dst != src) std::memcpy(dst, src, bytes);
+}
+
+void CpuBackend::upload_rows(void* dst, const void* host_base, std::size_t row_bytes, const std::uint32_t* rows,
+                             std::size_t count) {
+  auto* d = static_cast<std::byte*>(dst);
+  const auto* b = static_cast<const std::byte*>(host_base);
+  for (std::size_t k = 0; k < count; ++k) std::memcpy(d + k * row_bytes, b + rows[k] * row_bytes, row_bytes);
+}
+
+void CpuBackend::fill_zero(void* dst, std::size_t bytes) {
+  if (bytes) std::memset(dst, 0, bytes);
+}
+
+void CpuBackend::fill(float* x, float value, std::int64_t n) { std::fill(x, x + n, value); }
+
+namespace {
+
+bool f32_container(Format f) { return f == Format::FP32 || f == Format::TF32; }
+
+// Converts n values between two non-f32 storage formats through a small
+// stack buffer (decodes are exact; the encode rounds once).
+void transcode(Format from, const void* src, Format to, void* dst, std::int64_t n, CastOptions opt) {
+  constexpr std::int64_t kChunk = 1024;
+  float buf[kChunk];
+  const auto* s = static_cast<const std::byte*>(src);
+  auto* d = static_cast<std::byte*>(dst);
+  const std::size_t sb = storage_bytes(from), db = storage_bytes(to);
+  const std::uint64_t base = opt.index_offset;
+  for (std::int64_t i = 0; i < n; i += kChunk) {
+    const std::int64_t m = std::min(kChunk, n - i);
+    cast_to_f32(from, s + static_cast<std::size_t>(i) * sb, buf, static_cast<std::size_t>(m));
+    opt.index_offset = base + static_cast<std::uint64_t>(i);
+    cast_from_f32(to, buf, d + static_cast<std::size_t>(i) * db, static_cast<std::size_t>(m), opt);
+  }
+}
+
+}  // namespace
+
+void CpuBackend::convert(Format from, const void* src, Format to, void* dst, std::int64_t n, const CastOptions& opt) {
+  if (n <= 0) return;
+  use_threads();
+  const auto un = static_cast<std::size_t>(n);
+  if (f32_container(from)) {
+    if (f32_container(to)) {
+      copy(dst, src, un * sizeof(float));
+      if (to == Format::TF32) quantize_inplace(Format::TF32, static_cast<float*>(dst), un, opt);
+    } else {
+      cast_from_f32(to, static_cast<const float*>(src), dst, un, opt);
+    }
+  } else if (f32_container(to)) {
+    cast_to_f32(from, src, static_cast<float*>(dst), un);
+    if (to == Format::TF32) quantize_inplace(Format::TF32, static_cast<float*>(dst), un, opt);
+  } else if (from == to && !opt.stochastic && !opt.saturate) {
+    copy(dst, src, un * storage_bytes(to));
+  } else {
+    transcode(from, src, to, dst, n, opt);
+  }
+}
+
+void CpuBackend::block_quantize(Format f, const float* src, float* dst, std::int64_t rows, std::int64_t cols,
+                                BlockLayout layout, const BlockRounding& rounding, BlockQuantized* info) {
+  use_threads();
+  const BlockQuantized q = engine::block_quantize(f, src, dst, rows, cols, layout, rounding);
+  if (info) *info = q;
+}
+
+void CpuBackend::scale_amax(const float* x, float scale, float* y, std::int64_t n, float* amax) {
+  use_threads();
+  *amax = scale_and_amax(x, scale, y, n);
+}
+
+void CpuBackend::amax(const float* x, std::int64_t n, float* out) {
+  use_threads();
+  *out = amax_of(x, n);
+}
+
+void CpuBackend::unscale_grads(const GradBuffer* grads, std::size_t count, float inv, double* sum_squares) {
+  use_threads();
+  // Fixed blocks, whatever the thread count: the sum of squares (the
+  // gradient norm, clipping) is the same bits on any machine.
+  constexpr std::int64_t kBlock = 1 << 14;
+  double sq = 0.0;
+  for (std::size_t k = 0; k < count; ++k) {
+    float* p = grads[k].data;
+    const std::int64_t n = grads[k].n;
+    const std::int64_t blocks = (n + kBlock - 1) / kBlock;
+    if (m_partial_sums.size() < static_cast<std::size_t>(blocks)) m_partial_sums.resize(static_cast<std::size_t>(blocks));
+    if (m_partial_counts.size() < static_cast<std::size_t>(blocks))
+      m_partial_counts.resize(static_cast<std::size_t>(blocks));
+    double* part = m_partial_sums.data();
+    std::int64_t* bad = m_partial_counts.data();
+#pragma omp parallel for schedule(static) if (n >= 65536)
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const std::int64_t i0 = b * kBlock, i1 = std::min(n, i0 + kBlock);
+      std::int64_t local = 0;
+      double local_sq = 0.0;
+#pragma omp simd reduction(+ : local, local_sq)
+      for (std::int64_t i = i0; i < i1; ++i) {
+        const float v = p[i] * inv;  // v == p[i] when inv == 1
+        p[i] = v;
+        std::uint32_t u;
+        std::memcpy(&u, &v, 4);
+        local += ((u & 0x7F800000u) == 0x7F800000u);
+        local_sq += static_cast<double>(v) * static_cast<double>(v);
+      }
+      part[b] = local_sq;
+      bad[b] = local;
+    }
+    std::int64_t nonfinite = 0;
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      sq += part[b];
+      nonfinite += bad[b];
+    }
+    if (grads[k].nonfinite) *grads[k].nonfinite = nonfinite;
+  }
+  if (sum_squares) *sum_squares = sq;
+}
+
+namespace {
+
+void round_state(Format f, float* s, std::size_t n) {
+  if (f != Format::FP32) quantize_inplace(f, s, n);
+}
+
+}  // namespace
+
+void CpuBackend::sgd_update(const SgdUpdate& u) {
+  use_threads();
+  float* __restrict p = u.value;
+  const float* __restrict g = u.grad;
+  const float lr = u.lr, wd = u.weight_decay, momentum = u.momentum, keep = u.keep;
+  const auto n = static_cast<std::size_t>(u.n);
+  if (!u.momentum_buf) {
+    optim_detail::for_blocks(n, [&](std::size_t i0, std::size_t i1) {
+#pragma omp simd
+      for (std::size_t i = i0; i < i1; ++i) p[i] -= lr * (g[i] + wd * p[i]);
+    });
+    return;
+  }
+  float* __restrict buf = u.momentum_buf;
+  const bool first = u.first, nesterov = u.nesterov;
+  optim_detail::for_blocks(n, [&](std::size_t i0, std::size_t i1) {
+    if (first) {
+#pragma omp simd
+      for (std::size_t i = i0; i < i1; ++i) buf[i] = g[i] + wd * p[i];
+    } else {
+#pragma omp simd
+      for (std::size_t i = i0; i < i1; ++i) buf[i] = momentum * buf[i] + keep * (g[i] + wd * p[i]);
+    }
+    round_state(u.state_format, buf + i0, i1 - i0);
+    if (nesterov) {
+#pragma omp simd
+      for (std::size_t i = i0; i < i1; ++i) p[i] -= lr * ((g[i] + wd * p[i]) + momentum * buf[i]);
+    } else {
+#pragma omp simd
+      for (std::size_t i = i0; i < i1; ++i) p[i] -= lr * buf[i];
+    }
+  });
+}
+
+void CpuBackend::adam_update(const AdamUpdate& u) {
+  use_threads();
+  float* __restrict p = u.value;
+  const float* __restrict g = u.grad;
+  float* __restrict m = u.exp_avg;
+  float* __restrict v = u.exp_avg_sq;
+  const float l2 = u.l2, one_minus_b1 = u.one_minus_beta1, beta2 = u.beta2, one_minus_b2 = u.one_minus_beta2;
+  const float bc2_sqrt = u.bc2_sqrt, eps = u.eps, shrink = u.shrink, step_size = u.step_size;
+  optim_detail::for_blocks(static_cast<std::size_t>(u.n), [&](std::size_t i0, std::size_t i1) {
+#pragma omp simd
+    for (std::size_t i = i0; i < i1; ++i) {
+      const float gi = g[i] + l2 * p[i];
+      m[i] += one_minus_b1 * (gi - m[i]);
+      v[i] = beta2 * v[i] + one_minus_b2 * gi * gi;
+    }
+    round_state(u.state_format, m + i0, i1 - i0);
+    round_state(u.state_format, v + i0, i1 - i0);
+#pragma omp simd
+    for (std::size_t i = i0; i < i1; ++i) {
+      const float denom = std::sqrt(v[i]) / bc2_sqrt + eps;
+      p[i] = p[i] * shrink - step_size * (m[i] / denom);
+    }
+  });
+}
+
+void CpuBackend::gradient_census(const GradCensus& c) {
+  std::int64_t* out = c.out;
+  std::int64_t* hist = out + 1;
+  std::int64_t* scaled = out + 1 + kCensusBins;
+  std::int64_t* unscaled = scaled + 5;
+  for (std::int64_t i = 0; i < c.n; ++i) {
+    const float v = c.values[i];
+    if (v == 0.0f) {
+      ++out[0];
+      continue;
+    }
+    if (std::isfinite(v)) {
+      int bin = std::ilogb(v) - c.log2_lo;  // floor(log2|v|), subnormals included
+      bin = std::clamp(bin, 0, kCensusBins - 1);
+      ++hist[bin];
+    }
+    const double a = std::fabs(static_cast<double>(v));
+    const bool own_zero = c.own && c.own[i] == 0.0f;
+    if (c.block) {
+      const bool flushed = c.block[i] == 0.0f || own_zero;
+      const int m = static_cast<int>(flushed ? Magnitude::Underflow : Magnitude::Normal);
+      ++scaled[m];
+      ++unscaled[m];
+      continue;
+    }
+    Magnitude as_run = classify_magnitude(c.thresholds, a * c.scale);
+    // Nonzero in exact arithmetic, zero as the run computed it: flushed
+    // somewhere on the way, whatever the exact value's size.
+    if (own_zero) as_run = Magnitude::Underflow;
+    ++scaled[static_cast<int>(as_run)];
+    ++unscaled[static_cast<int>(c.scale == 1.0 ? as_run : classify_magnitude(c.thresholds, a))];
+  }
+}
+
+void CpuBackend::error_sums(const float* a, const float* b, std::int64_t n, double* out) {
+  double diff = 0.0, ref = 0.0, along = 0.0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(a[i]) - static_cast<double>(b[i]);
+    diff += d * d;
+    ref += static_cast<double>(b[i]) * static_cast<double>(b[i]);
+    along += d * static_cast<double>(b[i]);
+  }
+  out[0] += diff;
+  out[1] += ref;
+  out[2] += along;
+}
+
+void CpuBackend::conv2d_block(const ConvBlockArgs& g) {
+  const bool a_exact = g.a_block ? g.a_block->bf16_exact : g.a_exact;
+  const bool b_exact = g.b_block ? g.b_block->bf16_exact : g.b_exact;
+  const Format fmt = a_exact && b_exact ? Format::BF16 : Format::FP32;
+  const float alpha = (g.a_block ? g.a_block->tensor_decode : 1.0f) * (g.b_block ? g.b_block->tensor_decode : 1.0f);
+  const ConvShape& cs = g.shape;
+  switch (g.kind) {
+    case ConvBlockArgs::Kind::Forward:
+      conv2d_forward(cs, fmt, g.a, g.b, alpha == 1.0f ? g.bias : nullptr, g.out);
+      if (alpha != 1.0f) {
+        scale(g.out, alpha, cs.n * cs.c_out * cs.out_h() * cs.out_w());
+        if (g.bias) bias_add_channels(g.out, g.bias, cs.n, cs.c_out, cs.out_h() * cs.out_w());
+      }
+      break;
+    case ConvBlockArgs::Kind::BackwardData:
+      conv2d_backward_data(cs, fmt, g.a, g.b, g.out);
+      if (alpha != 1.0f) scale(g.out, alpha, cs.n * cs.c_in * cs.h * cs.w);
+      break;
+    case ConvBlockArgs::Kind::BackwardWeights:
+      conv2d_backward_weights(cs, fmt, g.a, g.b, g.out, nullptr);
+      if (alpha != 1.0f) scale(g.out, alpha, cs.c_out * cs.c_in * cs.kh * cs.kw);
+      break;
+  }
+}
+
+void CpuBackend::bias_add_channels(float* y, const float* bias, std::int64_t n, std::int64_t c, std::int64_t hw) {
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < c; ++j) {
+      float* p = y + (i * c + j) * hw;
+      const float b = bias[j];
+      for (std::int64_t k = 0; k < hw; ++k) p[k] += b;
+    }
+}
+
+void CpuBackend::channel_sums(const float* dy, float* db, std::int64_t n, std::int64_t c, std::int64_t hw) {
+  for (std::int64_t j = 0; j < c; ++j) {
+    double sum = 0.0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float* p = dy + (i * c + j) * hw;
+      for (std::int64_t k = 0; k < hw; ++k) sum += p[k];
+    }
+    db[j] = static_cast<float>(sum);
+  }
+}
+
+void CpuBackend::repeat_rows(const float* src, float* dst, std::int64_t B, std::int64_t T, std::int64_t C) {
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t t = 0; t < T; ++t)
+      std::memcpy(dst + (b * T + t) * C, src + b * C, static_cast<std::size_t>(C) * sizeof(float));
+}
+
+void CpuBackend::patchify(const float* x, float* patches, std::int64_t B, std::int64_t C, std::int64_t H,
+                          std::int64_t W, std::int64_t p) {
+  const std::int64_t gh = H / p, gw = W / p, P = C * p * p;
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t ty = 0; ty < gh; ++ty)
+      for (std::int64_t tx = 0; tx < gw; ++tx) {
+        float* dst = patches + ((b * gh + ty) * gw + tx) * P;
+        for (std::int64_t c = 0; c < C; ++c)
+          for (std::int64_t i = 0; i < p; ++i)
+            std::memcpy(dst + (c * p + i) * p, x + ((b * C + c) * H + ty * p + i) * W + tx * p,
+                        static_cast<std::size_t>(p) * sizeof(float));
+      }
+}
+
+void CpuBackend::unpatchify(const float* patches, float* x, std::int64_t B, std::int64_t C, std::int64_t H,
+                            std::int64_t W, std::int64_t p) {
+  const std::int64_t gh = H / p, gw = W / p, P = C * p * p;
+  // Pixels outside the patch grid (H or W not a multiple of p) get no gradient.
+  if (gh * p != H || gw * p != W) std::memset(x, 0, static_cast<std::size_t>(B * C * H * W) * sizeof(float));
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t ty = 0; ty < gh; ++ty)
+      for (std::int64_t tx = 0; tx < gw; ++tx) {
+        const float* src = patches + ((b * gh + ty) * gw + tx) * P;
+        for (std::int64_t c = 0; c < C; ++c)
+          for (std::int64_t i = 0; i < p; ++i)
+            std::memcpy(x + ((b * C + c) * H + ty * p + i) * W + tx * p, src + (c * p + i) * p,
+                        static_cast<std::size_t>(p) * sizeof(float));
+      }
+}
+
+namespace {
+
+std::uint16_t inf_bits16(Format f) { return f == Format::BF16 ? 0x7F80 : 0x7C00; }
+
+}  // namespace
+
+// y = x < 0 ? 0 : x on the patterns: x < 0 exactly when the sign is set,
+// the magnitude is non-zero and not NaN (-0 and NaN pass through, as in
+// the f32 kernel).
+void CpuBackend::relu16_forward(Format f, const void* x, void* y, std::int64_t n) {
+  const auto* xs = static_cast<const std::uint16_t*>(x);
+  auto* ys = static_cast<std::uint16_t*>(y);
+  // Branch-free (the sign of an activation is a coin flip for a predictor):
+  // negative non-NaN, non-zero patterns are 0x8001 .. 0x8000 + inf, one
+  // unsigned compare after the subtraction.
+  const std::uint32_t span = inf_bits16(f);
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::uint16_t v = xs[i];
+    ys[i] = static_cast<std::uint32_t>(v) - 0x8001u < span ? std::uint16_t{0} : v;
+  }
+}
+
+// dx = x > 0 ? dy : 0 on the patterns (x > 0: sign clear, magnitude
+// non-zero and not NaN); 0 is +0, as the f32 kernel's 0.0f encodes.
+void CpuBackend::relu16_backward(Format f, const void* x, Format, const void* dy, void* dx, std::int64_t n) {
+  const auto* xs = static_cast<const std::uint16_t*>(x);
+  const auto* dys = static_cast<const std::uint16_t*>(dy);
+  auto* dxs = static_cast<std::uint16_t*>(dx);
+  // Positive patterns are 0x0001 .. inf (branch-free, as above).
+  const std::uint32_t span = inf_bits16(f);
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::uint16_t v = xs[i];
+    dxs[i] = static_cast<std::uint32_t>(v) - 1u < span ? dys[i] : std::uint16_t{0};
+  }
+}
+
+}  // namespace engine
