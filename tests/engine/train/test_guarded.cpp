@@ -175,7 +175,9 @@ TEST_P(GuardedTraining, OneReadPerStepAndTheCpuResults) {
     // A diverged run (fp16 without a scaler) ends as the CPU one does.
     if (g.finished()) break;
   }
-  if (recipe != "fp16") EXPECT_EQ(ordinary, c.steps);
+  if (recipe != "fp16") {
+    EXPECT_EQ(ordinary, c.steps);
+  }
   // An evaluation reads once, whatever the number of test batches.
   const std::int64_t before = guarded_counters(*gbe)->downloads;
   const EvalMetrics e = g.evaluate(out);
