@@ -124,6 +124,12 @@ class Layer {
 // Model, composite layers).
 void record_output(Backend& be, Layer& l, Tensor& y);
 
+// An injected fault: element 0 of t becomes v (encoded on the host and
+// uploaded: a write), counted in l's `slot` counter when l tracks them.
+void inject_value(Backend& be, Layer& l, Tensor& t, float v, NonfiniteSlot slot);
+// The same write without counting (weights, the loss gradient).
+void write_first(Backend& be, Tensor& t, float v);
+
 // Sum of the bytes of some scratch tensors (Layer::workspace_bytes).
 std::size_t tensors_bytes(std::initializer_list<const Tensor*> tensors);
 

@@ -162,20 +162,28 @@ void throw_shape(const std::string& layer, const std::string& what, const Shape&
 
 namespace engine {
 
-void record_output(Backend& be, Layer& l, Tensor& y) {
-  if (l.fault_output && y.numel() > 0) {
-    // The fault value goes into y[0] (encoded on the host: a write), and is
-    // counted through the backend like any other non-finite output.
-    std::byte code[4];
-    cast_from_f32(y.format(), &l.fault_value, code, 1);
-    be.upload(y.data(), code, storage_bytes(y.format()));
-    if (std::int64_t* c = tracked(l, NonfiniteSlot::Activation)) {
-      Tensor one;
-      one.resize({1}, Format::FP32);
-      be.fill(one.f32(), l.fault_value, 1);
-      be.count_nonfinite(one.f32(), 1, c);
-    }
+void write_first(Backend& be, Tensor& t, float v) {
+  if (t.numel() == 0) return;
+  std::byte code[4];
+  if (t.is_f32_storage()) std::memcpy(code, &v, 4);
+  else cast_from_f32(t.format(), &v, code, 1);
+  be.upload(t.data(), code, storage_bytes(t.format()));
+}
+
+void inject_value(Backend& be, Layer& l, Tensor& t, float v, NonfiniteSlot slot) {
+  write_first(be, t, v);
+  // Counted through the backend like any other non-finite value (the
+  // counter lives in backend memory).
+  if (std::int64_t* c = tracked(l, slot); c && t.numel() > 0) {
+    Tensor one;
+    one.resize({1}, Format::FP32);
+    be.fill(one.f32(), v, 1);
+    be.count_nonfinite(one.f32(), 1, c);
   }
+}
+
+void record_output(Backend& be, Layer& l, Tensor& y) {
+  if (l.fault_output) inject_value(be, l, y, l.fault_value, NonfiniteSlot::Activation);
   if (!l.capture_output) return;
   l.captured_output.resize(y.shape(), Format::FP32);
   if (y.numel()) be.convert(y.format(), y.data(), Format::FP32, l.captured_output.data(), y.numel(), {});

@@ -148,9 +148,9 @@ Tensor Tensor::clone() const {
   Tensor t;
   t.resize(m_shape, m_format);
   if (m_numel) {
-    Backend* be = t.backend();
-    if (be && be == backend()) {
-      be->copy(t.data(), data(), bytes());
+    if (Backend* be = t.backend(); be == backend()) {
+      if (be) be->copy(t.data(), data(), bytes());
+      else std::memcpy(t.data(), data(), bytes());
     } else {
       std::vector<std::byte> host(bytes());
       m_buffer.download(host.data(), host.size());
@@ -188,9 +188,7 @@ const std::uint8_t* Tensor::u8() const {
 std::vector<float> Tensor::to_f32() const {
   std::vector<float> out(static_cast<std::size_t>(m_numel));
   if (!m_numel) return out;
-  if (!backend()) {
-    cast_to_f32(m_format, data(), out.data(), static_cast<std::size_t>(m_numel));
-  } else if (is_f32_storage()) {
+  if (is_f32_storage()) {
     m_buffer.download(out.data(), bytes());
   } else {
     std::vector<std::byte> host(bytes());
@@ -205,8 +203,8 @@ void Tensor::from_f32(const float* src, std::int64_t n) {
     throw std::invalid_argument("tensor: from_f32 with " + std::to_string(n) + " values into " +
                                 shape_string(m_shape));
   if (!n) return;
-  if (!backend()) {
-    cast_from_f32(m_format, src, data(), static_cast<std::size_t>(n));
+  if (is_f32_storage()) {
+    m_buffer.upload(src, bytes());
   } else {
     std::vector<std::byte> host(bytes());
     cast_from_f32(m_format, src, host.data(), static_cast<std::size_t>(n));

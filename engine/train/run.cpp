@@ -71,7 +71,7 @@ struct Run::Impl {
   std::vector<std::int64_t> results_host;
   std::vector<DelayedScale*> pending;
   Tensor fp8_scratch;  // refresh_weights' f32 scratch
-  Tensor fault_one;    // one float: counts an injected fault
+  std::size_t amax_slots = 0;  // the model's delayed scales: the most amaxes a step can have pending
   // The FP32 shadow model of statistics steps (built at the first one) and
   // its loss buffers. Not part of the recipe's memory: a measuring tool.
   std::unique_ptr<Model> shadow;
@@ -95,16 +95,6 @@ OptimizerConfig optimizer_config(const RunConfig& c, Format state) {
   o.adam.weight_decay = c.weight_decay;
   o.state_format = state;
   return o;
-}
-
-// Writes v into element 0 of t (an injected fault): encoded on the host and
-// uploaded, a write.
-void write_first(Backend& be, Tensor& t, float v) {
-  if (t.numel() == 0) return;
-  std::byte code[4];
-  if (t.is_f32_storage()) std::memcpy(code, &v, 4);
-  else cast_from_f32(t.format(), &v, code, 1);
-  be.upload(t.data(), code, storage_bytes(t.format()));
 }
 
 // The results slots of a step (8 bytes each): the loss (double), the
@@ -195,6 +185,8 @@ Run::Run(int id, const RunConfig& config, std::shared_ptr<const DatasetPair> dat
     if (!m_spike) throw std::runtime_error("'spike': the " + m_config.model + " has no layer '" + layer + "'");
   }
   m_model->set_track_nonfinite(false);  // counted only on overflow steps (see step())
+  for (Layer* l : m_model->leaves())
+    s.amax_slots += l->delayed_scales().size() + l->parameters().size();
 
   s.scaler.set_config(m_recipe.scaling, true);
   s.optimizer = make_optimizer(optimizer_config(m_config, m_recipe.optimizer_state));
@@ -296,7 +288,7 @@ void Run::step(std::vector<Record>& out) {
 
   std::vector<Parameter*> params = m_model->parameters();
   const std::size_t P = params.size();
-  s.results.reserve((kCountsSlot + P + 64) * sizeof(std::int64_t));
+  s.results.reserve((kCountsSlot + P + s.amax_slots) * sizeof(std::int64_t));
   auto* results = s.results.as<std::int64_t>();
   auto* loss_slot = reinterpret_cast<double*>(results + kLossSlot);
   auto* correct_slot = results + kCorrectSlot;
@@ -319,13 +311,8 @@ void Run::step(std::vector<Record>& out) {
     if (fault && fault->target == FaultTarget::Loss) write_first(be, s.dlogits, fault->value);
     m_model->backward(be, s.dlogits);
     if (fault && fault->target == FaultTarget::Gradients) {
-      Parameter& p = *fault->layer->parameters().front();
-      write_first(be, p.grad, fault->value);
-      if (std::int64_t* c = fault->layer->nonfinite_slot(NonfiniteSlot::WeightGrad)) {
-        s.fault_one.resize({1}, Format::FP32);
-        be.fill(s.fault_one.f32(), fault->value, 1);
-        be.count_nonfinite(s.fault_one.f32(), 1, c);
-      }
+      inject_value(be, *fault->layer, fault->layer->parameters().front()->grad, fault->value,
+                   NonfiniteSlot::WeightGrad);
     }
   };
   forward_backward();
@@ -358,8 +345,6 @@ void Run::step(std::vector<Record>& out) {
   // This step's FP8 amaxes join the read.
   s.pending = pending_amaxes(*m_model);
   const std::size_t n_slots = kCountsSlot + P + s.pending.size();
-  if (n_slots * sizeof(std::int64_t) > s.results.capacity())
-    throw std::logic_error("run: more pending FP8 amaxes than result slots");
   for (std::size_t k = 0; k < s.pending.size(); ++k)
     be.copy(results + kCountsSlot + P + k, s.pending[k]->pending_slot(), sizeof(float));
 

@@ -4,6 +4,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <stdexcept>
@@ -288,16 +290,19 @@ class GuardedBackend final : public Backend {
       ++g.m_counters.calls;
       g.protect(PROT_READ | PROT_WRITE);
     }
-    ~Open() { m_g.protect(PROT_NONE); }
+    ~Open() { m_g.protect(PROT_NONE); }  // protect aborts rather than throw
     Open(const Open&) = delete;
     Open& operator=(const Open&) = delete;
 
    private:
     GuardedBackend& m_g;
   };
-  void protect(int prot) {
+  void protect(int prot) noexcept {
     const std::size_t len = (m_top + m_page - 1) / m_page * m_page;
-    if (len && mprotect(m_base, len, prot) != 0) throw std::runtime_error("guarded backend: mprotect failed");
+    if (len && mprotect(m_base, len, prot) != 0) {
+      std::fputs("guarded backend: mprotect failed\n", stderr);
+      std::abort();
+    }
   }
 
   std::unique_ptr<Backend> m_inner;
