@@ -29,6 +29,9 @@ struct GemmOperand {
   // value), and the backend may run the GEMM on its bf16 path when both
   // operands are bf16_exact.
   const BlockQuantized* block = nullptr;
+  // Batched GEMMs (GemmArgs::batch): where product (i, j) finds this
+  // operand, in elements from `data`: i * batch_stride[0] + j * batch_stride[1].
+  std::int64_t batch_stride[2] = {0, 0};
 };
 
 // C[m x n] = alpha * op(A)[m x k] * op(B)[k x n] + beta * C (+ bias[n] per row).
@@ -52,6 +55,14 @@ struct GemmArgs {
   float beta = 0.0f;
   const float* bias = nullptr;  // optional, length n
   Format accumulate = Format::FP32;
+  // Batched: batch[0] x batch[1] independent products of this shape in one
+  // call (attention: batch x heads), product (i, j) reading its operands at
+  // their batch strides and writing C at c + i * c_batch_stride[0] +
+  // j * c_batch_stride[1] (elements). The same alpha, beta and bias for all.
+  // Block-quantized operands are not batched (std::invalid_argument).
+  std::int64_t batch[2] = {1, 1};
+  std::int64_t c_batch_stride[2] = {0, 0};
+  bool batched() const { return batch[0] != 1 || batch[1] != 1; }
 };
 
 // One gradient of the fused unscale (unscale_grads): `nonfinite` (backend

@@ -47,7 +47,7 @@
 // ---------------------------------------------------------------------------
 extern "C" {
 
-#define PL_CUDA_ABI_VERSION 2
+#define PL_CUDA_ABI_VERSION 3  // 3: gemm takes a PlCudaGemmBatch
 // The module is built with hidden visibility; only PL_CUDA_API is exported.
 #define PL_CUDA_API __attribute__((visibility("default")))
 
@@ -96,6 +96,18 @@ typedef struct PlCudaBlockQuantized {
   uint8_t bf16_exact;   // every value is exactly a normal BF16 value (or zero)
   uint8_t reserved[3];
 } PlCudaBlockQuantized;
+
+// Batched GEMMs (host argument; engine::GemmArgs::batch): count[0] x
+// count[1] products of one shape, product (i, j) reading A at
+// a + i * a_stride[0] + j * a_stride[1] elements, B likewise, and writing C
+// at c + i * c_stride[0] + j * c_stride[1] (attention: batch x heads over
+// column slices of one qkv tensor). cuBLASLt's strided batch takes one
+// stride: the inner count is its batch, the outer a loop (or one call when
+// the strides compose: stride[0] == count[1] * stride[1]).
+typedef struct PlCudaGemmBatch {
+  int64_t count[2];
+  int64_t a_stride[2], b_stride[2], c_stride[2];
+} PlCudaGemmBatch;
 
 typedef struct PlCudaDeviceProperties {
   char name[256];
@@ -203,13 +215,13 @@ typedef struct PlCudaBackendTable {
   // dictates (FP16/BF16 with FP32 compute, TF32 mode, FP8 on sm_89+);
   // a_block/b_block (optional): block-quantized FP32 operands, alpha
   // multiplied by their tensor_decode. accumulate FP32, or FP16 as the
-  // hardware does it (CUBLAS_COMPUTE_16F).
+  // hardware does it (CUBLAS_COMPUTE_16F). batch: NULL for one product.
   PlCudaStatus (*gemm)(PlCudaContext* ctx, int64_t m, int64_t n, int64_t k, const void* a,
                        PlCudaFormat a_format, int32_t a_trans, int64_t lda,
                        const PlCudaBlockQuantized* a_block, const void* b, PlCudaFormat b_format,
                        int32_t b_trans, int64_t ldb, const PlCudaBlockQuantized* b_block, float* c,
                        int64_t ldc, float alpha, float beta, const float* bias,
-                       PlCudaFormat accumulate, PL_CUDA_MSG);
+                       PlCudaFormat accumulate, const PlCudaGemmBatch* batch, PL_CUDA_MSG);
   // y = conv(x, w) + bias (optional); `compute` says which path is exact.
   PlCudaStatus (*conv2d_forward)(PlCudaContext* ctx, const PlCudaConvShape* s, PlCudaFormat compute,
                                  const float* x, const float* w, const float* bias, float* y,

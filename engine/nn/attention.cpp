@@ -1,4 +1,4 @@
-// Multi-head self-attention: per-(batch, head) GEMMs on strided sub-matrices.
+// Multi-head self-attention: one batched GEMM over (batch, head) per product.
 #include "nn/attention.h"
 
 #include <cmath>
@@ -31,6 +31,32 @@ GemmArgs gemm(std::int64_t m, std::int64_t n, std::int64_t k, GemmOperand a, Gem
   return g;
 }
 
+// Head h of batch b of a [B, T, ld] tensor: rows of T, starting at column
+// col0 + h * d of batch b's first row.
+GemmOperand heads_operand(const Tensor& t, std::int64_t col0, std::int64_t ld, bool trans, std::int64_t T,
+                          std::int64_t d) {
+  GemmOperand op = gemm_operand(t, col0, ld, trans);
+  op.batch_stride[0] = T * ld;
+  op.batch_stride[1] = d;
+  return op;
+}
+
+// Scores-shaped [B, H, T, T]: product (b, h) is the T x T matrix at (b * H + h) * T * T.
+GemmOperand scores_operand(const Tensor& t, bool trans, std::int64_t H, std::int64_t T) {
+  GemmOperand op = gemm_operand(t, 0, T, trans);
+  op.batch_stride[0] = H * T * T;
+  op.batch_stride[1] = T * T;
+  return op;
+}
+
+// Makes g a B x H batch writing C at batch strides {c0, c1}.
+void batch_over(GemmArgs& g, std::int64_t B, std::int64_t H, std::int64_t c0, std::int64_t c1) {
+  g.batch[0] = B;
+  g.batch[1] = H;
+  g.c_batch_stride[0] = c0;
+  g.c_batch_stride[1] = c1;
+}
+
 // Rounds columns [col0, col0 + ncols) of each of `rows` rows (row stride ld)
 // to f in place (f != FP32), one backend call per row.
 void round_columns(Backend& be, float* base, std::int64_t rows, std::int64_t ld, std::int64_t col0,
@@ -52,19 +78,18 @@ void check_heads(const std::string& name, std::int64_t dim, std::int64_t heads) 
 
 }  // namespace
 
+// Every attention GEMM is one batched call over (b, h): B x H products,
+// operands at batch strides. Head h of a [B, T, ld] tensor starts at
+// column h * d of batch b's rows: batch strides {T * ld, d}. Scores and
+// probs [B, H, T, T]: {H * T * T, T * T}.
 void attention_scores_forward(Backend& be, const Tensor& qkv, float* scores, std::int64_t B, std::int64_t T,
                               std::int64_t C, std::int64_t H, Format accumulate) {
   const std::int64_t d = C / H, ld = 3 * C;
-  const float alpha = score_scale(d);
-  for (std::int64_t b = 0; b < B; ++b) {
-    const std::int64_t row0 = b * T * ld;
-    for (std::int64_t h = 0; h < H; ++h) {
-      // [T, T] = q [T, d] k^T [d, T]
-      be.gemm(gemm(T, T, d, gemm_operand(qkv, row0 + h * d, ld, false),
-                   gemm_operand(qkv, row0 + C + h * d, ld, true), scores + (b * H + h) * T * T, T, alpha,
-                   accumulate));
-    }
-  }
+  // [T, T] = q [T, d] k^T [d, T]
+  GemmArgs g = gemm(T, T, d, heads_operand(qkv, 0, ld, false, T, d), heads_operand(qkv, C, ld, true, T, d), scores,
+                    T, score_scale(d), accumulate);
+  batch_over(g, B, H, H * T * T, T * T);
+  be.gemm(g);
 }
 
 void attention_scores_backward(Backend& be, const Tensor& dscores, const Tensor& qkv, float* dqkv,
@@ -72,50 +97,42 @@ void attention_scores_backward(Backend& be, const Tensor& dscores, const Tensor&
                                Format accumulate) {
   const std::int64_t d = C / H, ld = 3 * C;
   const float alpha = score_scale(d);
-  for (std::int64_t b = 0; b < B; ++b) {
-    const std::int64_t row0 = b * T * ld;
-    for (std::int64_t h = 0; h < H; ++h) {
-      const std::int64_t s0 = (b * H + h) * T * T;
-      // dq [T, d] = dS [T, T] k [T, d]
-      be.gemm(gemm(T, d, T, gemm_operand(dscores, s0, T, false), gemm_operand(qkv, row0 + C + h * d, ld, false),
-                   dqkv + row0 + h * d, ld, alpha, accumulate));
-      // dk [T, d] = dS^T [T, T] q [T, d]
-      be.gemm(gemm(T, d, T, gemm_operand(dscores, s0, T, true), gemm_operand(qkv, row0 + h * d, ld, false),
-                   dqkv + row0 + C + h * d, ld, alpha, accumulate));
-    }
-  }
+  // dq [T, d] = dS [T, T] k [T, d]
+  GemmArgs g = gemm(T, d, T, scores_operand(dscores, false, H, T), heads_operand(qkv, C, ld, false, T, d), dqkv, ld,
+                    alpha, accumulate);
+  batch_over(g, B, H, T * ld, d);
+  be.gemm(g);
+  // dk [T, d] = dS^T [T, T] q [T, d]
+  g = gemm(T, d, T, scores_operand(dscores, true, H, T), heads_operand(qkv, 0, ld, false, T, d), dqkv + C, ld,
+           alpha, accumulate);
+  batch_over(g, B, H, T * ld, d);
+  be.gemm(g);
 }
 
 void attention_values_forward(Backend& be, const Tensor& probs, const Tensor& qkv, float* out, std::int64_t B,
                               std::int64_t T, std::int64_t C, std::int64_t H, Format accumulate) {
   const std::int64_t d = C / H, ld = 3 * C;
-  for (std::int64_t b = 0; b < B; ++b) {
-    for (std::int64_t h = 0; h < H; ++h) {
-      // [T, d] = P [T, T] v [T, d]
-      be.gemm(gemm(T, d, T, gemm_operand(probs, (b * H + h) * T * T, T, false),
-                   gemm_operand(qkv, b * T * ld + 2 * C + h * d, ld, false), out + b * T * C + h * d, C, 1.0f,
-                   accumulate));
-    }
-  }
+  // [T, d] = P [T, T] v [T, d]
+  GemmArgs g = gemm(T, d, T, scores_operand(probs, false, H, T), heads_operand(qkv, 2 * C, ld, false, T, d), out, C,
+                    1.0f, accumulate);
+  batch_over(g, B, H, T * C, d);
+  be.gemm(g);
 }
 
 void attention_values_backward(Backend& be, const Tensor& dout, const Tensor& probs, const Tensor& qkv,
                                float* dprobs, float* dqkv, std::int64_t B, std::int64_t T, std::int64_t C,
                                std::int64_t H, Format accumulate) {
   const std::int64_t d = C / H, ld = 3 * C;
-  for (std::int64_t b = 0; b < B; ++b) {
-    for (std::int64_t h = 0; h < H; ++h) {
-      const std::int64_t s0 = (b * H + h) * T * T;
-      const std::int64_t v0 = b * T * ld + 2 * C + h * d;
-      const std::int64_t o0 = b * T * C + h * d;
-      // dP [T, T] = dO [T, d] v^T [d, T]
-      be.gemm(gemm(T, T, d, gemm_operand(dout, o0, C, false), gemm_operand(qkv, v0, ld, true), dprobs + s0, T, 1.0f,
-                   accumulate));
-      // dv [T, d] = P^T [T, T] dO [T, d]
-      be.gemm(gemm(T, d, T, gemm_operand(probs, s0, T, true), gemm_operand(dout, o0, C, false), dqkv + v0, ld, 1.0f,
-                   accumulate));
-    }
-  }
+  // dP [T, T] = dO [T, d] v^T [d, T]
+  GemmArgs g = gemm(T, T, d, heads_operand(dout, 0, C, false, T, d), heads_operand(qkv, 2 * C, ld, true, T, d),
+                    dprobs, T, 1.0f, accumulate);
+  batch_over(g, B, H, H * T * T, T * T);
+  be.gemm(g);
+  // dv [T, d] = P^T [T, T] dO [T, d]
+  g = gemm(T, d, T, scores_operand(probs, true, H, T), heads_operand(dout, 0, C, false, T, d), dqkv + 2 * C, ld,
+           1.0f, accumulate);
+  batch_over(g, B, H, T * ld, d);
+  be.gemm(g);
 }
 
 // ---------------------------------------------------------------- scores

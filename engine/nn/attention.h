@@ -18,7 +18,8 @@ namespace engine {
 // qkv [B, T, 3C] holds q | k | v along the last dimension; head h uses
 // columns h*d .. h*d+d-1 of each. scores and probs are [B, H, T, T].
 // Every GEMM reads its operands in their own formats (the tensors' formats)
-// and writes f32; per (b, h) one GEMM on sub-matrices with strides.
+// and writes f32; one batched GEMM over all (b, h) per product (strided
+// sub-matrices of qkv, no copies).
 
 // scores[b,h] = q k^T / sqrt(d)
 void attention_scores_forward(Backend& be, const Tensor& qkv, float* scores, std::int64_t B, std::int64_t T,

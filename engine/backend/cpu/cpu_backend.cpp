@@ -95,6 +95,8 @@ std::string CpuBackend::last_conv_impl() const { return m_conv->last_impl(); }
 
 void CpuBackend::gemm(const GemmArgs& args) {
   use_threads();
+  if ((args.a.block || args.b.block) && args.batched())
+    throw std::invalid_argument("gemm: block-quantized operands cannot be batched");
   if (args.a.block || args.b.block) gemm_block(args);
   else m_gemm->run(args);
 }

@@ -73,6 +73,33 @@ Prepared prepare(const GemmOperand& op, std::int64_t rows, std::int64_t cols, bo
   return {dst, cols};
 }
 
+// A batched operand brought to the matmul's input type as one span: every
+// element from the first product's first value to the last product's last,
+// so its leading dimension and batch strides stay as they are (attention's
+// q, k and v are column slices of one qkv tensor: one decode of qkv instead
+// of one per batch and head).
+const void* prepare_span(const GemmOperand& op, std::int64_t batch0, std::int64_t batch1, std::int64_t rows,
+                         std::int64_t cols, std::int64_t ld, bool to_bf16, Workspace& ws) {
+  const Format f = op.format;
+  if ((!to_bf16 && f == Format::FP32) || (to_bf16 && f == Format::BF16)) return op.data;
+  const std::int64_t n =
+      (batch0 - 1) * op.batch_stride[0] + (batch1 - 1) * op.batch_stride[1] + (rows - 1) * ld + cols;
+  const auto* src = static_cast<const std::uint8_t*>(op.data);
+  const auto es = static_cast<std::int64_t>(storage_bytes(f));
+  if (to_bf16) {
+    std::uint16_t* dst = ws.get<std::uint16_t>(static_cast<std::size_t>(n));
+    for_chunks(n, [&](std::int64_t b, std::int64_t e) { fp8_to_bf16(f, src + b, dst + b, e - b); });
+    return dst;
+  }
+  float* dst = ws.get<float>(static_cast<std::size_t>(n));
+  for_chunks(n, [&](std::int64_t b, std::int64_t e) {
+    const auto count = static_cast<std::size_t>(e - b);
+    if (f == Format::TF32) cast_from_f32(Format::TF32, reinterpret_cast<const float*>(src) + b, dst + b, count);
+    else cast_to_f32(f, src + b * es, dst + b, count);
+  });
+  return dst;
+}
+
 // c[i, j] = c[i, j] * beta for the m x n block (beta != 0, 1: the sum
 // post-op of the cached primitive always adds 1 * c).
 void scale_block(float* c, std::int64_t m, std::int64_t n, std::int64_t ldc, float beta) {
@@ -128,6 +155,8 @@ std::size_t GemmEngine::KeyHash::operator()(const Key& k) const {
   mix(static_cast<std::uint64_t>(k.ldb));
   mix(static_cast<std::uint64_t>(k.ldc));
   mix(k.alpha_bits);
+  for (std::int64_t v : {k.batch0, k.batch1, k.sa0, k.sa1, k.sb0, k.sb1, k.sc0, k.sc1})
+    mix(static_cast<std::uint64_t>(v));
   mix((k.trans_a ? 1u : 0u) | (k.trans_b ? 2u : 0u) | (k.bf16 ? 4u : 0u) | (k.has_bias ? 8u : 0u) |
       (k.has_beta ? 16u : 0u));
   return static_cast<std::size_t>(h);
@@ -143,9 +172,17 @@ GemmEngine::Plan& GemmEngine::plan_for(const Key& key) {
   const dt in = key.bf16 ? dt::bf16 : dt::f32;
   // Transposes are strides, never copies: op(A) is m x k with strides
   // (lda, 1), or (1, lda) when A is stored k x m.
-  const dnnl::memory::desc a_md({key.m, key.k}, in, key.trans_a ? dims{1, key.lda} : dims{key.lda, 1});
-  const dnnl::memory::desc b_md({key.k, key.n}, in, key.trans_b ? dims{1, key.ldb} : dims{key.ldb, 1});
-  const dnnl::memory::desc c_md({key.m, key.n}, dt::f32, dims{key.ldc, 1});
+  // Batched: two leading batch dimensions with the operands' own strides.
+  const bool batched = key.batch0 != 1 || key.batch1 != 1;
+  auto md = [&](std::int64_t rows, std::int64_t cols, dt type, bool trans, std::int64_t ld, std::int64_t s0,
+                std::int64_t s1) {
+    const dims strides = trans ? dims{1, ld} : dims{ld, 1};
+    if (!batched) return dnnl::memory::desc({rows, cols}, type, strides);
+    return dnnl::memory::desc({key.batch0, key.batch1, rows, cols}, type, dims{s0, s1, strides[0], strides[1]});
+  };
+  const dnnl::memory::desc a_md = md(key.m, key.k, in, key.trans_a, key.lda, key.sa0, key.sa1);
+  const dnnl::memory::desc b_md = md(key.k, key.n, in, key.trans_b, key.ldb, key.sb0, key.sb1);
+  const dnnl::memory::desc c_md = md(key.m, key.n, dt::f32, false, key.ldc, key.sc0, key.sc1);
   const dnnl::memory::desc bias_md({1, key.n}, dt::f32, dims{key.n, 1});
   const float alpha = std::bit_cast<float>(key.alpha_bits);
 
@@ -191,7 +228,11 @@ GemmEngine::Plan& GemmEngine::plan_for(const Key& key) {
 }
 
 void GemmEngine::run(const GemmArgs& g) {
-  if (g.m <= 0 || g.n <= 0) return;
+  if (g.m <= 0 || g.n <= 0 || g.batch[0] <= 0 || g.batch[1] <= 0) return;
+  if (g.batched()) {
+    run_batched(g);
+    return;
+  }
   const std::int64_t ldc = g.ldc > 0 ? g.ldc : g.n;
   if (g.accumulate != Format::FP32 && g.k > 0) {
     run_lowp(g);
@@ -219,18 +260,19 @@ void GemmEngine::run(const GemmArgs& g) {
   // pass applies c = alpha * c + bias, so a new alpha creates no primitive.
   // Same arithmetic as oneDNN's output scale: alpha times the f32 result.
   const bool alpha_pass = g.alpha != 1.0f && g.beta == 0.0f;
-  const Key key{g.m,
-                g.n,
-                g.k,
-                pa.ld,
-                pb.ld,
-                ldc,
-                std::bit_cast<std::uint32_t>(alpha_pass ? 1.0f : g.alpha),
-                g.a.trans,
-                g.b.trans,
-                bf16,
-                g.bias != nullptr && !alpha_pass,
-                g.beta != 0.0f};
+  Key key{};
+  key.m = g.m;
+  key.n = g.n;
+  key.k = g.k;
+  key.lda = pa.ld;
+  key.ldb = pb.ld;
+  key.ldc = ldc;
+  key.alpha_bits = std::bit_cast<std::uint32_t>(alpha_pass ? 1.0f : g.alpha);
+  key.trans_a = g.a.trans;
+  key.trans_b = g.b.trans;
+  key.bf16 = bf16;
+  key.has_bias = g.bias != nullptr && !alpha_pass;
+  key.has_beta = g.beta != 0.0f;
   Plan& p = plan_for(key);
   if (g.beta != 0.0f && g.beta != 1.0f) scale_block(g.c, g.m, g.n, ldc, g.beta);
 
@@ -255,6 +297,80 @@ void GemmEngine::run(const GemmArgs& g) {
   m_ctx.execute(p.prim, args, nargs);
   if (alpha_pass) scale_and_bias(g.c, g.m, g.n, ldc, g.alpha, g.bias);
   if (p.manual_bias) add_bias_rows(g.c, g.m, g.n, ldc, g.bias);
+  m_last_impl = &p.impl;
+}
+
+void GemmEngine::run_batched(const GemmArgs& g) {
+  const std::int64_t ldc = g.ldc > 0 ? g.ldc : g.n;
+  const std::int64_t a_rows = g.a.trans ? g.k : g.m, a_cols = g.a.trans ? g.m : g.k;
+  const std::int64_t b_rows = g.b.trans ? g.n : g.k, b_cols = g.b.trans ? g.k : g.n;
+  const std::int64_t lda = g.a.ld > 0 ? g.a.ld : a_cols, ldb = g.b.ld > 0 ? g.b.ld : b_cols;
+  auto c_at = [&](std::int64_t i, std::int64_t j) { return g.c + i * g.c_batch_stride[0] + j * g.c_batch_stride[1]; };
+  if (g.accumulate != Format::FP32 || g.k <= 0) {
+    // The own rounding kernel (and the empty sum) one product at a time.
+    auto at = [](const GemmOperand& op, std::int64_t i, std::int64_t j) {
+      GemmOperand o = op;
+      o.data = static_cast<const std::uint8_t*>(op.data) +
+               (i * op.batch_stride[0] + j * op.batch_stride[1]) * static_cast<std::int64_t>(storage_bytes(op.format));
+      return o;
+    };
+    for (std::int64_t i = 0; i < g.batch[0]; ++i)
+      for (std::int64_t j = 0; j < g.batch[1]; ++j) {
+        GemmArgs s = g;
+        s.batch[0] = s.batch[1] = 1;
+        s.a = at(g.a, i, j);
+        s.b = at(g.b, i, j);
+        s.c = c_at(i, j);
+        run(s);
+      }
+    return;
+  }
+  m_last_impl = nullptr;
+  const bool bf16 = m_native_bf16 && is_bf16_exact(g.a.format) && is_bf16_exact(g.b.format);
+  const void* a = prepare_span(g.a, g.batch[0], g.batch[1], a_rows, a_cols, lda, bf16, m_a_ws);
+  const void* b = prepare_span(g.b, g.batch[0], g.batch[1], b_rows, b_cols, ldb, bf16, m_b_ws);
+  // alpha is in the key (attention's 1/sqrt(d) is a constant); the sum
+  // post-op adds C when beta != 0 and the bias is added after, per product.
+  Key key{};
+  key.m = g.m;
+  key.n = g.n;
+  key.k = g.k;
+  key.lda = lda;
+  key.ldb = ldb;
+  key.ldc = ldc;
+  key.alpha_bits = std::bit_cast<std::uint32_t>(g.alpha);
+  key.trans_a = g.a.trans;
+  key.trans_b = g.b.trans;
+  key.bf16 = bf16;
+  key.has_beta = g.beta != 0.0f;
+  key.batch0 = g.batch[0];
+  key.batch1 = g.batch[1];
+  key.sa0 = g.a.batch_stride[0];
+  key.sa1 = g.a.batch_stride[1];
+  key.sb0 = g.b.batch_stride[0];
+  key.sb1 = g.b.batch_stride[1];
+  key.sc0 = g.c_batch_stride[0];
+  key.sc1 = g.c_batch_stride[1];
+  Plan& p = plan_for(key);
+  if (g.beta != 0.0f && g.beta != 1.0f)
+    for (std::int64_t i = 0; i < g.batch[0]; ++i)
+      for (std::int64_t j = 0; j < g.batch[1]; ++j) scale_block(c_at(i, j), g.m, g.n, ldc, g.beta);
+  set_handle(p.a, a);
+  set_handle(p.b, b);
+  set_handle(p.c, g.c);
+  dnnl_exec_arg_t args[4];
+  int nargs = 0;
+  args[nargs++] = {DNNL_ARG_SRC, p.a.get()};
+  args[nargs++] = {DNNL_ARG_WEIGHTS, p.b.get()};
+  args[nargs++] = {DNNL_ARG_DST, p.c.get()};
+  if (p.scratch_bytes > 0) {
+    set_handle(p.scratch, m_scratch.get(p.scratch_bytes));
+    args[nargs++] = {DNNL_ARG_SCRATCHPAD, p.scratch.get()};
+  }
+  m_ctx.execute(p.prim, args, nargs);
+  if (g.bias)
+    for (std::int64_t i = 0; i < g.batch[0]; ++i)
+      for (std::int64_t j = 0; j < g.batch[1]; ++j) add_bias_rows(c_at(i, j), g.m, g.n, ldc, g.bias);
   m_last_impl = &p.impl;
 }
 

@@ -51,9 +51,11 @@ class GemmEngine {
   // primitive (C is prescaled when beta is not 0 or 1), so only beta != 0
   // matters.
   struct Key {
-    std::int64_t m, n, k, lda, ldb, ldc;
-    std::uint32_t alpha_bits;
-    bool trans_a, trans_b, bf16, has_bias, has_beta;
+    std::int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
+    std::uint32_t alpha_bits = 0;
+    bool trans_a = false, trans_b = false, bf16 = false, has_bias = false, has_beta = false;
+    // Batched calls: the batch dimensions and the operands' batch strides.
+    std::int64_t batch0 = 1, batch1 = 1, sa0 = 0, sa1 = 0, sb0 = 0, sb1 = 0, sc0 = 0, sc1 = 0;
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
@@ -62,6 +64,9 @@ class GemmEngine {
   struct Plan;
   Plan& plan_for(const Key& key);
   void run_lowp(const GemmArgs& args);
+  // GemmArgs::batch > 1: one oneDNN batched matmul over 4-D strided
+  // operands (FP32 accumulation), else the products one by one.
+  void run_batched(const GemmArgs& args);
 
   DnnlContext& m_ctx;
   bool m_native_bf16;
