@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "backend/cpu/gelu_simd.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/parallel.h"
 #include "numeric/cast.h"
@@ -25,30 +26,62 @@ void relu_backward(const float* x, const float* dy, float* dx, std::int64_t n) {
 }
 
 namespace {
-constexpr float kInvSqrt2 = 0.70710678118654752440f;
-constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
+
+// GELU through libmvec where the CPU has AVX-512 or AVX2 (gelu_simd.h).
+enum class GeluIsa { Avx512, Avx2, Scalar };
+GeluIsa gelu_isa() {
+  static const GeluIsa isa = __builtin_cpu_supports("avx512f")                                    ? GeluIsa::Avx512
+                             : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? GeluIsa::Avx2
+                                                                                                  : GeluIsa::Scalar;
+  return isa;
+}
+
+// The kernels' formulas, one element (libm's double erfc and exp).
+float gelu_one(float x) {
+  const double v = x;
+  return static_cast<float>(v * (0.5 * std::erfc(v * -kGeluInvSqrt2)));
+}
+float gelu_grad_one(float x, float dy) {
+  const double v = x;
+  const double phi = 0.5 * std::erfc(v * -kGeluInvSqrt2);
+  const double pdf = kGeluInvSqrt2Pi * std::exp(-0.5 * (v * v));
+  return static_cast<float>(static_cast<double>(dy) * (phi + v * pdf));
+}
+
+// Runs vec(begin, count) over whole 8-element groups in parallel, then the
+// scalar tail: which elements take the vector path depends on n alone,
+// never on the thread count.
+template <class Vec, class One>
+void gelu_apply(std::int64_t n, Vec&& vec, One&& one) {
+  const std::int64_t groups = gelu_isa() == GeluIsa::Scalar ? 0 : n / 8;
+  for_chunks(groups, [&](std::int64_t b, std::int64_t e) {
+    const std::int64_t done = vec(b * 8, (e - b) * 8);
+    for (std::int64_t i = b * 8 + done; i < e * 8; ++i) one(i);
+  });
+  for (std::int64_t i = groups * 8; i < n; ++i) one(i);
+}
+
 }  // namespace
 
 void gelu_forward(const float* x, float* y, std::int64_t n) {
   // Exact form x * Phi(x) (PyTorch's approximate='none').
-  for_chunks(n, [=](std::int64_t b, std::int64_t e) {
-    for (std::int64_t i = b; i < e; ++i) {
-      const float v = x[i];
-      y[i] = 0.5f * v * (1.0f + std::erf(v * kInvSqrt2));
-    }
-  });
+  gelu_apply(
+      n,
+      [=](std::int64_t i, std::int64_t m) {
+        return gelu_isa() == GeluIsa::Avx512 ? gelu_forward_avx512(x + i, y + i, m) : gelu_forward_avx2(x + i, y + i, m);
+      },
+      [=](std::int64_t i) { y[i] = gelu_one(x[i]); });
 }
 
 void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) {
   // d/dx [x Phi(x)] = Phi(x) + x phi(x).
-  for_chunks(n, [=](std::int64_t b, std::int64_t e) {
-    for (std::int64_t i = b; i < e; ++i) {
-      const float v = x[i];
-      const float cdf = 0.5f * (1.0f + std::erf(v * kInvSqrt2));
-      const float pdf = std::exp(-0.5f * v * v) * kInvSqrt2Pi;
-      dx[i] = dy[i] * (cdf + v * pdf);
-    }
-  });
+  gelu_apply(
+      n,
+      [=](std::int64_t i, std::int64_t m) {
+        return gelu_isa() == GeluIsa::Avx512 ? gelu_backward_avx512(x + i, dy + i, dx + i, m)
+                                             : gelu_backward_avx2(x + i, dy + i, dx + i, m);
+      },
+      [=](std::int64_t i) { dx[i] = gelu_grad_one(x[i], dy[i]); });
 }
 
 void add(const float* a, const float* b, float* y, std::int64_t n) {

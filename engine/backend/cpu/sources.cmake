@@ -9,6 +9,8 @@ target_sources(engine_cpu PRIVATE
   cpu/conv.cpp
   cpu/pool.cpp
   cpu/elementwise.cpp
+  cpu/gelu_avx512.cpp
+  cpu/gelu_avx2.cpp
   cpu/rows.cpp
   cpu/loss.cpp
   cpu/step_ops.cpp
@@ -19,3 +21,9 @@ target_sources(engine_cpu PRIVATE
 set_source_files_properties(cpu/gemm_lowp.cpp cpu/rows.cpp PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
 # Compiled for AVX-512BW, called only after a run-time CPU check.
 set_source_files_properties(cpu/fp8_bf16_avx512.cpp PROPERTIES COMPILE_OPTIONS "-mavx512f;-mavx512bw")
+# GELU's vector paths: compiled for their ISA, called after a run-time check;
+# glibc's libmvec provides the vector erfc and exp.
+# (GCC 12 warns falsely inside its own avx512fintrin.h conversions.)
+set_source_files_properties(cpu/gelu_avx512.cpp PROPERTIES COMPILE_OPTIONS "-mavx512f;-Wno-maybe-uninitialized")
+set_source_files_properties(cpu/gelu_avx2.cpp PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma")
+target_link_libraries(engine_cpu PRIVATE mvec)
