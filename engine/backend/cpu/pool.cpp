@@ -7,9 +7,50 @@
 
 namespace engine::cpu {
 
+namespace {
+
+// The window rule, one candidate: v replaces best when best is not NaN and
+// v is larger or NaN (first maximum in window order; a NaN wins and stays).
+inline bool takes(float v, float best) { return best == best && (v > best || v != v); }
+
+// 2x2 windows (the CNN's pools): the same rule, branch-free over a row pair.
+void maxpool2x2_plane(const float* xp, float* yp, std::int32_t* ap, std::int64_t h, std::int64_t w) {
+  const std::int64_t oh = h / 2, ow = w / 2;
+  for (std::int64_t oy = 0; oy < oh; ++oy) {
+    const float* r0 = xp + 2 * oy * w;
+    const float* r1 = r0 + w;
+    const auto base = static_cast<std::int32_t>(2 * oy * w);
+    for (std::int64_t ox = 0; ox < ow; ++ox) {
+      const auto i0 = base + static_cast<std::int32_t>(2 * ox);
+      float best = r0[2 * ox];
+      std::int32_t bi = i0;
+      const float v1 = r0[2 * ox + 1], v2 = r1[2 * ox], v3 = r1[2 * ox + 1];
+      bool t = takes(v1, best);
+      best = t ? v1 : best;
+      bi = t ? i0 + 1 : bi;
+      t = takes(v2, best);
+      best = t ? v2 : best;
+      bi = t ? i0 + static_cast<std::int32_t>(w) : bi;
+      t = takes(v3, best);
+      best = t ? v3 : best;
+      bi = t ? i0 + static_cast<std::int32_t>(w) + 1 : bi;
+      yp[oy * ow + ox] = best;
+      ap[oy * ow + ox] = bi;
+    }
+  }
+}
+
+}  // namespace
+
 void maxpool2d_forward(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
                        const float* x, float* y, std::int32_t* argmax) {
   const std::int64_t oh = h / k, ow = w / k, planes = n * c;
+  if (k == 2) {
+#pragma omp parallel for schedule(static) if (worth_parallel(planes * h * w))
+    for (std::int64_t p = 0; p < planes; ++p)
+      maxpool2x2_plane(x + p * h * w, y + p * oh * ow, argmax + p * oh * ow, h, w);
+    return;
+  }
 #pragma omp parallel for schedule(static) if (worth_parallel(planes * h * w))
   for (std::int64_t p = 0; p < planes; ++p) {
     const float* xp = x + p * h * w;
@@ -25,7 +66,7 @@ void maxpool2d_forward(std::int64_t n, std::int64_t c, std::int64_t h, std::int6
           for (std::int64_t kx = 0; kx < k; ++kx) {
             const std::int64_t i = (oy * k + ky) * w + ox * k + kx;
             const float v = xp[i];
-            if (!std::isnan(best) && (v > best || std::isnan(v))) {
+            if (takes(v, best)) {
               best = v;
               best_i = i;
             }

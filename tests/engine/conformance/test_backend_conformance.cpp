@@ -788,7 +788,12 @@ TEST_P(Conformance, MaxPoolForwardArgmaxAndBackwardAreExact) {
     // Few distinct values: ties, where the first maximum must win.
     std::vector<float> x = normal_values(nx, 40 + static_cast<std::uint64_t>(pc.h));
     for (auto& v : x) v = std::round(v * 2.0f);
-    x[5] = std::numeric_limits<float>::quiet_NaN();  // a NaN wins its window
+    // A NaN wins its window from every position (x[5]: window (0, 0) below
+    // the first; x[3]: the second of window (0, 1); x[h * w + w + 1]: the
+    // last of plane 1's first window; x[2 * h * w]: the first of a window).
+    for (std::size_t i : {std::size_t{5}, std::size_t{3}, static_cast<std::size_t>(pc.h * pc.w + pc.w + 1),
+                          static_cast<std::size_t>(2 * pc.h * pc.w)})
+      if (i < nx) x[i] = std::numeric_limits<float>::quiet_NaN();
     std::vector<float> y_ref(ny);
     std::vector<std::int32_t> arg_ref(ny);
     for (i64 p = 0; p < pc.n * pc.c; ++p)
