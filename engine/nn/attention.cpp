@@ -263,7 +263,7 @@ std::size_t AttentionContext::emulation_bytes() const {
 }
 
 Attention::Attention(std::string name, std::int64_t dim, std::int64_t heads)
-    : CompositeLayer(name), m_dim(dim), m_heads(heads), m_qkv(name + ".qkv", dim, 3 * dim),
+    : CompositeLayer(name), m_dim(dim), m_qkv(name + ".qkv", dim, 3 * dim),
       m_scores(name + ".scores", dim, heads), m_softmax(name + ".softmax"), m_values(name + ".values", dim, heads),
       m_proj(name + ".proj", dim, dim) {}
 

@@ -153,7 +153,7 @@ class Attention : public CompositeLayer {
  private:
   void round_dqkv(Backend& be, Tensor& dqkv);
 
-  std::int64_t m_dim, m_heads;
+  std::int64_t m_dim;
   Linear m_qkv;
   AttentionScores m_scores;
   Softmax m_softmax;

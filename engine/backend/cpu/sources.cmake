@@ -24,6 +24,7 @@ set_source_files_properties(cpu/fp8_bf16_avx512.cpp PROPERTIES COMPILE_OPTIONS "
 # GELU's vector paths: compiled for their ISA, called after a run-time check;
 # glibc's libmvec provides the vector erfc and exp.
 # (GCC 12 warns falsely inside its own avx512fintrin.h conversions.)
-set_source_files_properties(cpu/gelu_avx512.cpp PROPERTIES COMPILE_OPTIONS "-mavx512f;-Wno-maybe-uninitialized")
+set_source_files_properties(cpu/gelu_avx512.cpp PROPERTIES COMPILE_OPTIONS
+                            "-mavx512f;$<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>")
 set_source_files_properties(cpu/gelu_avx2.cpp PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma")
 target_link_libraries(engine_cpu PRIVATE mvec)
