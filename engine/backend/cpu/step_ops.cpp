@@ -291,15 +291,21 @@ void CpuBackend::conv2d_block(const ConvBlockArgs& g) {
 }
 
 void CpuBackend::bias_add_channels(float* y, const float* bias, std::int64_t n, std::int64_t c, std::int64_t hw) {
-  for (std::int64_t i = 0; i < n; ++i)
-    for (std::int64_t j = 0; j < c; ++j) {
-      float* p = y + (i * c + j) * hw;
-      const float b = bias[j];
-      for (std::int64_t k = 0; k < hw; ++k) p[k] += b;
-    }
+  use_threads();
+  // One plane per iteration: the same additions for any thread count.
+#pragma omp parallel for schedule(static) if (n * c * hw >= 65536)
+  for (std::int64_t plane = 0; plane < n * c; ++plane) {
+    float* p = y + plane * hw;
+    const float b = bias[plane % c];
+    for (std::int64_t k = 0; k < hw; ++k) p[k] += b;
+  }
 }
 
 void CpuBackend::channel_sums(const float* dy, float* db, std::int64_t n, std::int64_t c, std::int64_t hw) {
+  use_threads();
+  // Each channel's sum in its own sequential order on one thread: the
+  // result does not depend on the thread count.
+#pragma omp parallel for schedule(static) if (n * c * hw >= 65536)
   for (std::int64_t j = 0; j < c; ++j) {
     double sum = 0.0;
     for (std::int64_t i = 0; i < n; ++i) {
