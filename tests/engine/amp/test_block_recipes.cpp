@@ -22,6 +22,8 @@
 #include "nn/linear.h"
 #include "nn/model.h"
 #include "numeric/block.h"
+#include "backend/registry.h"
+#include "engine/support/test_backend.h"
 #include "train/run.h"
 #include "train/run_config.h"
 
@@ -29,8 +31,11 @@ namespace {
 
 using namespace engine;
 
+// Every case here trains whole runs: on the CPU backend, or on the guarded
+// one when ctest runs them again with PL_TEST_BACKEND=guarded
+// (test_block_recipes_guarded).
 Backend& backend() {
-  static std::unique_ptr<Backend> be = make_cpu_backend(1);
+  static std::unique_ptr<Backend> be = make_backend(test::run_backend_name(), 1).backend;
   return *be;
 }
 
@@ -619,9 +624,12 @@ TEST(BlockStatistics, StatisticsAreTheShadowComparisonTheyDescribe) {
   BatchSampler sampler(train.count, static_cast<std::size_t>(c.batch), c.seed);
   sampler.set_epoch(0);
   const auto idx = sampler.batch(0);
-  Tensor x({static_cast<std::int64_t>(idx.size()), 2}, Format::FP32);
+  std::vector<float> hx(idx.size() * 2);
   std::vector<std::int32_t> labels(idx.size());
-  gather_batch(train, idx, x.f32(), labels.data(), nullptr);
+  gather_batch(train, idx, hx.data(), labels.data(), nullptr);
+  BackendScope scope(backend());  // x in the runs' backend memory
+  Tensor x({static_cast<std::int64_t>(idx.size()), 2}, Format::FP32);
+  x.from_f32(hx.data(), static_cast<std::int64_t>(hx.size()));
   fresh32.model().set_capture_outputs(true);
   fresh4.model().set_capture_outputs(true);
   fresh32.model().forward(backend(), x);

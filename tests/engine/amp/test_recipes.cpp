@@ -18,6 +18,7 @@
 #include "amp/fp8_scaling.h"
 #include "amp/recipe.h"
 #include "backend/backend.h"
+#include "backend/registry.h"
 #include "data/dataset.h"
 #include "nn/conv2d.h"
 #include "nn/layer.h"
@@ -25,13 +26,23 @@
 #include "nn/model.h"
 #include "numeric/convert.h"
 #include "train/run.h"
+#include "engine/support/test_backend.h"
 
 namespace {
 
 using namespace engine;
 
+// Layer-level cases hand the backend host tensors of their own: the CPU
+// backend.
 Backend& backend() {
   static std::unique_ptr<Backend> be = make_cpu_backend(1);
+  return *be;
+}
+
+// Whole runs: the CPU backend, or the guarded one when ctest runs the Run
+// cases again with PL_TEST_BACKEND=guarded (test_recipes_guarded).
+Backend& run_backend() {
+  static std::unique_ptr<Backend> be = make_backend(test::run_backend_name(), 1).backend;
   return *be;
 }
 
@@ -62,9 +73,14 @@ RunConfig spirals_config(const char* recipe) {
   return c;
 }
 
+// A tensor's stored bytes, read through its backend (a guarded run's tensors
+// cannot be read directly).
 std::vector<std::uint8_t> bytes_of(const Tensor& t) {
-  const auto* p = static_cast<const std::uint8_t*>(t.data());
-  return std::vector<std::uint8_t>(p, p + t.bytes());
+  std::vector<std::uint8_t> v(t.bytes());
+  if (v.empty()) return v;
+  if (Backend* be = t.backend()) be->download(v.data(), t.data(), v.size());
+  else std::memcpy(v.data(), t.data(), v.size());
+  return v;
 }
 
 const float kE4M3Max = 448.0f;
@@ -85,7 +101,7 @@ TEST(RecipeLayout, EachRecipeStoresWeightsMasterAndGradsAsDocumented) {
                           Expect{"mixed-bf16", Format::BF16, Format::FP32, true},
                           Expect{"fp8", Format::E4M3, Format::FP32, true}}) {
     SCOPED_TRACE(e.recipe);
-    engine::Run run(0, spirals_config(e.recipe), data, backend());
+    engine::Run run(0, spirals_config(e.recipe), data, run_backend());
     int weights = 0;
     for (Layer* l : run.model().leaves()) {
       for (Parameter* p : l->parameters()) {
@@ -125,11 +141,11 @@ TEST(RecipeLayout, EachRecipeStoresWeightsMasterAndGradsAsDocumented) {
 
 TEST(RecipeLayout, MemoryAccountingFollowsTheStorageWidths) {
   auto data = dataset("spirals", 4);
-  const MemoryBytes fp32 = engine::Run(0, spirals_config("fp32"), data, backend()).memory();
-  const MemoryBytes fp16 = engine::Run(0, spirals_config("fp16"), data, backend()).memory();
-  const MemoryBytes mixed = engine::Run(0, spirals_config("mixed-fp16"), data, backend()).memory();
-  const MemoryBytes bf16 = engine::Run(0, spirals_config("mixed-bf16"), data, backend()).memory();
-  engine::Run fp8run(0, spirals_config("fp8"), data, backend());
+  const MemoryBytes fp32 = engine::Run(0, spirals_config("fp32"), data, run_backend()).memory();
+  const MemoryBytes fp16 = engine::Run(0, spirals_config("fp16"), data, run_backend()).memory();
+  const MemoryBytes mixed = engine::Run(0, spirals_config("mixed-fp16"), data, run_backend()).memory();
+  const MemoryBytes bf16 = engine::Run(0, spirals_config("mixed-bf16"), data, run_backend()).memory();
+  engine::Run fp8run(0, spirals_config("fp8"), data, run_backend());
   const MemoryBytes fp8 = fp8run.memory();
   // mlp on spirals: 2-256-128-2.
   const std::int64_t weights = 2 * 256 + 256 * 128 + 128 * 2, biases = 256 + 128 + 2;
@@ -462,11 +478,12 @@ TEST(RecipeTraining, Fp16LosesUpdatesBelowHalfAnUlpWhileMastersMove) {
       if (p->has_master()) p->master.from_f32(v.data(), p->numel());
       else p->weight.from_f32(v.data(), p->numel());
     }
+    BackendScope scope(run_backend());
     Tensor ws;
-    refresh_weights(backend(), run.model(), ws);
+    refresh_weights(run_backend(), run.model(), ws);
   };
-  engine::Run fp16(0, configure("fp16"), data, backend());
-  engine::Run mixed(1, configure("mixed-fp16"), data, backend());
+  engine::Run fp16(0, configure("fp16"), data, run_backend());
+  engine::Run mixed(1, configure("mixed-fp16"), data, run_backend());
   set_weights(fp16);
   set_weights(mixed);
   std::vector<std::vector<std::uint8_t>> w16, wmixed;
@@ -527,9 +544,9 @@ TEST(RecipeTraining, TinyGradientsStallInFp16AndLearnWithLossScaling) {
     return s / 20.0;
   };
   std::vector<Record> out;
-  engine::Run fp32(0, config("fp32"), data, backend());
-  engine::Run fp16(1, config("fp16"), data, backend());
-  engine::Run mixed(2, config("mixed-fp16"), data, backend());
+  engine::Run fp32(0, config("fp32"), data, run_backend());
+  engine::Run fp16(1, config("fp16"), data, run_backend());
+  engine::Run mixed(2, config("mixed-fp16"), data, run_backend());
   for (engine::Run* r : {&fp32, &fp16, &mixed})
     while (!r->finished()) r->step(out);
   const double start = fp32.steps().front().loss;
@@ -578,7 +595,7 @@ TEST(RecipeTraining, DynamicScalingOverflowIsAttributedSkippedAndBacksOff) {
   c.loss_scale.mode = ScalingMode::Dynamic;
   c.loss_scale.init_scale = std::ldexp(1.0, 40);  // dlogits * 2^40 overflows FP16
   c.loss_scale_set = true;
-  engine::Run run(0, c, data, backend());
+  engine::Run run(0, c, data, run_backend());
   std::vector<std::vector<float>> before;
   for (Parameter* p : run.model().parameters()) before.push_back(p->master.to_f32());
   std::vector<Record> out;
@@ -620,7 +637,7 @@ TEST(RecipeTraining, LivePrecisionChangesKeepTrainingFinite) {
   c.steps = 90;
   c.optimizer = "adam";
   c.lr = 0.01;
-  engine::Run run(0, c, data, backend());
+  engine::Run run(0, c, data, run_backend());
   std::vector<Record> out;
   for (int i = 0; i < 30; ++i) run.step(out);
   const LayerPrecision fp8{Format::E4M3, Format::FP32, Format::FP32, Format::E5M2};
@@ -675,7 +692,7 @@ TEST(ShadowPass, MeasuresOutputAndGradientErrorAgainstFp32) {
     c.widths = {256, 256};
     if (fp16_accumulate)
       c.layers["fc2"] = LayerPrecision{Format::FP16, Format::FP16, Format::FP16, Format::FP16};
-    auto run = std::make_unique<engine::Run>(0, c, data, backend());
+    auto run = std::make_unique<engine::Run>(0, c, data, run_backend());
     std::vector<Record> out;
     while (!run->finished()) run->step(out);
     return run;
@@ -718,7 +735,7 @@ TEST(StepInspector, OneStepLayerByLayerWithTheOverflowAttributed) {
   c.loss_scale.mode = ScalingMode::Dynamic;
   c.loss_scale.init_scale = std::ldexp(1.0, 40);
   c.loss_scale_set = true;
-  engine::Run run(0, c, data, backend());
+  engine::Run run(0, c, data, run_backend());
   std::vector<Record> out;
   run.step(out);  // an ordinary step: no inspection
   EXPECT_EQ(inspection_in(out), nullptr);
@@ -748,7 +765,7 @@ TEST(StepInspector, OneStepLayerByLayerWithTheOverflowAttributed) {
 
 TEST(StepInspector, CleanStepShowsGradientsAndNoNonFinite) {
   auto data = dataset("spirals", 4);
-  engine::Run run(0, spirals_config("fp16"), data, backend());
+  engine::Run run(0, spirals_config("fp16"), data, run_backend());
   std::vector<Record> out;
   run.request_inspection();
   run.step(out);
@@ -777,7 +794,7 @@ TEST(RunSettings, StochasticRoundingKeepsUpdatesThatNearestRoundingLoses) {
     c.lr = 1e-4;
     c.schedule = "constant";
     c.weight_rounding = rounding;
-    engine::Run run(0, c, data, backend());
+    engine::Run run(0, c, data, run_backend());
     std::vector<std::vector<float>> before;
     for (Parameter* p : run.model().parameters()) before.push_back(p->weight.to_f32());
     std::vector<Record> out;
@@ -804,14 +821,14 @@ TEST(RunSettings, MasterWeightsCanBeTakenAwayAndFp8ScalingTurnedOff) {
   auto data = dataset("spirals", 4);
   RunConfig c = spirals_config("mixed-fp16");
   c.master_weights = 0;
-  engine::Run no_master(0, c, data, backend());
+  engine::Run no_master(0, c, data, run_backend());
   for (Parameter* p : no_master.model().parameters()) {
     EXPECT_FALSE(p->has_master()) << p->name;
     EXPECT_EQ(p->weight.format(), Format::FP16) << p->name;
   }
   RunConfig f = spirals_config("fp8");
   f.fp8_scaling = "none";
-  engine::Run unscaled(0, f, data, backend());
+  engine::Run unscaled(0, f, data, run_backend());
   std::vector<Record> out;
   for (int i = 0; i < 5; ++i) unscaled.step(out);
   for (Parameter* p : unscaled.model().parameters()) {
@@ -820,7 +837,7 @@ TEST(RunSettings, MasterWeightsCanBeTakenAwayAndFp8ScalingTurnedOff) {
     }
   }
   RunConfig d = spirals_config("fp8");
-  engine::Run delayed(0, d, data, backend());
+  engine::Run delayed(0, d, data, run_backend());
   for (int i = 0; i < 5; ++i) delayed.step(out);
   bool scaled = false;
   for (Parameter* p : delayed.model().parameters())
