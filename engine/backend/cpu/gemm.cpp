@@ -227,6 +227,55 @@ GemmEngine::Plan& GemmEngine::plan_for(const Key& key) {
   return ref;
 }
 
+GemmEngine::Key GemmEngine::key_of(const GemmArgs& g, std::int64_t lda, std::int64_t ldb, std::int64_t ldc,
+                                   bool bf16, float alpha) {
+  Key key;
+  key.m = g.m;
+  key.n = g.n;
+  key.k = g.k;
+  key.lda = lda;
+  key.ldb = ldb;
+  key.ldc = ldc;
+  key.alpha_bits = std::bit_cast<std::uint32_t>(alpha);
+  key.trans_a = g.a.trans;
+  key.trans_b = g.b.trans;
+  key.bf16 = bf16;
+  key.has_beta = g.beta != 0.0f;
+  if (g.batched()) {
+    key.batch0 = g.batch[0];
+    key.batch1 = g.batch[1];
+    key.sa0 = g.a.batch_stride[0];
+    key.sa1 = g.a.batch_stride[1];
+    key.sb0 = g.b.batch_stride[0];
+    key.sb1 = g.b.batch_stride[1];
+    key.sc0 = g.c_batch_stride[0];
+    key.sc1 = g.c_batch_stride[1];
+  }
+  return key;
+}
+
+void GemmEngine::execute(Plan& p, const void* a, const void* b, float* c, const float* bias) {
+  set_handle(p.a, a);
+  set_handle(p.b, b);
+  set_handle(p.c, c);
+  dnnl_exec_arg_t args[5];
+  int nargs = 0;
+  args[nargs++] = {DNNL_ARG_SRC, p.a.get()};
+  args[nargs++] = {DNNL_ARG_WEIGHTS, p.b.get()};
+  args[nargs++] = {DNNL_ARG_DST, p.c.get()};
+  if (p.native_bias || p.binary_bias) {
+    set_handle(p.bias, bias);
+    args[nargs++] = {p.native_bias ? DNNL_ARG_BIAS
+                                   : (DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.binary_index) | DNNL_ARG_SRC_1),
+                     p.bias.get()};
+  }
+  if (p.scratch_bytes > 0) {
+    set_handle(p.scratch, m_scratch.get(p.scratch_bytes));
+    args[nargs++] = {DNNL_ARG_SCRATCHPAD, p.scratch.get()};
+  }
+  m_ctx.execute(p.prim, args, nargs);
+}
+
 void GemmEngine::run(const GemmArgs& g) {
   if (g.m <= 0 || g.n <= 0 || g.batch[0] <= 0 || g.batch[1] <= 0) return;
   if (g.batched()) {
@@ -260,41 +309,12 @@ void GemmEngine::run(const GemmArgs& g) {
   // pass applies c = alpha * c + bias, so a new alpha creates no primitive.
   // Same arithmetic as oneDNN's output scale: alpha times the f32 result.
   const bool alpha_pass = g.alpha != 1.0f && g.beta == 0.0f;
-  Key key{};
-  key.m = g.m;
-  key.n = g.n;
-  key.k = g.k;
-  key.lda = pa.ld;
-  key.ldb = pb.ld;
-  key.ldc = ldc;
-  key.alpha_bits = std::bit_cast<std::uint32_t>(alpha_pass ? 1.0f : g.alpha);
-  key.trans_a = g.a.trans;
-  key.trans_b = g.b.trans;
-  key.bf16 = bf16;
+  Key key = key_of(g, pa.ld, pb.ld, ldc, bf16, alpha_pass ? 1.0f : g.alpha);
   key.has_bias = g.bias != nullptr && !alpha_pass;
-  key.has_beta = g.beta != 0.0f;
   Plan& p = plan_for(key);
   if (g.beta != 0.0f && g.beta != 1.0f) scale_block(g.c, g.m, g.n, ldc, g.beta);
 
-  set_handle(p.a, pa.data);
-  set_handle(p.b, pb.data);
-  set_handle(p.c, g.c);
-  dnnl_exec_arg_t args[6];
-  int nargs = 0;
-  args[nargs++] = {DNNL_ARG_SRC, p.a.get()};
-  args[nargs++] = {DNNL_ARG_WEIGHTS, p.b.get()};
-  args[nargs++] = {DNNL_ARG_DST, p.c.get()};
-  if (p.native_bias || p.binary_bias) {
-    set_handle(p.bias, g.bias);
-    args[nargs++] = {p.native_bias ? DNNL_ARG_BIAS
-                                   : (DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.binary_index) | DNNL_ARG_SRC_1),
-                     p.bias.get()};
-  }
-  if (p.scratch_bytes > 0) {
-    set_handle(p.scratch, m_scratch.get(p.scratch_bytes));
-    args[nargs++] = {DNNL_ARG_SCRATCHPAD, p.scratch.get()};
-  }
-  m_ctx.execute(p.prim, args, nargs);
+  execute(p, pa.data, pb.data, g.c, g.bias);
   if (alpha_pass) scale_and_bias(g.c, g.m, g.n, ldc, g.alpha, g.bias);
   if (p.manual_bias) add_bias_rows(g.c, g.m, g.n, ldc, g.bias);
   m_last_impl = &p.impl;
@@ -331,43 +351,12 @@ void GemmEngine::run_batched(const GemmArgs& g) {
   const void* b = prepare_span(g.b, g.batch[0], g.batch[1], b_rows, b_cols, ldb, bf16, m_b_ws);
   // alpha is in the key (attention's 1/sqrt(d) is a constant); the sum
   // post-op adds C when beta != 0 and the bias is added after, per product.
-  Key key{};
-  key.m = g.m;
-  key.n = g.n;
-  key.k = g.k;
-  key.lda = lda;
-  key.ldb = ldb;
-  key.ldc = ldc;
-  key.alpha_bits = std::bit_cast<std::uint32_t>(g.alpha);
-  key.trans_a = g.a.trans;
-  key.trans_b = g.b.trans;
-  key.bf16 = bf16;
-  key.has_beta = g.beta != 0.0f;
-  key.batch0 = g.batch[0];
-  key.batch1 = g.batch[1];
-  key.sa0 = g.a.batch_stride[0];
-  key.sa1 = g.a.batch_stride[1];
-  key.sb0 = g.b.batch_stride[0];
-  key.sb1 = g.b.batch_stride[1];
-  key.sc0 = g.c_batch_stride[0];
-  key.sc1 = g.c_batch_stride[1];
+  const Key key = key_of(g, lda, ldb, ldc, bf16, g.alpha);
   Plan& p = plan_for(key);
   if (g.beta != 0.0f && g.beta != 1.0f)
     for (std::int64_t i = 0; i < g.batch[0]; ++i)
       for (std::int64_t j = 0; j < g.batch[1]; ++j) scale_block(c_at(i, j), g.m, g.n, ldc, g.beta);
-  set_handle(p.a, a);
-  set_handle(p.b, b);
-  set_handle(p.c, g.c);
-  dnnl_exec_arg_t args[4];
-  int nargs = 0;
-  args[nargs++] = {DNNL_ARG_SRC, p.a.get()};
-  args[nargs++] = {DNNL_ARG_WEIGHTS, p.b.get()};
-  args[nargs++] = {DNNL_ARG_DST, p.c.get()};
-  if (p.scratch_bytes > 0) {
-    set_handle(p.scratch, m_scratch.get(p.scratch_bytes));
-    args[nargs++] = {DNNL_ARG_SCRATCHPAD, p.scratch.get()};
-  }
-  m_ctx.execute(p.prim, args, nargs);
+  execute(p, a, b, g.c, nullptr);
   if (g.bias)
     for (std::int64_t i = 0; i < g.batch[0]; ++i)
       for (std::int64_t j = 0; j < g.batch[1]; ++j) add_bias_rows(c_at(i, j), g.m, g.n, ldc, g.bias);

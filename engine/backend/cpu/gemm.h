@@ -63,6 +63,12 @@ class GemmEngine {
   };
   struct Plan;
   Plan& plan_for(const Key& key);
+  // The key of g's primitive (its batch dimensions included when batched);
+  // has_bias is the caller's.
+  static Key key_of(const GemmArgs& g, std::int64_t lda, std::int64_t ldb, std::int64_t ldc, bool bf16,
+                    float alpha);
+  // Binds the operands (and the bias when the plan takes one) and runs it.
+  void execute(Plan& p, const void* a, const void* b, float* c, const float* bias);
   void run_lowp(const GemmArgs& args);
   // GemmArgs::batch > 1: one oneDNN batched matmul over 4-D strided
   // operands (FP32 accumulation), else the products one by one.

@@ -22,7 +22,6 @@
 #include "nn/linear.h"
 #include "nn/model.h"
 #include "numeric/block.h"
-#include "backend/registry.h"
 #include "engine/support/test_backend.h"
 #include "train/run.h"
 #include "train/run_config.h"
@@ -34,10 +33,7 @@ using namespace engine;
 // Every case here trains whole runs: on the CPU backend, or on the guarded
 // one when ctest runs them again with PL_TEST_BACKEND=guarded
 // (test_block_recipes_guarded).
-Backend& backend() {
-  static std::unique_ptr<Backend> be = make_backend(test::run_backend_name(), 1).backend;
-  return *be;
-}
+Backend& backend() { return test::run_backend(); }
 
 std::shared_ptr<const DatasetPair> spirals() {
   static auto data = std::make_shared<const DatasetPair>(load_dataset("spirals", 4));

@@ -18,7 +18,6 @@
 #include "amp/fp8_scaling.h"
 #include "amp/recipe.h"
 #include "backend/backend.h"
-#include "backend/registry.h"
 #include "data/dataset.h"
 #include "nn/conv2d.h"
 #include "nn/layer.h"
@@ -41,10 +40,7 @@ Backend& backend() {
 
 // Whole runs: the CPU backend, or the guarded one when ctest runs the Run
 // cases again with PL_TEST_BACKEND=guarded (test_recipes_guarded).
-Backend& run_backend() {
-  static std::unique_ptr<Backend> be = make_backend(test::run_backend_name(), 1).backend;
-  return *be;
-}
+Backend& run_backend() { return test::run_backend(); }
 
 // Records a layer's pending FP8 amaxes, as a training step's one read does.
 void settle(Layer& l) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/registry.h"
 
 namespace test {
 
@@ -22,6 +23,13 @@ inline engine::Backend& cpu_backend() {
 inline std::string run_backend_name() {
   const char* e = std::getenv("PL_TEST_BACKEND");
   return e && *e ? std::string(e) : std::string("cpu");
+}
+
+// The backend of run_backend_name(), one per test binary (one thread), for
+// tests that train whole runs on it.
+inline engine::Backend& run_backend() {
+  static const std::unique_ptr<engine::Backend> be = engine::make_backend(run_backend_name(), 1).backend;
+  return *be;
 }
 
 }  // namespace test

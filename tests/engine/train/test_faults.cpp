@@ -9,7 +9,6 @@
 #include <string>
 
 #include "backend/backend.h"
-#include "backend/registry.h"
 #include "engine/support/test_backend.h"
 #include "data/dataset.h"
 #include "engine/train/trainer_test_support.h"
@@ -19,11 +18,8 @@ namespace {
 
 using namespace engine;
 
-Backend& backend() {
-  // The CPU backend, or the guarded one (ctest runs this file both ways).
-  static std::unique_ptr<Backend> be = make_backend(test::run_backend_name(), 1).backend;
-  return *be;
-}
+// The CPU backend, or the guarded one (ctest runs this file both ways).
+Backend& backend() { return test::run_backend(); }
 
 std::shared_ptr<const DatasetPair> spirals_data() {
   static auto d = std::make_shared<const DatasetPair>(load_dataset("spirals", 3));
