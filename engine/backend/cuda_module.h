@@ -47,7 +47,7 @@
 // ---------------------------------------------------------------------------
 extern "C" {
 
-#define PL_CUDA_ABI_VERSION 3  // 3: gemm takes a PlCudaGemmBatch
+#define PL_CUDA_ABI_VERSION 4  // 3: gemm takes a PlCudaGemmBatch; 4: the layout, ReLU16 and block-conv entries
 // The module is built with hidden visibility; only PL_CUDA_API is exported.
 #define PL_CUDA_API __attribute__((visibility("default")))
 
@@ -128,7 +128,7 @@ typedef struct PlCudaConvShape {
 
 // One gradient of unscale_grads (host argument; the pointers are device
 // memory): nonfinite receives the count of its inf/NaN values after the
-// multiply (added to what it holds).
+// multiply (overwritten).
 typedef struct PlCudaGradBuffer {
   float* data;
   int64_t n;
@@ -316,9 +316,10 @@ typedef struct PlCudaBackendTable {
 
   // ---- the step's fused passes ----
   // The loss scaler's pass over `count` gradients (grads: host array):
-  // data *= inv_scale, each gradient's non-finite count added to its
-  // nonfinite counter, and the sum of squares of all unscaled gradients
-  // (double) added to *sum_squares (device).
+  // data *= inv_scale, each gradient's non-finite count written to its
+  // nonfinite counter (optional), and the sum of squares of all unscaled
+  // gradients (double) written to *sum_squares (device, optional);
+  // overwritten, as on the CPU.
   PlCudaStatus (*unscale_grads)(PlCudaContext* ctx, const PlCudaGradBuffer* grads, size_t count,
                                 float inv_scale, double* sum_squares, PL_CUDA_MSG);
   // torch.optim.SGD on one parameter (optim/sgd.h's order): momentum_buf
@@ -360,6 +361,41 @@ typedef struct PlCudaBackendTable {
                                   const float* block, int64_t n, double underflow,
                                   double subnormal_hi, double overflow, int32_t tie_overflows,
                                   double scale, int32_t log2_lo, int64_t* out, PL_CUDA_MSG);
+
+  // ---- ABI 4: the rest of engine::Backend ----
+  // ReLU on FP16 or BF16 patterns (f) without decoding: y = x < 0 ? +0 : x
+  // (-0 and NaN pass through); y may alias x.
+  PlCudaStatus (*relu16_forward)(PlCudaContext* ctx, PlCudaFormat f, const void* x, void* y,
+                                 int64_t n, PL_CUDA_MSG);
+  // dx = x > 0 ? dy : +0, x in format f, dy and dx in format g (FP16 or
+  // BF16); dx may alias dy.
+  PlCudaStatus (*relu16_backward)(PlCudaContext* ctx, PlCudaFormat f, const void* x, PlCudaFormat g,
+                                  const void* dy, void* dx, int64_t n, PL_CUDA_MSG);
+  // dst[b, t, :] = src[b, :] for t < T.
+  PlCudaStatus (*repeat_rows)(PlCudaContext* ctx, const float* src, float* dst, int64_t B, int64_t T,
+                              int64_t C, PL_CUDA_MSG);
+  // x [B, C, H, W] -> patches [B * (H/p) * (W/p), C * p * p] (pixels outside
+  // the grid dropped), and back (unpatchify overwrites x; outside: 0).
+  PlCudaStatus (*patchify)(PlCudaContext* ctx, const float* x, float* patches, int64_t B, int64_t C,
+                           int64_t H, int64_t W, int64_t p, PL_CUDA_MSG);
+  PlCudaStatus (*unpatchify)(PlCudaContext* ctx, const float* patches, float* x, int64_t B,
+                             int64_t C, int64_t H, int64_t W, int64_t p, PL_CUDA_MSG);
+  // y[n, c, :] += bias[c] over planes of hw values.
+  PlCudaStatus (*bias_add_channels)(PlCudaContext* ctx, float* y, const float* bias, int64_t n,
+                                    int64_t c, int64_t hw, PL_CUDA_MSG);
+  // db[c] = sum over n and the plane of dy[n, c, :] (double accumulation,
+  // overwritten).
+  PlCudaStatus (*channel_sums)(PlCudaContext* ctx, const float* dy, float* db, int64_t n, int64_t c,
+                               int64_t hw, PL_CUDA_MSG);
+  // engine::ConvBlockArgs: kind 0 forward (a = x, b = w, out = y), 1
+  // backward data (a = dy, b = w, out = dx), 2 backward weights (a = x, b =
+  // dy, out = dw); f32 operands, a_block/b_block (optional, device) whose
+  // tensor_decode multiplies the result; bias (forward only, optional)
+  // added per channel after the scale.
+  PlCudaStatus (*conv2d_block)(PlCudaContext* ctx, int32_t kind, const PlCudaConvShape* s,
+                               const float* a, const PlCudaBlockQuantized* a_block, const float* b,
+                               const PlCudaBlockQuantized* b_block, const float* bias, float* out,
+                               PL_CUDA_MSG);
 } PlCudaBackendTable;
 
 #undef PL_CUDA_MSG

@@ -17,9 +17,6 @@ namespace pl_cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr unsigned kMaxBlocks = 1u << 16;
-
 // Exact decode of element i of a buffer in `from` (TF32: its container).
 __device__ __forceinline__ float load_f32(PlCudaFormat from, const void* src, std::size_t i) {
   switch (from) {
@@ -73,11 +70,6 @@ __global__ void convert_kernel(PlCudaFormat from, const void* src, PlCudaFormat 
   }
 }
 
-unsigned blocks_for(std::size_t n) {
-  const std::size_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(std::min<std::size_t>(blocks, kMaxBlocks));
-}
-
 bool overlap(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes) {
   const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
   return pa < pb + b_bytes && pb < pa + a_bytes;
@@ -115,7 +107,7 @@ PlCudaStatus convert(PlCudaContext* ctx, PlCudaFormat from, const void* src, PlC
       PL_CUDA_CHECK(sink, cudaMemcpyAsync(dst, src, count * to_bytes, cudaMemcpyDeviceToDevice, ctx->stream));
     return PL_CUDA_OK;
   }
-  convert_kernel<<<blocks_for(count), kThreads, 0, ctx->stream>>>(
+  convert_kernel<<<grid_for(count), kThreads, 0, ctx->stream>>>(
       from, src, to, dst, count, saturate != 0, stochastic != 0, stream_key(seed), index_offset);
   PL_CUDA_CHECK_LAUNCH(sink, "convert_kernel");
   return PL_CUDA_OK;

@@ -13,10 +13,24 @@
 
 // The opaque handle of the ABI. Created by create_context, used by one
 // thread at a time.
+namespace pl_cuda {
+struct GemmState;  // gemm.cu: the cuBLASLt handle, plans and workspace
+struct ConvState;  // conv.cu: the cuDNN handle, descriptors and plans
+}  // namespace pl_cuda
+
 struct PlCudaContext {
   int device = 0;
   cudaStream_t stream = nullptr;  // non-blocking: no implicit sync with the legacy default stream
   cudaMemPool_t pool = nullptr;   // null: the device has no memory pools, cudaMalloc/cudaFree
+  int compute_major = 0, compute_minor = 0;
+  // One reusable device buffer for an entry's temporaries (partial sums,
+  // decoded operands). Work is ordered on the one stream, so an entry may
+  // reuse it freely; an entry must not hold it across a call of another
+  // entry that also takes it.
+  void* scratch = nullptr;
+  std::size_t scratch_bytes = 0;
+  pl_cuda::GemmState* gemm = nullptr;  // created on the first gemm
+  pl_cuda::ConvState* conv = nullptr;  // created on the first convolution
 };
 
 namespace pl_cuda {
@@ -48,6 +62,20 @@ inline std::size_t element_bytes(PlCudaFormat f) {
       return 1;
   }
   return 0;
+}
+
+// The context's scratch buffer, at least `bytes` long (grown, never
+// shrunk; the old one freed stream-ordered). device.cu.
+PlCudaStatus scratch(PlCudaContext* ctx, std::size_t bytes, void** out, ErrorSink sink);
+// Frees the library state of gemm.cu and conv.cu (called by teardown).
+void destroy_gemm_state(PlCudaContext* ctx);
+void destroy_conv_state(PlCudaContext* ctx);
+
+// Grid size for a grid-stride loop over n elements.
+inline constexpr int kThreads = 256;
+inline unsigned grid_for(std::size_t n, int threads = kThreads) {
+  const std::size_t blocks = (n + threads - 1) / threads;
+  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535u ? 65535u : blocks));
 }
 
 // ---- entries (device.cu) ----

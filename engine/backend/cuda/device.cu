@@ -3,6 +3,7 @@
 // memory info.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -24,6 +25,13 @@ PlCudaStatus teardown(PlCudaContext* ctx, ErrorSink sink) {
     if (e != cudaSuccess && status == PL_CUDA_OK) status = report(e, expression, __FILE__, line, sink);
   };
   if (ctx->stream) note(cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize(ctx->stream)", __LINE__);
+  destroy_gemm_state(ctx);
+  destroy_conv_state(ctx);
+  if (ctx->scratch) {
+    if (ctx->pool) note(cudaFreeAsync(ctx->scratch, ctx->stream), "cudaFreeAsync(ctx->scratch)", __LINE__);
+    else note(cudaFree(ctx->scratch), "cudaFree(ctx->scratch)", __LINE__);
+    if (ctx->stream) note(cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize(ctx->stream)", __LINE__);
+  }
   // With allocations still outstanding the pool goes once they are freed
   // (cudaMemPoolDestroy's contract); its cached memory goes now.
   if (ctx->pool) note(cudaMemPoolDestroy(ctx->pool), "cudaMemPoolDestroy(ctx->pool)", __LINE__);
@@ -84,9 +92,15 @@ PlCudaStatus create_context(int device, PlCudaContext** out, char* message, std:
   int pools = 0;
   PL_CUDA_CHECK(sink, cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device));
 
+  int major = 0, minor = 0;
+  PL_CUDA_CHECK(sink, cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  PL_CUDA_CHECK(sink, cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+
   auto* ctx = new (std::nothrow) PlCudaContext;
   if (!ctx) return fail(sink, PL_CUDA_OUT_OF_MEMORY, "create_context: out of host memory");
   ctx->device = device;
+  ctx->compute_major = major;
+  ctx->compute_minor = minor;
   // From here on a failure tears down what was made (its own errors aside:
   // the first failure is the one reported).
   auto undo = [ctx](PlCudaStatus s) {
@@ -130,6 +144,30 @@ PlCudaStatus destroy_context(PlCudaContext* ctx, char* message, std::size_t mess
     return s;
   }
   return teardown(ctx, sink);
+}
+
+PlCudaStatus scratch(PlCudaContext* ctx, std::size_t bytes, void** out, ErrorSink sink) {
+  if (bytes <= ctx->scratch_bytes) {
+    *out = ctx->scratch;
+    return PL_CUDA_OK;
+  }
+  const std::size_t grown = (std::max(bytes, 2 * ctx->scratch_bytes) + kAlignment - 1) / kAlignment * kAlignment;
+  if (ctx->scratch) {
+    if (ctx->pool) PL_CUDA_CHECK(sink, cudaFreeAsync(ctx->scratch, ctx->stream));
+    else {
+      PL_CUDA_CHECK(sink, cudaStreamSynchronize(ctx->stream));
+      PL_CUDA_CHECK(sink, cudaFree(ctx->scratch));
+    }
+    ctx->scratch = nullptr;
+    ctx->scratch_bytes = 0;
+  }
+  void* p = nullptr;
+  if (ctx->pool) PL_CUDA_CHECK(sink, cudaMallocFromPoolAsync(&p, grown, ctx->pool, ctx->stream));
+  else PL_CUDA_CHECK(sink, cudaMalloc(&p, grown));
+  ctx->scratch = p;
+  ctx->scratch_bytes = grown;
+  *out = p;
+  return PL_CUDA_OK;
 }
 
 PlCudaStatus synchronize(PlCudaContext* ctx, char* message, std::size_t message_size) {

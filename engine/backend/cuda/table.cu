@@ -1,7 +1,9 @@
-// The module's one export: the versioned table of functions. Entries the
-// module implements point into device.cu, memory.cu and cast.cu; the CUDA
-// Backend's ops are NULL until the next issue fills them in.
+// The module's one export: the versioned table of functions, every entry
+// implemented (a NULL entry would make the CUDA Backend refuse the module).
 #include "backend/cuda/context.cuh"
+#include "backend/cuda/gemm_conv.cuh"
+#include "backend/cuda/ops.cuh"
+#include "backend/cuda/step_ops.cuh"
 #include "backend/cuda_module.h"
 
 namespace {
@@ -24,39 +26,48 @@ constexpr PlCudaBackendTable kTable = {
     .copy = pl_cuda::copy,
     .fill_zero = pl_cuda::fill_zero,
     .convert = pl_cuda::convert,
-    // The CUDA Backend's ops: the next issue fills them in.
-    .gemm = nullptr,
-    .conv2d_forward = nullptr,
-    .conv2d_backward_data = nullptr,
-    .conv2d_backward_weights = nullptr,
-    .maxpool2d_forward = nullptr,
-    .maxpool2d_backward = nullptr,
-    .relu_forward = nullptr,
-    .relu_backward = nullptr,
-    .gelu_forward = nullptr,
-    .gelu_backward = nullptr,
-    .add = nullptr,
-    .scale = nullptr,
-    .fill = nullptr,
-    .quantize = nullptr,
-    .count_nonfinite = nullptr,
-    .amax = nullptr,
-    .column_sums = nullptr,
-    .error_sums = nullptr,
-    .layernorm_forward = nullptr,
-    .layernorm_backward = nullptr,
-    .softmax_forward = nullptr,
-    .softmax_backward = nullptr,
-    .cross_entropy_forward = nullptr,
-    .cross_entropy_backward = nullptr,
-    .mse_forward = nullptr,
-    .mse_backward = nullptr,
-    .unscale_grads = nullptr,
-    .sgd_update = nullptr,
-    .adam_update = nullptr,
-    .scale_amax = nullptr,
-    .block_quantize = nullptr,
-    .gradient_census = nullptr,
+    // The CUDA Backend's ops (gemm.cu, conv.cu, elementwise.cu, rows.cu,
+    // pool.cu, step.cu).
+    .gemm = pl_cuda::gemm,
+    .conv2d_forward = pl_cuda::conv2d_forward,
+    .conv2d_backward_data = pl_cuda::conv2d_backward_data,
+    .conv2d_backward_weights = pl_cuda::conv2d_backward_weights,
+    .maxpool2d_forward = pl_cuda::maxpool2d_forward,
+    .maxpool2d_backward = pl_cuda::maxpool2d_backward,
+    .relu_forward = pl_cuda::relu_forward,
+    .relu_backward = pl_cuda::relu_backward,
+    .gelu_forward = pl_cuda::gelu_forward,
+    .gelu_backward = pl_cuda::gelu_backward,
+    .add = pl_cuda::add,
+    .scale = pl_cuda::scale,
+    .fill = pl_cuda::fill,
+    .quantize = pl_cuda::quantize,
+    .count_nonfinite = pl_cuda::count_nonfinite,
+    .amax = pl_cuda::amax,
+    .column_sums = pl_cuda::column_sums,
+    .error_sums = pl_cuda::error_sums,
+    .layernorm_forward = pl_cuda::layernorm_forward,
+    .layernorm_backward = pl_cuda::layernorm_backward,
+    .softmax_forward = pl_cuda::softmax_forward,
+    .softmax_backward = pl_cuda::softmax_backward,
+    .cross_entropy_forward = pl_cuda::cross_entropy_forward,
+    .cross_entropy_backward = pl_cuda::cross_entropy_backward,
+    .mse_forward = pl_cuda::mse_forward,
+    .mse_backward = pl_cuda::mse_backward,
+    .unscale_grads = pl_cuda::unscale_grads,
+    .sgd_update = pl_cuda::sgd_update,
+    .adam_update = pl_cuda::adam_update,
+    .scale_amax = pl_cuda::scale_amax,
+    .block_quantize = pl_cuda::block_quantize,
+    .gradient_census = pl_cuda::gradient_census,
+    .relu16_forward = pl_cuda::relu16_forward,
+    .relu16_backward = pl_cuda::relu16_backward,
+    .repeat_rows = pl_cuda::repeat_rows,
+    .patchify = pl_cuda::patchify,
+    .unpatchify = pl_cuda::unpatchify,
+    .bias_add_channels = pl_cuda::bias_add_channels,
+    .channel_sums = pl_cuda::channel_sums,
+    .conv2d_block = pl_cuda::conv2d_block,
 };
 
 }  // namespace

@@ -1,0 +1,371 @@
+// The convolution entries: cuDNN forward, backward data and backward
+// weights on f32 NCHW tensors (OIHW weights), with a descriptor set and an
+// algorithm per direction cached per shape and math mode.
+//
+// The values arrive already rounded to the compute format, so the math mode
+// decides exactness: BF16, FP8 and TF32 values have at most 10 fraction bits
+// and are exact in TF32, so those convolutions may run on TF32 Tensor Cores
+// (CUDNN_TENSOR_OP_MATH); FP32 and FP16 values are not, and run with
+// CUDNN_FMA_MATH (plain FP32). Only deterministic algorithms are taken, so a
+// run repeats bit for bit.
+//
+// Uses cuDNN's descriptor API (cudnn_cnn.h), which cuDNN 9 still ships.
+#include <cudnn.h>
+#include <cuda_runtime.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <new>
+
+#include "backend/cuda/context.cuh"
+#include "backend/cuda/cuda_check.cuh"
+#include "backend/cuda/gemm_conv.cuh"
+#include "backend/cuda/ops.cuh"
+#include "backend/cuda_module.h"
+
+#define PL_CUDNN_CHECK(sink, expr)                                                                     \
+  do {                                                                                                 \
+    const cudnnStatus_t pl_cudnn_st_ = (expr);                                                         \
+    if (pl_cudnn_st_ != CUDNN_STATUS_SUCCESS)                                                          \
+      return ::pl_cuda::fail((sink), ::pl_cuda::cudnn_status(pl_cudnn_st_), "%s returned %s at %s:%d", #expr, \
+                             cudnnGetErrorString(pl_cudnn_st_), ::pl_cuda::base_name(__FILE__), __LINE__); \
+  } while (0)
+
+namespace pl_cuda {
+
+namespace {
+
+PlCudaStatus cudnn_status(cudnnStatus_t s) {
+  switch (s) {
+    case CUDNN_STATUS_ALLOC_FAILED: return PL_CUDA_OUT_OF_MEMORY;
+    case CUDNN_STATUS_BAD_PARAM:
+    case CUDNN_STATUS_NOT_SUPPORTED: return PL_CUDA_INVALID_ARGUMENT;
+    case CUDNN_STATUS_NOT_INITIALIZED: return PL_CUDA_NO_DEVICE;
+    default: return PL_CUDA_ERROR;
+  }
+}
+
+// The largest workspace an algorithm may ask for.
+constexpr std::size_t kMaxWorkspace = 256u << 20;
+
+struct Plan {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  // Chosen on first use of each direction.
+  bool fwd_ready = false, bwd_data_ready = false, bwd_filter_ready = false;
+  cudnnConvolutionFwdAlgo_t fwd{};
+  cudnnConvolutionBwdDataAlgo_t bwd_data{};
+  cudnnConvolutionBwdFilterAlgo_t bwd_filter{};
+  cudnnMathType_t fwd_math{}, bwd_data_math{}, bwd_filter_math{};
+  std::size_t fwd_ws = 0, bwd_data_ws = 0, bwd_filter_ws = 0;
+};
+
+// The shape (n, c_in, h, w, c_out, kh, kw, stride, pad) and tensor-op math.
+using PlanKey = std::array<std::int64_t, 10>;
+
+bool tensor_op_exact(PlCudaFormat compute) {
+  return compute == PL_CUDA_BF16 || compute == PL_CUDA_E4M3 || compute == PL_CUDA_E5M2 || compute == PL_CUDA_TF32;
+}
+
+// An algorithm is usable when it succeeded, is deterministic, fits the
+// workspace limit, and (strict FP32) does not use Tensor Cores.
+template <class Perf>
+bool usable(const Perf& p, bool allow_tensor_ops) {
+  return p.status == CUDNN_STATUS_SUCCESS && p.determinism == CUDNN_DETERMINISTIC && p.memory <= kMaxWorkspace &&
+         (allow_tensor_ops || p.mathType == CUDNN_FMA_MATH);
+}
+
+}  // namespace
+
+struct ConvState {
+  cudnnHandle_t handle = nullptr;
+  std::map<PlanKey, Plan> plans;
+};
+
+void destroy_conv_state(PlCudaContext* ctx) {
+  ConvState* s = ctx->conv;
+  if (!s) return;
+  for (auto& [key, p] : s->plans) {
+    if (p.x) cudnnDestroyTensorDescriptor(p.x);
+    if (p.y) cudnnDestroyTensorDescriptor(p.y);
+    if (p.bias) cudnnDestroyTensorDescriptor(p.bias);
+    if (p.w) cudnnDestroyFilterDescriptor(p.w);
+    if (p.conv) cudnnDestroyConvolutionDescriptor(p.conv);
+  }
+  if (s->handle) cudnnDestroy(s->handle);
+  delete s;
+  ctx->conv = nullptr;
+}
+
+namespace {
+
+PlCudaStatus conv_state(PlCudaContext* ctx, ErrorSink sink, ConvState** out) {
+  if (!ctx->conv) {
+    auto* s = new (std::nothrow) ConvState;
+    if (!s) return fail(sink, PL_CUDA_OUT_OF_MEMORY, "conv: out of host memory");
+    ctx->conv = s;
+    PL_CUDNN_CHECK(sink, cudnnCreate(&s->handle));
+  }
+  PL_CUDNN_CHECK(sink, cudnnSetStream(ctx->conv->handle, ctx->stream));
+  *out = ctx->conv;
+  return PL_CUDA_OK;
+}
+
+PlCudaStatus validate(const PlCudaConvShape* s, const char* fn, ErrorSink sink) {
+  if (!s) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "%s: shape is null", fn);
+  if (s->n < 0 || s->c_in < 1 || s->h < 1 || s->w < 1 || s->c_out < 1 || s->kh < 1 || s->kw < 1 || s->stride < 1 ||
+      s->pad < 0 || s->h + 2 * s->pad < s->kh || s->w + 2 * s->pad < s->kw)
+    return fail(sink, PL_CUDA_INVALID_ARGUMENT, "%s: invalid convolution shape", fn);
+  if (s->n > INT32_MAX || s->c_in * s->h * s->w > INT32_MAX || s->c_out * s->h * s->w > INT32_MAX)
+    return fail(sink, PL_CUDA_INVALID_ARGUMENT, "%s: shape beyond cuDNN's 32-bit dimensions", fn);
+  return PL_CUDA_OK;
+}
+
+PlCudaStatus plan_for(ConvState& st, const PlCudaConvShape& s, bool tensor_ops, Plan** out, ErrorSink sink) {
+  const PlanKey key = {s.n, s.c_in, s.h, s.w, s.c_out, s.kh, s.kw, s.stride, s.pad, tensor_ops ? 1 : 0};
+  auto it = st.plans.find(key);
+  if (it == st.plans.end()) {
+    it = st.plans.emplace(key, Plan{}).first;
+    Plan& p = it->second;
+    const int n = static_cast<int>(s.n), c = static_cast<int>(s.c_in), h = static_cast<int>(s.h),
+              w = static_cast<int>(s.w), k = static_cast<int>(s.c_out);
+    const int oh = static_cast<int>((s.h + 2 * s.pad - s.kh) / s.stride + 1);
+    const int ow = static_cast<int>((s.w + 2 * s.pad - s.kw) / s.stride + 1);
+    PL_CUDNN_CHECK(sink, cudnnCreateTensorDescriptor(&p.x));
+    PL_CUDNN_CHECK(sink, cudnnCreateTensorDescriptor(&p.y));
+    PL_CUDNN_CHECK(sink, cudnnCreateTensorDescriptor(&p.bias));
+    PL_CUDNN_CHECK(sink, cudnnCreateFilterDescriptor(&p.w));
+    PL_CUDNN_CHECK(sink, cudnnCreateConvolutionDescriptor(&p.conv));
+    PL_CUDNN_CHECK(sink, cudnnSetTensor4dDescriptor(p.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+    PL_CUDNN_CHECK(sink, cudnnSetTensor4dDescriptor(p.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, k, oh, ow));
+    PL_CUDNN_CHECK(sink, cudnnSetTensor4dDescriptor(p.bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, k, 1, 1));
+    PL_CUDNN_CHECK(sink, cudnnSetFilter4dDescriptor(p.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, k, c,
+                                                    static_cast<int>(s.kh), static_cast<int>(s.kw)));
+    // Cross-correlation, as PyTorch and oneDNN compute "convolution".
+    PL_CUDNN_CHECK(sink, cudnnSetConvolution2dDescriptor(p.conv, static_cast<int>(s.pad), static_cast<int>(s.pad),
+                                                         static_cast<int>(s.stride), static_cast<int>(s.stride), 1, 1,
+                                                         CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    PL_CUDNN_CHECK(sink, cudnnSetConvolutionMathType(p.conv, tensor_ops ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+  }
+  *out = &it->second;
+  return PL_CUDA_OK;
+}
+
+constexpr int kAlgos = 16;
+
+PlCudaStatus choose_forward(ConvState& st, Plan& p, bool tensor_ops, ErrorSink sink) {
+  if (p.fwd_ready) return PL_CUDA_OK;
+  cudnnConvolutionFwdAlgoPerf_t perf[kAlgos];
+  int returned = 0;
+  PL_CUDNN_CHECK(sink, cudnnGetConvolutionForwardAlgorithm_v7(st.handle, p.x, p.w, p.conv, p.y, kAlgos, &returned, perf));
+  for (int i = 0; i < returned; ++i)
+    if (usable(perf[i], tensor_ops)) {
+      p.fwd = perf[i].algo;
+      p.fwd_math = perf[i].mathType;
+      p.fwd_ws = perf[i].memory;
+      p.fwd_ready = true;
+      return PL_CUDA_OK;
+    }
+  return fail(sink, PL_CUDA_ERROR, "conv2d_forward: cuDNN offers no deterministic %s algorithm for this shape",
+              tensor_ops ? "" : "FP32 (FMA)");
+}
+
+PlCudaStatus choose_backward_data(ConvState& st, Plan& p, bool tensor_ops, ErrorSink sink) {
+  if (p.bwd_data_ready) return PL_CUDA_OK;
+  cudnnConvolutionBwdDataAlgoPerf_t perf[kAlgos];
+  int returned = 0;
+  PL_CUDNN_CHECK(sink, cudnnGetConvolutionBackwardDataAlgorithm_v7(st.handle, p.w, p.y, p.conv, p.x, kAlgos, &returned,
+                                                                   perf));
+  for (int i = 0; i < returned; ++i)
+    if (usable(perf[i], tensor_ops)) {
+      p.bwd_data = perf[i].algo;
+      p.bwd_data_math = perf[i].mathType;
+      p.bwd_data_ws = perf[i].memory;
+      p.bwd_data_ready = true;
+      return PL_CUDA_OK;
+    }
+  return fail(sink, PL_CUDA_ERROR, "conv2d_backward_data: cuDNN offers no deterministic %s algorithm for this shape",
+              tensor_ops ? "" : "FP32 (FMA)");
+}
+
+PlCudaStatus choose_backward_filter(ConvState& st, Plan& p, bool tensor_ops, ErrorSink sink) {
+  if (p.bwd_filter_ready) return PL_CUDA_OK;
+  cudnnConvolutionBwdFilterAlgoPerf_t perf[kAlgos];
+  int returned = 0;
+  PL_CUDNN_CHECK(sink, cudnnGetConvolutionBackwardFilterAlgorithm_v7(st.handle, p.x, p.y, p.conv, p.w, kAlgos,
+                                                                     &returned, perf));
+  for (int i = 0; i < returned; ++i)
+    if (usable(perf[i], tensor_ops)) {
+      p.bwd_filter = perf[i].algo;
+      p.bwd_filter_math = perf[i].mathType;
+      p.bwd_filter_ws = perf[i].memory;
+      p.bwd_filter_ready = true;
+      return PL_CUDA_OK;
+    }
+  return fail(sink, PL_CUDA_ERROR,
+              "conv2d_backward_weights: cuDNN offers no deterministic %s algorithm for this shape",
+              tensor_ops ? "" : "FP32 (FMA)");
+}
+
+PlCudaStatus run_forward(PlCudaContext* ctx, const PlCudaConvShape& s, bool tensor_ops, const float* x,
+                         const float* w, const float* bias, float* y, ErrorSink sink) {
+  ConvState* st = nullptr;
+  Plan* p = nullptr;
+  PL_CUDA_TRY(conv_state(ctx, sink, &st));
+  PL_CUDA_TRY(plan_for(*st, s, tensor_ops, &p, sink));
+  PL_CUDA_TRY(choose_forward(*st, *p, tensor_ops, sink));
+  void* ws = nullptr;
+  if (p->fwd_ws) PL_CUDA_TRY(scratch(ctx, p->fwd_ws, &ws, sink));
+  PL_CUDNN_CHECK(sink, cudnnSetConvolutionMathType(p->conv, p->fwd_math));
+  const float one = 1.0f, zero = 0.0f;
+  PL_CUDNN_CHECK(sink, cudnnConvolutionForward(st->handle, &one, p->x, x, p->w, w, p->conv, p->fwd, ws, p->fwd_ws,
+                                               &zero, p->y, y));
+  if (bias) PL_CUDNN_CHECK(sink, cudnnAddTensor(st->handle, &one, p->bias, bias, &one, p->y, y));
+  return PL_CUDA_OK;
+}
+
+PlCudaStatus run_backward_data(PlCudaContext* ctx, const PlCudaConvShape& s, bool tensor_ops, const float* dy,
+                               const float* w, float* dx, ErrorSink sink) {
+  ConvState* st = nullptr;
+  Plan* p = nullptr;
+  PL_CUDA_TRY(conv_state(ctx, sink, &st));
+  PL_CUDA_TRY(plan_for(*st, s, tensor_ops, &p, sink));
+  PL_CUDA_TRY(choose_backward_data(*st, *p, tensor_ops, sink));
+  void* ws = nullptr;
+  if (p->bwd_data_ws) PL_CUDA_TRY(scratch(ctx, p->bwd_data_ws, &ws, sink));
+  PL_CUDNN_CHECK(sink, cudnnSetConvolutionMathType(p->conv, p->bwd_data_math));
+  const float one = 1.0f, zero = 0.0f;
+  PL_CUDNN_CHECK(sink, cudnnConvolutionBackwardData(st->handle, &one, p->w, w, p->y, dy, p->conv, p->bwd_data, ws,
+                                                    p->bwd_data_ws, &zero, p->x, dx));
+  return PL_CUDA_OK;
+}
+
+PlCudaStatus run_backward_filter(PlCudaContext* ctx, const PlCudaConvShape& s, bool tensor_ops, const float* x,
+                                 const float* dy, float* dw, ErrorSink sink) {
+  ConvState* st = nullptr;
+  Plan* p = nullptr;
+  PL_CUDA_TRY(conv_state(ctx, sink, &st));
+  PL_CUDA_TRY(plan_for(*st, s, tensor_ops, &p, sink));
+  PL_CUDA_TRY(choose_backward_filter(*st, *p, tensor_ops, sink));
+  void* ws = nullptr;
+  if (p->bwd_filter_ws) PL_CUDA_TRY(scratch(ctx, p->bwd_filter_ws, &ws, sink));
+  PL_CUDNN_CHECK(sink, cudnnSetConvolutionMathType(p->conv, p->bwd_filter_math));
+  const float one = 1.0f, zero = 0.0f;
+  PL_CUDNN_CHECK(sink, cudnnConvolutionBackwardFilter(st->handle, &one, p->x, x, p->y, dy, p->conv, p->bwd_filter, ws,
+                                                      p->bwd_filter_ws, &zero, p->w, dw));
+  return PL_CUDA_OK;
+}
+
+std::int64_t out_h(const PlCudaConvShape& s) { return (s.h + 2 * s.pad - s.kh) / s.stride + 1; }
+std::int64_t out_w(const PlCudaConvShape& s) { return (s.w + 2 * s.pad - s.kw) / s.stride + 1; }
+
+// out = out * a_decode * b_decode (+ bias[c] over planes of hw values).
+__global__ void block_epilogue_kernel(float* out, std::int64_t total, std::int64_t c, std::int64_t hw,
+                                      const PlCudaBlockQuantized* a_block, const PlCudaBlockQuantized* b_block,
+                                      const float* bias) {
+  const float scale = (a_block ? a_block->tensor_decode : 1.0f) * (b_block ? b_block->tensor_decode : 1.0f);
+  const std::int64_t stride = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
+    float v = __fmul_rn(out[i], scale);
+    if (bias) v = __fadd_rn(v, bias[(i / hw) % c]);
+    out[i] = v;
+  }
+}
+
+}  // namespace
+
+PlCudaStatus conv2d_forward(PlCudaContext* ctx, const PlCudaConvShape* s, PlCudaFormat compute, const float* x,
+                            const float* w, const float* bias, float* y, char* message, std::size_t message_size) {
+  const ErrorSink sink{message, message_size};
+  DeviceScope scope;
+  PL_CUDA_ENTER(sink, scope, ctx, "conv2d_forward");
+  PL_CUDA_TRY(validate(s, "conv2d_forward", sink));
+  if (s->n == 0) return PL_CUDA_OK;
+  if (!x || !w || !y) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "conv2d_forward: null tensor");
+  return run_forward(ctx, *s, tensor_op_exact(compute), x, w, bias, y, sink);
+}
+
+PlCudaStatus conv2d_backward_data(PlCudaContext* ctx, const PlCudaConvShape* s, PlCudaFormat compute,
+                                  const float* dy, const float* w, float* dx, char* message,
+                                  std::size_t message_size) {
+  const ErrorSink sink{message, message_size};
+  DeviceScope scope;
+  PL_CUDA_ENTER(sink, scope, ctx, "conv2d_backward_data");
+  PL_CUDA_TRY(validate(s, "conv2d_backward_data", sink));
+  if (s->n == 0) return PL_CUDA_OK;
+  if (!dy || !w || !dx) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "conv2d_backward_data: null tensor");
+  return run_backward_data(ctx, *s, tensor_op_exact(compute), dy, w, dx, sink);
+}
+
+PlCudaStatus conv2d_backward_weights(PlCudaContext* ctx, const PlCudaConvShape* s, PlCudaFormat compute,
+                                     const float* x, const float* dy, float* dw, float* db, char* message,
+                                     std::size_t message_size) {
+  const ErrorSink sink{message, message_size};
+  DeviceScope scope;
+  PL_CUDA_ENTER(sink, scope, ctx, "conv2d_backward_weights");
+  PL_CUDA_TRY(validate(s, "conv2d_backward_weights", sink));
+  if (!dw) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "conv2d_backward_weights: dw is null");
+  if (s->n == 0) {  // no samples: zero gradients
+    PL_CUDA_CHECK(sink, cudaMemsetAsync(dw, 0, static_cast<std::size_t>(s->c_out * s->c_in * s->kh * s->kw) * 4,
+                                        ctx->stream));
+    if (db) PL_CUDA_CHECK(sink, cudaMemsetAsync(db, 0, static_cast<std::size_t>(s->c_out) * 4, ctx->stream));
+    return PL_CUDA_OK;
+  }
+  if (!x || !dy) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "conv2d_backward_weights: null tensor");
+  PL_CUDA_TRY(run_backward_filter(ctx, *s, tensor_op_exact(compute), x, dy, dw, sink));
+  if (db) return channel_sums(ctx, dy, db, s->n, s->c_out, out_h(*s) * out_w(*s), message, message_size);
+  return PL_CUDA_OK;
+}
+
+PlCudaStatus conv2d_block(PlCudaContext* ctx, std::int32_t kind, const PlCudaConvShape* s, const float* a,
+                          const PlCudaBlockQuantized* a_block, const float* b, const PlCudaBlockQuantized* b_block,
+                          const float* bias, float* out, char* message, std::size_t message_size) {
+  const ErrorSink sink{message, message_size};
+  DeviceScope scope;
+  PL_CUDA_ENTER(sink, scope, ctx, "conv2d_block");
+  PL_CUDA_TRY(validate(s, "conv2d_block", sink));
+  if (kind < 0 || kind > 2) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "conv2d_block: unknown kind %d", kind);
+  if (!out) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "conv2d_block: out is null");
+  if (s->n == 0 && kind != 2) return PL_CUDA_OK;
+  if (s->n > 0 && (!a || !b)) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "conv2d_block: null operand");
+  // Whether the block values are exact in BF16 is known only on the device,
+  // so the convolution runs in plain FP32 (exact for every block format).
+  std::int64_t total = 0, channels = 0, hw = 1;
+  switch (kind) {
+    case 0:
+      PL_CUDA_TRY(run_forward(ctx, *s, false, a, b, nullptr, out, sink));
+      total = s->n * s->c_out * out_h(*s) * out_w(*s);
+      channels = s->c_out;
+      hw = out_h(*s) * out_w(*s);
+      break;
+    case 1:
+      PL_CUDA_TRY(run_backward_data(ctx, *s, false, a, b, out, sink));
+      total = s->n * s->c_in * s->h * s->w;
+      channels = s->c_in;
+      hw = s->h * s->w;
+      bias = nullptr;
+      break;
+    default:
+      if (s->n == 0) {
+        PL_CUDA_CHECK(sink, cudaMemsetAsync(out, 0, static_cast<std::size_t>(s->c_out * s->c_in * s->kh * s->kw) * 4,
+                                            ctx->stream));
+        return PL_CUDA_OK;
+      }
+      PL_CUDA_TRY(run_backward_filter(ctx, *s, false, a, b, out, sink));
+      total = s->c_out * s->c_in * s->kh * s->kw;
+      channels = s->c_out;
+      hw = s->c_in * s->kh * s->kw;
+      bias = nullptr;
+      break;
+  }
+  if (!a_block && !b_block && !bias) return PL_CUDA_OK;
+  block_epilogue_kernel<<<grid_for(static_cast<std::size_t>(total)), kThreads, 0, ctx->stream>>>(
+      out, total, channels, hw, a_block, b_block, bias);
+  PL_CUDA_CHECK_LAUNCH(sink, "block_epilogue_kernel");
+  return PL_CUDA_OK;
+}
+
+}  // namespace pl_cuda

@@ -1,0 +1,557 @@
+// The gemm entry: cuBLASLt for every FP32-accumulated product (FP16/BF16
+// inputs with FP32 compute on Tensor Cores, TF32 mode, FP8 on sm_89+), FP16
+// accumulation as the hardware does it (CUBLAS_COMPUTE_16F), and the
+// engine's own sequential-rounding kernel for the other reduced-precision
+// accumulations (bit for bit the CPU's gemm_lowp.cpp).
+//
+// Row-major to cuBLASLt's column-major: C = op(A) op(B) is computed as
+// C^T = op(B)^T op(A)^T, with B's buffer as cuBLASLt's A and A's as its B;
+// a row-major buffer read column-major is its transpose, so no data moves.
+//
+// Plans (descriptors, layouts and the heuristic's algorithm) are cached per
+// shape, types, transposes, leading dimensions, batch and pointer alignment;
+// the workspace is allocated once per context. A shape cuBLASLt has no
+// algorithm for runs with both operands decoded to FP32 (exact, slower).
+#include <cublasLt.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <new>
+
+#include "backend/cuda/context.cuh"
+#include "backend/cuda/cuda_check.cuh"
+#include "backend/cuda/fp_convert.cuh"
+#include "backend/cuda/gemm_conv.cuh"
+#include "backend/cuda_module.h"
+
+// A cuBLASLt call: a failure becomes "<expr> returned <status> at file:line".
+#define PL_CUBLAS_CHECK(sink, expr)                                                          \
+  do {                                                                                       \
+    const cublasStatus_t pl_cublas_st_ = (expr);                                             \
+    if (pl_cublas_st_ != CUBLAS_STATUS_SUCCESS)                                              \
+      return ::pl_cuda::fail((sink), ::pl_cuda::cublas_status(pl_cublas_st_), "%s returned %s at %s:%d", \
+                             #expr, cublasLtGetStatusName(pl_cublas_st_), ::pl_cuda::base_name(__FILE__), \
+                             __LINE__);                                                      \
+  } while (0)
+
+namespace pl_cuda {
+
+PlCudaStatus cublas_status(cublasStatus_t s) {
+  switch (s) {
+    case CUBLAS_STATUS_ALLOC_FAILED: return PL_CUDA_OUT_OF_MEMORY;
+    case CUBLAS_STATUS_INVALID_VALUE:
+    case CUBLAS_STATUS_NOT_SUPPORTED: return PL_CUDA_INVALID_ARGUMENT;
+    case CUBLAS_STATUS_NOT_INITIALIZED: return PL_CUDA_NO_DEVICE;
+    default: return PL_CUDA_ERROR;
+  }
+}
+
+namespace {
+
+// cuBLASLt's recommended workspace for Hopper (32 MiB); smaller cards use less.
+constexpr std::size_t kWorkspaceBytes = 32u << 20;
+
+// One cached plan: everything cublasLtMatmul needs except the pointers.
+struct Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  bool found = false;  // the heuristic returned an algorithm
+};
+
+// m, n, k, types, compute, transposes, lds, batch count and strides,
+// alignments, epilogue, pointer mode.
+using PlanKey = std::array<std::int64_t, 20>;
+
+}  // namespace
+
+struct GemmState {
+  cublasLtHandle_t lt = nullptr;
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
+  float* scalars = nullptr;  // device: alpha, beta for the device pointer mode
+  std::map<PlanKey, Plan> plans;
+};
+
+void destroy_gemm_state(PlCudaContext* ctx) {
+  GemmState* g = ctx->gemm;
+  if (!g) return;
+  for (auto& [key, p] : g->plans) {
+    if (p.a) cublasLtMatrixLayoutDestroy(p.a);
+    if (p.b) cublasLtMatrixLayoutDestroy(p.b);
+    if (p.c) cublasLtMatrixLayoutDestroy(p.c);
+    if (p.desc) cublasLtMatmulDescDestroy(p.desc);
+  }
+  // The stream was synchronized by the caller (teardown).
+  if (g->workspace) cudaFree(g->workspace);
+  if (g->scalars) cudaFree(g->scalars);
+  if (g->lt) cublasLtDestroy(g->lt);
+  delete g;
+  ctx->gemm = nullptr;
+}
+
+namespace {
+
+PlCudaStatus gemm_state(PlCudaContext* ctx, ErrorSink sink, GemmState** out) {
+  if (!ctx->gemm) {
+    auto* g = new (std::nothrow) GemmState;
+    if (!g) return fail(sink, PL_CUDA_OUT_OF_MEMORY, "gemm: out of host memory");
+    ctx->gemm = g;
+    PL_CUBLAS_CHECK(sink, cublasLtCreate(&g->lt));
+    std::size_t free_bytes = 0, total_bytes = 0;
+    PL_CUDA_CHECK(sink, cudaMemGetInfo(&free_bytes, &total_bytes));
+    const std::size_t ws = std::min(kWorkspaceBytes, free_bytes / 16);
+    PL_CUDA_CHECK(sink, cudaMalloc(&g->workspace, ws));
+    g->workspace_bytes = ws;
+    PL_CUDA_CHECK(sink, cudaMalloc(&g->scalars, 2 * sizeof(float)));
+  }
+  *out = ctx->gemm;
+  return PL_CUDA_OK;
+}
+
+cudaDataType_t cuda_type(PlCudaFormat f) {
+  switch (f) {
+    case PL_CUDA_FP16: return CUDA_R_16F;
+    case PL_CUDA_BF16: return CUDA_R_16BF;
+    case PL_CUDA_E4M3: return CUDA_R_8F_E4M3;
+    case PL_CUDA_E5M2: return CUDA_R_8F_E5M2;
+    case PL_CUDA_FP32:
+    case PL_CUDA_TF32: return CUDA_R_32F;
+  }
+  return CUDA_R_32F;
+}
+
+bool is_fp8(PlCudaFormat f) { return f == PL_CUDA_E4M3 || f == PL_CUDA_E5M2; }
+// Every value of the format is exactly a BF16 (FP16) value.
+bool bf16_exact(PlCudaFormat f) { return f == PL_CUDA_BF16 || is_fp8(f); }
+bool fp16_exact(PlCudaFormat f) { return f == PL_CUDA_FP16 || is_fp8(f); }
+
+// The largest power of two (up to 256) dividing the address and every batch
+// offset in bytes: what cuBLASLt may assume of the operand's alignment.
+std::int64_t alignment_of(const void* p, std::int64_t stride0, std::int64_t stride1, std::size_t esize) {
+  std::uint64_t bits = reinterpret_cast<std::uintptr_t>(p) | 256u;
+  bits |= static_cast<std::uint64_t>(stride0) * esize;
+  bits |= static_cast<std::uint64_t>(stride1) * esize;
+  return static_cast<std::int64_t>(bits & (~bits + 1));
+}
+
+// Elements an operand spans: `rows` x `cols` as stored (row-major, ld),
+// over every product of the batch.
+std::int64_t extent(std::int64_t rows, std::int64_t cols, std::int64_t ld, const std::int64_t count[2],
+                    const std::int64_t stride[2]) {
+  if (rows == 0 || cols == 0) return 0;
+  return (count[0] - 1) * stride[0] + (count[1] - 1) * stride[1] + (rows - 1) * ld + cols;
+}
+
+// One product's problem, as the entry received it after the batch was
+// split (see run_lt).
+struct Problem {
+  std::int64_t m, n, k;
+  const void* a;
+  PlCudaFormat af;
+  bool at;
+  std::int64_t lda;
+  const void* b;
+  PlCudaFormat bf;
+  bool bt;
+  std::int64_t ldb;
+  float* c;
+  std::int64_t ldc;
+  std::int64_t count[2];
+  std::int64_t a_stride[2], b_stride[2], c_stride[2];
+};
+
+// ---- kernels ----
+
+__device__ __forceinline__ float load(PlCudaFormat f, const void* p, std::int64_t i) {
+  switch (f) {
+    case PL_CUDA_FP32:
+    case PL_CUDA_TF32: return static_cast<const float*>(p)[i];
+    case PL_CUDA_FP16: return fp16_to_fp32(static_cast<const std::uint16_t*>(p)[i]);
+    case PL_CUDA_BF16: return bf16_to_fp32(static_cast<const std::uint16_t*>(p)[i]);
+    case PL_CUDA_E4M3: return e4m3_to_fp32(static_cast<const std::uint8_t*>(p)[i]);
+    case PL_CUDA_E5M2: return e5m2_to_fp32(static_cast<const std::uint8_t*>(p)[i]);
+  }
+  return 0.0f;
+}
+
+__device__ __forceinline__ float round_acc(PlCudaFormat f, float x) {
+  switch (f) {
+    case PL_CUDA_FP16: return fp16_to_fp32(fp32_to_fp16(x));
+    case PL_CUDA_BF16: return bf16_to_fp32(fp32_to_bf16(x));
+    case PL_CUDA_TF32: return fp32_round_tf32(x);
+    case PL_CUDA_E4M3: return e4m3_to_fp32(fp32_to_e4m3(x, false));
+    case PL_CUDA_E5M2: return e5m2_to_fp32(fp32_to_e5m2(x, false));
+    case PL_CUDA_FP32: return x;
+  }
+  return x;
+}
+
+__device__ __forceinline__ float decode_of(const PlCudaBlockQuantized* q) { return q ? q->tensor_decode : 1.0f; }
+
+// The CPU's gemm_lowp: per output, s = round(s + a_p * b_p) for p = 0..k-1
+// (the product and the sum each rounded to f32, no FMA), then alpha * s +
+// beta * c + bias in f32, in that order. A TF32 operand is rounded first, as
+// the CPU decodes it. One thread per output; grid.z walks the batch.
+__global__ void lowp_kernel(Problem p, PlCudaFormat acc, float alpha, float beta, const float* bias,
+                            const PlCudaBlockQuantized* a_block, const PlCudaBlockQuantized* b_block) {
+  const std::int64_t total = p.m * p.n;
+  const std::int64_t products = p.count[0] * p.count[1];
+  const std::int64_t stride = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
+  const float scale = alpha * decode_of(a_block) * decode_of(b_block);
+  for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total * products;
+       t += stride) {
+    const std::int64_t prod = t / total, e = t % total;
+    const std::int64_t bi = prod / p.count[1], bj = prod % p.count[1];
+    const std::int64_t i = e / p.n, j = e % p.n;
+    const std::int64_t a_off = bi * p.a_stride[0] + bj * p.a_stride[1];
+    const std::int64_t b_off = bi * p.b_stride[0] + bj * p.b_stride[1];
+    float s = 0.0f;
+    for (std::int64_t q = 0; q < p.k; ++q) {
+      float av = load(p.af, p.a, a_off + (p.at ? q * p.lda + i : i * p.lda + q));
+      float bv = load(p.bf, p.b, b_off + (p.bt ? j * p.ldb + q : q * p.ldb + j));
+      if (p.af == PL_CUDA_TF32) av = fp32_round_tf32(av);
+      if (p.bf == PL_CUDA_TF32) bv = fp32_round_tf32(bv);
+      s = round_acc(acc, __fadd_rn(s, __fmul_rn(av, bv)));
+    }
+    float* c = p.c + bi * p.c_stride[0] + bj * p.c_stride[1] + i * p.ldc + j;
+    float v = __fmul_rn(a_block || b_block ? scale : alpha, s);
+    if (beta != 0.0f) v = __fadd_rn(v, __fmul_rn(beta, *c));
+    if (bias) v = __fadd_rn(v, bias[j]);
+    *c = v;
+  }
+}
+
+// C = alpha * D + beta * C + bias for a result D held in FP16 (the
+// COMPUTE_16F path) or absent (k == 0: D = 0). d: contiguous m x n per
+// product.
+__global__ void epilogue_kernel(Problem p, const __half* d, float alpha, float beta, const float* bias) {
+  const std::int64_t total = p.m * p.n;
+  const std::int64_t products = p.count[0] * p.count[1];
+  const std::int64_t stride = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
+  for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total * products;
+       t += stride) {
+    const std::int64_t prod = t / total, e = t % total;
+    const std::int64_t bi = prod / p.count[1], bj = prod % p.count[1];
+    const std::int64_t i = e / p.n, j = e % p.n;
+    float* c = p.c + bi * p.c_stride[0] + bj * p.c_stride[1] + i * p.ldc + j;
+    float v = d ? __fmul_rn(alpha, __half2float(d[t])) : 0.0f;
+    if (beta != 0.0f) v = __fadd_rn(v, __fmul_rn(beta, *c));
+    if (bias) v = __fadd_rn(v, bias[j]);
+    *c = v;
+  }
+}
+
+// Adds bias[j] to every row of every product's C (the FP8 path, whose
+// epilogue bias types exclude FP32).
+__global__ void bias_rows_kernel(Problem p, const float* bias) {
+  const std::int64_t total = p.m * p.n;
+  const std::int64_t products = p.count[0] * p.count[1];
+  const std::int64_t stride = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
+  for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total * products;
+       t += stride) {
+    const std::int64_t prod = t / total, e = t % total;
+    const std::int64_t bi = prod / p.count[1], bj = prod % p.count[1];
+    const std::int64_t i = e / p.n, j = e % p.n;
+    float* c = p.c + bi * p.c_stride[0] + bj * p.c_stride[1] + i * p.ldc + j;
+    *c = __fadd_rn(*c, bias[j]);
+  }
+}
+
+// Device alpha and beta for block operands: alpha times their tensor decodes.
+__global__ void block_scalars_kernel(float* out, float alpha, float beta, const PlCudaBlockQuantized* a_block,
+                                     const PlCudaBlockQuantized* b_block) {
+  out[0] = alpha * decode_of(a_block) * decode_of(b_block);
+  out[1] = beta;
+}
+
+// ---- cuBLASLt ----
+
+struct LtCall {
+  cudaDataType_t a_type, b_type, c_type;  // of the buffers as cuBLASLt sees them (A' = b, B' = a)
+  cublasComputeType_t compute;
+  cudaDataType_t scale_type;
+  bool bias_epilogue;  // FP32 bias in the epilogue
+  bool device_scalars;
+};
+
+PlCudaStatus make_plan(GemmState& g, const Problem& p, const LtCall& call, const std::int64_t align[3],
+                       std::int64_t batch, std::int64_t a_bstride, std::int64_t b_bstride, std::int64_t c_bstride,
+                       Plan& plan, ErrorSink sink) {
+  PL_CUBLAS_CHECK(sink, cublasLtMatmulDescCreate(&plan.desc, call.compute, call.scale_type));
+  // cuBLASLt's A is our B, its B our A.
+  const cublasOperation_t op_a = p.bt ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = p.at ? CUBLAS_OP_T : CUBLAS_OP_N;
+  PL_CUBLAS_CHECK(sink, cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
+  PL_CUBLAS_CHECK(sink, cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
+  if (call.device_scalars) {
+    const cublasLtPointerMode_t mode = CUBLASLT_POINTER_MODE_DEVICE;
+    PL_CUBLAS_CHECK(sink, cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &mode,
+                                                         sizeof mode));
+  }
+  if (call.bias_epilogue) {
+    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    const cudaDataType_t bias_type = CUDA_R_32F;
+    PL_CUBLAS_CHECK(sink, cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    PL_CUBLAS_CHECK(sink, cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                                         sizeof bias_type));
+  }
+  // Column-major views of the row-major buffers.
+  const std::uint64_t a_rows = p.bt ? p.k : p.n, a_cols = p.bt ? p.n : p.k;
+  const std::uint64_t b_rows = p.at ? p.m : p.k, b_cols = p.at ? p.k : p.m;
+  PL_CUBLAS_CHECK(sink, cublasLtMatrixLayoutCreate(&plan.a, call.a_type, a_rows, a_cols, p.ldb));
+  PL_CUBLAS_CHECK(sink, cublasLtMatrixLayoutCreate(&plan.b, call.b_type, b_rows, b_cols, p.lda));
+  PL_CUBLAS_CHECK(sink, cublasLtMatrixLayoutCreate(&plan.c, call.c_type, static_cast<std::uint64_t>(p.n),
+                                                   static_cast<std::uint64_t>(p.m), p.ldc));
+  if (batch > 1) {
+    const std::int32_t count = static_cast<std::int32_t>(batch);
+    const std::pair<cublasLtMatrixLayout_t, std::int64_t> layouts[3] = {
+        {plan.a, b_bstride}, {plan.b, a_bstride}, {plan.c, c_bstride}};
+    for (const auto& [layout, stride] : layouts) {
+      PL_CUBLAS_CHECK(sink, cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                                             sizeof count));
+      PL_CUBLAS_CHECK(sink, cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                             &stride, sizeof stride));
+    }
+  }
+  cublasLtMatmulPreference_t pref = nullptr;
+  PL_CUBLAS_CHECK(sink, cublasLtMatmulPreferenceCreate(&pref));
+  const std::uint64_t ws = g.workspace_bytes;
+  const std::uint32_t al_a = static_cast<std::uint32_t>(align[1]), al_b = static_cast<std::uint32_t>(align[0]),
+                      al_c = static_cast<std::uint32_t>(align[2]);
+  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a);
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b);
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c);
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c);
+  cublasLtMatmulHeuristicResult_t result{};
+  int returned = 0;
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulAlgoGetHeuristic(g.lt, plan.desc, plan.a, plan.b, plan.c, plan.c, pref, 1, &result, &returned);
+  cublasLtMatmulPreferenceDestroy(pref);
+  // No algorithm (or a combination the library refuses): not an error, the
+  // caller falls back to FP32 operands.
+  plan.found = st == CUBLAS_STATUS_SUCCESS && returned > 0;
+  if (plan.found) plan.algo = result.algo;
+  return PL_CUDA_OK;
+}
+
+// Runs one cuBLASLt call per outer batch index (one in all when the batch
+// strides compose). *ran = false when cuBLASLt has no algorithm.
+PlCudaStatus run_lt(PlCudaContext* ctx, GemmState& g, const Problem& p, const LtCall& call, float alpha, float beta,
+                    const float* bias, const void* d_out, bool* ran, ErrorSink sink) {
+  const std::size_t ea = p.bf == PL_CUDA_FP32 || p.bf == PL_CUDA_TF32 ? 4 : (is_fp8(p.bf) ? 1 : 2);
+  const std::size_t eb = p.af == PL_CUDA_FP32 || p.af == PL_CUDA_TF32 ? 4 : (is_fp8(p.af) ? 1 : 2);
+  const std::size_t ec = call.c_type == CUDA_R_16F ? 2 : 4;
+  // One strided batch over both counts when every stride composes.
+  const bool flat = p.count[0] == 1 || (p.a_stride[0] == p.count[1] * p.a_stride[1] &&
+                                        p.b_stride[0] == p.count[1] * p.b_stride[1] &&
+                                        p.c_stride[0] == p.count[1] * p.c_stride[1]);
+  const std::int64_t batch = flat ? p.count[0] * p.count[1] : p.count[1];
+  const std::int64_t loops = flat ? 1 : p.count[0];
+  std::int64_t align[3] = {alignment_of(p.a, p.a_stride[0], p.a_stride[1], eb),
+                           alignment_of(p.b, p.b_stride[0], p.b_stride[1], ea),
+                           alignment_of(d_out, p.c_stride[0], p.c_stride[1], ec)};
+  if (bias) align[2] = std::min(align[2], alignment_of(bias, 0, 0, 4));
+  const PlanKey key = {p.m, p.n, p.k, call.a_type, call.b_type, call.c_type, call.compute,
+                       (p.at ? 1 : 0) | (p.bt ? 2 : 0) | (call.bias_epilogue ? 4 : 0) | (call.device_scalars ? 8 : 0),
+                       p.lda, p.ldb, p.ldc, batch, p.a_stride[1], p.b_stride[1], p.c_stride[1],
+                       align[0], align[1], align[2], call.scale_type, 0};
+  auto it = g.plans.find(key);
+  if (it == g.plans.end()) {
+    Plan plan;
+    const PlCudaStatus s = make_plan(g, p, call, align, batch, p.a_stride[1], p.b_stride[1], p.c_stride[1], plan, sink);
+    it = g.plans.emplace(key, plan).first;  // kept even when partly made: destroyed with the state
+    if (s != PL_CUDA_OK) {
+      it->second.found = false;
+      return s;
+    }
+  }
+  const Plan& plan = it->second;
+  *ran = plan.found;
+  if (!plan.found) return PL_CUDA_OK;
+  if (call.bias_epilogue)
+    PL_CUBLAS_CHECK(sink, cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                         sizeof bias));
+  const __half h_alpha = __float2half(alpha), h_beta = __float2half(beta);
+  const void* alpha_p = call.device_scalars ? static_cast<const void*>(g.scalars)
+                                            : (call.scale_type == CUDA_R_16F ? static_cast<const void*>(&h_alpha)
+                                                                             : static_cast<const void*>(&alpha));
+  const void* beta_p = call.device_scalars ? static_cast<const void*>(g.scalars + 1)
+                                           : (call.scale_type == CUDA_R_16F ? static_cast<const void*>(&h_beta)
+                                                                            : static_cast<const void*>(&beta));
+  for (std::int64_t i = 0; i < loops; ++i) {
+    const char* a = static_cast<const char*>(p.a) + static_cast<std::size_t>(i * p.a_stride[0]) * eb;
+    const char* b = static_cast<const char*>(p.b) + static_cast<std::size_t>(i * p.b_stride[0]) * ea;
+    char* c = static_cast<char*>(const_cast<void*>(d_out)) + static_cast<std::size_t>(i * p.c_stride[0]) * ec;
+    PL_CUBLAS_CHECK(sink, cublasLtMatmul(g.lt, plan.desc, alpha_p, b, plan.a, a, plan.b, beta_p, c, plan.c, c, plan.c,
+                                         &plan.algo, g.workspace, g.workspace_bytes, ctx->stream));
+  }
+  return PL_CUDA_OK;
+}
+
+// Decodes an operand's whole span into `dst` (same layout), exactly.
+PlCudaStatus decode_to(PlCudaContext* ctx, PlCudaFormat from, const void* src, PlCudaFormat to, void* dst,
+                       std::int64_t n, ErrorSink sink) {
+  return convert(ctx, from, src, to, dst, n, 0, 0, 0, 0, sink.message, sink.size);
+}
+
+std::size_t bytes_of(PlCudaFormat f) { return element_bytes(f); }
+
+std::size_t round_up(std::size_t x) { return (x + kAlignment - 1) / kAlignment * kAlignment; }
+
+}  // namespace
+
+PlCudaStatus gemm(PlCudaContext* ctx, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
+                  PlCudaFormat a_format, std::int32_t a_trans, std::int64_t lda, const PlCudaBlockQuantized* a_block,
+                  const void* b, PlCudaFormat b_format, std::int32_t b_trans, std::int64_t ldb,
+                  const PlCudaBlockQuantized* b_block, float* c, std::int64_t ldc, float alpha, float beta,
+                  const float* bias, PlCudaFormat accumulate, const PlCudaGemmBatch* batch, char* message,
+                  std::size_t message_size) {
+  const ErrorSink sink{message, message_size};
+  DeviceScope scope;
+  PL_CUDA_ENTER(sink, scope, ctx, "gemm");
+  if (element_bytes(a_format) == 0 || element_bytes(b_format) == 0 || element_bytes(accumulate) == 0)
+    return fail(sink, PL_CUDA_INVALID_ARGUMENT, "gemm: unknown format");
+  if (m < 0 || n < 0 || k < 0)
+    return fail(sink, PL_CUDA_INVALID_ARGUMENT, "gemm: negative shape %lldx%lldx%lld", static_cast<long long>(m),
+                static_cast<long long>(n), static_cast<long long>(k));
+  if ((a_block && a_format != PL_CUDA_FP32) || (b_block && b_format != PL_CUDA_FP32))
+    return fail(sink, PL_CUDA_INVALID_ARGUMENT, "gemm: a block-quantized operand must be FP32");
+  if ((a_block || b_block) && batch && (batch->count[0] != 1 || batch->count[1] != 1))
+    return fail(sink, PL_CUDA_INVALID_ARGUMENT, "gemm: block-quantized operands are not batched");
+  Problem p{m, n, k, a, a_format, a_trans != 0, lda, b, b_format, b_trans != 0, ldb, c, ldc,
+            {1, 1}, {0, 0}, {0, 0}, {0, 0}};
+  if (batch) {
+    for (int i = 0; i < 2; ++i) {
+      if (batch->count[i] < 1 || batch->a_stride[i] < 0 || batch->b_stride[i] < 0 || batch->c_stride[i] < 0)
+        return fail(sink, PL_CUDA_INVALID_ARGUMENT, "gemm: batch count or stride %d out of range", i);
+      p.count[i] = batch->count[i];
+      p.a_stride[i] = batch->a_stride[i];
+      p.b_stride[i] = batch->b_stride[i];
+      p.c_stride[i] = batch->c_stride[i];
+    }
+  }
+  if (m == 0 || n == 0) return PL_CUDA_OK;
+  if (!a || !b || !c) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "gemm: null operand");
+  const std::int64_t outputs = m * n * p.count[0] * p.count[1];
+
+  if (k == 0) {  // C = beta * C + bias
+    epilogue_kernel<<<grid_for(static_cast<std::size_t>(outputs)), kThreads, 0, ctx->stream>>>(p, nullptr, alpha,
+                                                                                                beta, bias);
+    PL_CUDA_CHECK_LAUNCH(sink, "epilogue_kernel");
+    return PL_CUDA_OK;
+  }
+
+  GemmState* g = nullptr;
+  PL_CUDA_TRY(gemm_state(ctx, sink, &g));
+  const std::int64_t a_span = p.at ? extent(k, m, lda, p.count, p.a_stride) : extent(m, k, lda, p.count, p.a_stride);
+  const std::int64_t b_span = p.bt ? extent(n, k, ldb, p.count, p.b_stride) : extent(k, n, ldb, p.count, p.b_stride);
+
+  // FP16 accumulation of FP16 operands: the Tensor Cores' own FP16
+  // accumulation into an FP16 result, then C = alpha * D + beta * C + bias.
+  if (accumulate == PL_CUDA_FP16 && a_format == PL_CUDA_FP16 && b_format == PL_CUDA_FP16) {
+    void* d16 = nullptr;
+    PL_CUDA_TRY(scratch(ctx, static_cast<std::size_t>(outputs) * sizeof(__half), &d16, sink));
+    Problem q = p;
+    q.c = nullptr;
+    q.ldc = n;
+    q.c_stride[1] = m * n;
+    q.c_stride[0] = p.count[1] * m * n;
+    const LtCall call{CUDA_R_16F, CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_16F, CUDA_R_16F, false, false};
+    bool ran = false;
+    PL_CUDA_TRY(run_lt(ctx, *g, q, call, 1.0f, 0.0f, nullptr, d16, &ran, sink));
+    if (ran) {
+      epilogue_kernel<<<grid_for(static_cast<std::size_t>(outputs)), kThreads, 0, ctx->stream>>>(
+          p, static_cast<const __half*>(d16), alpha, beta, bias);
+      PL_CUDA_CHECK_LAUNCH(sink, "epilogue_kernel");
+      return PL_CUDA_OK;
+    }
+    // No FP16-accumulating algorithm for this shape: the sequential kernel.
+  }
+  if (accumulate != PL_CUDA_FP32) {
+    lowp_kernel<<<grid_for(static_cast<std::size_t>(outputs)), kThreads, 0, ctx->stream>>>(p, accumulate, alpha,
+                                                                                            beta, bias, a_block,
+                                                                                            b_block);
+    PL_CUDA_CHECK_LAUNCH(sink, "lowp_kernel");
+    return PL_CUDA_OK;
+  }
+
+  // FP32 accumulation. Pick the type both operands run in.
+  const bool blocks = a_block || b_block;
+  bool ran = false;
+  if (blocks) {
+    block_scalars_kernel<<<1, 1, 0, ctx->stream>>>(g->scalars, alpha, beta, a_block, b_block);
+    PL_CUDA_CHECK_LAUNCH(sink, "block_scalars_kernel");
+  }
+  // FP8 Tensor Cores (sm_89+): TN only (our B transposed, A not), sizes and
+  // leading dimensions multiples of 16, not E5M2 x E5M2.
+  const bool sm89 = ctx->compute_major > 8 || (ctx->compute_major == 8 && ctx->compute_minor >= 9);
+  if (!blocks && sm89 && is_fp8(a_format) && is_fp8(b_format) &&
+      !(a_format == PL_CUDA_E5M2 && b_format == PL_CUDA_E5M2) && p.bt && !p.at && m % 16 == 0 && n % 16 == 0 &&
+      k % 16 == 0 && lda % 16 == 0 && ldb % 16 == 0 && ldc % 4 == 0) {
+    const LtCall call{cuda_type(b_format), cuda_type(a_format), CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F, false,
+                      false};
+    PL_CUDA_TRY(run_lt(ctx, *g, p, call, alpha, beta, nullptr, c, &ran, sink));
+    if (ran && bias) {
+      bias_rows_kernel<<<grid_for(static_cast<std::size_t>(outputs)), kThreads, 0, ctx->stream>>>(p, bias);
+      PL_CUDA_CHECK_LAUNCH(sink, "bias_rows_kernel");
+    }
+    if (ran) return PL_CUDA_OK;
+  }
+  // The common type: FP16 or BF16 when both operands are exact in it, TF32
+  // when both are TF32, else FP32.
+  PlCudaFormat common = PL_CUDA_FP32;
+  if (!blocks) {
+    if (a_format == PL_CUDA_TF32 && b_format == PL_CUDA_TF32) common = PL_CUDA_TF32;
+    else if (bf16_exact(a_format) && bf16_exact(b_format) && (a_format == PL_CUDA_BF16 || b_format == PL_CUDA_BF16 ||
+                                                              (is_fp8(a_format) && is_fp8(b_format))))
+      common = PL_CUDA_BF16;
+    else if (fp16_exact(a_format) && fp16_exact(b_format)) common = PL_CUDA_FP16;
+  }
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    // Operands not already in the common type are decoded into scratch (TF32
+    // operands rounded, as the CPU decodes them), keeping their layout.
+    const bool conv_a = a_format != common || common == PL_CUDA_TF32;
+    const bool conv_b = b_format != common || common == PL_CUDA_TF32;
+    const std::size_t a_bytes = conv_a ? round_up(static_cast<std::size_t>(a_span) * bytes_of(common)) : 0;
+    const std::size_t b_bytes = conv_b ? round_up(static_cast<std::size_t>(b_span) * bytes_of(common)) : 0;
+    Problem q = p;
+    q.af = q.bf = common;
+    if (a_bytes + b_bytes > 0) {
+      void* s = nullptr;
+      PL_CUDA_TRY(scratch(ctx, a_bytes + b_bytes, &s, sink));
+      if (conv_a) {
+        PL_CUDA_TRY(decode_to(ctx, a_format, a, common, s, a_span, sink));
+        q.a = s;
+      }
+      if (conv_b) {
+        void* sb = static_cast<char*>(s) + a_bytes;
+        PL_CUDA_TRY(decode_to(ctx, b_format, b, common, sb, b_span, sink));
+        q.b = sb;
+      }
+    }
+    const cublasComputeType_t compute = common == PL_CUDA_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    const LtCall call{cuda_type(common), cuda_type(common), CUDA_R_32F, compute, CUDA_R_32F, bias != nullptr, blocks};
+    PL_CUDA_TRY(run_lt(ctx, *g, q, call, alpha, beta, bias, c, &ran, sink));
+    if (ran) return PL_CUDA_OK;
+    if (common == PL_CUDA_FP32) break;
+    common = PL_CUDA_FP32;  // no algorithm in the narrow type: exact FP32 operands
+  }
+  return fail(sink, PL_CUDA_ERROR,
+              "gemm: cublasLtMatmulAlgoGetHeuristic found no algorithm for %lldx%lldx%lld (lda %lld, ldb %lld, ldc %lld)",
+              static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
+              static_cast<long long>(lda), static_cast<long long>(ldb), static_cast<long long>(ldc));
+}
+
+}  // namespace pl_cuda

@@ -1,0 +1,38 @@
+// The step entries of the CUDA module (step.cu): the loss scaler's fused
+// unscale, the optimizer updates, FP8 delayed scaling's amax, block
+// quantization and the gradient census. Signatures of PlCudaBackendTable's
+// entries of the same names; the math is step_math.cuh's.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cuda_module.h"
+
+namespace pl_cuda {
+
+// As the CPU backend: each gradient's non-finite count overwrites its
+// counter (when not null) and the sum of squares overwrites *sum_squares
+// (when not null); grads is a host array.
+PlCudaStatus unscale_grads(PlCudaContext* ctx, const PlCudaGradBuffer* grads, std::size_t count,
+                           float inv_scale, double* sum_squares, char* message, std::size_t message_size);
+PlCudaStatus sgd_update(PlCudaContext* ctx, float* value, const float* grad, float* momentum_buf,
+                        std::int64_t n, float lr, float momentum, float keep, float weight_decay,
+                        std::int32_t nesterov, std::int32_t first, PlCudaFormat state_format, char* message,
+                        std::size_t message_size);
+PlCudaStatus adam_update(PlCudaContext* ctx, float* value, const float* grad, float* exp_avg, float* exp_avg_sq,
+                         std::int64_t n, float step_size, float bc2_sqrt, float one_minus_beta1, float beta2,
+                         float one_minus_beta2, float eps, float l2, float shrink, PlCudaFormat state_format,
+                         char* message, std::size_t message_size);
+PlCudaStatus scale_amax(PlCudaContext* ctx, const float* x, float scale, float* y, std::int64_t n, float* amax,
+                        char* message, std::size_t message_size);
+PlCudaStatus block_quantize(PlCudaContext* ctx, PlCudaBlockFormat f, const float* src, float* dst,
+                            std::int64_t rows, std::int64_t cols, PlCudaBlockLayout layout,
+                            std::int32_t stochastic, std::uint64_t seed, PlCudaBlockQuantized* info,
+                            char* message, std::size_t message_size);
+PlCudaStatus gradient_census(PlCudaContext* ctx, const float* values, const float* own, const float* block,
+                             std::int64_t n, double underflow, double subnormal_hi, double overflow,
+                             std::int32_t tie_overflows, double scale, std::int32_t log2_lo, std::int64_t* out,
+                             char* message, std::size_t message_size);
+
+}  // namespace pl_cuda
