@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/registry.h"
 #include "cli/commands.h"
 #include "report/csv.h"
 #include "train/comparison.h"
@@ -118,6 +119,9 @@ int train_runs(const std::vector<engine::ComparisonRun>& runs, const std::string
     std::fprintf(stderr, "precision-lab-cli: %s\n", e.what());
     return 2;
   }
+  // Which backend trains, and for auto why (one line).
+  if (!runs.empty() && runs.front().config.backend != "cpu" && runs.front().config.backend != "guarded")
+    std::printf("backend: %s\n", engine::describe_backend_choice(runs.front().config.backend).c_str());
   const bool tty = isatty(STDOUT_FILENO) != 0;
   g_interrupted = 0;
   auto prev = std::signal(SIGINT, on_sigint);

@@ -177,6 +177,13 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual BackendInfo info() const = 0;
+  // The device's own memory (free and total bytes, cudaMemGetInfo on a
+  // GPU) for the memory chart; false where the backend uses host memory.
+  virtual bool device_memory(std::uint64_t& free_bytes, std::uint64_t& total_bytes) {
+    (void)free_bytes;
+    (void)total_bytes;
+    return false;
+  }
 
   // --- memory ---
   // 64-byte aligned, contents unspecified; throws std::bad_alloc.

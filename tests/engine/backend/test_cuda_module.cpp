@@ -274,9 +274,9 @@ TEST(CudaModuleTable, ImplementsDevicesContextsMemoryAndConvert) {
   EXPECT_NE(t->convert, nullptr);
 }
 
-// The Backend's ops are declared for the CUDA backend (the next issue) and
-// NULL until then: whoever implements one moves it to the test above.
-TEST(CudaModuleTable, BackendOpsAreDeclaredButNotYetImplemented) {
+// Every op the CUDA Backend calls is implemented: a NULL entry would make
+// make_cuda_backend refuse the module ("lacks the training op ...").
+TEST(CudaModuleTable, ImplementsEveryBackendOp) {
   const PlCudaBackendTable* t = engine::cuda_table();
   if (!t) GTEST_SKIP() << "module not loaded: " << engine::cuda_unavailable_reason();
   const void* const ops[] = {
@@ -312,12 +312,56 @@ TEST(CudaModuleTable, BackendOpsAreDeclaredButNotYetImplemented) {
       reinterpret_cast<const void*>(t->scale_amax),
       reinterpret_cast<const void*>(t->block_quantize),
       reinterpret_cast<const void*>(t->gradient_census),
+      reinterpret_cast<const void*>(t->relu16_forward),
+      reinterpret_cast<const void*>(t->relu16_backward),
+      reinterpret_cast<const void*>(t->repeat_rows),
+      reinterpret_cast<const void*>(t->patchify),
+      reinterpret_cast<const void*>(t->unpatchify),
+      reinterpret_cast<const void*>(t->bias_add_channels),
+      reinterpret_cast<const void*>(t->channel_sums),
+      reinterpret_cast<const void*>(t->conv2d_block),
   };
   // Every op of the table is listed: the last one ends the table.
-  static_assert(offsetof(PlCudaBackendTable, gradient_census) + sizeof(void*) == sizeof(PlCudaBackendTable));
+  static_assert(offsetof(PlCudaBackendTable, conv2d_block) + sizeof(void*) == sizeof(PlCudaBackendTable));
   static_assert((sizeof(PlCudaBackendTable) - offsetof(PlCudaBackendTable, gemm)) / sizeof(void*) ==
                 sizeof ops / sizeof ops[0]);
-  for (std::size_t i = 0; i < sizeof ops / sizeof ops[0]; ++i) EXPECT_EQ(ops[i], nullptr) << "op #" << i;
+  for (std::size_t i = 0; i < sizeof ops / sizeof ops[0]; ++i) EXPECT_NE(ops[i], nullptr) << "op #" << i;
+}
+
+// The training ops check their context before any CUDA call, so this runs
+// (and must hold) on a machine without a device: one line naming the op.
+TEST(CudaModuleTable, TrainingOpsRefuseANullContextWithTheirName) {
+  const PlCudaBackendTable* t = engine::cuda_table();
+  if (!t) GTEST_SKIP() << "module not loaded: " << engine::cuda_unavailable_reason();
+  char message[256] = "stale";
+  float f = 0.0f;
+  EXPECT_EQ(t->gemm(nullptr, 1, 1, 1, &f, PL_CUDA_FP32, 0, 1, nullptr, &f, PL_CUDA_FP32, 0, 1, nullptr, &f, 1, 1.0f,
+                    0.0f, nullptr, PL_CUDA_FP32, nullptr, message, sizeof message),
+            PL_CUDA_INVALID_ARGUMENT);
+  EXPECT_STREQ(message, "gemm: context is null");
+  const PlCudaConvShape shape{1, 1, 4, 4, 1, 3, 3, 1, 1};
+  EXPECT_EQ(t->conv2d_forward(nullptr, &shape, PL_CUDA_FP32, &f, &f, nullptr, &f, message, sizeof message),
+            PL_CUDA_INVALID_ARGUMENT);
+  EXPECT_STREQ(message, "conv2d_forward: context is null");
+  EXPECT_EQ(t->conv2d_block(nullptr, 0, &shape, &f, nullptr, &f, nullptr, nullptr, &f, message, sizeof message),
+            PL_CUDA_INVALID_ARGUMENT);
+  EXPECT_STREQ(message, "conv2d_block: context is null");
+  EXPECT_EQ(t->relu_forward(nullptr, &f, &f, 1, message, sizeof message), PL_CUDA_INVALID_ARGUMENT);
+  EXPECT_STREQ(message, "relu_forward: context is null");
+  EXPECT_EQ(t->layernorm_forward(nullptr, &f, &f, &f, &f, &f, &f, 1, 1, 1e-5f, PL_CUDA_FP32, message, sizeof message),
+            PL_CUDA_INVALID_ARGUMENT);
+  EXPECT_STREQ(message, "layernorm_forward: context is null");
+  EXPECT_EQ(t->maxpool2d_forward(nullptr, 1, 1, 2, 2, 2, &f, &f, nullptr, message, sizeof message),
+            PL_CUDA_INVALID_ARGUMENT);
+  EXPECT_STREQ(message, "maxpool2d_forward: context is null");
+  EXPECT_EQ(t->sgd_update(nullptr, &f, &f, nullptr, 1, 0.1f, 0.0f, 1.0f, 0.0f, 0, 0, PL_CUDA_FP32, message,
+                          sizeof message),
+            PL_CUDA_INVALID_ARGUMENT);
+  EXPECT_STREQ(message, "sgd_update: context is null");
+  EXPECT_EQ(t->block_quantize(nullptr, PL_CUDA_MXFP8, &f, &f, 1, 1, PL_CUDA_BLOCK_ROWS, 0, 0, nullptr, message,
+                              sizeof message),
+            PL_CUDA_INVALID_ARGUMENT);
+  EXPECT_STREQ(message, "block_quantize: context is null");
 }
 
 TEST(CudaModuleTable, ContextEntriesRefuseANullContext) {

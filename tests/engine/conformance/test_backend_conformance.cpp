@@ -22,6 +22,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cuda_backend.h"
 #include "tensor/tensor.h"
 #include "numeric/convert.h"
 #include "numeric/format.h"
@@ -81,7 +82,7 @@ using i64 = std::int64_t;
 // ============================================================================
 struct Target {
   std::string name;
-  std::function<std::unique_ptr<Backend>()> make;
+  std::function<std::shared_ptr<Backend>()> make;
   // Device memory. The defaults are host memory (CPU backends take host
   // pointers); a GPU backend supplies its allocation and copies.
   std::function<void*(std::size_t)> alloc = [](std::size_t bytes) {
@@ -92,10 +93,35 @@ struct Target {
       [](void* d, const void* s, std::size_t n) { std::memcpy(d, s, n); };
   std::function<void(void* dst, const void* src, std::size_t bytes)> download =
       [](void* d, const void* s, std::size_t n) { std::memcpy(d, s, n); };
+  // FP16 accumulation of FP16 operands runs on the hardware's FP16
+  // accumulators (CUDA: CUBLAS_COMPUTE_16F), whose grouping of additions is
+  // the hardware's, not k-sequential (backend.h).
+  bool hardware_fp16_accumulate = false;
 };
 
 // gtest prints the parameter of a failing test: the backend's name.
 void PrintTo(const Target& t, std::ostream* os) { *os << t.name; }
+
+// The CUDA backend: one instance for the whole process (the suite's
+// buffers are its device memory), or none without a device, which skips
+// every case of this target.
+std::shared_ptr<Backend> cuda_instance() {
+  static const std::shared_ptr<Backend> be = []() -> std::shared_ptr<Backend> {
+    if (!engine::cuda_backend_unusable_reason().empty()) return nullptr;
+    return engine::make_cuda_backend();
+  }();
+  return be;
+}
+
+Target cuda_target() {
+  Target t{"cuda", [] { return cuda_instance(); }};
+  t.alloc = [](std::size_t bytes) { return cuda_instance()->allocate(std::max<std::size_t>(bytes, 1)); };
+  t.release = [](void* p) { cuda_instance()->release(p); };
+  t.upload = [](void* d, const void* s, std::size_t n) { cuda_instance()->upload(d, s, n); };
+  t.download = [](void* d, const void* s, std::size_t n) { cuda_instance()->download(d, s, n); };
+  t.hardware_fp16_accumulate = true;
+  return t;
+}
 
 std::vector<Target> targets() {
   std::vector<Target> t;
@@ -108,7 +134,7 @@ std::vector<Target> targets() {
                  o.allow_native_bf16 = false;
                  return std::make_unique<engine::CpuBackend>(o);
                }});
-  // t.push_back(cuda_target());   // the CUDA backend: device memory + factory
+  t.push_back(cuda_target());
   return t;
 }
 
@@ -141,7 +167,7 @@ class Conformance : public ::testing::TestWithParam<Target> {
  protected:
   void SetUp() override {
     be = GetParam().make();
-    if (!be) GTEST_SKIP() << GetParam().name << ": no device";
+    if (!be) GTEST_SKIP() << GetParam().name << " unavailable: " << engine::cuda_backend_unusable_reason();
   }
   template <class T>
   DeviceBuffer<T> dev(const std::vector<T>& h) {
@@ -152,7 +178,7 @@ class Conformance : public ::testing::TestWithParam<Target> {
   DeviceBuffer<float> out(std::size_t n) {
     return DeviceBuffer<float>(GetParam(), std::vector<float>(n, std::numeric_limits<float>::quiet_NaN()));
   }
-  std::unique_ptr<Backend> be;
+  std::shared_ptr<Backend> be;
 };
 
 INSTANTIATE_TEST_SUITE_P(Backends, Conformance, ::testing::ValuesIn(targets()),
@@ -474,6 +500,32 @@ void check_gemm_lowp(const Target& t, Backend& be, const GemmCase& g, std::uint6
       if (g.bias) v += d.bias[static_cast<std::size_t>(j)];
       c = v;
     }
+  if (t.hardware_fp16_accumulate && g.fa == Format::FP16 && g.fb == Format::FP16 && g.accumulate == Format::FP16) {
+    // The hardware's FP16 accumulation: within FP16's accumulation error
+    // bound of the exact result, k * 2^-11 * sum |a b| (+ C's f32 epilogue).
+    std::vector<float> got_v;
+    std::vector<double> ref, mag;
+    bool overflow = false;
+    for (i64 i = 0; i < g.m; ++i)
+      for (i64 j = 0; j < g.n; ++j) {
+        double exact = 0.0, abs = 0.0;
+        for (i64 p = 0; p < g.k; ++p) {
+          exact += op_a(g, d, i, p) * op_b(g, d, p, j);
+          abs += std::fabs(op_a(g, d, i, p) * op_b(g, d, p, j));
+        }
+        const auto e = static_cast<std::size_t>(i * d.ldc + j);
+        double v = g.alpha * exact;
+        if (g.beta != 0.0f) v += g.beta * static_cast<double>(d.c0[e]);
+        if (g.bias) v += d.bias[static_cast<std::size_t>(j)];
+        got_v.push_back(got[e]);
+        ref.push_back(v);
+        mag.push_back(std::fabs(g.alpha) * abs * static_cast<double>(g.k) + std::fabs(v));
+        overflow |= !std::isfinite(want[e]);
+      }
+    // Past FP16's range the hardware's result is inf or NaN as well, in its own way.
+    if (!overflow) expect_close(got_v, ref, mag, std::ldexp(1.0, -11), 1e-30, g.name() + " (hardware FP16 accumulation)");
+    return;
+  }
   expect_bit_equal(got, want, g.name());
 }
 
@@ -511,6 +563,10 @@ TEST_P(Conformance, GemmLowPrecisionAccumulateEqualsSequentialReferenceExactly) 
 TEST_P(Conformance, GemmFp16AccumulationStallsWhereFp32DoesNot) {
   // 4096 products of 1 * 1: an FP16 running sum stops growing at 2048
   // (2048 + 1 rounds back to 2048, ties to even), FP32 reaches 4096.
+  // Hardware FP16 accumulators add a group of products at a time (a group
+  // of 16 ones is 16, which FP16 holds at 2048), so on them the stall needs
+  // the next test's smaller addends.
+  if (GetParam().hardware_fp16_accumulate) GTEST_SKIP() << "grouped FP16 accumulation: see GemmFp16AccumulationStallsOnSmallAddends";
   const i64 k = 4096;
   std::vector<std::uint16_t> ones(static_cast<std::size_t>(k), engine::fp32_to_fp16(1.0f));
   auto a = dev(ones), b = dev(ones);
@@ -529,6 +585,34 @@ TEST_P(Conformance, GemmFp16AccumulationStallsWhereFp32DoesNot) {
   args.accumulate = Format::FP32;
   be->gemm(args);
   EXPECT_EQ(c.host()[0], 4096.0f);
+}
+
+TEST_P(Conformance, GemmFp16AccumulationStallsOnSmallAddends) {
+  // 2048 + 4095 products of 2^-4: in FP16 the sum stays 2048 whether the
+  // products are added one at a time (2048 + 2^-4 rounds back) or in groups
+  // of up to 16 (a group adds 1, half an ulp at 2048: ties to even); FP32
+  // holds every partial sum exactly and ends at 2048 + 4095/16.
+  const i64 k = 4096;
+  std::vector<std::uint16_t> a(static_cast<std::size_t>(k), engine::fp32_to_fp16(0.25f));
+  std::vector<std::uint16_t> b(static_cast<std::size_t>(k), engine::fp32_to_fp16(0.25f));
+  a[0] = engine::fp32_to_fp16(2048.0f);
+  b[0] = engine::fp32_to_fp16(1.0f);
+  auto da = dev(a), db = dev(b);
+  auto c = out(1);
+  engine::GemmArgs args;
+  args.m = 1;
+  args.n = 1;
+  args.k = k;
+  args.a = {da.get(), Format::FP16, false, k};
+  args.b = {db.get(), Format::FP16, false, 1};
+  args.c = c.get();
+  args.ldc = 1;
+  args.accumulate = Format::FP16;
+  be->gemm(args);
+  EXPECT_EQ(c.host()[0], 2048.0f);
+  args.accumulate = Format::FP32;
+  be->gemm(args);
+  EXPECT_EQ(c.host()[0], 2048.0f + 4095.0f / 16.0f);
 }
 
 // Batched GEMMs in attention's layout: B x H products whose operands are

@@ -3,7 +3,7 @@
 # round after each multiply and add, exactly as the backends must.
 pl_add_test(test_backend_conformance
   SOURCES engine/conformance/test_backend_conformance.cpp
-  LIBS engine_cpu
+  LIBS engine_backends
   LABELS engine)
 set_source_files_properties(engine/conformance/test_backend_conformance.cpp
   PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")

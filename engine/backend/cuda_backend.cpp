@@ -1,0 +1,380 @@
+// The CUDA Backend: each engine::Backend op is one call of the module's
+// table on this backend's context. Formats and structs are mapped to the
+// ABI's here; the module validates arguments and reports CUDA errors as
+// one line, which this file throws as std::runtime_error.
+#include "backend/cuda_backend.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cuda_module.h"
+
+namespace engine {
+
+namespace {
+
+static_assert(sizeof(BlockQuantized) == sizeof(PlCudaBlockQuantized) &&
+                  offsetof(BlockQuantized, tensor_decode) == offsetof(PlCudaBlockQuantized, tensor_decode) &&
+                  offsetof(BlockQuantized, bf16_exact) == offsetof(PlCudaBlockQuantized, bf16_exact) &&
+                  sizeof(bool) == sizeof(std::uint8_t),
+              "engine::BlockQuantized must have PlCudaBlockQuantized's layout");
+static_assert(sizeof(GradBuffer) == sizeof(PlCudaGradBuffer) &&
+                  offsetof(GradBuffer, data) == offsetof(PlCudaGradBuffer, data) &&
+                  offsetof(GradBuffer, n) == offsetof(PlCudaGradBuffer, n) &&
+                  offsetof(GradBuffer, nonfinite) == offsetof(PlCudaGradBuffer, nonfinite),
+              "engine::GradBuffer must have PlCudaGradBuffer's layout");
+
+const PlCudaBlockQuantized* abi(const BlockQuantized* q) { return reinterpret_cast<const PlCudaBlockQuantized*>(q); }
+
+// The table entries the backend calls, by name, for the "not built" check.
+std::vector<std::pair<const char*, const void*>> entries(const PlCudaBackendTable& t) {
+  return {
+      {"gemm", reinterpret_cast<const void*>(t.gemm)},
+      {"conv2d_forward", reinterpret_cast<const void*>(t.conv2d_forward)},
+      {"conv2d_backward_data", reinterpret_cast<const void*>(t.conv2d_backward_data)},
+      {"conv2d_backward_weights", reinterpret_cast<const void*>(t.conv2d_backward_weights)},
+      {"maxpool2d_forward", reinterpret_cast<const void*>(t.maxpool2d_forward)},
+      {"maxpool2d_backward", reinterpret_cast<const void*>(t.maxpool2d_backward)},
+      {"relu_forward", reinterpret_cast<const void*>(t.relu_forward)},
+      {"relu_backward", reinterpret_cast<const void*>(t.relu_backward)},
+      {"gelu_forward", reinterpret_cast<const void*>(t.gelu_forward)},
+      {"gelu_backward", reinterpret_cast<const void*>(t.gelu_backward)},
+      {"add", reinterpret_cast<const void*>(t.add)},
+      {"scale", reinterpret_cast<const void*>(t.scale)},
+      {"fill", reinterpret_cast<const void*>(t.fill)},
+      {"quantize", reinterpret_cast<const void*>(t.quantize)},
+      {"count_nonfinite", reinterpret_cast<const void*>(t.count_nonfinite)},
+      {"amax", reinterpret_cast<const void*>(t.amax)},
+      {"column_sums", reinterpret_cast<const void*>(t.column_sums)},
+      {"error_sums", reinterpret_cast<const void*>(t.error_sums)},
+      {"layernorm_forward", reinterpret_cast<const void*>(t.layernorm_forward)},
+      {"layernorm_backward", reinterpret_cast<const void*>(t.layernorm_backward)},
+      {"softmax_forward", reinterpret_cast<const void*>(t.softmax_forward)},
+      {"softmax_backward", reinterpret_cast<const void*>(t.softmax_backward)},
+      {"cross_entropy_forward", reinterpret_cast<const void*>(t.cross_entropy_forward)},
+      {"cross_entropy_backward", reinterpret_cast<const void*>(t.cross_entropy_backward)},
+      {"mse_forward", reinterpret_cast<const void*>(t.mse_forward)},
+      {"mse_backward", reinterpret_cast<const void*>(t.mse_backward)},
+      {"unscale_grads", reinterpret_cast<const void*>(t.unscale_grads)},
+      {"sgd_update", reinterpret_cast<const void*>(t.sgd_update)},
+      {"adam_update", reinterpret_cast<const void*>(t.adam_update)},
+      {"scale_amax", reinterpret_cast<const void*>(t.scale_amax)},
+      {"block_quantize", reinterpret_cast<const void*>(t.block_quantize)},
+      {"gradient_census", reinterpret_cast<const void*>(t.gradient_census)},
+      {"relu16_forward", reinterpret_cast<const void*>(t.relu16_forward)},
+      {"relu16_backward", reinterpret_cast<const void*>(t.relu16_backward)},
+      {"repeat_rows", reinterpret_cast<const void*>(t.repeat_rows)},
+      {"patchify", reinterpret_cast<const void*>(t.patchify)},
+      {"unpatchify", reinterpret_cast<const void*>(t.unpatchify)},
+      {"bias_add_channels", reinterpret_cast<const void*>(t.bias_add_channels)},
+      {"channel_sums", reinterpret_cast<const void*>(t.channel_sums)},
+      {"conv2d_block", reinterpret_cast<const void*>(t.conv2d_block)},
+  };
+}
+
+PlCudaFormat fmt(Format f) {
+  PlCudaFormat out{};
+  if (!cuda_format(f, out))
+    throw std::invalid_argument(std::string("cuda backend: ") + format_name(f) + " is not a tensor format");
+  return out;
+}
+
+PlCudaBlockFormat block_fmt(Format f) {
+  switch (f) {
+    case Format::MXFP8: return PL_CUDA_MXFP8;
+    case Format::MXFP8_E5M2: return PL_CUDA_MXFP8_E5M2;
+    case Format::MXFP6: return PL_CUDA_MXFP6;
+    case Format::MXFP6_E3M2: return PL_CUDA_MXFP6_E3M2;
+    case Format::MXFP4: return PL_CUDA_MXFP4;
+    case Format::NVFP4: return PL_CUDA_NVFP4;
+    default: break;
+  }
+  throw std::invalid_argument(std::string("cuda backend: ") + format_name(f) + " is not a block format");
+}
+
+PlCudaBlockLayout block_layout(BlockLayout l) {
+  switch (l) {
+    case BlockLayout::Rows: return PL_CUDA_BLOCK_ROWS;
+    case BlockLayout::Columns: return PL_CUDA_BLOCK_COLUMNS;
+    case BlockLayout::Tiles: return PL_CUDA_BLOCK_TILES;
+  }
+  return PL_CUDA_BLOCK_ROWS;
+}
+
+PlCudaConvShape shape_of(const ConvShape& s) {
+  return {s.n, s.c_in, s.h, s.w, s.c_out, s.kh, s.kw, s.stride, s.pad};
+}
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(const PlCudaBackendTable& table, PlCudaContext* ctx, const CudaDeviceInfo& device)
+      : t(table), m_ctx(ctx), m_device(device) {}
+  ~CudaBackend() override {
+    char message[256] = {};
+    t.destroy_context(m_ctx, message, sizeof message);
+  }
+
+  BackendInfo info() const override {
+    BackendInfo i;
+    i.name = "cuda";
+    i.device = m_device.name + " (sm_" + std::to_string(m_device.compute_major) +
+               std::to_string(m_device.compute_minor) + ")";
+    i.native_bf16 = m_device.compute_major >= 8;
+    i.threads = 1;
+    return i;
+  }
+  bool device_memory(std::uint64_t& free_bytes, std::uint64_t& total_bytes) override {
+    call("memory_info", t.memory_info, m_ctx, &free_bytes, &total_bytes);
+    return true;
+  }
+
+  // --- memory ---
+  void* allocate(std::size_t bytes) override {
+    void* p = nullptr;
+    char message[512] = {};
+    const PlCudaStatus s = t.allocate(m_ctx, bytes == 0 ? 1 : bytes, &p, message, sizeof message);
+    if (s == PL_CUDA_OUT_OF_MEMORY) throw std::bad_alloc();
+    if (s != PL_CUDA_OK) throw std::runtime_error(std::string("cuda allocate: ") + message);
+    return p;
+  }
+  void release(void* p) noexcept override {
+    char message[256] = {};
+    t.release(m_ctx, p, message, sizeof message);
+  }
+  void upload(void* dst, const void* host_src, std::size_t bytes) override {
+    call("upload", t.upload, m_ctx, dst, host_src, bytes);
+  }
+  void download(void* host_dst, const void* src, std::size_t bytes) override {
+    call("download", t.download, m_ctx, host_dst, src, bytes);
+  }
+  void copy(void* dst, const void* src, std::size_t bytes) override {
+    if (dst == src || bytes == 0) return;
+    call("copy", t.copy, m_ctx, dst, src, bytes);
+  }
+  void upload_rows(void* dst, const void* host_base, std::size_t row_bytes, const std::uint32_t* rows,
+                   std::size_t count) override {
+    // Gathered on the host, then one transfer.
+    m_staging.resize(row_bytes * count);
+    const auto* base = static_cast<const unsigned char*>(host_base);
+    for (std::size_t k = 0; k < count; ++k)
+      std::memcpy(m_staging.data() + k * row_bytes, base + static_cast<std::size_t>(rows[k]) * row_bytes, row_bytes);
+    upload(dst, m_staging.data(), m_staging.size());
+  }
+  void fill_zero(void* dst, std::size_t bytes) override { call("fill_zero", t.fill_zero, m_ctx, dst, bytes); }
+
+  // --- casts ---
+  void convert(Format from, const void* src, Format to, void* dst, std::int64_t n, const CastOptions& opt) override {
+    call("convert", t.convert, m_ctx, fmt(from), src, fmt(to), dst, n, std::int32_t{opt.saturate},
+         std::int32_t{opt.stochastic}, std::uint64_t{opt.seed}, std::uint64_t{opt.index_offset});
+  }
+  void block_quantize(Format f, const float* src, float* dst, std::int64_t rows, std::int64_t cols,
+                      BlockLayout layout, const BlockRounding& rounding, BlockQuantized* info) override {
+    call("block_quantize", t.block_quantize, m_ctx, block_fmt(f), src, dst, rows, cols, block_layout(layout),
+         std::int32_t{rounding.stochastic}, std::uint64_t{rounding.seed}, reinterpret_cast<PlCudaBlockQuantized*>(info));
+  }
+  void scale_amax(const float* x, float scale, float* y, std::int64_t n, float* amax) override {
+    call("scale_amax", t.scale_amax, m_ctx, x, scale, y, n, amax);
+  }
+  void fill(float* x, float value, std::int64_t n) override { call("fill", t.fill, m_ctx, x, value, n); }
+
+  // --- the step's reductions ---
+  void unscale_grads(const GradBuffer* grads, std::size_t count, float inv_scale, double* sum_squares) override {
+    call("unscale_grads", t.unscale_grads, m_ctx, reinterpret_cast<const PlCudaGradBuffer*>(grads), count, inv_scale,
+         sum_squares);
+  }
+  void sgd_update(const SgdUpdate& u) override {
+    call("sgd_update", t.sgd_update, m_ctx, u.value, u.grad, u.momentum_buf, u.n, u.lr, u.momentum, u.keep,
+         u.weight_decay, std::int32_t{u.nesterov}, std::int32_t{u.first}, fmt(u.state_format));
+  }
+  void adam_update(const AdamUpdate& u) override {
+    call("adam_update", t.adam_update, m_ctx, u.value, u.grad, u.exp_avg, u.exp_avg_sq, u.n, u.step_size, u.bc2_sqrt,
+         u.one_minus_beta1, u.beta2, u.one_minus_beta2, u.eps, u.l2, u.shrink, fmt(u.state_format));
+  }
+  void gradient_census(const GradCensus& c) override {
+    call("gradient_census", t.gradient_census, m_ctx, c.values, c.own, c.block, c.n, c.thresholds.underflow,
+         c.thresholds.subnormal_hi, c.thresholds.overflow, std::int32_t{c.thresholds.tie_overflows}, c.scale,
+         std::int32_t{c.log2_lo}, c.out);
+  }
+  void error_sums(const float* a, const float* b, std::int64_t n, double* out) override {
+    call("error_sums", t.error_sums, m_ctx, a, b, n, out);
+  }
+
+  // --- matmul and convolution ---
+  void gemm(const GemmArgs& g) override {
+    PlCudaGemmBatch batch{};
+    const PlCudaGemmBatch* bp = nullptr;
+    if (g.batched()) {
+      for (int i = 0; i < 2; ++i) {
+        batch.count[i] = g.batch[i];
+        batch.a_stride[i] = g.a.batch_stride[i];
+        batch.b_stride[i] = g.b.batch_stride[i];
+        batch.c_stride[i] = g.c_batch_stride[i];
+      }
+      bp = &batch;
+    }
+    call("gemm", t.gemm, m_ctx, g.m, g.n, g.k, g.a.data, fmt(g.a.format), std::int32_t{g.a.trans}, g.a.ld,
+         abi(g.a.block), g.b.data, fmt(g.b.format), std::int32_t{g.b.trans}, g.b.ld, abi(g.b.block), g.c, g.ldc,
+         g.alpha, g.beta, g.bias, fmt(g.accumulate), bp);
+  }
+  void conv2d_forward(const ConvShape& s, Format compute, const float* x, const float* w, const float* bias,
+                      float* y) override {
+    const PlCudaConvShape cs = shape_of(s);
+    call("conv2d_forward", t.conv2d_forward, m_ctx, &cs, fmt(compute), x, w, bias, y);
+  }
+  void conv2d_backward_data(const ConvShape& s, Format compute, const float* dy, const float* w, float* dx) override {
+    const PlCudaConvShape cs = shape_of(s);
+    call("conv2d_backward_data", t.conv2d_backward_data, m_ctx, &cs, fmt(compute), dy, w, dx);
+  }
+  void conv2d_backward_weights(const ConvShape& s, Format compute, const float* x, const float* dy, float* dw,
+                               float* db) override {
+    const PlCudaConvShape cs = shape_of(s);
+    call("conv2d_backward_weights", t.conv2d_backward_weights, m_ctx, &cs, fmt(compute), x, dy, dw, db);
+  }
+  void conv2d_block(const ConvBlockArgs& a) override {
+    const PlCudaConvShape cs = shape_of(a.shape);
+    call("conv2d_block", t.conv2d_block, m_ctx, static_cast<std::int32_t>(a.kind), &cs, a.a, abi(a.a_block), a.b,
+         abi(a.b_block), a.bias, a.out);
+  }
+  void bias_add_channels(float* y, const float* bias, std::int64_t n, std::int64_t c, std::int64_t hw) override {
+    call("bias_add_channels", t.bias_add_channels, m_ctx, y, bias, n, c, hw);
+  }
+  void channel_sums(const float* dy, float* db, std::int64_t n, std::int64_t c, std::int64_t hw) override {
+    call("channel_sums", t.channel_sums, m_ctx, dy, db, n, c, hw);
+  }
+
+  // --- pooling ---
+  void maxpool2d_forward(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
+                         const float* x, float* y, std::int32_t* argmax) override {
+    call("maxpool2d_forward", t.maxpool2d_forward, m_ctx, n, c, h, w, k, x, y, argmax);
+  }
+  void maxpool2d_backward(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
+                          const float* dy, const std::int32_t* argmax, float* dx) override {
+    call("maxpool2d_backward", t.maxpool2d_backward, m_ctx, n, c, h, w, k, dy, argmax, dx);
+  }
+
+  // --- elementwise ---
+  void relu_forward(const float* x, float* y, std::int64_t n) override {
+    call("relu_forward", t.relu_forward, m_ctx, x, y, n);
+  }
+  void relu_backward(const float* x, const float* dy, float* dx, std::int64_t n) override {
+    call("relu_backward", t.relu_backward, m_ctx, x, dy, dx, n);
+  }
+  void relu16_forward(Format f, const void* x, void* y, std::int64_t n) override {
+    call("relu16_forward", t.relu16_forward, m_ctx, fmt(f), x, y, n);
+  }
+  void relu16_backward(Format f, const void* x, Format g, const void* dy, void* dx, std::int64_t n) override {
+    call("relu16_backward", t.relu16_backward, m_ctx, fmt(f), x, fmt(g), dy, dx, n);
+  }
+  void gelu_forward(const float* x, float* y, std::int64_t n) override {
+    call("gelu_forward", t.gelu_forward, m_ctx, x, y, n);
+  }
+  void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) override {
+    call("gelu_backward", t.gelu_backward, m_ctx, x, dy, dx, n);
+  }
+  void repeat_rows(const float* src, float* dst, std::int64_t B, std::int64_t T, std::int64_t C) override {
+    call("repeat_rows", t.repeat_rows, m_ctx, src, dst, B, T, C);
+  }
+  void add(const float* a, const float* b, float* y, std::int64_t n) override { call("add", t.add, m_ctx, a, b, y, n); }
+  void scale(float* x, float s, std::int64_t n) override { call("scale", t.scale, m_ctx, x, s, n); }
+  void quantize(Format f, float* x, std::int64_t n, bool saturate) override {
+    if (f == Format::FP32) return;
+    call("quantize", t.quantize, m_ctx, fmt(f), x, n, std::int32_t{saturate});
+  }
+  void count_nonfinite(const float* x, std::int64_t n, std::int64_t* counter) override {
+    call("count_nonfinite", t.count_nonfinite, m_ctx, x, n, counter);
+  }
+  void amax(const float* x, std::int64_t n, float* out) override { call("amax", t.amax, m_ctx, x, n, out); }
+  void column_sums(const float* dy, std::int64_t rows, std::int64_t cols, float* db) override {
+    call("column_sums", t.column_sums, m_ctx, dy, rows, cols, db);
+  }
+
+  // --- layout ---
+  void patchify(const float* x, float* patches, std::int64_t B, std::int64_t C, std::int64_t H, std::int64_t W,
+                std::int64_t p) override {
+    call("patchify", t.patchify, m_ctx, x, patches, B, C, H, W, p);
+  }
+  void unpatchify(const float* patches, float* x, std::int64_t B, std::int64_t C, std::int64_t H, std::int64_t W,
+                  std::int64_t p) override {
+    call("unpatchify", t.unpatchify, m_ctx, patches, x, B, C, H, W, p);
+  }
+
+  // --- rows ---
+  void layernorm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
+                         std::int64_t rows, std::int64_t cols, float eps, Format accumulate) override {
+    call("layernorm_forward", t.layernorm_forward, m_ctx, x, gamma, beta, y, mean, rstd, rows, cols, eps,
+         fmt(accumulate));
+  }
+  void layernorm_backward(const float* dy, const float* x, const float* mean, const float* rstd, const float* gamma,
+                          float* dx, float* dgamma, float* dbeta, std::int64_t rows, std::int64_t cols) override {
+    call("layernorm_backward", t.layernorm_backward, m_ctx, dy, x, mean, rstd, gamma, dx, dgamma, dbeta, rows, cols);
+  }
+  void softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t cols, Format accumulate) override {
+    call("softmax_forward", t.softmax_forward, m_ctx, x, y, rows, cols, fmt(accumulate));
+  }
+  void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows, std::int64_t cols) override {
+    call("softmax_backward", t.softmax_backward, m_ctx, y, dy, dx, rows, cols);
+  }
+
+  // --- losses ---
+  void cross_entropy_forward(const float* logits, const std::int32_t* labels, std::int64_t rows,
+                             std::int64_t classes, float* probs, double* loss, std::int64_t* correct) override {
+    call("cross_entropy_forward", t.cross_entropy_forward, m_ctx, logits, labels, rows, classes, probs, loss, correct);
+  }
+  void cross_entropy_backward(const float* probs, const std::int32_t* labels, std::int64_t rows,
+                              std::int64_t classes, float scale, float* dlogits) override {
+    call("cross_entropy_backward", t.cross_entropy_backward, m_ctx, probs, labels, rows, classes, scale, dlogits);
+  }
+  void mse_forward(const float* pred, const float* target, std::int64_t n, double* loss) override {
+    call("mse_forward", t.mse_forward, m_ctx, pred, target, n, loss);
+  }
+  void mse_backward(const float* pred, const float* target, std::int64_t n, float scale, float* dpred) override {
+    call("mse_backward", t.mse_backward, m_ctx, pred, target, n, scale, dpred);
+  }
+
+ private:
+  // One table call; a failure throws its one-line message.
+  template <class Entry, class... Args>
+  void call(const char* name, Entry entry, Args... args) {
+    char message[512] = {};
+    const PlCudaStatus s = entry(args..., message, sizeof message);
+    if (s == PL_CUDA_OK) return;
+    if (s == PL_CUDA_OUT_OF_MEMORY) throw std::runtime_error(std::string("cuda ") + name + ": out of device memory: " + message);
+    throw std::runtime_error(std::string("cuda ") + name + ": " + (message[0] ? message : "failed"));
+  }
+
+  const PlCudaBackendTable& t;
+  PlCudaContext* m_ctx;
+  CudaDeviceInfo m_device;
+  std::vector<unsigned char> m_staging;
+};
+
+}  // namespace
+
+std::string cuda_backend_unusable_reason() {
+  if (!cuda_available()) return cuda_unavailable_reason();
+  const PlCudaBackendTable* t = cuda_table();
+  if (!t) return "libpl_cuda.so is not loaded";
+  for (const auto& [name, fn] : entries(*t))
+    if (!fn) return cuda_module_info().path + " lacks the training op '" + name + "'";
+  return {};
+}
+
+std::unique_ptr<Backend> make_cuda_backend(int device) {
+  if (const std::string why = cuda_backend_unusable_reason(); !why.empty()) throw std::runtime_error(why);
+  CudaDeviceInfo dev;
+  if (const CudaResult r = cuda_device_info(device, dev); !r.ok()) throw std::runtime_error(r.message);
+  const PlCudaBackendTable* t = cuda_table();
+  PlCudaContext* ctx = nullptr;
+  char message[512] = {};
+  if (t->create_context(device, &ctx, message, sizeof message) != PL_CUDA_OK)
+    throw std::runtime_error(std::string("cuda: ") + message);
+  return std::make_unique<CudaBackend>(*t, ctx, dev);
+}
+
+}  // namespace engine
