@@ -9,6 +9,15 @@
 //     (recipes interleaved, the best repetition of each in the summary: the
 //     way to compare recipes on a machine shared with other work)
 //
+// On a machine with an NVIDIA GPU (the CUDA backend built and a device):
+//   bench_train --backend=cuda            the same table on the GPU
+//   bench_train --backend=both            CPU and GPU in one run, with the
+//                                         GPU's ratio to the CPU per recipe
+//   bench_train --backend=both --wide     adds "mlp-wide" (784-4096-4096-
+//                                         4096-10, batch 1024): a size where
+//                                         the GPU's advantage shows
+// GPU rows are named train/<model>@cuda/<recipe>.
+//
 // Uses Fashion-MNIST when installed, else a synthetic set of the same shape
 // (the throughput does not depend on the pixel values).
 #include <benchmark/benchmark.h>
@@ -22,6 +31,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cuda_backend.h"
 #include "data/dataset.h"
 #include "fma_peak.h"
 #include "train/run.h"
@@ -31,7 +41,7 @@ namespace {
 
 FmaPeak g_peak;
 std::shared_ptr<const engine::DatasetPair> g_data;
-std::unique_ptr<engine::Backend> g_backend;
+std::unique_ptr<engine::Backend> g_cpu, g_cuda;
 std::map<std::string, std::map<std::string, double>> g_rate;  // model -> recipe -> samples/s
 
 std::shared_ptr<const engine::DatasetPair> images() {
@@ -58,7 +68,7 @@ std::shared_ptr<const engine::DatasetPair> images() {
 constexpr double kMlpFlopsPerSample =
     2.0 * (784 * 256 + 256 * 128 + 128 * 10) * 2.0 + 2.0 * (256 * 128 + 128 * 10);
 
-void BM_Train(benchmark::State& st, const std::string& model, const std::string& recipe) {
+void BM_Train(benchmark::State& st, engine::Backend& backend, const std::string& model, const std::string& recipe) {
   engine::RunConfig c;
   c.model = model;
   c.recipe = recipe;
@@ -66,7 +76,12 @@ void BM_Train(benchmark::State& st, const std::string& model, const std::string&
   c.batch = 128;
   c.epochs = 1000;
   c.seed = 0;
-  engine::Run run(0, c, g_data, *g_backend);
+  if (model == "mlp-wide") {
+    c.model = "mlp";
+    c.widths = {4096, 4096, 4096};
+    c.batch = 1024;
+  }
+  engine::Run run(0, c, g_data, backend);
   std::vector<engine::Record> out;
   for (int i = 0; i < 3; ++i) {  // warm-up: primitives created, buffers sized
     run.step(out);
@@ -89,6 +104,16 @@ void summary() {
     for (const auto& [recipe, r] : rates)
       std::printf("  %-12s %-11s %10.0f samples/s  %5.2fx fp32\n", model.c_str(), recipe.c_str(), r,
                   base > 0 ? r / base : 0.0);
+  }
+  // The GPU against the CPU, recipe by recipe (--backend=both).
+  for (const auto& [model, rates] : g_rate) {
+    const auto at = model.find("@cuda");
+    if (at == std::string::npos) continue;
+    const auto cpu = g_rate.find(model.substr(0, at));
+    if (cpu == g_rate.end()) continue;
+    for (const auto& [recipe, r] : rates)
+      if (auto c = cpu->second.find(recipe); c != cpu->second.end() && c->second > 0)
+        std::printf("  %-12s %-11s GPU / CPU %.1fx\n", model.substr(0, at).c_str(), recipe.c_str(), r / c->second);
   }
   if (auto m = g_rate.find("mlp"); m != g_rate.end() && g_peak.all > 0) {
     for (const char* r : {"fp32", "mixed-bf16"}) {
@@ -124,22 +149,54 @@ class Collector : public benchmark::ConsoleReporter {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Our own flags, taken out before Google Benchmark reads the rest.
+  std::string backends = "cpu";
+  bool wide = false;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("--backend=", 0) == 0) backends = a.substr(10);
+    else if (a == "--wide") wide = true;
+    else argv[kept++] = argv[i];
+  }
+  argc = kept;
+  if (backends != "cpu" && backends != "cuda" && backends != "both") {
+    std::fprintf(stderr, "bench_train: --backend must be cpu, cuda or both (got '%s')\n", backends.c_str());
+    return 2;
+  }
   g_peak = measure_fma_peak();
   g_data = images();
-  g_backend = engine::make_cpu_backend(0);
-  const engine::BackendInfo info = g_backend->info();
-  std::printf("FMA peak (%s): 1 thread %.1f GFLOP/s, %d threads %.1f GFLOP/s; %s, %d threads, native bf16: %s; data: %s\n",
-              g_peak.isa, g_peak.one, g_peak.threads, g_peak.all, info.device.c_str(), info.threads,
-              info.native_bf16 ? "yes" : "no", g_data->train.name.c_str());
-  for (const char* model : {"mlp", "cnn", "transformer"})
-    for (const char* recipe : {"fp32", "fp16", "mixed-fp16", "mixed-bf16", "fp8", "mxfp8", "mxfp4", "nvfp4"})
-      benchmark::RegisterBenchmark((std::string("train/") + model + "/" + recipe).c_str(),
-                                   [m = std::string(model), r = std::string(recipe)](benchmark::State& st) {
-                                     BM_Train(st, m, r);
-                                   })
-          ->Unit(benchmark::kMillisecond)
-          ->MinTime(std::string(model) == "mlp" ? 1.0 : 2.0)
-          ->UseRealTime();
+  if (backends != "cuda") g_cpu = engine::make_cpu_backend(0);
+  if (backends != "cpu") {
+    try {
+      g_cuda = engine::make_cuda_backend();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_train: --backend=%s: %s\n", backends.c_str(), e.what());
+      return 1;
+    }
+  }
+  for (engine::Backend* be : {g_cpu.get(), g_cuda.get()}) {
+    if (!be) continue;
+    const engine::BackendInfo info = be->info();
+    std::printf("FMA peak (%s): 1 thread %.1f GFLOP/s, %d threads %.1f GFLOP/s; %s: %s, %d threads, native bf16: %s; data: %s\n",
+                g_peak.isa, g_peak.one, g_peak.threads, g_peak.all, info.name.c_str(), info.device.c_str(),
+                info.threads, info.native_bf16 ? "yes" : "no", g_data->train.name.c_str());
+  }
+  std::vector<std::string> models = {"mlp", "cnn", "transformer"};
+  if (wide) models.push_back("mlp-wide");
+  for (engine::Backend* be : {g_cpu.get(), g_cuda.get()}) {
+    if (!be) continue;
+    const std::string suffix = be == g_cuda.get() ? "@cuda" : "";
+    for (const std::string& model : models)
+      for (const char* recipe : {"fp32", "fp16", "mixed-fp16", "mixed-bf16", "fp8", "mxfp8", "mxfp4", "nvfp4"})
+        benchmark::RegisterBenchmark(("train/" + model + suffix + "/" + recipe).c_str(),
+                                     [be, m = model, r = std::string(recipe)](benchmark::State& st) {
+                                       BM_Train(st, *be, m, r);
+                                     })
+            ->Unit(benchmark::kMillisecond)
+            ->MinTime(model == "mlp" ? 1.0 : 2.0)
+            ->UseRealTime();
+  }
   benchmark::Initialize(&argc, argv);
   Collector reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
