@@ -42,6 +42,10 @@ struct StepMetrics {
   double lr = 0.0;
   MemoryBytes mem;
   std::int64_t rss = 0;          // process resident set size (bytes)
+  // The device's own figure (cudaMemGetInfo: everything in use on the GPU,
+  // the CUDA context and library workspaces included), bytes; 0 on the CPU.
+  std::int64_t device_used = 0;
+  std::int64_t device_total = 0;
   double wall_ms = 0.0;          // wall time of this step
   double samples_per_second = 0.0;
   double train_accuracy = -1.0;  // batch accuracy (classification), -1 otherwise

@@ -475,8 +475,17 @@ void Run::step(std::vector<Record>& out) {
   m.lr = lr;
   m.mem = memory();
   // /proc costs a few syscalls: sample the RSS every 50 steps.
-  if (step_no == 1 || step_no % 50 == 0) m_last_rss = process_rss_bytes();
+  if (step_no == 1 || step_no % 50 == 0) {
+    m_last_rss = process_rss_bytes();
+    std::uint64_t free_bytes = 0, total_bytes = 0;
+    if (m_backend.device_memory(free_bytes, total_bytes)) {
+      m_device_used = static_cast<std::int64_t>(total_bytes - free_bytes);
+      m_device_total = static_cast<std::int64_t>(total_bytes);
+    }
+  }
   m.rss = m_last_rss;
+  m.device_used = m_device_used;
+  m.device_total = m_device_total;
   m.wall_ms = wall_ms;
   m.samples_per_second = wall_ms > 0 ? static_cast<double>(B) / (wall_ms / 1000.0) : 0.0;
   m.train_accuracy = cls ? static_cast<double>(correct) / static_cast<double>(B) : -1.0;

@@ -95,6 +95,7 @@ class Run {
   std::int64_t m_total_steps = 0;
   std::int64_t m_steps_per_epoch = 0;
   std::int64_t m_last_rss = 0;
+  std::int64_t m_device_used = 0, m_device_total = 0;
   bool m_inspect_next = false;
   struct Fault {
     FaultTarget target;

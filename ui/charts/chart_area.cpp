@@ -301,6 +301,10 @@ ChartArea::ChartArea(RunStore* store, QWidget* parent) : QWidget(parent), m_stor
   m_scaleNote->setBrush(chart_style::kNote);
   m_scaleNote->setFont(chart_style::legendFont(chart(LossScale)));
   m_scaleNote->setVisible(false);
+  m_deviceNote = new QGraphicsSimpleTextItem(chart(Memory));
+  m_deviceNote->setBrush(chart_style::kNote);
+  m_deviceNote->setFont(chart_style::legendFont(chart(Memory)));
+  m_deviceNote->setVisible(false);
 
   // The loss axis, linear or logarithmic (swapped in applyLossAxis()).
   m_lossLinear = yAxis(Loss);
@@ -480,6 +484,7 @@ void ChartArea::applyLossAxis(bool log) {
 }
 
 QString ChartArea::lossScaleNote() const { return m_scaleNote->isVisible() ? m_scaleNote->text() : QString(); }
+QString ChartArea::deviceMemoryNote() const { return m_deviceNote->isVisible() ? m_deviceNote->text() : QString(); }
 
 namespace {
 QWidget* chartWidget(const QVector<LiveChartView*>& views, GradientPanel* gradients, int m) {
@@ -569,6 +574,8 @@ void ChartArea::setPresentation(bool on) {
   if (on) note.setPointSizeF(chart_style::presentation::kLegendPt - 2);
   m_scaleNote->setFont(note);
   m_scaleNote->setBrush(on ? chart_style::presentation::kInk : chart_style::kNote);
+  m_deviceNote->setFont(note);
+  m_deviceNote->setBrush(on ? chart_style::presentation::kInk : chart_style::kNote);
   m_accuracyNote->setFont(on ? note : QFont());
   m_gradients->setPresentation(on);
   m_x1 = -1;
@@ -1007,6 +1014,20 @@ void ChartArea::updateRanges(double x1) {
     QValueAxis* y = yAxis(LossScale);
     setAxis(y, lo, hi, powerOfTwoTickInterval(hi - lo, 6));
   }
+  // The GPU's own figure (the bands are the tensors the recipe holds; the
+  // device also holds the CUDA context and library workspaces).
+  QString deviceNote;
+  for (int id = 0; id < m_store->count(); ++id) {
+    const RunData& r = m_store->run(id);
+    if (!r.visible || r.steps.empty() || r.steps.back().device_total <= 0) continue;
+    const engine::StepMetrics& last = r.steps.back();
+    deviceNote = tr("GPU memory in use: %1 MiB of %2 GiB (cudaMemGetInfo: the whole device)")
+                     .arg(static_cast<double>(last.device_used) / kMiB, 0, 'f', 0)
+                     .arg(static_cast<double>(last.device_total) / (1024.0 * kMiB), 0, 'f', 1);
+  }
+  if (m_deviceNote->text() != deviceNote) m_deviceNote->setText(deviceNote);
+  m_deviceNote->setVisible(!deviceNote.isEmpty());
+  if (m_deviceNote->isVisible()) m_deviceNote->setPos(chart(Memory)->plotArea().topLeft() + QPointF(6, 2));
   memMax = std::max(memMax, m_emulationMax);
   if (memMax > 0 && !zoomed(Memory)) {
     const double top = niceCeil(memMax * 1.1);

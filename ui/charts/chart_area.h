@@ -89,6 +89,9 @@ class ChartArea : public QWidget {
   QLabel* sharedLegend() const { return m_legend; }
   // The loss-scale chart's note naming the runs without loss scaling.
   QString lossScaleNote() const;
+  // The memory chart's line about the GPU's own memory (cudaMemGetInfo of
+  // the newest visible run on a device); empty on the CPU.
+  QString deviceMemoryNote() const;
 
   // The charts a lesson watches (a preset's `watch`): they fill a large top
   // row, the others a short one below; `watchedOnly` (presentation view)
@@ -164,6 +167,7 @@ class ChartArea : public QWidget {
   QLogValueAxis* m_lossLog = nullptr;
   bool m_logScale = false;
   bool m_logChosen = false;  // the user chose; no more automatic switching
+  QGraphicsSimpleTextItem* m_deviceNote = nullptr;
   QGraphicsSimpleTextItem* m_scaleNote = nullptr;
   QLineSeries* m_emulationUpper = nullptr;
   QAreaSeries* m_emulationArea = nullptr;

@@ -177,6 +177,29 @@ TEST_F(ChartsTest, RunsWithoutLossScalingAreAbsentFromTheLossScaleChart) {
   EXPECT_TRUE(tip.contains(QStringLiteral("2^16"))) << tip.toStdString();
 }
 
+// A run on a GPU: the memory chart names the device's own figure
+// (cudaMemGetInfo) beside the recipe's bands; on the CPU there is none.
+TEST_F(ChartsTest, MemoryChartNamesTheGpusOwnMemoryOnlyForADeviceRun) {
+  const int cpu = addRun("fp32", QStringLiteral("run 1"));
+  std::vector<engine::Record> records;
+  for (int s = 1; s <= 5; ++s) records.push_back(step(cpu, s, 1.0));
+  feed(*m_store, records);
+  draw();
+  EXPECT_TRUE(m_area->deviceMemoryNote().isEmpty()) << m_area->deviceMemoryNote().toStdString();
+  const int gpu = addRun("mixed-bf16", QStringLiteral("run 2"));
+  records.clear();
+  for (int s = 1; s <= 5; ++s) {
+    engine::StepMetrics m = step(gpu, s, 1.0);
+    m.device_used = 1536ll << 20;  // 1536 MiB
+    m.device_total = 80ll << 30;   // 80 GiB
+    records.push_back(m);
+  }
+  feed(*m_store, records);
+  draw();
+  EXPECT_EQ(m_area->deviceMemoryNote(),
+            QStringLiteral("GPU memory in use: 1536 MiB of 80.0 GiB (cudaMemGetInfo: the whole device)"));
+}
+
 // Today: "mixed-f…" and "mixed-…" with five runs; no legend for the dashed totals.
 TEST_F(ChartsTest, LegendNamesEveryRunInFull) {
   const QStringList recipes = {"fp32", "fp16", "mixed-fp16", "mixed-bf16", "fp8"};
