@@ -344,8 +344,11 @@ class CudaBackend final : public Backend {
     char message[512] = {};
     const PlCudaStatus s = entry(args..., message, sizeof message);
     if (s == PL_CUDA_OK) return;
+    const std::string what = std::string("cuda ") + name + ": " + (message[0] ? message : "failed");
     if (s == PL_CUDA_OUT_OF_MEMORY) throw std::runtime_error(std::string("cuda ") + name + ": out of device memory: " + message);
-    throw std::runtime_error(std::string("cuda ") + name + ": " + (message[0] ? message : "failed"));
+    // What the CPU backend refuses with invalid_argument, this one does too.
+    if (s == PL_CUDA_INVALID_ARGUMENT) throw std::invalid_argument(what);
+    throw std::runtime_error(what);
   }
 
   const PlCudaBackendTable& t;

@@ -3,10 +3,10 @@
 // algorithm per direction cached per shape and math mode.
 //
 // The values arrive already rounded to the compute format, so the math mode
-// decides exactness: BF16, FP8 and TF32 values have at most 10 fraction bits
-// and are exact in TF32, so those convolutions may run on TF32 Tensor Cores
-// (CUDNN_TENSOR_OP_MATH); FP32 and FP16 values are not, and run with
-// CUDNN_FMA_MATH (plain FP32). Only deterministic algorithms are taken, so a
+// decides exactness: FP16, BF16, FP8 and TF32 values have at most 11
+// significant bits and are exact in TF32, so those convolutions may run on
+// TF32 Tensor Cores (CUDNN_TENSOR_OP_MATH); FP32 values are not, and run
+// with CUDNN_FMA_MATH (plain FP32). Only deterministic algorithms are taken, so a
 // run repeats bit for bit.
 //
 // Uses cuDNN's descriptor API (cudnn_cnn.h), which cuDNN 9 still ships.
@@ -63,19 +63,29 @@ struct Plan {
   std::size_t fwd_ws = 0, bwd_data_ws = 0, bwd_filter_ws = 0;
 };
 
+void destroy_plan(Plan& p) {
+  if (p.x) cudnnDestroyTensorDescriptor(p.x);
+  if (p.y) cudnnDestroyTensorDescriptor(p.y);
+  if (p.bias) cudnnDestroyTensorDescriptor(p.bias);
+  if (p.w) cudnnDestroyFilterDescriptor(p.w);
+  if (p.conv) cudnnDestroyConvolutionDescriptor(p.conv);
+  p = Plan{};
+}
+
 // The shape (n, c_in, h, w, c_out, kh, kw, stride, pad) and tensor-op math.
 using PlanKey = std::array<std::int64_t, 10>;
 
-bool tensor_op_exact(PlCudaFormat compute) {
-  return compute == PL_CUDA_BF16 || compute == PL_CUDA_E4M3 || compute == PL_CUDA_E5M2 || compute == PL_CUDA_TF32;
-}
+// Values with at most 11 significant bits (FP16, BF16, FP8, TF32) are
+// exact in TF32; only FP32 values are not.
+bool tensor_op_exact(PlCudaFormat compute) { return compute != PL_CUDA_FP32; }
 
 // An algorithm is usable when it succeeded, is deterministic, fits the
-// workspace limit, and (strict FP32) does not use Tensor Cores.
+// workspace limit, never converts FP32 inputs to FP16 (a BF16 value may
+// overflow there), and (strict FP32) does not use Tensor Cores.
 template <class Perf>
 bool usable(const Perf& p, bool allow_tensor_ops) {
   return p.status == CUDNN_STATUS_SUCCESS && p.determinism == CUDNN_DETERMINISTIC && p.memory <= kMaxWorkspace &&
-         (allow_tensor_ops || p.mathType == CUDNN_FMA_MATH);
+         p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION && (allow_tensor_ops || p.mathType == CUDNN_FMA_MATH);
 }
 
 }  // namespace
@@ -88,13 +98,7 @@ struct ConvState {
 void destroy_conv_state(PlCudaContext* ctx) {
   ConvState* s = ctx->conv;
   if (!s) return;
-  for (auto& [key, p] : s->plans) {
-    if (p.x) cudnnDestroyTensorDescriptor(p.x);
-    if (p.y) cudnnDestroyTensorDescriptor(p.y);
-    if (p.bias) cudnnDestroyTensorDescriptor(p.bias);
-    if (p.w) cudnnDestroyFilterDescriptor(p.w);
-    if (p.conv) cudnnDestroyConvolutionDescriptor(p.conv);
-  }
+  for (auto& [key, p] : s->plans) destroy_plan(p);
   if (s->handle) cudnnDestroy(s->handle);
   delete s;
   ctx->conv = nullptr;
@@ -104,10 +108,15 @@ namespace {
 
 PlCudaStatus conv_state(PlCudaContext* ctx, ErrorSink sink, ConvState** out) {
   if (!ctx->conv) {
+    cudnnHandle_t handle = nullptr;
+    PL_CUDNN_CHECK(sink, cudnnCreate(&handle));
     auto* s = new (std::nothrow) ConvState;
-    if (!s) return fail(sink, PL_CUDA_OUT_OF_MEMORY, "conv: out of host memory");
+    if (!s) {
+      cudnnDestroy(handle);
+      return fail(sink, PL_CUDA_OUT_OF_MEMORY, "conv: out of host memory");
+    }
+    s->handle = handle;
     ctx->conv = s;
-    PL_CUDNN_CHECK(sink, cudnnCreate(&s->handle));
   }
   PL_CUDNN_CHECK(sink, cudnnSetStream(ctx->conv->handle, ctx->stream));
   *out = ctx->conv;
@@ -119,8 +128,35 @@ PlCudaStatus validate(const PlCudaConvShape* s, const char* fn, ErrorSink sink) 
   if (s->n < 0 || s->c_in < 1 || s->h < 1 || s->w < 1 || s->c_out < 1 || s->kh < 1 || s->kw < 1 || s->stride < 1 ||
       s->pad < 0 || s->h + 2 * s->pad < s->kh || s->w + 2 * s->pad < s->kw)
     return fail(sink, PL_CUDA_INVALID_ARGUMENT, "%s: invalid convolution shape", fn);
-  if (s->n > INT32_MAX || s->c_in * s->h * s->w > INT32_MAX || s->c_out * s->h * s->w > INT32_MAX)
-    return fail(sink, PL_CUDA_INVALID_ARGUMENT, "%s: shape beyond cuDNN's 32-bit dimensions", fn);
+  const std::int64_t oh = (s->h + 2 * s->pad - s->kh) / s->stride + 1, ow = (s->w + 2 * s->pad - s->kw) / s->stride + 1;
+  // cuDNN's descriptors hold int dimensions and tensors of < 2^31 elements.
+  if (s->n > INT32_MAX || s->n * s->c_in * s->h * s->w > INT32_MAX || s->n * s->c_out * oh * ow > INT32_MAX ||
+      s->c_out * s->c_in * s->kh * s->kw > INT32_MAX)
+    return fail(sink, PL_CUDA_INVALID_ARGUMENT, "%s: tensors beyond cuDNN's 2^31 elements", fn);
+  return PL_CUDA_OK;
+}
+
+// The descriptors of one shape, all set, or a failure and nothing cached.
+PlCudaStatus make_plan(const PlCudaConvShape& s, bool tensor_ops, Plan& p, ErrorSink sink) {
+  const int n = static_cast<int>(s.n), c = static_cast<int>(s.c_in), h = static_cast<int>(s.h),
+            w = static_cast<int>(s.w), k = static_cast<int>(s.c_out);
+  const int oh = static_cast<int>((s.h + 2 * s.pad - s.kh) / s.stride + 1);
+  const int ow = static_cast<int>((s.w + 2 * s.pad - s.kw) / s.stride + 1);
+  PL_CUDNN_CHECK(sink, cudnnCreateTensorDescriptor(&p.x));
+  PL_CUDNN_CHECK(sink, cudnnCreateTensorDescriptor(&p.y));
+  PL_CUDNN_CHECK(sink, cudnnCreateTensorDescriptor(&p.bias));
+  PL_CUDNN_CHECK(sink, cudnnCreateFilterDescriptor(&p.w));
+  PL_CUDNN_CHECK(sink, cudnnCreateConvolutionDescriptor(&p.conv));
+  PL_CUDNN_CHECK(sink, cudnnSetTensor4dDescriptor(p.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+  PL_CUDNN_CHECK(sink, cudnnSetTensor4dDescriptor(p.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, k, oh, ow));
+  PL_CUDNN_CHECK(sink, cudnnSetTensor4dDescriptor(p.bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, k, 1, 1));
+  PL_CUDNN_CHECK(sink, cudnnSetFilter4dDescriptor(p.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, k, c,
+                                                  static_cast<int>(s.kh), static_cast<int>(s.kw)));
+  // Cross-correlation, as PyTorch and oneDNN compute "convolution".
+  PL_CUDNN_CHECK(sink, cudnnSetConvolution2dDescriptor(p.conv, static_cast<int>(s.pad), static_cast<int>(s.pad),
+                                                       static_cast<int>(s.stride), static_cast<int>(s.stride), 1, 1,
+                                                       CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  PL_CUDNN_CHECK(sink, cudnnSetConvolutionMathType(p.conv, tensor_ops ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
   return PL_CUDA_OK;
 }
 
@@ -128,27 +164,12 @@ PlCudaStatus plan_for(ConvState& st, const PlCudaConvShape& s, bool tensor_ops, 
   const PlanKey key = {s.n, s.c_in, s.h, s.w, s.c_out, s.kh, s.kw, s.stride, s.pad, tensor_ops ? 1 : 0};
   auto it = st.plans.find(key);
   if (it == st.plans.end()) {
-    it = st.plans.emplace(key, Plan{}).first;
-    Plan& p = it->second;
-    const int n = static_cast<int>(s.n), c = static_cast<int>(s.c_in), h = static_cast<int>(s.h),
-              w = static_cast<int>(s.w), k = static_cast<int>(s.c_out);
-    const int oh = static_cast<int>((s.h + 2 * s.pad - s.kh) / s.stride + 1);
-    const int ow = static_cast<int>((s.w + 2 * s.pad - s.kw) / s.stride + 1);
-    PL_CUDNN_CHECK(sink, cudnnCreateTensorDescriptor(&p.x));
-    PL_CUDNN_CHECK(sink, cudnnCreateTensorDescriptor(&p.y));
-    PL_CUDNN_CHECK(sink, cudnnCreateTensorDescriptor(&p.bias));
-    PL_CUDNN_CHECK(sink, cudnnCreateFilterDescriptor(&p.w));
-    PL_CUDNN_CHECK(sink, cudnnCreateConvolutionDescriptor(&p.conv));
-    PL_CUDNN_CHECK(sink, cudnnSetTensor4dDescriptor(p.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
-    PL_CUDNN_CHECK(sink, cudnnSetTensor4dDescriptor(p.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, k, oh, ow));
-    PL_CUDNN_CHECK(sink, cudnnSetTensor4dDescriptor(p.bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, k, 1, 1));
-    PL_CUDNN_CHECK(sink, cudnnSetFilter4dDescriptor(p.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, k, c,
-                                                    static_cast<int>(s.kh), static_cast<int>(s.kw)));
-    // Cross-correlation, as PyTorch and oneDNN compute "convolution".
-    PL_CUDNN_CHECK(sink, cudnnSetConvolution2dDescriptor(p.conv, static_cast<int>(s.pad), static_cast<int>(s.pad),
-                                                         static_cast<int>(s.stride), static_cast<int>(s.stride), 1, 1,
-                                                         CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    PL_CUDNN_CHECK(sink, cudnnSetConvolutionMathType(p.conv, tensor_ops ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+    Plan p;
+    if (const PlCudaStatus status = make_plan(s, tensor_ops, p, sink); status != PL_CUDA_OK) {
+      destroy_plan(p);
+      return status;
+    }
+    it = st.plans.emplace(key, p).first;
   }
   *out = &it->second;
   return PL_CUDA_OK;
@@ -169,8 +190,8 @@ PlCudaStatus choose_forward(ConvState& st, Plan& p, bool tensor_ops, ErrorSink s
       p.fwd_ready = true;
       return PL_CUDA_OK;
     }
-  return fail(sink, PL_CUDA_ERROR, "conv2d_forward: cuDNN offers no deterministic %s algorithm for this shape",
-              tensor_ops ? "" : "FP32 (FMA)");
+  return fail(sink, PL_CUDA_ERROR, "conv2d_forward: cuDNN offers no deterministic%s algorithm for this shape",
+              tensor_ops ? "" : " FP32 (FMA)");
 }
 
 PlCudaStatus choose_backward_data(ConvState& st, Plan& p, bool tensor_ops, ErrorSink sink) {
@@ -187,8 +208,8 @@ PlCudaStatus choose_backward_data(ConvState& st, Plan& p, bool tensor_ops, Error
       p.bwd_data_ready = true;
       return PL_CUDA_OK;
     }
-  return fail(sink, PL_CUDA_ERROR, "conv2d_backward_data: cuDNN offers no deterministic %s algorithm for this shape",
-              tensor_ops ? "" : "FP32 (FMA)");
+  return fail(sink, PL_CUDA_ERROR, "conv2d_backward_data: cuDNN offers no deterministic%s algorithm for this shape",
+              tensor_ops ? "" : " FP32 (FMA)");
 }
 
 PlCudaStatus choose_backward_filter(ConvState& st, Plan& p, bool tensor_ops, ErrorSink sink) {
@@ -206,8 +227,8 @@ PlCudaStatus choose_backward_filter(ConvState& st, Plan& p, bool tensor_ops, Err
       return PL_CUDA_OK;
     }
   return fail(sink, PL_CUDA_ERROR,
-              "conv2d_backward_weights: cuDNN offers no deterministic %s algorithm for this shape",
-              tensor_ops ? "" : "FP32 (FMA)");
+              "conv2d_backward_weights: cuDNN offers no deterministic%s algorithm for this shape",
+              tensor_ops ? "" : " FP32 (FMA)");
 }
 
 PlCudaStatus run_forward(PlCudaContext* ctx, const PlCudaConvShape& s, bool tensor_ops, const float* x,

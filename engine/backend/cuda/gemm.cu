@@ -77,6 +77,7 @@ struct GemmState {
   std::size_t workspace_bytes = 0;
   float* scalars = nullptr;  // device: alpha, beta for the device pointer mode
   std::map<PlanKey, Plan> plans;
+  char last_refusal[256] = {};  // why the last plan could not be made (for the final message)
 };
 
 void destroy_gemm_state(PlCudaContext* ctx) {
@@ -98,18 +99,28 @@ void destroy_gemm_state(PlCudaContext* ctx) {
 
 namespace {
 
+// Everything of the state made, or nothing: a failure frees what was made
+// (a half-made state would hand null workspaces to later calls).
+PlCudaStatus make_gemm_state(GemmState& g, ErrorSink sink) {
+  PL_CUBLAS_CHECK(sink, cublasLtCreate(&g.lt));
+  std::size_t free_bytes = 0, total_bytes = 0;
+  PL_CUDA_CHECK(sink, cudaMemGetInfo(&free_bytes, &total_bytes));
+  const std::size_t ws = std::min(kWorkspaceBytes, free_bytes / 16);
+  PL_CUDA_CHECK(sink, cudaMalloc(&g.workspace, ws));
+  g.workspace_bytes = ws;
+  PL_CUDA_CHECK(sink, cudaMalloc(&g.scalars, 2 * sizeof(float)));
+  return PL_CUDA_OK;
+}
+
 PlCudaStatus gemm_state(PlCudaContext* ctx, ErrorSink sink, GemmState** out) {
   if (!ctx->gemm) {
     auto* g = new (std::nothrow) GemmState;
     if (!g) return fail(sink, PL_CUDA_OUT_OF_MEMORY, "gemm: out of host memory");
     ctx->gemm = g;
-    PL_CUBLAS_CHECK(sink, cublasLtCreate(&g->lt));
-    std::size_t free_bytes = 0, total_bytes = 0;
-    PL_CUDA_CHECK(sink, cudaMemGetInfo(&free_bytes, &total_bytes));
-    const std::size_t ws = std::min(kWorkspaceBytes, free_bytes / 16);
-    PL_CUDA_CHECK(sink, cudaMalloc(&g->workspace, ws));
-    g->workspace_bytes = ws;
-    PL_CUDA_CHECK(sink, cudaMalloc(&g->scalars, 2 * sizeof(float)));
+    if (const PlCudaStatus s = make_gemm_state(*g, sink); s != PL_CUDA_OK) {
+      destroy_gemm_state(ctx);  // resets ctx->gemm
+      return s;
+    }
   }
   *out = ctx->gemm;
   return PL_CUDA_OK;
@@ -353,28 +364,39 @@ PlCudaStatus run_lt(PlCudaContext* ctx, GemmState& g, const Problem& p, const Lt
   const std::size_t ea = p.bf == PL_CUDA_FP32 || p.bf == PL_CUDA_TF32 ? 4 : (is_fp8(p.bf) ? 1 : 2);
   const std::size_t eb = p.af == PL_CUDA_FP32 || p.af == PL_CUDA_TF32 ? 4 : (is_fp8(p.af) ? 1 : 2);
   const std::size_t ec = call.c_type == CUDA_R_16F ? 2 : 4;
-  // One strided batch over both counts when every stride composes.
-  const bool flat = p.count[0] == 1 || (p.a_stride[0] == p.count[1] * p.a_stride[1] &&
+  // One strided batch over both counts when every stride composes (or one
+  // count is 1).
+  const bool flat = p.count[0] == 1 || p.count[1] == 1 || (p.a_stride[0] == p.count[1] * p.a_stride[1] &&
                                         p.b_stride[0] == p.count[1] * p.b_stride[1] &&
                                         p.c_stride[0] == p.count[1] * p.c_stride[1]);
   const std::int64_t batch = flat ? p.count[0] * p.count[1] : p.count[1];
   const std::int64_t loops = flat ? 1 : p.count[0];
+  // The stride of the flat batch: the inner one, or the outer one when the
+  // inner count is 1.
+  const bool outer = flat && p.count[1] == 1 && p.count[0] > 1;
+  const std::int64_t sa = outer ? p.a_stride[0] : p.a_stride[1], sb = outer ? p.b_stride[0] : p.b_stride[1],
+                     sc = outer ? p.c_stride[0] : p.c_stride[1];
   std::int64_t align[3] = {alignment_of(p.a, p.a_stride[0], p.a_stride[1], eb),
                            alignment_of(p.b, p.b_stride[0], p.b_stride[1], ea),
                            alignment_of(d_out, p.c_stride[0], p.c_stride[1], ec)};
   if (bias) align[2] = std::min(align[2], alignment_of(bias, 0, 0, 4));
   const PlanKey key = {p.m, p.n, p.k, call.a_type, call.b_type, call.c_type, call.compute,
                        (p.at ? 1 : 0) | (p.bt ? 2 : 0) | (call.bias_epilogue ? 4 : 0) | (call.device_scalars ? 8 : 0),
-                       p.lda, p.ldb, p.ldc, batch, p.a_stride[1], p.b_stride[1], p.c_stride[1],
+                       p.lda, p.ldb, p.ldc, batch, sa, sb, sc,
                        align[0], align[1], align[2], call.scale_type, 0};
   auto it = g.plans.find(key);
   if (it == g.plans.end()) {
     Plan plan;
-    const PlCudaStatus s = make_plan(g, p, call, align, batch, p.a_stride[1], p.b_stride[1], p.c_stride[1], plan, sink);
+    // A descriptor cuBLASLt refuses (a type combination this version or
+    // card lacks) is not an error of the call: the caller falls back to
+    // another type, and the refusal is kept for the final message.
+    char why[256] = {};
+    const PlCudaStatus s =
+        make_plan(g, p, call, align, batch, sa, sb, sc, plan, ErrorSink{why, sizeof why});
     it = g.plans.emplace(key, plan).first;  // kept even when partly made: destroyed with the state
     if (s != PL_CUDA_OK) {
       it->second.found = false;
-      return s;
+      std::snprintf(g.last_refusal, sizeof g.last_refusal, "%s", why);
     }
   }
   const Plan& plan = it->second;
@@ -455,6 +477,7 @@ PlCudaStatus gemm(PlCudaContext* ctx, std::int64_t m, std::int64_t n, std::int64
 
   GemmState* g = nullptr;
   PL_CUDA_TRY(gemm_state(ctx, sink, &g));
+  g->last_refusal[0] = '\0';
   const std::int64_t a_span = p.at ? extent(k, m, lda, p.count, p.a_stride) : extent(m, k, lda, p.count, p.a_stride);
   const std::int64_t b_span = p.bt ? extent(n, k, ldb, p.count, p.b_stride) : extent(k, n, ldb, p.count, p.b_stride);
 
@@ -531,13 +554,16 @@ PlCudaStatus gemm(PlCudaContext* ctx, std::int64_t m, std::int64_t n, std::int64
     if (a_bytes + b_bytes > 0) {
       void* s = nullptr;
       PL_CUDA_TRY(scratch(ctx, a_bytes + b_bytes, &s, sink));
+      // A TF32 operand of an FP32 product is rounded to TF32 (its FP32
+      // container), as the CPU decodes it.
+      auto target = [common](PlCudaFormat f) { return f == PL_CUDA_TF32 ? PL_CUDA_TF32 : common; };
       if (conv_a) {
-        PL_CUDA_TRY(decode_to(ctx, a_format, a, common, s, a_span, sink));
+        PL_CUDA_TRY(decode_to(ctx, a_format, a, target(a_format), s, a_span, sink));
         q.a = s;
       }
       if (conv_b) {
         void* sb = static_cast<char*>(s) + a_bytes;
-        PL_CUDA_TRY(decode_to(ctx, b_format, b, common, sb, b_span, sink));
+        PL_CUDA_TRY(decode_to(ctx, b_format, b, target(b_format), sb, b_span, sink));
         q.b = sb;
       }
     }
@@ -549,9 +575,10 @@ PlCudaStatus gemm(PlCudaContext* ctx, std::int64_t m, std::int64_t n, std::int64
     common = PL_CUDA_FP32;  // no algorithm in the narrow type: exact FP32 operands
   }
   return fail(sink, PL_CUDA_ERROR,
-              "gemm: cublasLtMatmulAlgoGetHeuristic found no algorithm for %lldx%lldx%lld (lda %lld, ldb %lld, ldc %lld)",
+              "gemm: cuBLASLt has no algorithm for %lldx%lldx%lld (lda %lld, ldb %lld, ldc %lld) on FP32 operands%s%s",
               static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
-              static_cast<long long>(lda), static_cast<long long>(ldb), static_cast<long long>(ldc));
+              static_cast<long long>(lda), static_cast<long long>(ldb), static_cast<long long>(ldc),
+              g->last_refusal[0] ? ": " : "", g->last_refusal);
 }
 
 }  // namespace pl_cuda

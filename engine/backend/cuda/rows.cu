@@ -58,7 +58,7 @@ __global__ void __launch_bounds__(kThreads)
     float v = 0.0f;
     for (std::int64_t j = lane; j < cols; j += 32) {
       const float d = sub_rn(xr[j], mu);
-      v += d * d;
+      v = add_rn(v, mul_rn(d, d));
     }
     const float r = div_rn(1.0f, sqrt_rn(add_rn(div_rn(warp_sum(v), n), eps)));
     for (std::int64_t j = lane; j < cols; j += 32)
@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(kThreads)
     for (std::int64_t j = lane; j < cols; j += 32) {
       const float g = mul_rn(dyr[j], gamma ? gamma[j] : 1.0f);
       sum_g += g;
-      sum_gx += g * mul_rn(sub_rn(xr[j], mu), r);
+      sum_gx = add_rn(sum_gx, mul_rn(g, mul_rn(sub_rn(xr[j], mu), r)));
     }
     const float a = mul_rn(warp_sum(sum_g), inv_n), b = mul_rn(warp_sum(sum_gx), inv_n);
     for (std::int64_t j = lane; j < cols; j += 32) {
@@ -173,7 +173,7 @@ __global__ void __launch_bounds__(kThreads)
     const float* dyr = dy + i * cols;
     float* dxr = dx + i * cols;
     float dot = 0.0f;
-    for (std::int64_t j = lane; j < cols; j += 32) dot += dyr[j] * yr[j];
+    for (std::int64_t j = lane; j < cols; j += 32) dot = add_rn(dot, mul_rn(dyr[j], yr[j]));
     dot = warp_sum(dot);
     for (std::int64_t j = lane; j < cols; j += 32) dxr[j] = mul_rn(yr[j], sub_rn(dyr[j], dot));
   }
