@@ -6,5 +6,6 @@ target_sources(engine_train PRIVATE
   train/commands.cpp
   train/journal.cpp
   train/run.cpp
+  train/round_pool.cpp
   train/trainer.cpp
 )

@@ -1,7 +1,15 @@
 // Trainer: the engine thread, its controls and the record queue.
 #include "train/trainer.h"
 
+#include <omp.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -10,9 +18,24 @@
 #include "backend/registry.h"
 #include "data/dataset.h"
 #include "train/journal.h"
+#include "train/round_pool.h"
 #include "train/run.h"
 
 namespace engine {
+
+namespace {
+
+// Lowers the calling thread's priority by `niceness` (Linux: nice is per
+// thread). Raising it back needs privileges, so only ever lower.
+void lower_thread_priority(int niceness) {
+  if (niceness <= 0) return;
+  const auto tid = static_cast<id_t>(syscall(SYS_gettid));
+  errno = 0;
+  const int now = getpriority(PRIO_PROCESS, tid);
+  if (errno == 0) setpriority(PRIO_PROCESS, tid, std::min(19, now + niceness));
+}
+
+}  // namespace
 
 const char* run_state_name(RunState s) {
   switch (s) {
@@ -245,6 +268,7 @@ void Trainer::apply_commands() {
 }
 
 void Trainer::thread_main() {
+  lower_thread_priority(m_niceness);
   std::vector<Record> out;
   std::vector<RunState> state(m_configs.size(), RunState::Pending);
   m_scheduled.resize(m_configs.size());
@@ -269,7 +293,23 @@ void Trainer::thread_main() {
     for (const auto& c : m_configs) threads = std::max<int>(threads, static_cast<int>(c.threads));
     // Every run of a trainer shares one backend: the first run's choice
     // ("guarded" for the device-readiness tests).
-    m_backend = make_backend(m_configs.empty() ? std::string("cpu") : m_configs.front().backend, threads).backend;
+    BackendChoice choice = make_backend(m_configs.empty() ? std::string("cpu") : m_configs.front().backend, threads);
+    m_backend = std::move(choice.backend);
+    // On the CPU, several runs with two or more threads step side by side,
+    // each on one worker with a backend of its own (round_pool.h).
+    const int cores = std::max(1, omp_get_num_procs());
+    const int total = threads > 0 ? threads : cores;
+    const int workers = std::min<int>(total, static_cast<int>(m_configs.size()));
+    if (choice.name == "cpu" && workers >= 2) {
+      const int per_run = std::max(1, total / workers);
+      for (std::size_t i = 0; i < m_configs.size(); ++i) m_run_backends.push_back(make_cpu_backend(per_run));
+      // Host-side OpenMP loops outside backend calls use the same count.
+      m_pool = std::make_unique<RoundPool>(workers, [per_run, nice = m_niceness] {
+        omp_set_num_threads(per_run);
+        lower_thread_priority(nice);
+      });
+      omp_set_num_threads(per_run);  // this thread is a worker too
+    }
   } catch (const std::exception& e) {
     for (std::size_t i = 0; i < m_configs.size(); ++i)
       out.emplace_back(RunStatus{static_cast<int>(i), RunState::Failed, e.what()});
@@ -286,7 +326,8 @@ void Trainer::thread_main() {
       auto it = data_cache.find(key);
       if (it == data_cache.end())
         it = data_cache.emplace(key, std::make_shared<const DatasetPair>(load_dataset(c.dataset, c.seed))).first;
-      m_runs[i] = std::make_unique<Run>(static_cast<int>(i), c, it->second, *m_backend);
+      m_runs[i] = std::make_unique<Run>(static_cast<int>(i), c, it->second,
+                                        m_run_backends.empty() ? *m_backend : *m_run_backends[i]);
       state[i] = RunState::Running;
       out.emplace_back(RunStatus{static_cast<int>(i), RunState::Running, "", m_runs[i]->total_steps()});
     } catch (const std::exception& e) {
@@ -322,6 +363,27 @@ void Trainer::thread_main() {
     }
     const bool single = m_paused.load(std::memory_order_acquire);
     bool any = false;
+    // One step of run i (and its evaluation when due) into `records`; the
+    // run's state changes when it finishes or fails.
+    auto step_run = [&](std::size_t i, std::vector<Record>& records) {
+      Run& r = *m_runs[i];
+      try {
+        r.step(records);
+        if (r.eval_due()) r.evaluate(records);
+        if (r.finished()) {
+          state[i] = RunState::Finished;
+          records.emplace_back(r.summary());
+          records.emplace_back(RunStatus{static_cast<int>(i), RunState::Finished, ""});
+        }
+      } catch (const std::exception& e) {
+        // A failed run (a diverged one) stays inspectable: its history and
+        // summary up to the step that failed, and the reason.
+        state[i] = RunState::Failed;
+        if (r.steps_done() > 0) records.emplace_back(r.summary());
+        records.emplace_back(RunStatus{static_cast<int>(i), RunState::Failed, e.what()});
+      }
+    };
+    std::vector<std::size_t> due;  // the runs this round steps
     for (std::size_t i = 0; i < m_runs.size(); ++i) {
       if (state[i] != RunState::Running) continue;
       Run& r = *m_runs[i];
@@ -337,23 +399,21 @@ void Trainer::thread_main() {
                                          list[next_scheduled[i]].after_step <= r.steps_done();
            ++next_scheduled[i])
         apply_change(static_cast<int>(i), list[next_scheduled[i]].change, out);
-      try {
-        r.step(out);
-        if (r.eval_due()) r.evaluate(out);
-        if (r.finished()) {
-          state[i] = RunState::Finished;
-          out.emplace_back(r.summary());
-          out.emplace_back(RunStatus{static_cast<int>(i), RunState::Finished, ""});
-        }
-      } catch (const std::exception& e) {
-        // A failed run (a diverged one) stays inspectable: its history and
-        // summary up to the step that failed, and the reason.
-        state[i] = RunState::Failed;
-        if (r.steps_done() > 0) out.emplace_back(r.summary());
-        out.emplace_back(RunStatus{static_cast<int>(i), RunState::Failed, e.what()});
+      if (m_pool) {
+        due.push_back(i);
+        continue;
       }
+      step_run(i, out);
       push(out);
       if (m_stop.load(std::memory_order_acquire)) break;
+    }
+    if (m_pool && !due.empty()) {
+      // Side by side: each run writes its own records (and only its own
+      // state entry); they are queued in run order after the round.
+      std::vector<std::vector<Record>> records(due.size());
+      m_pool->run(due.size(), [&](std::size_t k) { step_run(due[k], records[k]); });
+      for (auto& r : records) std::move(r.begin(), r.end(), std::back_inserter(out));
+      push(out);
     }
     if (single) m_step_budget.fetch_sub(1, std::memory_order_acq_rel);
     // A set speed: the next round waits for its slot (stop, pause and a
@@ -373,6 +433,7 @@ void Trainer::thread_main() {
     }
     if (!any) break;
   }
+  m_pool.reset();
   // Every run evaluates at its end, a stopped one too: its validation
   // point is where it stopped.
   for (std::size_t i = 0; i < m_runs.size(); ++i)

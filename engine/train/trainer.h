@@ -23,6 +23,8 @@
 
 namespace engine {
 
+class RoundPool;
+
 class Backend;
 class Journal;
 class Run;
@@ -73,6 +75,11 @@ class Trainer {
   // there as a stopped run (the step it was stopped or interrupted at).
   void schedule(const StampedChange& change);
   void stop_run_at(int run_id, std::int64_t steps);
+  // Before start(): the engine's threads run `niceness` steps below the
+  // caller's priority (Linux per-thread nice; 0: the same). The app sets it
+  // so that its UI thread, and the display server, get a core at once
+  // while the engine keeps every core busy.
+  void set_background(int niceness) { m_niceness = niceness; }
   void start();
 
   void pause();
@@ -122,6 +129,11 @@ class Trainer {
   // The backend outlives the runs whose buffers it holds (members are
   // destroyed in reverse order).
   std::unique_ptr<Backend> m_backend;
+  // Runs stepped in parallel (several runs, two or more CPU threads): each
+  // run's own single-threaded CPU backend, and the pool of the rounds.
+  std::vector<std::unique_ptr<Backend>> m_run_backends;
+  std::unique_ptr<RoundPool> m_pool;
+  int m_niceness = 0;
   std::vector<std::unique_ptr<Run>> m_runs;
   std::thread m_thread;
 
