@@ -103,10 +103,9 @@ void printMeasurement(const MainWindow& window, const LatencyProbe& probe, doubl
 int main(int argc, char** argv) {
   // No OMP_WAIT_POLICY is set here: libgomp reads it when the library is
   // loaded, before main() (measured: setenv() in main() leaves the policy
-  // unchanged), and the engine's default of one CPU thread
-  // (SetupPanel::defaultThreads) never waits at an OpenMP barrier, so the
-  // policy does not matter for it. A user who picks 2 threads can export
-  // OMP_WAIT_POLICY before starting the app.
+  // unchanged). A comparison steps each run on one core of its own (no
+  // OpenMP barrier between runs), and the engine's threads run below the
+  // UI thread's priority (TrainingController::kEngineNiceness).
   if (wantsHelpOnly(argc, argv)) {
     // No QApplication: it would need a platform (a display) to print text.
     QCoreApplication core(argc, argv);

@@ -206,8 +206,8 @@ SetupPanel::SetupPanel(QWidget* parent) : QWidget(parent) {
   m_threads->setRange(0, std::max(1, QThread::idealThreadCount()));
   m_threads->setSpecialValueText(tr("all cores"));
   m_threads->setValue(defaultThreads());
-  m_threads->setToolTip(tr("Engine CPU threads. The GUI thread needs a core of its own while it draws: "
-                           "OpenMP threads that wait for a busy core collapse throughput."));
+  m_threads->setToolTip(tr("Engine CPU threads. With several runs each run steps on a core of its own; "
+                           "the engine runs below the window's priority, so drawing never waits for it."));
   form->addRow(tr("CPU threads"), m_threads);
   layout->addWidget(backend);
   setUpBackendChoice();
@@ -250,7 +250,10 @@ SetupSettings SetupPanel::settings() const {
   return s;
 }
 
-int SetupPanel::defaultThreads() { return 1; }
+// All cores: a comparison steps its runs side by side, one core each, and
+// the engine runs below the UI's priority (TrainingController), so the
+// window stays responsive while every core trains.
+int SetupPanel::defaultThreads() { return 0; }
 
 engine::RunConfig SetupPanel::toConfig(const engine::RunConfig& base) const {
   const SetupSettings s = settings();

@@ -56,6 +56,9 @@ QVector<int> TrainingController::start(const std::vector<RunRequest>& runs, int 
   if (!folder.isEmpty())
     for (int i = 0; i < m_storeIds.size(); ++i) m_store->setFolder(m_storeIds[i], folder, i);
   m_trainer = std::move(trainer);
+  // The engine's threads below the UI's priority: the window (and the
+  // display server) get a core the moment they need one.
+  m_trainer->set_background(kEngineNiceness);
   if (paused) m_trainer->pause();
   m_trainer->set_step_rate(m_stepRate);
   m_sinceStart.start();

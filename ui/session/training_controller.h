@@ -33,7 +33,9 @@ class TrainingController : public QObject {
  public:
   // ~30 Hz: fast enough to look live, rare enough that one frame's batch of
   // records is drawn with one replace() per series (STYLE.md habit 11).
-  static constexpr int kDrainIntervalMs = 33;
+  static constexpr int kDrainIntervalMs = 100;
+  // How far below the UI thread's priority the engine's threads run.
+  static constexpr int kEngineNiceness = 10;
 
   explicit TrainingController(RunStore* store, QObject* parent = nullptr);
   ~TrainingController() override;  // stops and joins the engine thread
