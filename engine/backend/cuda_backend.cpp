@@ -368,6 +368,14 @@ std::string cuda_backend_unusable_reason() {
   return {};
 }
 
+std::unique_ptr<Backend> make_cuda_backend_over(const PlCudaBackendTable& table, PlCudaContext* ctx,
+                                                const std::string& device_name) {
+  CudaDeviceInfo dev;
+  dev.name = device_name;
+  dev.compute_major = 9;
+  return std::make_unique<CudaBackend>(table, ctx, dev);
+}
+
 std::unique_ptr<Backend> make_cuda_backend(int device) {
   if (const std::string why = cuda_backend_unusable_reason(); !why.empty()) throw std::runtime_error(why);
   CudaDeviceInfo dev;

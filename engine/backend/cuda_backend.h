@@ -21,3 +21,18 @@ std::string cuda_backend_unusable_reason();
 std::unique_ptr<Backend> make_cuda_backend(int device = 0);
 
 }  // namespace engine
+
+extern "C" {
+struct PlCudaBackendTable;
+struct PlCudaContext;
+}
+
+namespace engine {
+
+// The CUDA Backend over any table and context (the context is destroyed
+// with the backend through table.destroy_context): for tests that run the
+// backend's own code over a table of host functions where there is no GPU.
+std::unique_ptr<Backend> make_cuda_backend_over(const PlCudaBackendTable& table, PlCudaContext* ctx,
+                                                const std::string& device_name);
+
+}  // namespace engine

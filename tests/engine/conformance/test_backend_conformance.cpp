@@ -23,7 +23,11 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda_backend.h"
+#include "host_cuda_table.h"
+#include "data/dataset.h"
 #include "tensor/tensor.h"
+#include "train/run.h"
+#include "train/run_config.h"
 #include "numeric/convert.h"
 #include "numeric/format.h"
 
@@ -135,6 +139,10 @@ std::vector<Target> targets() {
                  return std::make_unique<engine::CpuBackend>(o);
                }});
   t.push_back(cuda_target());
+  // The CUDA Backend's own code over a table of host functions that call
+  // the CPU backend (host_cuda_table.h): the mapping of every op to the ABI,
+  // checked here where no GPU runs the module.
+  t.push_back({"cuda_backend_over_host_table", [] { return std::shared_ptr<Backend>(make_host_table_cuda_backend()); }});
   return t;
 }
 
@@ -1437,6 +1445,49 @@ TEST_P(Conformance, MseForwardBackward) {
 // ============================================================================
 // CPU backend specifics: info, native bf16, primitive caching, threads.
 // ============================================================================
+// A short training run on the backend against the same run on the CPU
+// backend, recipe by recipe: the loss curves agree within a stated
+// tolerance. The CPU-memory targets must match to the bit (same kernels);
+// a GPU sums in its own order (Tensor Cores, cuDNN, cuBLASLt), so there
+// each step's loss may differ by 1% (FP32, TF32-free paths) to 5% (FP16,
+// FP8 and the block formats, whose roundings amplify a last-bit change) of
+// the CPU's after 20 steps.
+TEST_P(Conformance, ShortTrainingRunFollowsTheCpuBackendInEveryRecipe) {
+  const auto data = std::make_shared<const engine::DatasetPair>(engine::load_dataset("spirals", 5));
+  const bool host_memory = GetParam().name != "cuda";
+  for (const char* recipe : {"fp32", "mixed-fp16", "mixed-bf16", "fp8", "mxfp8", "nvfp4"}) {
+    engine::RunConfig c;
+    c.dataset = "spirals";
+    c.model = "mlp";
+    c.recipe = recipe;
+    c.steps = 20;
+    c.batch = 64;
+    c.optimizer = "adam";
+    c.lr = 0.01;
+    c.seed = 5;
+    c.eval_every = 0;
+    c.stats_every = 10;
+    std::vector<double> loss[2];
+    auto cpu = engine::make_cpu_backend();
+    engine::Backend* backends[2] = {cpu.get(), be.get()};
+    for (int k = 0; k < 2; ++k) {
+      engine::Run run(0, c, data, *backends[k]);
+      std::vector<engine::Record> out;
+      for (int s = 0; s < 20; ++s) run.step(out);
+      for (const auto& m : run.steps()) loss[k].push_back(m.loss);
+    }
+    ASSERT_EQ(loss[0].size(), 20u) << recipe;
+    ASSERT_EQ(loss[1].size(), 20u) << recipe;
+    const bool narrow = std::string(recipe) != "fp32" && std::string(recipe) != "mixed-bf16";
+    const double tol = host_memory ? 0.0 : (narrow ? 0.05 : 0.01);
+    for (std::size_t i = 0; i < 20; ++i) {
+      ASSERT_TRUE(std::isfinite(loss[1][i])) << recipe << " step " << i + 1;
+      EXPECT_LE(std::fabs(loss[1][i] - loss[0][i]), tol * std::fabs(loss[0][i]))
+          << recipe << " step " << i + 1 << ": " << loss[1][i] << " vs the CPU's " << loss[0][i];
+    }
+  }
+}
+
 TEST(CpuBackend, InfoNamesTheCpuAndThreads) {
   auto be = engine::make_cpu_backend(1);
   const engine::BackendInfo info = be->info();

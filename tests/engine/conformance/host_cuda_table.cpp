@@ -1,0 +1,378 @@
+// The host table: every entry unpacks the ABI's arguments back to the
+// engine's and calls the CPU backend. An exception becomes the status and
+// one-line message a module would return.
+#include "host_cuda_table.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+#include <string>
+
+#include "backend/backend.h"
+#include "backend/cuda_backend.h"
+#include "backend/cuda_module.h"
+
+// The host "context": the CPU backend that does the work.
+struct PlCudaContext {
+  std::unique_ptr<engine::Backend> cpu;
+};
+
+namespace {
+
+using engine::Format;
+
+Format fmt(PlCudaFormat f) {
+  switch (f) {
+    case PL_CUDA_FP16: return Format::FP16;
+    case PL_CUDA_BF16: return Format::BF16;
+    case PL_CUDA_E4M3: return Format::E4M3;
+    case PL_CUDA_E5M2: return Format::E5M2;
+    case PL_CUDA_FP32: return Format::FP32;
+    case PL_CUDA_TF32: return Format::TF32;
+  }
+  throw std::invalid_argument("unknown PlCudaFormat " + std::to_string(static_cast<int>(f)));
+}
+
+Format block_fmt(PlCudaBlockFormat f) {
+  switch (f) {
+    case PL_CUDA_MXFP8: return Format::MXFP8;
+    case PL_CUDA_MXFP8_E5M2: return Format::MXFP8_E5M2;
+    case PL_CUDA_MXFP6: return Format::MXFP6;
+    case PL_CUDA_MXFP6_E3M2: return Format::MXFP6_E3M2;
+    case PL_CUDA_MXFP4: return Format::MXFP4;
+    case PL_CUDA_NVFP4: return Format::NVFP4;
+  }
+  throw std::invalid_argument("unknown PlCudaBlockFormat");
+}
+
+engine::BlockLayout layout(PlCudaBlockLayout l) {
+  switch (l) {
+    case PL_CUDA_BLOCK_ROWS: return engine::BlockLayout::Rows;
+    case PL_CUDA_BLOCK_COLUMNS: return engine::BlockLayout::Columns;
+    case PL_CUDA_BLOCK_TILES: return engine::BlockLayout::Tiles;
+  }
+  throw std::invalid_argument("unknown PlCudaBlockLayout");
+}
+
+engine::ConvShape shape(const PlCudaConvShape* s) {
+  engine::ConvShape c;
+  c.n = s->n;
+  c.c_in = s->c_in;
+  c.h = s->h;
+  c.w = s->w;
+  c.c_out = s->c_out;
+  c.kh = s->kh;
+  c.kw = s->kw;
+  c.stride = s->stride;
+  c.pad = s->pad;
+  return c;
+}
+
+const engine::BlockQuantized* eng(const PlCudaBlockQuantized* q) {
+  return reinterpret_cast<const engine::BlockQuantized*>(q);
+}
+
+// Runs `body` on the context's CPU backend; exceptions become a status.
+template <class Body>
+PlCudaStatus run(PlCudaContext* ctx, char* message, std::size_t size, Body body) {
+  if (message && size) message[0] = '\0';
+  if (!ctx) {
+    if (message && size) std::snprintf(message, size, "context is null");
+    return PL_CUDA_INVALID_ARGUMENT;
+  }
+  try {
+    body(*ctx->cpu);
+    return PL_CUDA_OK;
+  } catch (const std::invalid_argument& e) {
+    if (message && size) std::snprintf(message, size, "%s", e.what());
+    return PL_CUDA_INVALID_ARGUMENT;
+  } catch (const std::bad_alloc&) {
+    return PL_CUDA_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    if (message && size) std::snprintf(message, size, "%s", e.what());
+    return PL_CUDA_ERROR;
+  }
+}
+
+#define MSG char *message, std::size_t size
+#define RUN(ctx, ...) return run(ctx, message, size, [&](engine::Backend & be) { __VA_ARGS__; })
+
+PlCudaStatus device_count(int* count, MSG) {
+  (void)message, (void)size;
+  *count = 1;
+  return PL_CUDA_OK;
+}
+PlCudaStatus device_properties(int, PlCudaDeviceProperties* p, MSG) {
+  (void)message, (void)size;
+  std::memset(p, 0, sizeof *p);
+  std::snprintf(p->name, sizeof p->name, "host table");
+  p->compute_major = 9;
+  return PL_CUDA_OK;
+}
+PlCudaStatus create_context(int, PlCudaContext** out, MSG) {
+  (void)message, (void)size;
+  *out = new PlCudaContext{engine::make_cpu_backend(0)};
+  return PL_CUDA_OK;
+}
+PlCudaStatus destroy_context(PlCudaContext* ctx, MSG) {
+  (void)message, (void)size;
+  delete ctx;
+  return PL_CUDA_OK;
+}
+PlCudaStatus synchronize(PlCudaContext* ctx, MSG) { RUN(ctx, (void)be); }
+PlCudaStatus memory_info(PlCudaContext* ctx, std::uint64_t* f, std::uint64_t* t, MSG) {
+  RUN(ctx, (void)be; *f = 1u << 30; *t = 2u << 30);
+}
+PlCudaStatus allocate(PlCudaContext* ctx, std::size_t bytes, void** out, MSG) { RUN(ctx, *out = be.allocate(bytes)); }
+PlCudaStatus release(PlCudaContext* ctx, void* p, MSG) { RUN(ctx, be.release(p)); }
+PlCudaStatus upload(PlCudaContext* ctx, void* d, const void* s, std::size_t n, MSG) { RUN(ctx, be.upload(d, s, n)); }
+PlCudaStatus download(PlCudaContext* ctx, void* d, const void* s, std::size_t n, MSG) {
+  RUN(ctx, be.download(d, s, n));
+}
+PlCudaStatus copy(PlCudaContext* ctx, void* d, const void* s, std::size_t n, MSG) { RUN(ctx, be.copy(d, s, n)); }
+PlCudaStatus fill_zero(PlCudaContext* ctx, void* d, std::size_t n, MSG) { RUN(ctx, be.fill_zero(d, n)); }
+PlCudaStatus convert(PlCudaContext* ctx, PlCudaFormat from, const void* src, PlCudaFormat to, void* dst,
+                     std::int64_t n, std::int32_t sat, std::int32_t sr, std::uint64_t seed, std::uint64_t off, MSG) {
+  RUN(ctx, engine::CastOptions o; o.saturate = sat != 0; o.stochastic = sr != 0; o.seed = seed; o.index_offset = off;
+      be.convert(fmt(from), src, fmt(to), dst, n, o));
+}
+PlCudaStatus gemm(PlCudaContext* ctx, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
+                  PlCudaFormat af, std::int32_t at, std::int64_t lda, const PlCudaBlockQuantized* ab, const void* b,
+                  PlCudaFormat bf, std::int32_t bt, std::int64_t ldb, const PlCudaBlockQuantized* bb, float* c,
+                  std::int64_t ldc, float alpha, float beta, const float* bias, PlCudaFormat acc,
+                  const PlCudaGemmBatch* batch, MSG) {
+  RUN(ctx, engine::GemmArgs g; g.m = m; g.n = n; g.k = k; g.a = {a, fmt(af), at != 0, lda, eng(ab)};
+      g.b = {b, fmt(bf), bt != 0, ldb, eng(bb)}; g.c = c; g.ldc = ldc; g.alpha = alpha; g.beta = beta;
+      g.bias = bias; g.accumulate = fmt(acc);
+      if (batch) for (int i = 0; i < 2; ++i) {
+        g.batch[i] = batch->count[i];
+        g.a.batch_stride[i] = batch->a_stride[i];
+        g.b.batch_stride[i] = batch->b_stride[i];
+        g.c_batch_stride[i] = batch->c_stride[i];
+      } be.gemm(g));
+}
+PlCudaStatus conv2d_forward(PlCudaContext* ctx, const PlCudaConvShape* s, PlCudaFormat f, const float* x,
+                            const float* w, const float* bias, float* y, MSG) {
+  RUN(ctx, be.conv2d_forward(shape(s), fmt(f), x, w, bias, y));
+}
+PlCudaStatus conv2d_backward_data(PlCudaContext* ctx, const PlCudaConvShape* s, PlCudaFormat f, const float* dy,
+                                  const float* w, float* dx, MSG) {
+  RUN(ctx, be.conv2d_backward_data(shape(s), fmt(f), dy, w, dx));
+}
+PlCudaStatus conv2d_backward_weights(PlCudaContext* ctx, const PlCudaConvShape* s, PlCudaFormat f, const float* x,
+                                     const float* dy, float* dw, float* db, MSG) {
+  RUN(ctx, be.conv2d_backward_weights(shape(s), fmt(f), x, dy, dw, db));
+}
+PlCudaStatus maxpool2d_forward(PlCudaContext* ctx, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
+                               std::int64_t k, const float* x, float* y, std::int32_t* am, MSG) {
+  RUN(ctx, be.maxpool2d_forward(n, c, h, w, k, x, y, am));
+}
+PlCudaStatus maxpool2d_backward(PlCudaContext* ctx, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
+                                std::int64_t k, const float* dy, const std::int32_t* am, float* dx, MSG) {
+  RUN(ctx, be.maxpool2d_backward(n, c, h, w, k, dy, am, dx));
+}
+PlCudaStatus relu_forward(PlCudaContext* ctx, const float* x, float* y, std::int64_t n, MSG) {
+  RUN(ctx, be.relu_forward(x, y, n));
+}
+PlCudaStatus relu_backward(PlCudaContext* ctx, const float* x, const float* dy, float* dx, std::int64_t n, MSG) {
+  RUN(ctx, be.relu_backward(x, dy, dx, n));
+}
+PlCudaStatus gelu_forward(PlCudaContext* ctx, const float* x, float* y, std::int64_t n, MSG) {
+  RUN(ctx, be.gelu_forward(x, y, n));
+}
+PlCudaStatus gelu_backward(PlCudaContext* ctx, const float* x, const float* dy, float* dx, std::int64_t n, MSG) {
+  RUN(ctx, be.gelu_backward(x, dy, dx, n));
+}
+PlCudaStatus add(PlCudaContext* ctx, const float* a, const float* b, float* y, std::int64_t n, MSG) {
+  RUN(ctx, be.add(a, b, y, n));
+}
+PlCudaStatus scale(PlCudaContext* ctx, float* x, float s, std::int64_t n, MSG) { RUN(ctx, be.scale(x, s, n)); }
+PlCudaStatus fill(PlCudaContext* ctx, float* x, float v, std::int64_t n, MSG) { RUN(ctx, be.fill(x, v, n)); }
+PlCudaStatus quantize(PlCudaContext* ctx, PlCudaFormat f, float* x, std::int64_t n, std::int32_t sat, MSG) {
+  RUN(ctx, be.quantize(fmt(f), x, n, sat != 0));
+}
+PlCudaStatus count_nonfinite(PlCudaContext* ctx, const float* x, std::int64_t n, std::int64_t* c, MSG) {
+  RUN(ctx, be.count_nonfinite(x, n, c));
+}
+PlCudaStatus amax(PlCudaContext* ctx, const float* x, std::int64_t n, float* out, MSG) { RUN(ctx, be.amax(x, n, out)); }
+PlCudaStatus column_sums(PlCudaContext* ctx, const float* dy, std::int64_t r, std::int64_t c, float* db, MSG) {
+  RUN(ctx, be.column_sums(dy, r, c, db));
+}
+PlCudaStatus error_sums(PlCudaContext* ctx, const float* a, const float* b, std::int64_t n, double* out, MSG) {
+  RUN(ctx, be.error_sums(a, b, n, out));
+}
+PlCudaStatus layernorm_forward(PlCudaContext* ctx, const float* x, const float* g, const float* b, float* y,
+                               float* mean, float* rstd, std::int64_t rows, std::int64_t cols, float eps,
+                               PlCudaFormat acc, MSG) {
+  RUN(ctx, be.layernorm_forward(x, g, b, y, mean, rstd, rows, cols, eps, fmt(acc)));
+}
+PlCudaStatus layernorm_backward(PlCudaContext* ctx, const float* dy, const float* x, const float* mean,
+                                const float* rstd, const float* g, float* dx, float* dg, float* db, std::int64_t rows,
+                                std::int64_t cols, MSG) {
+  RUN(ctx, be.layernorm_backward(dy, x, mean, rstd, g, dx, dg, db, rows, cols));
+}
+PlCudaStatus softmax_forward(PlCudaContext* ctx, const float* x, float* y, std::int64_t r, std::int64_t c,
+                             PlCudaFormat acc, MSG) {
+  RUN(ctx, be.softmax_forward(x, y, r, c, fmt(acc)));
+}
+PlCudaStatus softmax_backward(PlCudaContext* ctx, const float* y, const float* dy, float* dx, std::int64_t r,
+                              std::int64_t c, MSG) {
+  RUN(ctx, be.softmax_backward(y, dy, dx, r, c));
+}
+PlCudaStatus cross_entropy_forward(PlCudaContext* ctx, const float* logits, const std::int32_t* labels,
+                                   std::int64_t rows, std::int64_t classes, float* probs, double* loss,
+                                   std::int64_t* correct, MSG) {
+  RUN(ctx, be.cross_entropy_forward(logits, labels, rows, classes, probs, loss, correct));
+}
+PlCudaStatus cross_entropy_backward(PlCudaContext* ctx, const float* probs, const std::int32_t* labels,
+                                    std::int64_t rows, std::int64_t classes, float s, float* dl, MSG) {
+  RUN(ctx, be.cross_entropy_backward(probs, labels, rows, classes, s, dl));
+}
+PlCudaStatus mse_forward(PlCudaContext* ctx, const float* p, const float* t, std::int64_t n, double* loss, MSG) {
+  RUN(ctx, be.mse_forward(p, t, n, loss));
+}
+PlCudaStatus mse_backward(PlCudaContext* ctx, const float* p, const float* t, std::int64_t n, float s, float* dp,
+                          MSG) {
+  RUN(ctx, be.mse_backward(p, t, n, s, dp));
+}
+PlCudaStatus unscale_grads(PlCudaContext* ctx, const PlCudaGradBuffer* g, std::size_t count, float inv,
+                           double* ss, MSG) {
+  RUN(ctx, be.unscale_grads(reinterpret_cast<const engine::GradBuffer*>(g), count, inv, ss));
+}
+PlCudaStatus sgd_update(PlCudaContext* ctx, float* value, const float* grad, float* mom, std::int64_t n, float lr,
+                        float momentum, float keep, float wd, std::int32_t nesterov, std::int32_t first,
+                        PlCudaFormat sf, MSG) {
+  RUN(ctx, engine::SgdUpdate u; u.value = value; u.grad = grad; u.momentum_buf = mom; u.n = n; u.lr = lr;
+      u.momentum = momentum; u.keep = keep; u.weight_decay = wd; u.nesterov = nesterov != 0; u.first = first != 0;
+      u.state_format = fmt(sf); be.sgd_update(u));
+}
+PlCudaStatus adam_update(PlCudaContext* ctx, float* value, const float* grad, float* m1, float* m2, std::int64_t n,
+                         float step, float bc2, float omb1, float b2, float omb2, float eps, float l2, float shrink,
+                         PlCudaFormat sf, MSG) {
+  RUN(ctx, engine::AdamUpdate u; u.value = value; u.grad = grad; u.exp_avg = m1; u.exp_avg_sq = m2; u.n = n;
+      u.step_size = step; u.bc2_sqrt = bc2; u.one_minus_beta1 = omb1; u.beta2 = b2; u.one_minus_beta2 = omb2;
+      u.eps = eps; u.l2 = l2; u.shrink = shrink; u.state_format = fmt(sf); be.adam_update(u));
+}
+PlCudaStatus scale_amax(PlCudaContext* ctx, const float* x, float s, float* y, std::int64_t n, float* amax, MSG) {
+  RUN(ctx, be.scale_amax(x, s, y, n, amax));
+}
+PlCudaStatus block_quantize(PlCudaContext* ctx, PlCudaBlockFormat f, const float* src, float* dst, std::int64_t rows,
+                            std::int64_t cols, PlCudaBlockLayout l, std::int32_t sr, std::uint64_t seed,
+                            PlCudaBlockQuantized* info, MSG) {
+  RUN(ctx, engine::BlockRounding r; r.stochastic = sr != 0; r.seed = seed;
+      be.block_quantize(block_fmt(f), src, dst, rows, cols, layout(l), r,
+                        reinterpret_cast<engine::BlockQuantized*>(info)));
+}
+PlCudaStatus gradient_census(PlCudaContext* ctx, const float* values, const float* own, const float* block,
+                             std::int64_t n, double uf, double sub, double of, std::int32_t tie, double scale,
+                             std::int32_t lo, std::int64_t* out, MSG) {
+  RUN(ctx, engine::GradCensus c; c.values = values; c.own = own; c.block = block; c.n = n;
+      c.thresholds.underflow = uf; c.thresholds.subnormal_hi = sub; c.thresholds.overflow = of;
+      c.thresholds.tie_overflows = tie != 0; c.scale = scale; c.log2_lo = lo; c.out = out; be.gradient_census(c));
+}
+PlCudaStatus relu16_forward(PlCudaContext* ctx, PlCudaFormat f, const void* x, void* y, std::int64_t n, MSG) {
+  RUN(ctx, be.relu16_forward(fmt(f), x, y, n));
+}
+PlCudaStatus relu16_backward(PlCudaContext* ctx, PlCudaFormat f, const void* x, PlCudaFormat g, const void* dy,
+                             void* dx, std::int64_t n, MSG) {
+  RUN(ctx, be.relu16_backward(fmt(f), x, fmt(g), dy, dx, n));
+}
+PlCudaStatus repeat_rows(PlCudaContext* ctx, const float* s, float* d, std::int64_t B, std::int64_t T,
+                         std::int64_t C, MSG) {
+  RUN(ctx, be.repeat_rows(s, d, B, T, C));
+}
+PlCudaStatus patchify(PlCudaContext* ctx, const float* x, float* p, std::int64_t B, std::int64_t C, std::int64_t H,
+                      std::int64_t W, std::int64_t ps, MSG) {
+  RUN(ctx, be.patchify(x, p, B, C, H, W, ps));
+}
+PlCudaStatus unpatchify(PlCudaContext* ctx, const float* p, float* x, std::int64_t B, std::int64_t C, std::int64_t H,
+                        std::int64_t W, std::int64_t ps, MSG) {
+  RUN(ctx, be.unpatchify(p, x, B, C, H, W, ps));
+}
+PlCudaStatus bias_add_channels(PlCudaContext* ctx, float* y, const float* b, std::int64_t n, std::int64_t c,
+                               std::int64_t hw, MSG) {
+  RUN(ctx, be.bias_add_channels(y, b, n, c, hw));
+}
+PlCudaStatus channel_sums(PlCudaContext* ctx, const float* dy, float* db, std::int64_t n, std::int64_t c,
+                          std::int64_t hw, MSG) {
+  RUN(ctx, be.channel_sums(dy, db, n, c, hw));
+}
+PlCudaStatus conv2d_block(PlCudaContext* ctx, std::int32_t kind, const PlCudaConvShape* s, const float* a,
+                          const PlCudaBlockQuantized* ab, const float* b, const PlCudaBlockQuantized* bb,
+                          const float* bias, float* out, MSG) {
+  RUN(ctx, engine::ConvBlockArgs x; x.kind = static_cast<engine::ConvBlockArgs::Kind>(kind); x.shape = shape(s);
+      x.a = a; x.a_block = eng(ab); x.b = b; x.b_block = eng(bb); x.bias = bias; x.out = out;
+      // The exactness flags live in the block info; a plain operand is not claimed exact.
+      x.a_exact = false; x.b_exact = false; be.conv2d_block(x));
+}
+
+#undef RUN
+#undef MSG
+
+const PlCudaBackendTable kTable = {
+    .abi_version = PL_CUDA_ABI_VERSION,
+    .table_size = sizeof(PlCudaBackendTable),
+    .device_count = device_count,
+    .device_properties = device_properties,
+    .create_context = create_context,
+    .destroy_context = destroy_context,
+    .synchronize = synchronize,
+    .memory_info = memory_info,
+    .allocate = allocate,
+    .release = release,
+    .upload = upload,
+    .download = download,
+    .copy = copy,
+    .fill_zero = fill_zero,
+    .convert = convert,
+    .gemm = gemm,
+    .conv2d_forward = conv2d_forward,
+    .conv2d_backward_data = conv2d_backward_data,
+    .conv2d_backward_weights = conv2d_backward_weights,
+    .maxpool2d_forward = maxpool2d_forward,
+    .maxpool2d_backward = maxpool2d_backward,
+    .relu_forward = relu_forward,
+    .relu_backward = relu_backward,
+    .gelu_forward = gelu_forward,
+    .gelu_backward = gelu_backward,
+    .add = add,
+    .scale = scale,
+    .fill = fill,
+    .quantize = quantize,
+    .count_nonfinite = count_nonfinite,
+    .amax = amax,
+    .column_sums = column_sums,
+    .error_sums = error_sums,
+    .layernorm_forward = layernorm_forward,
+    .layernorm_backward = layernorm_backward,
+    .softmax_forward = softmax_forward,
+    .softmax_backward = softmax_backward,
+    .cross_entropy_forward = cross_entropy_forward,
+    .cross_entropy_backward = cross_entropy_backward,
+    .mse_forward = mse_forward,
+    .mse_backward = mse_backward,
+    .unscale_grads = unscale_grads,
+    .sgd_update = sgd_update,
+    .adam_update = adam_update,
+    .scale_amax = scale_amax,
+    .block_quantize = block_quantize,
+    .gradient_census = gradient_census,
+    .relu16_forward = relu16_forward,
+    .relu16_backward = relu16_backward,
+    .repeat_rows = repeat_rows,
+    .patchify = patchify,
+    .unpatchify = unpatchify,
+    .bias_add_channels = bias_add_channels,
+    .channel_sums = channel_sums,
+    .conv2d_block = conv2d_block,
+};
+
+}  // namespace
+
+std::unique_ptr<engine::Backend> make_host_table_cuda_backend() {
+  PlCudaContext* ctx = nullptr;
+  create_context(0, &ctx, nullptr, 0);
+  return engine::make_cuda_backend_over(kTable, ctx, "host table");
+}

@@ -1,0 +1,15 @@
+// A CUDA module table made of host functions that forward to the CPU
+// backend: the CUDA Backend's own code (engine/backend/cuda_backend.cpp:
+// formats, structs, batches and block pointers mapped to the ABI, errors
+// mapped back) runs the whole conformance suite on a machine without a GPU.
+// What it cannot check is the module behind the table.
+#pragma once
+
+#include <memory>
+
+namespace engine {
+class Backend;
+}
+
+// A CUDA Backend over the host table (its "device" memory is host memory).
+std::unique_ptr<engine::Backend> make_host_table_cuda_backend();
