@@ -11,24 +11,12 @@
 #include "backend/cuda/context.cuh"
 #include "backend/cuda/cuda_check.cuh"
 #include "backend/cuda/fp_convert.cuh"
+#include "backend/cuda/ops_math.cuh"
 #include "backend/cuda_module.h"
 
 namespace pl_cuda {
 
 namespace {
-
-// Exact decode of element i of a buffer in `from` (TF32: its container).
-__device__ __forceinline__ float load_f32(PlCudaFormat from, const void* src, std::size_t i) {
-  switch (from) {
-    case PL_CUDA_FP32:
-    case PL_CUDA_TF32: return static_cast<const float*>(src)[i];
-    case PL_CUDA_FP16: return fp16_to_fp32(static_cast<const std::uint16_t*>(src)[i]);
-    case PL_CUDA_BF16: return bf16_to_fp32(static_cast<const std::uint16_t*>(src)[i]);
-    case PL_CUDA_E4M3: return e4m3_to_fp32(static_cast<const std::uint8_t*>(src)[i]);
-    case PL_CUDA_E5M2: return e5m2_to_fp32(static_cast<const std::uint8_t*>(src)[i]);
-  }
-  return 0.0f;
-}
 
 // x rounded to `to` into element i of dst; `random` is used when stochastic.
 __device__ __forceinline__ void store_rounded(PlCudaFormat to, void* dst, std::size_t i, float x,
@@ -64,7 +52,7 @@ __global__ void convert_kernel(PlCudaFormat from, const void* src, PlCudaFormat 
   const std::size_t stride = static_cast<std::size_t>(blockDim.x) * gridDim.x;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += stride) {
-    const float x = load_f32(from, src, i);
+    const float x = load_value(from, src, i);
     const std::uint32_t random = stochastic ? random_at(key, index_offset + i) : 0u;
     store_rounded(to, dst, i, x, saturate, stochastic, random);
   }

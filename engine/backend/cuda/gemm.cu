@@ -28,6 +28,7 @@
 #include "backend/cuda/cuda_check.cuh"
 #include "backend/cuda/fp_convert.cuh"
 #include "backend/cuda/gemm_conv.cuh"
+#include "backend/cuda/ops_math.cuh"
 #include "backend/cuda_module.h"
 
 // A cuBLASLt call: a failure becomes "<expr> returned <status> at file:line".
@@ -180,62 +181,54 @@ struct Problem {
 
 // ---- kernels ----
 
-__device__ __forceinline__ float load(PlCudaFormat f, const void* p, std::int64_t i) {
-  switch (f) {
-    case PL_CUDA_FP32:
-    case PL_CUDA_TF32: return static_cast<const float*>(p)[i];
-    case PL_CUDA_FP16: return fp16_to_fp32(static_cast<const std::uint16_t*>(p)[i]);
-    case PL_CUDA_BF16: return bf16_to_fp32(static_cast<const std::uint16_t*>(p)[i]);
-    case PL_CUDA_E4M3: return e4m3_to_fp32(static_cast<const std::uint8_t*>(p)[i]);
-    case PL_CUDA_E5M2: return e5m2_to_fp32(static_cast<const std::uint8_t*>(p)[i]);
-  }
-  return 0.0f;
-}
-
-__device__ __forceinline__ float round_acc(PlCudaFormat f, float x) {
-  switch (f) {
-    case PL_CUDA_FP16: return fp16_to_fp32(fp32_to_fp16(x));
-    case PL_CUDA_BF16: return bf16_to_fp32(fp32_to_bf16(x));
-    case PL_CUDA_TF32: return fp32_round_tf32(x);
-    case PL_CUDA_E4M3: return e4m3_to_fp32(fp32_to_e4m3(x, false));
-    case PL_CUDA_E5M2: return e5m2_to_fp32(fp32_to_e5m2(x, false));
-    case PL_CUDA_FP32: return x;
-  }
-  return x;
-}
-
 __device__ __forceinline__ float decode_of(const PlCudaBlockQuantized* q) { return q ? q->tensor_decode : 1.0f; }
+
+// Output t of a batched problem (grid-stride index over every product's
+// m x n outputs): its product (bi, bj), row i and column j.
+struct Out {
+  std::int64_t bi, bj, i, j;
+};
+__device__ __forceinline__ Out out_of(const Problem& p, std::int64_t t) {
+  const std::int64_t total = p.m * p.n, prod = t / total, e = t % total;
+  return {prod / p.count[1], prod % p.count[1], e / p.n, e % p.n};
+}
+__device__ __forceinline__ float* c_at(const Problem& p, const Out& o) {
+  return p.c + o.bi * p.c_stride[0] + o.bj * p.c_stride[1] + o.i * p.ldc + o.j;
+}
+// c = v + beta * c + bias[j], each step rounded in f32 (beta == 0 leaves c unread).
+__device__ __forceinline__ void store_epilogue(const Problem& p, const Out& o, float v, float beta,
+                                               const float* bias) {
+  float* c = c_at(p, o);
+  if (beta != 0.0f) v = add_rn(v, mul_rn(beta, *c));
+  if (bias) v = add_rn(v, bias[o.j]);
+  *c = v;
+}
+#define PL_FOR_EACH_OUTPUT(p, t)                                                                          \
+  for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x,                \
+                    end_ = (p).m * (p).n * (p).count[0] * (p).count[1];                                    \
+       t < end_; t += static_cast<std::int64_t>(blockDim.x) * gridDim.x)
 
 // The CPU's gemm_lowp: per output, s = round(s + a_p * b_p) for p = 0..k-1
 // (the product and the sum each rounded to f32, no FMA), then alpha * s +
 // beta * c + bias in f32, in that order. A TF32 operand is rounded first, as
-// the CPU decodes it. One thread per output; grid.z walks the batch.
+// the CPU decodes it. One thread per output.
 __global__ void lowp_kernel(Problem p, PlCudaFormat acc, float alpha, float beta, const float* bias,
                             const PlCudaBlockQuantized* a_block, const PlCudaBlockQuantized* b_block) {
-  const std::int64_t total = p.m * p.n;
-  const std::int64_t products = p.count[0] * p.count[1];
-  const std::int64_t stride = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
-  const float scale = alpha * decode_of(a_block) * decode_of(b_block);
-  for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total * products;
-       t += stride) {
-    const std::int64_t prod = t / total, e = t % total;
-    const std::int64_t bi = prod / p.count[1], bj = prod % p.count[1];
-    const std::int64_t i = e / p.n, j = e % p.n;
-    const std::int64_t a_off = bi * p.a_stride[0] + bj * p.a_stride[1];
-    const std::int64_t b_off = bi * p.b_stride[0] + bj * p.b_stride[1];
+  const float scale = a_block || b_block ? alpha * decode_of(a_block) * decode_of(b_block) : alpha;
+  PL_FOR_EACH_OUTPUT(p, t) {
+    const Out o = out_of(p, t);
+    const std::int64_t a_off = o.bi * p.a_stride[0] + o.bj * p.a_stride[1];
+    const std::int64_t b_off = o.bi * p.b_stride[0] + o.bj * p.b_stride[1];
     float s = 0.0f;
     for (std::int64_t q = 0; q < p.k; ++q) {
-      float av = load(p.af, p.a, a_off + (p.at ? q * p.lda + i : i * p.lda + q));
-      float bv = load(p.bf, p.b, b_off + (p.bt ? j * p.ldb + q : q * p.ldb + j));
+      const auto ai = static_cast<std::size_t>(a_off + (p.at ? q * p.lda + o.i : o.i * p.lda + q));
+      const auto bi = static_cast<std::size_t>(b_off + (p.bt ? o.j * p.ldb + q : q * p.ldb + o.j));
+      float av = load_value(p.af, p.a, ai), bv = load_value(p.bf, p.b, bi);
       if (p.af == PL_CUDA_TF32) av = fp32_round_tf32(av);
       if (p.bf == PL_CUDA_TF32) bv = fp32_round_tf32(bv);
-      s = round_acc(acc, __fadd_rn(s, __fmul_rn(av, bv)));
+      s = quantize_value(acc, add_rn(s, mul_rn(av, bv)), false);
     }
-    float* c = p.c + bi * p.c_stride[0] + bj * p.c_stride[1] + i * p.ldc + j;
-    float v = __fmul_rn(a_block || b_block ? scale : alpha, s);
-    if (beta != 0.0f) v = __fadd_rn(v, __fmul_rn(beta, *c));
-    if (bias) v = __fadd_rn(v, bias[j]);
-    *c = v;
+    store_epilogue(p, o, mul_rn(scale, s), beta, bias);
   }
 }
 
@@ -243,37 +236,20 @@ __global__ void lowp_kernel(Problem p, PlCudaFormat acc, float alpha, float beta
 // COMPUTE_16F path) or absent (k == 0: D = 0). d: contiguous m x n per
 // product.
 __global__ void epilogue_kernel(Problem p, const __half* d, float alpha, float beta, const float* bias) {
-  const std::int64_t total = p.m * p.n;
-  const std::int64_t products = p.count[0] * p.count[1];
-  const std::int64_t stride = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
-  for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total * products;
-       t += stride) {
-    const std::int64_t prod = t / total, e = t % total;
-    const std::int64_t bi = prod / p.count[1], bj = prod % p.count[1];
-    const std::int64_t i = e / p.n, j = e % p.n;
-    float* c = p.c + bi * p.c_stride[0] + bj * p.c_stride[1] + i * p.ldc + j;
-    float v = d ? __fmul_rn(alpha, __half2float(d[t])) : 0.0f;
-    if (beta != 0.0f) v = __fadd_rn(v, __fmul_rn(beta, *c));
-    if (bias) v = __fadd_rn(v, bias[j]);
-    *c = v;
-  }
+  PL_FOR_EACH_OUTPUT(p, t) store_epilogue(p, out_of(p, t), d ? mul_rn(alpha, __half2float(d[t])) : 0.0f, beta, bias);
 }
 
 // Adds bias[j] to every row of every product's C (the FP8 path, whose
 // epilogue bias types exclude FP32).
 __global__ void bias_rows_kernel(Problem p, const float* bias) {
-  const std::int64_t total = p.m * p.n;
-  const std::int64_t products = p.count[0] * p.count[1];
-  const std::int64_t stride = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
-  for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total * products;
-       t += stride) {
-    const std::int64_t prod = t / total, e = t % total;
-    const std::int64_t bi = prod / p.count[1], bj = prod % p.count[1];
-    const std::int64_t i = e / p.n, j = e % p.n;
-    float* c = p.c + bi * p.c_stride[0] + bj * p.c_stride[1] + i * p.ldc + j;
-    *c = __fadd_rn(*c, bias[j]);
+  PL_FOR_EACH_OUTPUT(p, t) {
+    const Out o = out_of(p, t);
+    float* c = c_at(p, o);
+    *c = add_rn(*c, bias[o.j]);
   }
 }
+
+#undef PL_FOR_EACH_OUTPUT
 
 // Device alpha and beta for block operands: alpha times their tensor decodes.
 __global__ void block_scalars_kernel(float* out, float alpha, float beta, const PlCudaBlockQuantized* a_block,

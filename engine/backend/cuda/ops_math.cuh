@@ -1,5 +1,7 @@
 // Per-element and per-row math of the CUDA backend's own kernels
-// (elementwise.cu, rows.cu, pool.cu), __host__ __device__ so g++ compiles
+// (elementwise.cu, rows.cu, pool.cu; the format helpers and the rounded
+// operations also serve cast.cu, gemm.cu and step_math.cuh),
+// __host__ __device__ so g++ compiles
 // the same code and a host check can hold it to the CPU backend's kernels.
 // Where the CPU result is bit-exact (reduced-precision LayerNorm and
 // softmax, pooling, ReLU, quantize) the operations and their order are the
@@ -9,6 +11,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include "backend/cuda/fp_convert.cuh"
@@ -84,6 +87,19 @@ PL_HD float quantize_value(PlCudaFormat f, float x, bool saturate) {
     case PL_CUDA_E5M2: return e5m2_to_fp32(fp32_to_e5m2(x, saturate));
   }
   return x;
+}
+
+// Exact decode of element i of a buffer in format f (TF32: its container).
+PL_HD float load_value(PlCudaFormat f, const void* p, std::size_t i) {
+  switch (f) {
+    case PL_CUDA_FP32:
+    case PL_CUDA_TF32: return static_cast<const float*>(p)[i];
+    case PL_CUDA_FP16: return fp16_to_fp32(static_cast<const std::uint16_t*>(p)[i]);
+    case PL_CUDA_BF16: return bf16_to_fp32(static_cast<const std::uint16_t*>(p)[i]);
+    case PL_CUDA_E4M3: return e4m3_to_fp32(static_cast<const std::uint8_t*>(p)[i]);
+    case PL_CUDA_E5M2: return e5m2_to_fp32(static_cast<const std::uint8_t*>(p)[i]);
+  }
+  return 0.0f;
 }
 
 // f32 exp rounded from double: the correctly rounded expf except within

@@ -188,7 +188,7 @@ __global__ void scale_amax_kernel(const float* x, float scale, float* y, std::si
     const float v = x[i];
     const std::uint32_t a = abs_bits_f32(v);
     m = a > m ? a : m;
-    y[i] = mul_rn(v, scale);
+    y[i] = step_math::mul_rn(v, scale);  // x86 NaN rules, as the CPU
   }
   m = block_max_u32(m);
   if (threadIdx.x == 0) partial[blockIdx.x] = m;

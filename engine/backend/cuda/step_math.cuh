@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "backend/cuda/fp_convert.cuh"
+#include "backend/cuda/ops_math.cuh"
 #include "backend/cuda_module.h"
 
 namespace pl_cuda::step_math {
@@ -82,21 +83,6 @@ PL_HD float sqrt_rn(float a) {
 // std::fmin(x, FLT_MAX): NaN and +inf give FLT_MAX.
 PL_HD float min_flt_max(float x) { return x <= kFltMax ? x : kFltMax; }
 
-PL_HD double dmul_rn(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-PL_HD double dadd_rn(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-
 PL_HD int clz32(std::uint32_t x) {  // x != 0
 #if defined(__CUDA_ARCH__)
   return __clz(static_cast<int>(x));
@@ -134,17 +120,7 @@ PL_HD float amax_from_bits(std::uint32_t m) { return f32_from_bits(m > kF32Inf ?
 
 // x rounded (RNE, not saturating) to a state format and kept in f32, as
 // quantize_inplace; FP32 (and an unknown format) leave x as is.
-PL_HD float round_state(PlCudaFormat f, float x) {
-  switch (f) {
-    case PL_CUDA_TF32: return fp32_round_tf32(x);
-    case PL_CUDA_BF16: return bf16_to_fp32(fp32_to_bf16(x));
-    case PL_CUDA_FP16: return fp16_to_fp32(fp32_to_fp16(x));
-    case PL_CUDA_E4M3: return e4m3_to_fp32(fp32_to_e4m3(x, false));
-    case PL_CUDA_E5M2: return e5m2_to_fp32(fp32_to_e5m2(x, false));
-    case PL_CUDA_FP32: break;
-  }
-  return x;
-}
+PL_HD float round_state(PlCudaFormat f, float x) { return pl_cuda::quantize_value(f, x, false); }
 
 // torch.optim.SGD (engine::SgdUpdate); keep = 1 - dampening.
 struct SgdParams {

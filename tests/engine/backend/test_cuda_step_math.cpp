@@ -185,7 +185,7 @@ TEST(CudaStepMath, UnscaleMatchesCpu) {
           const float v = psm::unscale_value(g[static_cast<std::size_t>(i)], inv);
           g[static_cast<std::size_t>(i)] = v;
           bad += psm::nonfinite_f32(v);
-          t[(i - c0) % 256] = psm::dadd_rn(t[(i - c0) % 256], psm::square_f64(v));
+          t[(i - c0) % 256] = pl_cuda::dadd_rn(t[(i - c0) % 256], psm::square_f64(v));
         }
         for (int half = 128; half > 0; half >>= 1)
           for (int j = 0; j < half; ++j) t[j] = t[j] + t[j + half];
