@@ -50,17 +50,23 @@ PlCudaStatus cudnn_status(cudnnStatus_t s) {
 // The largest workspace an algorithm may ask for.
 constexpr std::size_t kMaxWorkspace = 256u << 20;
 
+// One direction's algorithm, the math type it runs in and its workspace.
+template <class Algo>
+struct Choice {
+  bool ready = false;
+  Algo algo{};
+  cudnnMathType_t math{};
+  std::size_t ws = 0;
+};
+
 struct Plan {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
   // Chosen on first use of each direction.
-  bool fwd_ready = false, bwd_data_ready = false, bwd_filter_ready = false;
-  cudnnConvolutionFwdAlgo_t fwd{};
-  cudnnConvolutionBwdDataAlgo_t bwd_data{};
-  cudnnConvolutionBwdFilterAlgo_t bwd_filter{};
-  cudnnMathType_t fwd_math{}, bwd_data_math{}, bwd_filter_math{};
-  std::size_t fwd_ws = 0, bwd_data_ws = 0, bwd_filter_ws = 0;
+  Choice<cudnnConvolutionFwdAlgo_t> fwd;
+  Choice<cudnnConvolutionBwdDataAlgo_t> bwd_data;
+  Choice<cudnnConvolutionBwdFilterAlgo_t> bwd_filter;
 };
 
 void destroy_plan(Plan& p) {
@@ -177,106 +183,95 @@ PlCudaStatus plan_for(ConvState& st, const PlCudaConvShape& s, bool tensor_ops, 
 
 constexpr int kAlgos = 16;
 
-PlCudaStatus choose_forward(ConvState& st, Plan& p, bool tensor_ops, ErrorSink sink) {
-  if (p.fwd_ready) return PL_CUDA_OK;
-  cudnnConvolutionFwdAlgoPerf_t perf[kAlgos];
-  int returned = 0;
-  PL_CUDNN_CHECK(sink, cudnnGetConvolutionForwardAlgorithm_v7(st.handle, p.x, p.w, p.conv, p.y, kAlgos, &returned, perf));
+// The first usable algorithm of cuDNN's heuristic list (best first).
+template <class Perf, class Algo>
+PlCudaStatus pick(const Perf* perf, int returned, bool tensor_ops, Choice<Algo>& c, const char* fn, ErrorSink sink) {
   for (int i = 0; i < returned; ++i)
     if (usable(perf[i], tensor_ops)) {
-      p.fwd = perf[i].algo;
-      p.fwd_math = perf[i].mathType;
-      p.fwd_ws = perf[i].memory;
-      p.fwd_ready = true;
+      c = {true, perf[i].algo, perf[i].mathType, perf[i].memory};
       return PL_CUDA_OK;
     }
-  return fail(sink, PL_CUDA_ERROR, "conv2d_forward: cuDNN offers no deterministic%s algorithm for this shape",
+  return fail(sink, PL_CUDA_ERROR, "%s: cuDNN offers no deterministic%s algorithm for this shape", fn,
               tensor_ops ? "" : " FP32 (FMA)");
 }
 
+PlCudaStatus choose_forward(ConvState& st, Plan& p, bool tensor_ops, ErrorSink sink) {
+  if (p.fwd.ready) return PL_CUDA_OK;
+  cudnnConvolutionFwdAlgoPerf_t perf[kAlgos];
+  int returned = 0;
+  PL_CUDNN_CHECK(sink, cudnnGetConvolutionForwardAlgorithm_v7(st.handle, p.x, p.w, p.conv, p.y, kAlgos, &returned, perf));
+  return pick(perf, returned, tensor_ops, p.fwd, "conv2d_forward", sink);
+}
+
 PlCudaStatus choose_backward_data(ConvState& st, Plan& p, bool tensor_ops, ErrorSink sink) {
-  if (p.bwd_data_ready) return PL_CUDA_OK;
+  if (p.bwd_data.ready) return PL_CUDA_OK;
   cudnnConvolutionBwdDataAlgoPerf_t perf[kAlgos];
   int returned = 0;
   PL_CUDNN_CHECK(sink, cudnnGetConvolutionBackwardDataAlgorithm_v7(st.handle, p.w, p.y, p.conv, p.x, kAlgos, &returned,
                                                                    perf));
-  for (int i = 0; i < returned; ++i)
-    if (usable(perf[i], tensor_ops)) {
-      p.bwd_data = perf[i].algo;
-      p.bwd_data_math = perf[i].mathType;
-      p.bwd_data_ws = perf[i].memory;
-      p.bwd_data_ready = true;
-      return PL_CUDA_OK;
-    }
-  return fail(sink, PL_CUDA_ERROR, "conv2d_backward_data: cuDNN offers no deterministic%s algorithm for this shape",
-              tensor_ops ? "" : " FP32 (FMA)");
+  return pick(perf, returned, tensor_ops, p.bwd_data, "conv2d_backward_data", sink);
 }
 
 PlCudaStatus choose_backward_filter(ConvState& st, Plan& p, bool tensor_ops, ErrorSink sink) {
-  if (p.bwd_filter_ready) return PL_CUDA_OK;
+  if (p.bwd_filter.ready) return PL_CUDA_OK;
   cudnnConvolutionBwdFilterAlgoPerf_t perf[kAlgos];
   int returned = 0;
   PL_CUDNN_CHECK(sink, cudnnGetConvolutionBackwardFilterAlgorithm_v7(st.handle, p.x, p.y, p.conv, p.w, kAlgos,
                                                                      &returned, perf));
-  for (int i = 0; i < returned; ++i)
-    if (usable(perf[i], tensor_ops)) {
-      p.bwd_filter = perf[i].algo;
-      p.bwd_filter_math = perf[i].mathType;
-      p.bwd_filter_ws = perf[i].memory;
-      p.bwd_filter_ready = true;
-      return PL_CUDA_OK;
-    }
-  return fail(sink, PL_CUDA_ERROR,
-              "conv2d_backward_weights: cuDNN offers no deterministic%s algorithm for this shape",
-              tensor_ops ? "" : " FP32 (FMA)");
+  return pick(perf, returned, tensor_ops, p.bwd_filter, "conv2d_backward_weights", sink);
+}
+
+// What one direction's call needs: the state, the plan, the algorithm
+// chosen, its workspace, and the descriptor set to its math type.
+struct Ready {
+  ConvState* st = nullptr;
+  Plan* p = nullptr;
+  void* ws = nullptr;
+};
+template <class Algo>
+PlCudaStatus prepare(PlCudaContext* ctx, const PlCudaConvShape& s, bool tensor_ops,
+                     PlCudaStatus (*choose)(ConvState&, Plan&, bool, ErrorSink), Choice<Algo> Plan::*dir, Ready& r,
+                     ErrorSink sink) {
+  PL_CUDA_TRY(conv_state(ctx, sink, &r.st));
+  PL_CUDA_TRY(plan_for(*r.st, s, tensor_ops, &r.p, sink));
+  PL_CUDA_TRY(choose(*r.st, *r.p, tensor_ops, sink));
+  const Choice<Algo>& c = r.p->*dir;
+  if (c.ws) PL_CUDA_TRY(scratch(ctx, c.ws, &r.ws, sink));
+  PL_CUDNN_CHECK(sink, cudnnSetConvolutionMathType(r.p->conv, c.math));
+  return PL_CUDA_OK;
 }
 
 PlCudaStatus run_forward(PlCudaContext* ctx, const PlCudaConvShape& s, bool tensor_ops, const float* x,
                          const float* w, const float* bias, float* y, ErrorSink sink) {
-  ConvState* st = nullptr;
-  Plan* p = nullptr;
-  PL_CUDA_TRY(conv_state(ctx, sink, &st));
-  PL_CUDA_TRY(plan_for(*st, s, tensor_ops, &p, sink));
-  PL_CUDA_TRY(choose_forward(*st, *p, tensor_ops, sink));
-  void* ws = nullptr;
-  if (p->fwd_ws) PL_CUDA_TRY(scratch(ctx, p->fwd_ws, &ws, sink));
-  PL_CUDNN_CHECK(sink, cudnnSetConvolutionMathType(p->conv, p->fwd_math));
+  Ready r;
+  PL_CUDA_TRY(prepare(ctx, s, tensor_ops, choose_forward, &Plan::fwd, r, sink));
+  const Plan& p = *r.p;
   const float one = 1.0f, zero = 0.0f;
-  PL_CUDNN_CHECK(sink, cudnnConvolutionForward(st->handle, &one, p->x, x, p->w, w, p->conv, p->fwd, ws, p->fwd_ws,
-                                               &zero, p->y, y));
-  if (bias) PL_CUDNN_CHECK(sink, cudnnAddTensor(st->handle, &one, p->bias, bias, &one, p->y, y));
+  PL_CUDNN_CHECK(sink, cudnnConvolutionForward(r.st->handle, &one, p.x, x, p.w, w, p.conv, p.fwd.algo, r.ws, p.fwd.ws,
+                                               &zero, p.y, y));
+  if (bias) PL_CUDNN_CHECK(sink, cudnnAddTensor(r.st->handle, &one, p.bias, bias, &one, p.y, y));
   return PL_CUDA_OK;
 }
 
 PlCudaStatus run_backward_data(PlCudaContext* ctx, const PlCudaConvShape& s, bool tensor_ops, const float* dy,
                                const float* w, float* dx, ErrorSink sink) {
-  ConvState* st = nullptr;
-  Plan* p = nullptr;
-  PL_CUDA_TRY(conv_state(ctx, sink, &st));
-  PL_CUDA_TRY(plan_for(*st, s, tensor_ops, &p, sink));
-  PL_CUDA_TRY(choose_backward_data(*st, *p, tensor_ops, sink));
-  void* ws = nullptr;
-  if (p->bwd_data_ws) PL_CUDA_TRY(scratch(ctx, p->bwd_data_ws, &ws, sink));
-  PL_CUDNN_CHECK(sink, cudnnSetConvolutionMathType(p->conv, p->bwd_data_math));
+  Ready r;
+  PL_CUDA_TRY(prepare(ctx, s, tensor_ops, choose_backward_data, &Plan::bwd_data, r, sink));
+  const Plan& p = *r.p;
   const float one = 1.0f, zero = 0.0f;
-  PL_CUDNN_CHECK(sink, cudnnConvolutionBackwardData(st->handle, &one, p->w, w, p->y, dy, p->conv, p->bwd_data, ws,
-                                                    p->bwd_data_ws, &zero, p->x, dx));
+  PL_CUDNN_CHECK(sink, cudnnConvolutionBackwardData(r.st->handle, &one, p.w, w, p.y, dy, p.conv, p.bwd_data.algo, r.ws,
+                                                    p.bwd_data.ws, &zero, p.x, dx));
   return PL_CUDA_OK;
 }
 
 PlCudaStatus run_backward_filter(PlCudaContext* ctx, const PlCudaConvShape& s, bool tensor_ops, const float* x,
                                  const float* dy, float* dw, ErrorSink sink) {
-  ConvState* st = nullptr;
-  Plan* p = nullptr;
-  PL_CUDA_TRY(conv_state(ctx, sink, &st));
-  PL_CUDA_TRY(plan_for(*st, s, tensor_ops, &p, sink));
-  PL_CUDA_TRY(choose_backward_filter(*st, *p, tensor_ops, sink));
-  void* ws = nullptr;
-  if (p->bwd_filter_ws) PL_CUDA_TRY(scratch(ctx, p->bwd_filter_ws, &ws, sink));
-  PL_CUDNN_CHECK(sink, cudnnSetConvolutionMathType(p->conv, p->bwd_filter_math));
+  Ready r;
+  PL_CUDA_TRY(prepare(ctx, s, tensor_ops, choose_backward_filter, &Plan::bwd_filter, r, sink));
+  const Plan& p = *r.p;
   const float one = 1.0f, zero = 0.0f;
-  PL_CUDNN_CHECK(sink, cudnnConvolutionBackwardFilter(st->handle, &one, p->x, x, p->y, dy, p->conv, p->bwd_filter, ws,
-                                                      p->bwd_filter_ws, &zero, p->w, dw));
+  PL_CUDNN_CHECK(sink, cudnnConvolutionBackwardFilter(r.st->handle, &one, p.x, x, p.y, dy, p.conv, p.bwd_filter.algo,
+                                                      r.ws, p.bwd_filter.ws, &zero, p.w, dw));
   return PL_CUDA_OK;
 }
 
