@@ -9,6 +9,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <initializer_list>
 
 #include "backend/cuda/context.cuh"
 #include "backend/cuda/cuda_check.cuh"
@@ -231,37 +233,42 @@ inline constexpr std::int64_t kMaxChannelSplits = 64;
 std::uint32_t inf_bits16(PlCudaFormat f) { return f == PL_CUDA_BF16 ? 0x7f80u : 0x7c00u; }
 bool is_16bit(PlCudaFormat f) { return f == PL_CUDA_FP16 || f == PL_CUDA_BF16; }
 
+// The entry of a plain elementwise op: the context, n >= 0 (0: nothing to
+// do), every named pointer non-null, then one grid-stride launch of `op`.
+struct Named {
+  const char* name;
+  const void* p;
+};
+template <class Op>
+PlCudaStatus for_each_entry(PlCudaContext* ctx, char* message, std::size_t message_size, const char* fn,
+                            std::int64_t n, std::initializer_list<Named> pointers, const Op& op) {
+  const ErrorSink sink{message, message_size};
+  DeviceScope scope;
+  PL_CUDA_ENTER(sink, scope, ctx, fn);
+  PL_CUDA_TRY(check_count(sink, fn, "n", n));
+  if (n == 0) return PL_CUDA_OK;
+  for (const Named& a : pointers) PL_CUDA_TRY(check_pointer(sink, fn, a.name, a.p));
+  const auto count = static_cast<std::size_t>(n);
+  for_each_kernel<<<grid_for(count), kThreads, 0, ctx->stream>>>(count, op);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) {
+    char what[96];
+    std::snprintf(what, sizeof what, "launch of %s", fn);
+    return report(e, what, __FILE__, __LINE__, sink);
+  }
+  return PL_CUDA_OK;
+}
+
 }  // namespace
 
 PlCudaStatus relu_forward(PlCudaContext* ctx, const float* x, float* y, std::int64_t n, char* message,
                           std::size_t message_size) {
-  const ErrorSink sink{message, message_size};
-  DeviceScope scope;
-  PL_CUDA_ENTER(sink, scope, ctx, "relu_forward");
-  PL_CUDA_TRY(check_count(sink, "relu_forward", "n", n));
-  if (n == 0) return PL_CUDA_OK;
-  PL_CUDA_TRY(check_pointer(sink, "relu_forward", "x", x));
-  PL_CUDA_TRY(check_pointer(sink, "relu_forward", "y", y));
-  const auto count = static_cast<std::size_t>(n);
-  for_each_kernel<<<grid_for(count), kThreads, 0, ctx->stream>>>(count, ReluForward{x, y});
-  PL_CUDA_CHECK_LAUNCH(sink, "relu_forward");
-  return PL_CUDA_OK;
+  return for_each_entry(ctx, message, message_size, "relu_forward", n, {{"x", x}, {"y", y}}, ReluForward{x, y});
 }
 
 PlCudaStatus relu_backward(PlCudaContext* ctx, const float* x, const float* dy, float* dx,
                            std::int64_t n, char* message, std::size_t message_size) {
-  const ErrorSink sink{message, message_size};
-  DeviceScope scope;
-  PL_CUDA_ENTER(sink, scope, ctx, "relu_backward");
-  PL_CUDA_TRY(check_count(sink, "relu_backward", "n", n));
-  if (n == 0) return PL_CUDA_OK;
-  PL_CUDA_TRY(check_pointer(sink, "relu_backward", "x", x));
-  PL_CUDA_TRY(check_pointer(sink, "relu_backward", "dy", dy));
-  PL_CUDA_TRY(check_pointer(sink, "relu_backward", "dx", dx));
-  const auto count = static_cast<std::size_t>(n);
-  for_each_kernel<<<grid_for(count), kThreads, 0, ctx->stream>>>(count, ReluBackward{x, dy, dx});
-  PL_CUDA_CHECK_LAUNCH(sink, "relu_backward");
-  return PL_CUDA_OK;
+  return for_each_entry(ctx, message, message_size, "relu_backward", n, {{"x", x}, {"dy", dy}, {"dx", dx}},
+                        ReluBackward{x, dy, dx});
 }
 
 PlCudaStatus relu16_forward(PlCudaContext* ctx, PlCudaFormat f, const void* x, void* y,
@@ -308,77 +315,28 @@ PlCudaStatus relu16_backward(PlCudaContext* ctx, PlCudaFormat f, const void* x, 
 
 PlCudaStatus gelu_forward(PlCudaContext* ctx, const float* x, float* y, std::int64_t n, char* message,
                           std::size_t message_size) {
-  const ErrorSink sink{message, message_size};
-  DeviceScope scope;
-  PL_CUDA_ENTER(sink, scope, ctx, "gelu_forward");
-  PL_CUDA_TRY(check_count(sink, "gelu_forward", "n", n));
-  if (n == 0) return PL_CUDA_OK;
-  PL_CUDA_TRY(check_pointer(sink, "gelu_forward", "x", x));
-  PL_CUDA_TRY(check_pointer(sink, "gelu_forward", "y", y));
-  const auto count = static_cast<std::size_t>(n);
-  for_each_kernel<<<grid_for(count), kThreads, 0, ctx->stream>>>(count, GeluForward{x, y});
-  PL_CUDA_CHECK_LAUNCH(sink, "gelu_forward");
-  return PL_CUDA_OK;
+  return for_each_entry(ctx, message, message_size, "gelu_forward", n, {{"x", x}, {"y", y}}, GeluForward{x, y});
 }
 
 PlCudaStatus gelu_backward(PlCudaContext* ctx, const float* x, const float* dy, float* dx,
                            std::int64_t n, char* message, std::size_t message_size) {
-  const ErrorSink sink{message, message_size};
-  DeviceScope scope;
-  PL_CUDA_ENTER(sink, scope, ctx, "gelu_backward");
-  PL_CUDA_TRY(check_count(sink, "gelu_backward", "n", n));
-  if (n == 0) return PL_CUDA_OK;
-  PL_CUDA_TRY(check_pointer(sink, "gelu_backward", "x", x));
-  PL_CUDA_TRY(check_pointer(sink, "gelu_backward", "dy", dy));
-  PL_CUDA_TRY(check_pointer(sink, "gelu_backward", "dx", dx));
-  const auto count = static_cast<std::size_t>(n);
-  for_each_kernel<<<grid_for(count), kThreads, 0, ctx->stream>>>(count, GeluBackward{x, dy, dx});
-  PL_CUDA_CHECK_LAUNCH(sink, "gelu_backward");
-  return PL_CUDA_OK;
+  return for_each_entry(ctx, message, message_size, "gelu_backward", n, {{"x", x}, {"dy", dy}, {"dx", dx}},
+                        GeluBackward{x, dy, dx});
 }
 
 PlCudaStatus add(PlCudaContext* ctx, const float* a, const float* b, float* y, std::int64_t n,
                  char* message, std::size_t message_size) {
-  const ErrorSink sink{message, message_size};
-  DeviceScope scope;
-  PL_CUDA_ENTER(sink, scope, ctx, "add");
-  PL_CUDA_TRY(check_count(sink, "add", "n", n));
-  if (n == 0) return PL_CUDA_OK;
-  PL_CUDA_TRY(check_pointer(sink, "add", "a", a));
-  PL_CUDA_TRY(check_pointer(sink, "add", "b", b));
-  PL_CUDA_TRY(check_pointer(sink, "add", "y", y));
-  const auto count = static_cast<std::size_t>(n);
-  for_each_kernel<<<grid_for(count), kThreads, 0, ctx->stream>>>(count, Add{a, b, y});
-  PL_CUDA_CHECK_LAUNCH(sink, "add");
-  return PL_CUDA_OK;
+  return for_each_entry(ctx, message, message_size, "add", n, {{"a", a}, {"b", b}, {"y", y}}, Add{a, b, y});
 }
 
 PlCudaStatus scale(PlCudaContext* ctx, float* x, float s, std::int64_t n, char* message,
                    std::size_t message_size) {
-  const ErrorSink sink{message, message_size};
-  DeviceScope scope;
-  PL_CUDA_ENTER(sink, scope, ctx, "scale");
-  PL_CUDA_TRY(check_count(sink, "scale", "n", n));
-  if (n == 0) return PL_CUDA_OK;
-  PL_CUDA_TRY(check_pointer(sink, "scale", "x", x));
-  const auto count = static_cast<std::size_t>(n);
-  for_each_kernel<<<grid_for(count), kThreads, 0, ctx->stream>>>(count, Scale{x, s});
-  PL_CUDA_CHECK_LAUNCH(sink, "scale");
-  return PL_CUDA_OK;
+  return for_each_entry(ctx, message, message_size, "scale", n, {{"x", x}}, Scale{x, s});
 }
 
 PlCudaStatus fill(PlCudaContext* ctx, float* x, float value, std::int64_t n, char* message,
                   std::size_t message_size) {
-  const ErrorSink sink{message, message_size};
-  DeviceScope scope;
-  PL_CUDA_ENTER(sink, scope, ctx, "fill");
-  PL_CUDA_TRY(check_count(sink, "fill", "n", n));
-  if (n == 0) return PL_CUDA_OK;
-  PL_CUDA_TRY(check_pointer(sink, "fill", "x", x));
-  const auto count = static_cast<std::size_t>(n);
-  for_each_kernel<<<grid_for(count), kThreads, 0, ctx->stream>>>(count, Fill{x, value});
-  PL_CUDA_CHECK_LAUNCH(sink, "fill");
-  return PL_CUDA_OK;
+  return for_each_entry(ctx, message, message_size, "fill", n, {{"x", x}}, Fill{x, value});
 }
 
 PlCudaStatus quantize(PlCudaContext* ctx, PlCudaFormat f, float* x, std::int64_t n,
