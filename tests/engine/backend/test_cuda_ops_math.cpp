@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "engine/support/same_bits.h"
 #include "backend/cuda/ops_math.cuh"
 #include "numeric/convert.h"
 #include "numeric/format.h"
@@ -30,16 +31,8 @@ namespace {
 using engine::Format;
 namespace pc = pl_cuda;
 
-std::uint32_t bits(float x) {
-  std::uint32_t u;
-  std::memcpy(&u, &x, 4);
-  return u;
-}
-float from_bits(std::uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
+using test::bits;
+using test::from_bits;
 
 engine::Backend& cpu() {
   static const std::unique_ptr<engine::Backend> be = engine::make_cpu_backend();
@@ -57,25 +50,10 @@ const Fmt kAllFormats[] = {{Format::FP32, PL_CUDA_FP32}, {Format::TF32, PL_CUDA_
 const Fmt kLowpFormats[] = {{Format::FP16, PL_CUDA_FP16}, {Format::BF16, PL_CUDA_BF16}, {Format::TF32, PL_CUDA_TF32},
                             {Format::E4M3, PL_CUDA_E4M3}, {Format::E5M2, PL_CUDA_E5M2}};
 
-// Bit-for-bit equality (any NaN equal to any NaN where `any_nan`); reports
-// the first mismatches.
+// Bit-for-bit equality with the CPU's result (tests/engine/support/same_bits.h).
 ::testing::AssertionResult same_bits(const std::vector<float>& want, const std::vector<float>& got,
                                      bool any_nan = false) {
-  if (want.size() != got.size()) return ::testing::AssertionFailure() << "sizes differ";
-  std::size_t bad = 0;
-  std::string first;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    if (bits(want[i]) == bits(got[i])) continue;
-    if (any_nan && std::isnan(want[i]) && std::isnan(got[i])) continue;
-    if (bad++ < 5) {
-      char line[128];
-      std::snprintf(line, sizeof line, "\n  [%zu] cpu 0x%08x (%g) ops_math 0x%08x (%g)", i, bits(want[i]),
-                    static_cast<double>(want[i]), bits(got[i]), static_cast<double>(got[i]));
-      first += line;
-    }
-  }
-  if (bad == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << bad << " of " << want.size() << " differ:" << first;
+  return test::same_bits(want, got, any_nan, "ops_math");
 }
 
 std::vector<float> normal_values(std::size_t n, std::uint64_t seed, float stddev = 1.0f, float mean = 0.0f) {

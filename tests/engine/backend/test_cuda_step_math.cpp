@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "engine/support/same_bits.h"
 #include "backend/cuda/step_math.cuh"
 #include "numeric/block.h"
 #include "numeric/cast.h"
@@ -28,16 +29,8 @@ namespace {
 using engine::Format;
 namespace psm = pl_cuda::step_math;
 
-std::uint32_t bits(float x) {
-  std::uint32_t u;
-  std::memcpy(&u, &x, 4);
-  return u;
-}
-float from_bits(std::uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
+using test::bits;
+using test::from_bits;
 
 engine::Backend& cpu() {
   static const std::unique_ptr<engine::Backend> be = engine::make_cpu_backend();
@@ -80,25 +73,10 @@ std::vector<float> make_values(std::size_t n, std::uint64_t seed, const ValueMix
   return v;
 }
 
-// Bit-for-bit equality of two arrays (any NaN equal to any NaN where
-// `any_nan`); reports the first mismatches.
+// Bit-for-bit equality with the CPU's result (tests/engine/support/same_bits.h).
 ::testing::AssertionResult same_bits(const std::vector<float>& want, const std::vector<float>& got,
                                      bool any_nan = false) {
-  if (want.size() != got.size()) return ::testing::AssertionFailure() << "sizes differ";
-  std::size_t bad = 0;
-  std::string first;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    if (bits(want[i]) == bits(got[i])) continue;
-    if (any_nan && std::isnan(want[i]) && std::isnan(got[i])) continue;
-    if (bad++ < 5) {
-      char line[128];
-      std::snprintf(line, sizeof line, "\n  [%zu] cpu 0x%08x (%g) step_math 0x%08x (%g)", i, bits(want[i]),
-                    static_cast<double>(want[i]), bits(got[i]), static_cast<double>(got[i]));
-      first += line;
-    }
-  }
-  if (bad == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << bad << " of " << want.size() << " differ:" << first;
+  return test::same_bits(want, got, any_nan, "step_math");
 }
 
 struct StateFormat {

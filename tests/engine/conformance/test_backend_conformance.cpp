@@ -18,6 +18,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -568,45 +569,13 @@ TEST_P(Conformance, GemmLowPrecisionAccumulateEqualsSequentialReferenceExactly) 
     }
 }
 
-TEST_P(Conformance, GemmFp16AccumulationStallsWhereFp32DoesNot) {
-  // 4096 products of 1 * 1: an FP16 running sum stops growing at 2048
-  // (2048 + 1 rounds back to 2048, ties to even), FP32 reaches 4096.
-  // Hardware FP16 accumulators add a group of products at a time (a group
-  // of 16 ones is 16, which FP16 holds at 2048), so on them the stall needs
-  // the next test's smaller addends.
-  if (GetParam().hardware_fp16_accumulate) GTEST_SKIP() << "grouped FP16 accumulation: see GemmFp16AccumulationStallsOnSmallAddends";
-  const i64 k = 4096;
-  std::vector<std::uint16_t> ones(static_cast<std::size_t>(k), engine::fp32_to_fp16(1.0f));
-  auto a = dev(ones), b = dev(ones);
-  auto c = out(1);
-  engine::GemmArgs args;
-  args.m = 1;
-  args.n = 1;
-  args.k = k;
-  args.a = {a.get(), Format::FP16, false, k};
-  args.b = {b.get(), Format::FP16, false, 1};
-  args.c = c.get();
-  args.ldc = 1;
-  args.accumulate = Format::FP16;
-  be->gemm(args);
-  EXPECT_EQ(c.host()[0], 2048.0f);
-  args.accumulate = Format::FP32;
-  be->gemm(args);
-  EXPECT_EQ(c.host()[0], 4096.0f);
-}
-
-TEST_P(Conformance, GemmFp16AccumulationStallsOnSmallAddends) {
-  // 2048 + 4095 products of 2^-4: in FP16 the sum stays 2048 whether the
-  // products are added one at a time (2048 + 2^-4 rounds back) or in groups
-  // of up to 16 (a group adds 1, half an ulp at 2048: ties to even); FP32
-  // holds every partial sum exactly and ends at 2048 + 4095/16.
-  const i64 k = 4096;
-  std::vector<std::uint16_t> a(static_cast<std::size_t>(k), engine::fp32_to_fp16(0.25f));
-  std::vector<std::uint16_t> b(static_cast<std::size_t>(k), engine::fp32_to_fp16(0.25f));
-  a[0] = engine::fp32_to_fp16(2048.0f);
-  b[0] = engine::fp32_to_fp16(1.0f);
-  auto da = dev(a), db = dev(b);
-  auto c = out(1);
+// The dot product of two FP16 vectors (a 1 x 1 GEMM over k), summed in
+// FP16 and in FP32: {FP16 result, FP32 result}.
+std::pair<float, float> fp16_dot(const Target& t, Backend& be, const std::vector<std::uint16_t>& a,
+                                 const std::vector<std::uint16_t>& b) {
+  const i64 k = static_cast<i64>(a.size());
+  DeviceBuffer<std::uint16_t> da(t, a), db(t, b);
+  DeviceBuffer<float> c(t, std::vector<float>(1, std::numeric_limits<float>::quiet_NaN()));
   engine::GemmArgs args;
   args.m = 1;
   args.n = 1;
@@ -616,11 +585,37 @@ TEST_P(Conformance, GemmFp16AccumulationStallsOnSmallAddends) {
   args.c = c.get();
   args.ldc = 1;
   args.accumulate = Format::FP16;
-  be->gemm(args);
-  EXPECT_EQ(c.host()[0], 2048.0f);
+  be.gemm(args);
+  const float fp16 = c.host()[0];
   args.accumulate = Format::FP32;
-  be->gemm(args);
-  EXPECT_EQ(c.host()[0], 2048.0f + 4095.0f / 16.0f);
+  be.gemm(args);
+  return {fp16, c.host()[0]};
+}
+
+TEST_P(Conformance, GemmFp16AccumulationStallsWhereFp32DoesNot) {
+  // 4096 products of 1 * 1: an FP16 running sum stops growing at 2048
+  // (2048 + 1 rounds back to 2048, ties to even), FP32 reaches 4096.
+  // Hardware FP16 accumulators add a group of products at a time (a group
+  // of 16 ones is 16, which FP16 holds at 2048), so on them the stall needs
+  // the next test's smaller addends.
+  if (GetParam().hardware_fp16_accumulate) GTEST_SKIP() << "grouped FP16 accumulation: see GemmFp16AccumulationStallsOnSmallAddends";
+  const std::vector<std::uint16_t> ones(4096, engine::fp32_to_fp16(1.0f));
+  const auto [fp16, fp32] = fp16_dot(GetParam(), *be, ones, ones);
+  EXPECT_EQ(fp16, 2048.0f);
+  EXPECT_EQ(fp32, 4096.0f);
+}
+
+TEST_P(Conformance, GemmFp16AccumulationStallsOnSmallAddends) {
+  // 2048 + 4095 products of 2^-4: in FP16 the sum stays 2048 whether the
+  // products are added one at a time (2048 + 2^-4 rounds back) or in groups
+  // of up to 16 (a group adds 1, half an ulp at 2048: ties to even); FP32
+  // holds every partial sum exactly and ends at 2048 + 4095/16.
+  std::vector<std::uint16_t> a(4096, engine::fp32_to_fp16(0.25f)), b(4096, engine::fp32_to_fp16(0.25f));
+  a[0] = engine::fp32_to_fp16(2048.0f);
+  b[0] = engine::fp32_to_fp16(1.0f);
+  const auto [fp16, fp32] = fp16_dot(GetParam(), *be, a, b);
+  EXPECT_EQ(fp16, 2048.0f);
+  EXPECT_EQ(fp32, 2048.0f + 4095.0f / 16.0f);
 }
 
 // Batched GEMMs in attention's layout: B x H products whose operands are
