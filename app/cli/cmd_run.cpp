@@ -121,7 +121,8 @@ int train_runs(const std::vector<engine::ComparisonRun>& runs, const std::string
   }
   // Which backend trains, and for auto why (one line).
   if (!runs.empty() && runs.front().config.backend != "cpu" && runs.front().config.backend != "guarded")
-    std::printf("backend: %s\n", engine::describe_backend_choice(runs.front().config.backend).c_str());
+    std::printf("backend (%s): %s\n", runs.front().config.backend.c_str(),
+                engine::describe_backend_choice(runs.front().config.backend).c_str());
   const bool tty = isatty(STDOUT_FILENO) != 0;
   g_interrupted = 0;
   auto prev = std::signal(SIGINT, on_sigint);

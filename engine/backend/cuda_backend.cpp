@@ -123,8 +123,7 @@ class CudaBackend final : public Backend {
   BackendInfo info() const override {
     BackendInfo i;
     i.name = "cuda";
-    i.device = m_device.name + " (sm_" + std::to_string(m_device.compute_major) +
-               std::to_string(m_device.compute_minor) + ")";
+    i.device = m_device.label();
     i.native_bf16 = m_device.compute_major >= 8;
     i.threads = 1;
     return i;

@@ -441,6 +441,10 @@ struct CudaDeviceInfo {
   std::uint64_t memory_total = 0;
   std::uint64_t memory_free = 0;
   int sm_count = 0;
+  // "NVIDIA H100 80GB HBM3 (sm_90)": how the app and the CLI name the device.
+  std::string label() const {
+    return name + " (sm_" + std::to_string(compute_major) + std::to_string(compute_minor) + ")";
+  }
 };
 
 // What happened when the module was looked for. Any thread.

@@ -10,37 +10,34 @@
 
 namespace engine {
 
+std::string describe_backend_choice(const std::string& name) {
+  if (name != "cuda" && name != "auto") return name;
+  const std::string why = cuda_backend_unusable_reason();
+  if (!why.empty()) return (name == "auto" ? "cpu: " : "cuda unavailable: ") + why;
+  CudaDeviceInfo dev;
+  return cuda_device_info(0, dev).ok() ? "cuda: " + dev.label() : "cuda";
+}
+
 BackendChoice make_backend(const std::string& name, int threads) {
   BackendChoice c;
-  if (name == "auto") {
+  if (name == "auto" || name == "cuda") {
     const std::string why = cuda_backend_unusable_reason();
+    if (name == "cuda" && !why.empty()) throw std::runtime_error("backend 'cuda': " + why);
+    c.note = describe_backend_choice(name);
     if (why.empty()) {
       try {
         c.backend = make_cuda_backend();
         c.name = "cuda";
-        c.note = "cuda: " + c.backend->info().device;
         return c;
       } catch (const std::exception& e) {
+        if (name == "cuda") throw;
         c.note = std::string("cpu: the CUDA backend failed to start (") + e.what() + ")";
       }
-    } else {
-      c.note = "cpu: " + why;
     }
+  }
+  if (name == "cpu" || name == "auto") {
     c.backend = make_cpu_backend(threads);
     c.name = "cpu";
-    return c;
-  }
-  if (name == "cpu") {
-    c.backend = make_cpu_backend(threads);
-    c.name = "cpu";
-    return c;
-  }
-  if (name == "cuda") {
-    if (const std::string why = cuda_backend_unusable_reason(); !why.empty())
-      throw std::runtime_error("backend 'cuda': " + why);
-    c.backend = make_cuda_backend();
-    c.name = "cuda";
-    c.note = "cuda: " + c.backend->info().device;
     return c;
   }
   if (name == "guarded") {
@@ -49,21 +46,6 @@ BackendChoice make_backend(const std::string& name, int threads) {
     return c;
   }
   throw std::invalid_argument("backend '" + name + "': unknown (auto, cpu, cuda)");
-}
-
-std::string describe_backend_choice(const std::string& name) {
-  if (name == "cuda" || name == "auto") {
-    const std::string why = cuda_backend_unusable_reason();
-    if (why.empty()) {
-      CudaDeviceInfo dev;
-      if (cuda_device_info(0, dev).ok())
-        return "cuda: " + dev.name + " (sm_" + std::to_string(dev.compute_major) + std::to_string(dev.compute_minor) + ")";
-      return "cuda";
-    }
-    if (name == "auto") return "cpu (auto: " + why + ")";
-    return "cuda unavailable: " + why;
-  }
-  return name;
 }
 
 std::vector<BackendAvailability> available_backends() {

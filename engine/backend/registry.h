@@ -25,9 +25,9 @@ struct BackendChoice {
 // name throws std::invalid_argument listing the names.
 BackendChoice make_backend(const std::string& name, int threads = 0);
 
-// What make_backend(name) would build, in one line, without building it:
-// "cpu", "cuda: NVIDIA H100 80GB HBM3 (sm_90)", or for auto without CUDA
-// "cpu (auto: no CUDA device: ...)". For the CLI's and the app's status.
+// What make_backend(name) would build, in one line, without building it
+// (BackendChoice::note's text): "cpu", "cuda: NVIDIA H100 80GB HBM3
+// (sm_90)", or for auto without CUDA "cpu: no CUDA device: ...".
 std::string describe_backend_choice(const std::string& name);
 
 struct BackendAvailability {
