@@ -339,6 +339,8 @@ void Trainer::thread_main() {
 
   bool was_paused = false;
   auto next_round = std::chrono::steady_clock::now();
+  std::vector<std::vector<Record>> round_records;  // side by side: each run's records of the round
+  std::vector<std::size_t> due;                      // the runs a round steps side by side
   for (;;) {
     if (m_stop.load(std::memory_order_acquire)) break;
     apply_commands();
@@ -383,7 +385,7 @@ void Trainer::thread_main() {
         records.emplace_back(RunStatus{static_cast<int>(i), RunState::Failed, e.what()});
       }
     };
-    std::vector<std::size_t> due;  // the runs this round steps
+    due.clear();
     for (std::size_t i = 0; i < m_runs.size(); ++i) {
       if (state[i] != RunState::Running) continue;
       Run& r = *m_runs[i];
@@ -410,9 +412,12 @@ void Trainer::thread_main() {
     if (m_pool && !due.empty()) {
       // Side by side: each run writes its own records (and only its own
       // state entry); they are queued in run order after the round.
-      std::vector<std::vector<Record>> records(due.size());
-      m_pool->run(due.size(), [&](std::size_t k) { step_run(due[k], records[k]); });
-      for (auto& r : records) std::move(r.begin(), r.end(), std::back_inserter(out));
+      round_records.resize(due.size());
+      m_pool->run(due.size(), [&](std::size_t k) { step_run(due[k], round_records[k]); });
+      for (auto& r : round_records) {
+        std::move(r.begin(), r.end(), std::back_inserter(out));
+        r.clear();  // keeps its capacity for the next round
+      }
       push(out);
     }
     if (single) m_step_budget.fetch_sub(1, std::memory_order_acq_rel);
