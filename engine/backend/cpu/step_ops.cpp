@@ -385,8 +385,8 @@ void CpuBackend::relu16_backward(Format f, const void* x, Format, const void* dy
   const std::uint32_t span = inf_bits16(f);
 #pragma omp simd
   for (std::int64_t i = 0; i < n; ++i) {
-    const std::uint16_t v = xs[i];
-    dxs[i] = static_cast<std::uint32_t>(v) - 1u < span ? dys[i] : std::uint16_t{0};
+    const std::uint16_t v = xs[i], d = dys[i];  // d read unconditionally: a blend, not a branch
+    dxs[i] = static_cast<std::uint32_t>(v) - 1u < span ? d : std::uint16_t{0};
   }
 }
 
