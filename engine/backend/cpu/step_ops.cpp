@@ -39,7 +39,31 @@ void CpuBackend::upload_rows(void* dst, const void* host_base, std::size_t row_b
                              std::size_t count) {
   auto* d = static_cast<std::byte*>(dst);
   const auto* b = static_cast<const std::byte*>(host_base);
-  for (std::size_t k = 0; k < count; ++k) std::memcpy(d + k * row_bytes, b + rows[k] * row_bytes, row_bytes);
+  // A batch's rows are scattered over the whole data set (tens to hundreds
+  // of MB, mostly out of cache): each row copy waits on memory. The next
+  // rows are prefetched while one is copied, and a large batch is split
+  // over the threads, so several rows are in flight at once.
+  constexpr std::size_t kAhead = 2;
+  const auto gather = [=](std::size_t k0, std::size_t k1) {
+    for (std::size_t k = k0; k < k1; ++k) {
+      if (k + kAhead < k1) {
+        const std::byte* next = b + static_cast<std::size_t>(rows[k + kAhead]) * row_bytes;
+        for (std::size_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(next + o);
+      }
+      std::memcpy(d + k * row_bytes, b + static_cast<std::size_t>(rows[k]) * row_bytes, row_bytes);
+    }
+  };
+  if (row_bytes * count < (std::size_t{64} << 10) || row_bytes < 256) {
+    gather(0, count);
+    return;
+  }
+  use_threads();
+#pragma omp parallel
+  {
+    const auto t = static_cast<std::size_t>(omp_get_thread_num());
+    const auto nt = static_cast<std::size_t>(omp_get_num_threads());
+    gather(count * t / nt, count * (t + 1) / nt);
+  }
 }
 
 void CpuBackend::fill_zero(void* dst, std::size_t bytes) {
