@@ -83,22 +83,54 @@ constexpr std::int64_t kAmaxParallelMin = std::int64_t{1} << 17;
 // Both: max|x_i| and whether any x_i is NaN in one vectorizable pass, on
 // |x| as bits (NaN patterns are the integers above inf's), so neither
 // -ffast-math nor a NaN comparison can hide one.
-PL_CPU_CLONES float amax_of(const float* x, std::int64_t n) {
+//
+// The clones are the loops over one range; the threads split the range
+// outside them. (An OpenMP region inside a target_clones function is
+// outlined into a function of its own, compiled for the x86-64 baseline,
+// which has no unsigned 32-bit max: the loop ran scalar on every CPU.)
+PL_CPU_CLONES std::uint32_t amax_bits(const float* x, std::int64_t n) {
   std::uint32_t m = 0;
-#pragma omp parallel for simd reduction(max : m) if (n >= kAmaxParallelMin)
   for (std::int64_t i = 0; i < n; ++i) m = std::max(m, abs_bits(x[i]));
-  return amax_from_bits(m);
+  return m;
 }
 
-PL_CPU_CLONES float scale_and_amax(const float* x, float scale, float* out, std::int64_t n) {
+PL_CPU_CLONES std::uint32_t scale_amax_bits(const float* x, float scale, float* out, std::int64_t n) {
   std::uint32_t m = 0;
-#pragma omp parallel for simd reduction(max : m) if (n >= kAmaxParallelMin)
   for (std::int64_t i = 0; i < n; ++i) {
     const float v = x[i];
     m = std::max(m, abs_bits(v));
     out[i] = v * scale;
   }
-  return amax_from_bits(m);
+  return m;
+}
+
+namespace {
+
+// max over [0, n) of f(begin, end), in two halves on two threads and so on
+// above the threshold (max is exact in any order).
+template <class F>
+std::uint32_t max_over(std::int64_t n, F&& f) {
+  if (n < kAmaxParallelMin) return f(std::int64_t{0}, n);
+  constexpr int kChunks = 16;
+  const std::int64_t chunk = (n + kChunks - 1) / kChunks;
+  std::uint32_t m = 0;
+#pragma omp parallel for schedule(static) reduction(max : m)
+  for (int c = 0; c < kChunks; ++c) {
+    const std::int64_t b = c * chunk, e = std::min(n, b + chunk);
+    if (b < e) m = std::max(m, f(b, e));
+  }
+  return m;
+}
+
+}  // namespace
+
+float amax_of(const float* x, std::int64_t n) {
+  return amax_from_bits(max_over(n, [x](std::int64_t b, std::int64_t e) { return amax_bits(x + b, e - b); }));
+}
+
+float scale_and_amax(const float* x, float scale, float* out, std::int64_t n) {
+  return amax_from_bits(max_over(
+      n, [=](std::int64_t b, std::int64_t e) { return scale_amax_bits(x + b, scale, out + b, e - b); }));
 }
 
 }  // namespace engine
