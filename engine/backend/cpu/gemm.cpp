@@ -346,6 +346,34 @@ void GemmEngine::run_batched(const GemmArgs& g) {
     return;
   }
   m_last_impl = nullptr;
+  if (small_gemm_fits(g.m, g.n, g.k)) {
+    // Products this small cost oneDNN more in per-product overhead than in
+    // arithmetic: the own kernel, on the f32 decode of the operands' spans.
+    SmallBatch s;
+    s.m = g.m;
+    s.n = g.n;
+    s.k = g.k;
+    s.batch0 = g.batch[0];
+    s.batch1 = g.batch[1];
+    s.a = static_cast<const float*>(prepare_span(g.a, g.batch[0], g.batch[1], a_rows, a_cols, lda, false, m_a_ws));
+    s.b = static_cast<const float*>(prepare_span(g.b, g.batch[0], g.batch[1], b_rows, b_cols, ldb, false, m_b_ws));
+    s.c = g.c;
+    s.trans_a = g.a.trans;
+    s.trans_b = g.b.trans;
+    s.lda = lda;
+    s.ldb = ldb;
+    s.ldc = ldc;
+    for (int d = 0; d < 2; ++d) {
+      s.sa[d] = g.a.batch_stride[d];
+      s.sb[d] = g.b.batch_stride[d];
+      s.sc[d] = g.c_batch_stride[d];
+    }
+    s.alpha = g.alpha;
+    s.beta = g.beta;
+    s.bias = g.bias;
+    gemm_small_batched(s);
+    return;
+  }
   const bool bf16 = m_native_bf16 && is_bf16_exact(g.a.format) && is_bf16_exact(g.b.format);
   const void* a = prepare_span(g.a, g.batch[0], g.batch[1], a_rows, a_cols, lda, bf16, m_a_ws);
   const void* b = prepare_span(g.b, g.batch[0], g.batch[1], b_rows, b_cols, ldb, bf16, m_b_ws);

@@ -30,6 +30,23 @@ void gemm_lowp_accumulate(Format accumulate, std::int64_t m, std::int64_t n, std
                           float* c, std::int64_t ldc, float alpha, float beta, const float* bias,
                           float* acc);
 
+// Batched products small enough that oneDNN's per-product overhead
+// dominates (gemm_small.cpp): f32 operands with strides, FP32 accumulation.
+inline constexpr std::int64_t kSmallGemmMaxM = 64, kSmallGemmMaxN = 64, kSmallGemmMaxK = 64;
+bool small_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k);
+struct SmallBatch {
+  std::int64_t m = 0, n = 0, k = 0, batch0 = 1, batch1 = 1;
+  const float* a = nullptr;
+  const float* b = nullptr;
+  float* c = nullptr;
+  bool trans_a = false, trans_b = false;
+  std::int64_t lda = 0, ldb = 0, ldc = 0;
+  std::int64_t sa[2] = {0, 0}, sb[2] = {0, 0}, sc[2] = {0, 0};
+  float alpha = 1.0f, beta = 0.0f;
+  const float* bias = nullptr;
+};
+void gemm_small_batched(const SmallBatch& s);
+
 class GemmEngine {
  public:
   GemmEngine(DnnlContext& ctx, bool native_bf16);

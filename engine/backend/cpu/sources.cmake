@@ -4,6 +4,7 @@ target_sources(engine_cpu PRIVATE
   cpu/cpu_backend.cpp
   cpu/gemm.cpp
   cpu/gemm_lowp.cpp
+  cpu/gemm_small.cpp
   cpu/fp8_bf16.cpp
   cpu/fp8_bf16_avx512.cpp
   cpu/conv.cpp
