@@ -9,6 +9,7 @@
 #include <new>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/parallel.h"
 #include "amp/fp8_scaling.h"
 #include "numeric/cast.h"
 #include "optim/parallel.h"
@@ -93,15 +94,12 @@ void transcode(Format from, const void* src, Format to, void* dst, std::int64_t 
   }
 }
 
-}  // namespace
-
-void CpuBackend::convert(Format from, const void* src, Format to, void* dst, std::int64_t n, const CastOptions& opt) {
-  if (n <= 0) return;
-  use_threads();
+// CpuBackend::convert over one range on the calling thread.
+void convert_range(Format from, const void* src, Format to, void* dst, std::int64_t n, const CastOptions& opt) {
   const auto un = static_cast<std::size_t>(n);
   if (f32_container(from)) {
     if (f32_container(to)) {
-      copy(dst, src, un * sizeof(float));
+      if (dst != src) std::memcpy(dst, src, un * sizeof(float));
       if (to == Format::TF32) quantize_inplace(Format::TF32, static_cast<float*>(dst), un, opt);
     } else {
       cast_from_f32(to, static_cast<const float*>(src), dst, un, opt);
@@ -110,10 +108,32 @@ void CpuBackend::convert(Format from, const void* src, Format to, void* dst, std
     cast_to_f32(from, src, static_cast<float*>(dst), un);
     if (to == Format::TF32) quantize_inplace(Format::TF32, static_cast<float*>(dst), un, opt);
   } else if (from == to && !opt.stochastic && !opt.saturate) {
-    copy(dst, src, un * storage_bytes(to));
+    if (dst != src) std::memcpy(dst, src, un * storage_bytes(to));
   } else {
     transcode(from, src, to, dst, n, opt);
   }
+}
+
+}  // namespace
+
+void CpuBackend::convert(Format from, const void* src, Format to, void* dst, std::int64_t n, const CastOptions& opt) {
+  if (n <= 0) return;
+  use_threads();
+  // Large tensors are split over the threads; stochastic rounding hashes
+  // each element's index, so a chunk passes its start and the bits do not
+  // depend on the split.
+  const std::size_t fs = storage_bytes(from), ts = storage_bytes(to);
+  if (cpu::worth_parallel(n) && fs > 0 && ts > 0) {
+    const auto* s = static_cast<const std::byte*>(src);
+    auto* d = static_cast<std::byte*>(dst);
+    cpu::for_chunks(n, [&](std::int64_t b, std::int64_t e) {
+      CastOptions o = opt;
+      o.index_offset += static_cast<std::uint64_t>(b);
+      convert_range(from, s + static_cast<std::size_t>(b) * fs, to, d + static_cast<std::size_t>(b) * ts, e - b, o);
+    });
+    return;
+  }
+  convert_range(from, src, to, dst, n, opt);
 }
 
 void CpuBackend::block_quantize(Format f, const float* src, float* dst, std::int64_t rows, std::int64_t cols,
