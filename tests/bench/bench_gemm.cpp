@@ -73,14 +73,17 @@ struct GemmShape {
   const char* name;
   i64 m, n, k;
   bool ta, tb, bias;
+  i64 batch = 1;  // > 1: batch x 4 products (attention: batch x heads), contiguous
 };
 
 void bm_gemm(benchmark::State& st, engine::Backend& be, const GemmShape& s, Format f, Format acc) {
   const i64 a_rows = s.ta ? s.k : s.m, a_cols = s.ta ? s.m : s.k;
   const i64 b_rows = s.tb ? s.n : s.k, b_cols = s.tb ? s.k : s.n;
-  const auto a = random_values(f, static_cast<std::size_t>(a_rows * a_cols), 1);
-  const auto b = random_values(f, static_cast<std::size_t>(b_rows * b_cols), 2);
-  std::vector<float> c(static_cast<std::size_t>(s.m * s.n)), bias = random_f32(static_cast<std::size_t>(s.n), 3);
+  const i64 products = s.batch > 1 ? s.batch * 4 : 1;
+  const auto a = random_values(f, static_cast<std::size_t>(products * a_rows * a_cols), 1);
+  const auto b = random_values(f, static_cast<std::size_t>(products * b_rows * b_cols), 2);
+  std::vector<float> c(static_cast<std::size_t>(products * s.m * s.n)),
+      bias = random_f32(static_cast<std::size_t>(s.n), 3);
   engine::GemmArgs g;
   g.m = s.m;
   g.n = s.n;
@@ -91,16 +94,26 @@ void bm_gemm(benchmark::State& st, engine::Backend& be, const GemmShape& s, Form
   g.ldc = s.n;
   g.bias = s.bias ? bias.data() : nullptr;
   g.accumulate = acc;
+  if (products > 1) {
+    g.batch[0] = s.batch;
+    g.batch[1] = 4;
+    g.a.batch_stride[0] = 4 * a_rows * a_cols;
+    g.a.batch_stride[1] = a_rows * a_cols;
+    g.b.batch_stride[0] = 4 * b_rows * b_cols;
+    g.b.batch_stride[1] = b_rows * b_cols;
+    g.c_batch_stride[0] = 4 * s.m * s.n;
+    g.c_batch_stride[1] = s.m * s.n;
+  }
   be.gemm(g);  // creates and caches the primitive: not timed
   const auto t0 = Clock::now();
   for (auto _ : st) {
     be.gemm(g);
     benchmark::ClobberMemory();
   }
-  report(st, 2.0 * static_cast<double>(s.m * s.n * s.k), std::chrono::duration<double>(Clock::now() - t0).count());
+  report(st, 2.0 * static_cast<double>(products * s.m * s.n * s.k), std::chrono::duration<double>(Clock::now() - t0).count());
   if (auto* cpu = dynamic_cast<engine::CpuBackend*>(&be)) {
     const std::string impl = cpu->last_gemm_impl();
-    st.SetLabel(impl.empty() ? "own rounding kernel" : impl);
+    st.SetLabel(impl.empty() ? "own kernel" : impl);
   }
 }
 
@@ -187,6 +200,12 @@ int main(int argc, char** argv) {
       {"conv1_im2col_fwd", 128 * 28 * 28, 32, 1 * 25, false, true, true},
       {"conv2_im2col_fwd", 128 * 14 * 14, 64, 32 * 25, false, true, true},
   };
+  // The transformer's attention (batch 128, 4 heads, 16 tokens of 16):
+  // scores = q k^T, out = p v, and backward's dp = dout v^T, dv = p^T dout.
+  static const GemmShape attention[] = {
+      {"scores", 16, 16, 16, false, true, false, 128}, {"out", 16, 16, 16, false, false, false, 128},
+      {"dv", 16, 16, 16, true, false, false, 128},
+  };
   const Format formats[] = {Format::FP32, Format::BF16, Format::FP16};
   auto add_gemm = [](const std::string& group, const GemmShape& s, Format f, Format acc) {
     std::string name = group + "/" + s.name + "/" + engine::format_name(f);
@@ -197,6 +216,8 @@ int main(int argc, char** argv) {
   };
   for (const GemmShape& s : mlp)
     for (Format f : formats) add_gemm("mlp", s, f, Format::FP32);
+  for (const GemmShape& s : attention)
+    for (Format f : formats) add_gemm("attention", s, f, Format::FP32);
   for (const GemmShape& s : cnn)
     for (Format f : formats) add_gemm("cnn", s, f, Format::FP32);
   // FP8 (decoded to bf16) and the FP16-accumulation demonstration kernel.

@@ -61,7 +61,7 @@ class TimingBackend final : public engine::Backend {
   void fill_zero(void* d, std::size_t b) override { PL_TIMED("fill_zero", m_in->fill_zero(d, b)); }
   void convert(engine::Format f, const void* s, engine::Format to, void* d, std::int64_t n,
                const engine::CastOptions& o) override {
-    PL_TIMED("convert " + std::string(engine::format_name(f)) + "->" + engine::format_name(to),
+    PL_TIMED("convert " + std::string(engine::format_name(f)) + "->" + engine::format_name(to) + " " + std::to_string(n),
              m_in->convert(f, s, to, d, n, o));
   }
   void block_quantize(engine::Format f, const float* s, float* d, std::int64_t r, std::int64_t c,
