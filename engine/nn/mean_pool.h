@@ -10,8 +10,10 @@
 namespace engine {
 
 // Free functions run on the thread that owns `be` (the trainer's).
-// The math on f32 values: y[b, c] = (1/T) sum_t x[b, t, c] (f32 sums).
-void mean_pool_forward(Backend& be, const float* x, float* y, std::int64_t B, std::int64_t T, std::int64_t C);
+// The math on f32 values: y[b, c] = (1/T) sum_t x[b, t, c] (f32 sums), as
+// one batched GEMM (1/T) * ones[1 x T] x[b] (`ones`: T ones in backend memory).
+void mean_pool_forward(Backend& be, const float* x, float* y, std::int64_t B, std::int64_t T, std::int64_t C,
+                       const float* ones);
 // dx[b, t, c] = dy[b, c] / T
 void mean_pool_backward(Backend& be, const float* dy, float* dx, std::int64_t B, std::int64_t T, std::int64_t C);
 
@@ -33,9 +35,9 @@ class MeanPool : public Layer {
   void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) override;
 
  private:
-  Tensor m_x32, m_y32, m_dy32, m_dx32;
+  Tensor m_x32, m_y32, m_dy32, m_dx32, m_ones;
   std::size_t workspace_bytes() const override {
-    return tensors_bytes({&m_x32, &m_y32, &m_dy32, &m_dx32});
+    return tensors_bytes({&m_x32, &m_y32, &m_dy32, &m_dx32, &m_ones});
   }
 };
 

@@ -14,9 +14,14 @@ namespace engine {
 
 void patch_embed_forward(Backend& be, const Tensor& patches, const Tensor& w, const GemmScales& s,
                          const float* bias, const float* pos, float* y, std::int64_t B, std::int64_t T,
-                         std::int64_t P, std::int64_t dim, Format accumulate) {
+                         std::int64_t P, std::int64_t dim, Format accumulate, float* pos_rep) {
   linear_forward(be, patches, w, s, bias, y, B * T, P, dim, accumulate);
-  for (std::int64_t b = 0; b < B; ++b) be.add(y + b * T * dim, pos, y + b * T * dim, T * dim);
+  add_positions(be, y, pos, B, T * dim, pos_rep);
+}
+
+void add_positions(Backend& be, float* y, const float* pos, std::int64_t B, std::int64_t n, float* pos_rep) {
+  be.repeat_rows(pos, pos_rep, 1, B, n);
+  be.add(y, pos_rep, y, B * n);
 }
 
 void patch_embed_backward(Backend& be, const Tensor& dy, const float* dy_f32, const Tensor& patches,
@@ -71,7 +76,8 @@ void PatchEmbed::forward_block(Backend& be, const Tensor& x, Tensor& y, PatchEmb
   float* yf = output_begin(y, ys, p.storage, m_y32);
   m_block.forward(be, p.compute, m_patch32.f32(), w, bias, yf, rows, m_patch_size, m_dim, p.accumulate,
                   ctx.patches_block);
-  for (std::int64_t b = 0; b < B; ++b) be.add(yf + b * m_tokens * m_dim, pos, yf + b * m_tokens * m_dim, m_tokens * m_dim);
+  m_pos_rep.resize({rows, m_dim}, Format::FP32);
+  add_positions(be, yf, pos, B, m_tokens * m_dim, m_pos_rep.f32());
   output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, NonfiniteSlot::Activation));
 }
 
@@ -144,8 +150,9 @@ void PatchEmbed::forward(Backend& be, const Tensor& x, Tensor& y, Context& conte
   const float* bias = f32_rounded(be, m_bias.weight, side, m_b32, sat);
   const float* pos = f32_rounded(be, m_pos.weight, side, m_pos32, sat);
   float* yf = output_begin(y, ys, p.storage, m_y32);
+  m_pos_rep.resize({B * m_tokens, m_dim}, Format::FP32);
   patch_embed_forward(be, ctx.patches, wc, {ctx.patch_scale, m_weight.weight_scale, 1.0f}, bias, pos, yf, B,
-                      m_tokens, m_patch_size, m_dim, p.accumulate);
+                      m_tokens, m_patch_size, m_dim, p.accumulate, m_pos_rep.f32());
   output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, NonfiniteSlot::Activation));
 }
 

@@ -25,10 +25,13 @@ void unpatchify(const float* patches, float* x, std::int64_t B, std::int64_t C, 
 // y[b, t] = W patch[b, t] + bias + pos[t]. patches [B*T, P] and w [dim, P]
 // are GEMM operands in their own formats, holding their values times s.x
 // and s.w (FP8 scaling; see GemmScales in nn/linear.h); bias and pos are
-// f32. y [B*T, dim] f32.
+// f32. y [B*T, dim] f32. pos_rep: scratch for B*T*dim floats (backend memory).
 void patch_embed_forward(Backend& be, const Tensor& patches, const Tensor& w, const GemmScales& s,
                          const float* bias, const float* pos, float* y, std::int64_t B, std::int64_t T,
-                         std::int64_t P, std::int64_t dim, Format accumulate);
+                         std::int64_t P, std::int64_t dim, Format accumulate, float* pos_rep);
+// y[b, :] += pos for b < B (pos: n floats): the table repeated over the
+// batch into pos_rep (B*n floats), then one add (B adds of n were B calls).
+void add_positions(Backend& be, float* y, const float* pos, std::int64_t B, std::int64_t n, float* pos_rep);
 // dy holds dy * s.dy; dy_f32 is the unscaled dy as floats (bias and position
 // sums). dpatches (null: not needed) [B*T, P], dw [dim, P], db [dim], dpos
 // [T, dim]: f32, overwritten.
@@ -83,12 +86,13 @@ class PatchEmbed : public Layer {
   DelayedScaling m_scaling;
   DelayedScale m_x_scale, m_dy_scale;
   Tensor m_fp8_ws;
+  Tensor m_pos_rep;  // the position table repeated over the batch
   Tensor m_x32, m_patch32, m_w_compute, m_b32, m_pos32, m_y32, m_dy_grad, m_dy32, m_dp32, m_dx32, m_dw32, m_db32,
       m_dpos32;
   BlockGemm m_block;
   std::size_t workspace_bytes() const override {
     return tensors_bytes({&m_fp8_ws, &m_x32, &m_patch32, &m_w_compute, &m_b32, &m_pos32, &m_y32, &m_dy_grad, &m_dy32,
-                          &m_dp32, &m_dx32, &m_dw32, &m_db32, &m_dpos32}) +
+                          &m_dp32, &m_dx32, &m_dw32, &m_db32, &m_dpos32, &m_pos_rep}) +
            m_block.workspace_bytes();
   }
   void forward_block(Backend& be, const Tensor& x, Tensor& y, PatchEmbedContext& ctx);
