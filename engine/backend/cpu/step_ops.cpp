@@ -153,6 +153,17 @@ void CpuBackend::amax(const float* x, std::int64_t n, float* out) {
   *out = amax_of(x, n);
 }
 
+namespace {
+
+// 1 for inf and NaN (the all-ones exponent), as an integer: vectorizable.
+inline std::int64_t nonfinite_bit(float v) {
+  std::uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return (u & 0x7F800000u) == 0x7F800000u;
+}
+
+}  // namespace
+
 void CpuBackend::unscale_grads(const GradBuffer* grads, std::size_t count, float inv, double* sum_squares) {
   use_threads();
   // Fixed blocks, whatever the thread count: the sum of squares (the
@@ -168,19 +179,33 @@ void CpuBackend::unscale_grads(const GradBuffer* grads, std::size_t count, float
       m_partial_counts.resize(static_cast<std::size_t>(blocks));
     double* part = m_partial_sums.data();
     std::int64_t* bad = m_partial_counts.data();
+    // inv == 1 (no loss scaling): v == p[i] for every finite value, so the
+    // pass only reads; a block holding inf or NaN is written after all (the
+    // multiply quiets a signalling NaN, as with any other scale).
+    const bool write = inv != 1.0f;
 #pragma omp parallel for schedule(static) if (n >= 65536)
     for (std::int64_t b = 0; b < blocks; ++b) {
       const std::int64_t i0 = b * kBlock, i1 = std::min(n, i0 + kBlock);
       std::int64_t local = 0;
       double local_sq = 0.0;
+      if (!write) {
 #pragma omp simd reduction(+ : local, local_sq)
-      for (std::int64_t i = i0; i < i1; ++i) {
-        const float v = p[i] * inv;  // v == p[i] when inv == 1
-        p[i] = v;
-        std::uint32_t u;
-        std::memcpy(&u, &v, 4);
-        local += ((u & 0x7F800000u) == 0x7F800000u);
-        local_sq += static_cast<double>(v) * static_cast<double>(v);
+        for (std::int64_t i = i0; i < i1; ++i) {
+          const float v = p[i];
+          local += nonfinite_bit(v);
+          local_sq += static_cast<double>(v) * static_cast<double>(v);
+        }
+      }
+      if (write || local > 0) {
+        local = 0;
+        local_sq = 0.0;
+#pragma omp simd reduction(+ : local, local_sq)
+        for (std::int64_t i = i0; i < i1; ++i) {
+          const float v = p[i] * inv;
+          p[i] = v;
+          local += nonfinite_bit(v);
+          local_sq += static_cast<double>(v) * static_cast<double>(v);
+        }
       }
       part[b] = local_sq;
       bad[b] = local;
