@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -64,6 +65,17 @@ TEST(ConvertRoundTrip, AllFp16Patterns) { expect_round_trip_all(Format::FP16, 1u
 TEST(ConvertRoundTrip, AllBf16Patterns) { expect_round_trip_all(Format::BF16, 1u << 16); }
 TEST(ConvertRoundTrip, AllE5M2Patterns) { expect_round_trip_all(Format::E5M2, 1u << 8); }
 TEST(ConvertRoundTrip, AllE4M3Patterns) { expect_round_trip_all(Format::E4M3, 1u << 8); }
+
+TEST(ConvertDecode, Fp16InlineMatchesFp16ToFp32OnAllPatterns) {
+  for (std::uint32_t h = 0; h < (1u << 16); ++h) {
+    const float a = engine::fp16_to_fp32(static_cast<std::uint16_t>(h));
+    const float b = engine::fp16_to_fp32_inline(static_cast<std::uint16_t>(h));
+    std::uint32_t ua, ub;
+    std::memcpy(&ua, &a, 4);
+    std::memcpy(&ub, &b, 4);
+    ASSERT_EQ(ua, ub) << "pattern 0x" << std::hex << h;
+  }
+}
 
 TEST(ConvertRoundTrip, QuietNaNPayloadsSurvive) {
   // A quiet NaN (top fraction bit set) keeps its exact bits through
