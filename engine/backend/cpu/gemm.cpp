@@ -346,17 +346,19 @@ void GemmEngine::run_batched(const GemmArgs& g) {
     return;
   }
   m_last_impl = nullptr;
-  if (small_gemm_fits(g.m, g.n, g.k)) {
+  if (small_gemm_fits(g.m, g.n, g.k, g.a.format, g.b.format)) {
     // Products this small cost oneDNN more in per-product overhead than in
-    // arithmetic: the own kernel, on the f32 decode of the operands' spans.
+    // arithmetic: the own kernel, which decodes each product's operands.
     SmallBatch s;
     s.m = g.m;
     s.n = g.n;
     s.k = g.k;
     s.batch0 = g.batch[0];
     s.batch1 = g.batch[1];
-    s.a = static_cast<const float*>(prepare_span(g.a, g.batch[0], g.batch[1], a_rows, a_cols, lda, false, m_a_ws));
-    s.b = static_cast<const float*>(prepare_span(g.b, g.batch[0], g.batch[1], b_rows, b_cols, ldb, false, m_b_ws));
+    s.a = g.a.data;
+    s.b = g.b.data;
+    s.a_format = g.a.format;
+    s.b_format = g.b.format;
     s.c = g.c;
     s.trans_a = g.a.trans;
     s.trans_b = g.b.trans;

@@ -31,13 +31,15 @@ void gemm_lowp_accumulate(Format accumulate, std::int64_t m, std::int64_t n, std
                           float* acc);
 
 // Batched products small enough that oneDNN's per-product overhead
-// dominates (gemm_small.cpp): f32 operands with strides, FP32 accumulation.
+// dominates (gemm_small.cpp): operands read in their own formats (FP32,
+// TF32, BF16, FP16, E4M3, E5M2) through their strides, FP32 accumulation.
 inline constexpr std::int64_t kSmallGemmMaxM = 64, kSmallGemmMaxN = 64, kSmallGemmMaxK = 64;
-bool small_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k);
+bool small_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k, Format a, Format b);
 struct SmallBatch {
   std::int64_t m = 0, n = 0, k = 0, batch0 = 1, batch1 = 1;
-  const float* a = nullptr;
-  const float* b = nullptr;
+  const void* a = nullptr;  // element strides below are in elements of the operand's format
+  const void* b = nullptr;
+  Format a_format = Format::FP32, b_format = Format::FP32;
   float* c = nullptr;
   bool trans_a = false, trans_b = false;
   std::int64_t lda = 0, ldb = 0, ldc = 0;

@@ -1,33 +1,121 @@
 // Batched GEMMs of small products (attention's per-head T x T and T x d
 // products: 512 products of 16 x 16 x 16 per call at batch 128). oneDNN's
 // batched matmul spends its time on per-product overhead there (about
-// 20 GFLOP/s); this kernel packs op(B) of one product into a contiguous
-// k x n block on the stack and runs one vectorizable pass over a row of B
-// per element of A, the products split over the threads.
+// 20 GFLOP/s); this kernel packs one product's operands into f32 blocks on
+// the stack, decoding them from their own formats on the way (attention's
+// q, k and v are column slices of one qkv tensor: decoding a whole span per
+// call read three times what the products use), and runs one vectorizable
+// pass over a row of B per element of A, the products split over the
+// threads.
 //
-// Every product is FP32 after the operands' exact decode (see gemm.cpp),
-// and each output is the k-sequential sum s_{p+1} = fma(a(i,p), b(p,j), s_p)
-// from s_0 = 0: std::fma rounds once, on every CPU and in every clone, so
-// the bits do not depend on the machine or the thread count. Then
+// The decode is exact (TF32: rounded, RNE), as in gemm.cpp, and each output
+// is the k-sequential sum s_{p+1} = fma(a(i,p), b(p,j), s_p) from s_0 = 0:
+// std::fma rounds once, on every CPU and in every clone, so the bits do not
+// depend on the machine or the thread count. Then
 //   c = alpha * s_k (+ beta * c_old) (+ bias[j]),
 // the order oneDNN's output scale, sum post-op and bias take.
+#include <array>
 #include <cmath>
+#include <cstring>
 
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/parallel.h"
 #include "numeric/clones.h"
+#include "numeric/convert.h"
 
 namespace engine::cpu {
 
 namespace {
 
-// R rows of C at once from op(B) packed as k rows of NW floats (columns
-// beyond n are zero): acc[R][NW] has compile-time bounds, so it lives in
-// vector registers across the k loop, and R independent sums hide the FMA
-// latency.
+// The FP8 decode table, built once from numeric/convert's exact decoders.
+const float* fp8_table(Format f) {
+  static const std::array<float, 512> t = [] {
+    std::array<float, 512> v{};
+    for (std::uint32_t i = 0; i < 256; ++i) {
+      v[i] = e4m3_to_fp32(static_cast<std::uint8_t>(i));
+      v[256 + i] = e5m2_to_fp32(static_cast<std::uint8_t>(i));
+    }
+    return v;
+  }();
+  return t.data() + (f == Format::E5M2 ? 256 : 0);
+}
+
+// One operand of the batch: element (r, c) of a product's stored matrix at
+// data + (offset + r * ld + c) * element size.
+struct Source {
+  const void* data;
+  Format format;
+  const float* table;  // E4M3, E5M2
+};
+
+// dst[c] = value of stored element at + c for c < count, decoded exactly:
+// contiguous loops with the format fixed outside them, so they vectorize.
+__attribute__((always_inline)) inline void decode_run(const Source& s, std::int64_t at, std::int64_t count,
+                                                      float* __restrict dst) {
+  switch (s.format) {
+    case Format::FP32: {
+      const float* p = static_cast<const float*>(s.data) + at;
+      for (std::int64_t c = 0; c < count; ++c) dst[c] = p[c];
+      return;
+    }
+    case Format::BF16: {
+      const std::uint16_t* p = static_cast<const std::uint16_t*>(s.data) + at;
+#pragma omp simd
+      for (std::int64_t c = 0; c < count; ++c) {
+        const std::uint32_t u = static_cast<std::uint32_t>(p[c]) << 16;
+        float v;
+        std::memcpy(&v, &u, 4);
+        dst[c] = v;
+      }
+      return;
+    }
+    case Format::FP16: {
+      const std::uint16_t* p = static_cast<const std::uint16_t*>(s.data) + at;
+#pragma omp simd
+      for (std::int64_t c = 0; c < count; ++c) dst[c] = fp16_to_fp32_inline(p[c]);
+      return;
+    }
+    case Format::E4M3:
+    case Format::E5M2: {
+      const std::uint8_t* p = static_cast<const std::uint8_t*>(s.data) + at;
+      for (std::int64_t c = 0; c < count; ++c) dst[c] = s.table[p[c]];
+      return;
+    }
+    default: {  // TF32
+      const float* p = static_cast<const float*>(s.data) + at;
+      for (std::int64_t c = 0; c < count; ++c) dst[c] = round_to_tf32(p[c]);
+      return;
+    }
+  }
+}
+
+// op(X) of one product packed row-major into dst (rows x cols, leading
+// dimension dst_ld): X stored with leading dimension ld at element offset
+// `base`, transposed when `trans`.
+__attribute__((always_inline)) inline void pack(const Source& s, std::int64_t base, std::int64_t ld, bool trans,
+                                                std::int64_t rows, std::int64_t cols, float* dst,
+                                                std::int64_t dst_ld) {
+  if (!trans) {
+    for (std::int64_t r = 0; r < rows; ++r) decode_run(s, base + r * ld, cols, dst + r * dst_ld);
+    return;
+  }
+  // Stored cols x rows: each stored row is a column of op(X).
+  float run[kSmallGemmMaxM > kSmallGemmMaxK ? kSmallGemmMaxM : kSmallGemmMaxK];
+  for (std::int64_t c = 0; c < cols; ++c) {
+    decode_run(s, base + c * ld, rows, run);
+    for (std::int64_t r = 0; r < rows; ++r) dst[r * dst_ld + c] = run[r];
+  }
+}
+
+// R rows of C at once from op(A) packed as rows of k floats and op(B)
+// packed as k rows of NW floats (columns beyond n are zero): acc[R][NW]
+// has compile-time bounds, so it lives in vector registers across the k
+// loop, and R independent sums hide the FMA latency.
 template <int NW, int R>
-__attribute__((always_inline)) inline void rows_block(std::int64_t n, std::int64_t k, const float* a, std::int64_t a_row, std::int64_t a_col,
-                       const float* bp, float* c, std::int64_t ldc, float alpha, float beta, const float* bias) {
+__attribute__((always_inline)) inline void rows_block(std::int64_t n, std::int64_t k, const float* a,
+                                                      std::int64_t a_row, std::int64_t a_col, const float* bp,
+                                                      float* c, std::int64_t ldc, float alpha, float beta,
+                                                      const float* bias) {
   float acc[R][NW] = {};
   for (std::int64_t p = 0; p < k; ++p) {
     const float* br = bp + p * NW;
@@ -52,50 +140,64 @@ __attribute__((always_inline)) inline void rows_block(std::int64_t n, std::int64
 }
 
 template <int NW, int R>
-__attribute__((always_inline)) inline void product(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, bool ta, std::int64_t lda,
-                    const float* b, bool tb, std::int64_t ldb, float* c, std::int64_t ldc, float alpha, float beta,
-                    const float* bias) {
+__attribute__((always_inline)) inline void product(const SmallBatch& s, const Source& a, std::int64_t a0,
+                                                   const Source& b, std::int64_t b0, float* c) {
+  alignas(64) float ap[kSmallGemmMaxM * kSmallGemmMaxK];
   alignas(64) float bp[kSmallGemmMaxK * NW];
-  for (std::int64_t p = 0; p < k; ++p) {
-    float* row = bp + p * NW;
-    if (tb)
-      for (std::int64_t j = 0; j < n; ++j) row[j] = b[j * ldb + p];
-    else
-      for (std::int64_t j = 0; j < n; ++j) row[j] = b[p * ldb + j];
-    for (std::int64_t j = n; j < NW; ++j) row[j] = 0.0f;
+  const std::int64_t m = s.m, n = s.n, k = s.k;
+  // An FP32 A is read in place through its strides; others are decoded.
+  const float* a_at = ap;
+  std::int64_t a_row = k, a_col = 1;
+  if (a.format == Format::FP32) {
+    a_at = static_cast<const float*>(a.data) + a0;
+    a_row = s.trans_a ? 1 : s.lda;
+    a_col = s.trans_a ? s.lda : 1;
+  } else {
+    pack(a, a0, s.lda, s.trans_a, m, k, ap, k);
   }
-  const std::int64_t a_row = ta ? 1 : lda, a_col = ta ? lda : 1;
+  pack(b, b0, s.ldb, s.trans_b, k, n, bp, NW);
+  if (n < NW)
+    for (std::int64_t p = 0; p < k; ++p)
+      for (std::int64_t j = n; j < NW; ++j) bp[p * NW + j] = 0.0f;
   std::int64_t i = 0;
   for (; i + R <= m; i += R)
-    rows_block<NW, R>(n, k, a + i * a_row, a_row, a_col, bp, c + i * ldc, ldc, alpha, beta, bias);
-  for (; i < m; ++i) rows_block<NW, 1>(n, k, a + i * a_row, a_row, a_col, bp, c + i * ldc, ldc, alpha, beta, bias);
+    rows_block<NW, R>(n, k, a_at + i * a_row, a_row, a_col, bp, c + i * s.ldc, s.ldc, s.alpha, s.beta, s.bias);
+  for (; i < m; ++i)
+    rows_block<NW, 1>(n, k, a_at + i * a_row, a_row, a_col, bp, c + i * s.ldc, s.ldc, s.alpha, s.beta, s.bias);
 }
 
-// One product: C (m x n, ldc) from op(A) (m x k) and op(B) (k x n).
-PL_CPU_CLONES void small_product(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, bool ta,
-                                 std::int64_t lda, const float* b, bool tb, std::int64_t ldb, float* c,
-                                 std::int64_t ldc, float alpha, float beta, const float* bias) {
-  if (n <= 16) product<16, 8>(m, n, k, a, ta, lda, b, tb, ldb, c, ldc, alpha, beta, bias);
-  else if (n <= 32) product<32, 4>(m, n, k, a, ta, lda, b, tb, ldb, c, ldc, alpha, beta, bias);
-  else product<64, 2>(m, n, k, a, ta, lda, b, tb, ldb, c, ldc, alpha, beta, bias);
+// Product t of the batch.
+PL_CPU_CLONES void small_product(const SmallBatch& s, const Source& a, const Source& b, std::int64_t t) {
+  const std::int64_t i = t / s.batch1, j = t % s.batch1;
+  const std::int64_t a0 = i * s.sa[0] + j * s.sa[1], b0 = i * s.sb[0] + j * s.sb[1];
+  float* c = s.c + i * s.sc[0] + j * s.sc[1];
+  if (s.n <= 16) product<16, 8>(s, a, a0, b, b0, c);
+  else if (s.n <= 32) product<32, 4>(s, a, a0, b, b0, c);
+  else product<64, 2>(s, a, a0, b, b0, c);
+}
+
+Source source(const void* data, Format f) {
+  const float* table = f == Format::E4M3 || f == Format::E5M2 ? fp8_table(f) : nullptr;
+  return {data, f, table};
 }
 
 }  // namespace
 
-bool small_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k) {
-  return m > 0 && n > 0 && k > 0 && n <= kSmallGemmMaxN && k <= kSmallGemmMaxK && m <= kSmallGemmMaxM;
+bool small_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k, Format a, Format b) {
+  auto ok = [](Format f) {
+    return f == Format::FP32 || f == Format::TF32 || f == Format::BF16 || f == Format::FP16 || f == Format::E4M3 ||
+           f == Format::E5M2;
+  };
+  return m > 0 && n > 0 && k > 0 && n <= kSmallGemmMaxN && k <= kSmallGemmMaxK && m <= kSmallGemmMaxM && ok(a) &&
+         ok(b);
 }
 
 void gemm_small_batched(const SmallBatch& s) {
+  const Source a = source(s.a, s.a_format), b = source(s.b, s.b_format);
   const std::int64_t count = s.batch0 * s.batch1;
   const std::int64_t work = count * s.m * s.n * s.k;
 #pragma omp parallel for schedule(static) if (work >= 8 * kParallelMin)
-  for (std::int64_t t = 0; t < count; ++t) {
-    const std::int64_t i = t / s.batch1, j = t % s.batch1;
-    small_product(s.m, s.n, s.k, s.a + i * s.sa[0] + j * s.sa[1], s.trans_a, s.lda,
-                  s.b + i * s.sb[0] + j * s.sb[1], s.trans_b, s.ldb, s.c + i * s.sc[0] + j * s.sc[1], s.ldc,
-                  s.alpha, s.beta, s.bias);
-  }
+  for (std::int64_t t = 0; t < count; ++t) small_product(s, a, b, t);
 }
 
 }  // namespace engine::cpu
