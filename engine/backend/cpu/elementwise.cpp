@@ -34,13 +34,6 @@ void relu_backward(const float* x, const float* dy, float* dx, std::int64_t n) {
 namespace {
 
 // GELU through libmvec where the CPU has AVX-512 or AVX2 (gelu_simd.h).
-enum class GeluIsa { Avx512, Avx2, Scalar };
-GeluIsa gelu_isa() {
-  static const GeluIsa isa = __builtin_cpu_supports("avx512f")                                    ? GeluIsa::Avx512
-                             : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? GeluIsa::Avx2
-                                                                                                  : GeluIsa::Scalar;
-  return isa;
-}
 
 // The kernels' formulas, one element (libm's double erfc and exp).
 float gelu_one(float x) {
@@ -59,7 +52,7 @@ float gelu_grad_one(float x, float dy) {
 // never on the thread count.
 template <class Vec, class One>
 void gelu_apply(std::int64_t n, Vec&& vec, One&& one) {
-  const std::int64_t groups = gelu_isa() == GeluIsa::Scalar ? 0 : n / 8;
+  const std::int64_t groups = mvec_isa() == MvecIsa::Scalar ? 0 : n / 8;
   for_chunks(groups, [&](std::int64_t b, std::int64_t e) {
     const std::int64_t done = vec(b * 8, (e - b) * 8);
     for (std::int64_t i = b * 8 + done; i < e * 8; ++i) one(i);
@@ -74,7 +67,7 @@ void gelu_forward(const float* x, float* y, std::int64_t n) {
   gelu_apply(
       n,
       [=](std::int64_t i, std::int64_t m) {
-        return gelu_isa() == GeluIsa::Avx512 ? gelu_forward_avx512(x + i, y + i, m) : gelu_forward_avx2(x + i, y + i, m);
+        return mvec_isa() == MvecIsa::Avx512 ? gelu_forward_avx512(x + i, y + i, m) : gelu_forward_avx2(x + i, y + i, m);
       },
       [=](std::int64_t i) { y[i] = gelu_one(x[i]); });
 }
@@ -84,7 +77,7 @@ void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) {
   gelu_apply(
       n,
       [=](std::int64_t i, std::int64_t m) {
-        return gelu_isa() == GeluIsa::Avx512 ? gelu_backward_avx512(x + i, dy + i, dx + i, m)
+        return mvec_isa() == MvecIsa::Avx512 ? gelu_backward_avx512(x + i, dy + i, dx + i, m)
                                              : gelu_backward_avx2(x + i, dy + i, dx + i, m);
       },
       [=](std::int64_t i) { dx[i] = gelu_grad_one(x[i], dy[i]); });

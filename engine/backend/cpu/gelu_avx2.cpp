@@ -34,4 +34,10 @@ std::int64_t gelu_backward_avx2(const float* x, const float* dy, float* dx, std:
   return i;
 }
 
+std::int64_t exp_avx2(const float* x, float* y, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 4 <= n; i += 4) _mm_storeu_ps(y + i, _mm256_cvtpd_ps(_ZGVdN4v_exp(_mm256_cvtps_pd(_mm_loadu_ps(x + i)))));
+  return i;
+}
+
 }  // namespace engine::cpu

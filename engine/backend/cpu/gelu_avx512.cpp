@@ -34,4 +34,10 @@ std::int64_t gelu_backward_avx512(const float* x, const float* dy, float* dx, st
   return i;
 }
 
+std::int64_t exp_avx512(const float* x, float* y, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm512_cvtpd_ps(_ZGVeN8v_exp(_mm512_cvtps_pd(_mm256_loadu_ps(x + i)))));
+  return i;
+}
+
 }  // namespace engine::cpu

@@ -3,6 +3,7 @@
 // -ffp-contract=off so the emulation rounds exactly where it says).
 #include <cmath>
 
+#include "backend/cpu/gelu_simd.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/lowp.h"
 #include "backend/cpu/parallel.h"
@@ -10,6 +11,18 @@
 namespace engine::cpu {
 
 namespace {
+
+// y[j] = exp((double)y[j]) rounded to f32, in place: libmvec's vector lanes
+// where the CPU has them, libm's double exp for the rest (the same formula).
+void exp_row(float* y, std::int64_t n) {
+  std::int64_t done = 0;
+  switch (mvec_isa()) {
+    case MvecIsa::Avx512: done = exp_avx512(y, y, n); break;
+    case MvecIsa::Avx2: done = exp_avx2(y, y, n); break;
+    case MvecIsa::Scalar: break;
+  }
+  for (std::int64_t j = done; j < n; ++j) y[j] = static_cast<float>(std::exp(static_cast<double>(y[j])));
+}
 
 // FP32 statistics of one row: two passes (mean, then squared deviations),
 // which, unlike E[x^2] - mean^2, cannot cancel to a negative variance.
@@ -139,35 +152,66 @@ void layernorm_backward(const float* dy, const float* x, const float* mean, cons
   }
 }
 
+namespace {
+
+// FP32 softmax of R consecutive rows (contiguous: R * cols values). Each
+// row's maximum and sum run over its columns in order, as one row alone
+// would, but the R rows' chains interleave (j outer, r inner), so the adds
+// do not wait on each other; the exponentials of all R rows are one run of
+// libmvec's lanes. The same bits as R single-row calls.
+template <int R>
+void softmax_rows_f32(const float* x, float* y, std::int64_t cols) {
+  float m[R], s[R];
+  for (int r = 0; r < R; ++r) m[r] = -INFINITY;
+  for (std::int64_t j = 0; j < cols; ++j)
+    for (int r = 0; r < R; ++r) {
+      const float v = x[r * cols + j];
+      m[r] = v > m[r] ? v : m[r];
+    }
+  for (int r = 0; r < R; ++r)
+    for (std::int64_t j = 0; j < cols; ++j) y[r * cols + j] = x[r * cols + j] - m[r];
+  exp_row(y, R * cols);
+  for (int r = 0; r < R; ++r) s[r] = 0.0f;
+  for (std::int64_t j = 0; j < cols; ++j)
+    for (int r = 0; r < R; ++r) s[r] += y[r * cols + j];
+  for (int r = 0; r < R; ++r)
+    for (std::int64_t j = 0; j < cols; ++j) y[r * cols + j] = y[r * cols + j] / s[r];
+}
+
+}  // namespace
+
 void softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t cols,
                      Format accumulate) {
+  // Subtracting the row maximum keeps exp() <= 1: no overflow for any
+  // finite logits. A NaN in the row makes the whole row NaN (the maximum
+  // skips it; its shifted value and so the sum are NaN).
+  if (accumulate == Format::FP32) {
+    // The exponentials on libmvec's vector lanes (double exp, rounded to
+    // f32), 8 rows at a time, then each row's sum in column order.
+    constexpr int kRows = 8;
+    const std::int64_t blocks = rows / kRows;
+#pragma omp parallel for schedule(static) if (blocks > 1 && worth_parallel(rows * cols))
+    for (std::int64_t b = 0; b < blocks; ++b)
+      softmax_rows_f32<kRows>(x + b * kRows * cols, y + b * kRows * cols, cols);
+    for (std::int64_t i = blocks * kRows; i < rows; ++i) softmax_rows_f32<1>(x + i * cols, y + i * cols, cols);
+    return;
+  }
 #pragma omp parallel for schedule(static) if (rows > 1 && worth_parallel(rows * cols))
   for (std::int64_t i = 0; i < rows; ++i) {
     const float* xr = x + i * cols;
     float* yr = y + i * cols;
-    // Subtracting the row maximum keeps exp() <= 1: no overflow for any
-    // finite logits. A NaN in the row makes the whole row NaN.
     float m = -INFINITY;
     for (std::int64_t j = 0; j < cols; ++j) m = xr[j] > m ? xr[j] : m;
-    if (accumulate == Format::FP32) {
-      float s = 0.0f;
-      for (std::int64_t j = 0; j < cols; ++j) {
-        yr[j] = std::exp(xr[j] - m);
-        s += yr[j];
-      }
-      for (std::int64_t j = 0; j < cols; ++j) yr[j] = yr[j] / s;
-    } else {
-      // Reduced precision: the shifted logits, the exponentials and every
-      // partial sum rounded to the format. FP16's 11 bits stop adding
-      // small terms to a large sum (the sum stalls at 2048 for ones).
-      float s = 0.0f;
-      for (std::int64_t j = 0; j < cols; ++j) {
-        const float e = round_to(accumulate, std::exp(round_to(accumulate, xr[j] - m)));
-        yr[j] = e;
-        s = round_to(accumulate, s + e);
-      }
-      for (std::int64_t j = 0; j < cols; ++j) yr[j] = yr[j] / s;
+    // Reduced precision: the shifted logits, the exponentials and every
+    // partial sum rounded to the format. FP16's 11 bits stop adding
+    // small terms to a large sum (the sum stalls at 2048 for ones).
+    float s = 0.0f;
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const float e = round_to(accumulate, std::exp(round_to(accumulate, xr[j] - m)));
+      yr[j] = e;
+      s = round_to(accumulate, s + e);
     }
+    for (std::int64_t j = 0; j < cols; ++j) yr[j] = yr[j] / s;
   }
 }
 
