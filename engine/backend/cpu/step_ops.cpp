@@ -437,11 +437,14 @@ void CpuBackend::relu16_forward(Format f, const void* x, void* y, std::int64_t n
   // negative non-NaN, non-zero patterns are 0x8001 .. 0x8000 + inf, one
   // unsigned compare after the subtraction.
   const std::uint32_t span = inf_bits16(f);
+  use_threads();
+  cpu::for_chunks(n, [=](std::int64_t b, std::int64_t e) {
 #pragma omp simd
-  for (std::int64_t i = 0; i < n; ++i) {
-    const std::uint16_t v = xs[i];
-    ys[i] = static_cast<std::uint32_t>(v) - 0x8001u < span ? std::uint16_t{0} : v;
-  }
+    for (std::int64_t i = b; i < e; ++i) {
+      const std::uint16_t v = xs[i];
+      ys[i] = static_cast<std::uint32_t>(v) - 0x8001u < span ? std::uint16_t{0} : v;
+    }
+  });
 }
 
 // dx = x > 0 ? dy : 0 on the patterns (x > 0: sign clear, magnitude
@@ -452,11 +455,14 @@ void CpuBackend::relu16_backward(Format f, const void* x, Format, const void* dy
   auto* dxs = static_cast<std::uint16_t*>(dx);
   // Positive patterns are 0x0001 .. inf (branch-free, as above).
   const std::uint32_t span = inf_bits16(f);
+  use_threads();
+  cpu::for_chunks(n, [=](std::int64_t b, std::int64_t e) {
 #pragma omp simd
-  for (std::int64_t i = 0; i < n; ++i) {
-    const std::uint16_t v = xs[i], d = dys[i];  // d read unconditionally: a blend, not a branch
-    dxs[i] = static_cast<std::uint32_t>(v) - 1u < span ? d : std::uint16_t{0};
-  }
+    for (std::int64_t i = b; i < e; ++i) {
+      const std::uint16_t v = xs[i], d = dys[i];  // d read unconditionally: a blend, not a branch
+      dxs[i] = static_cast<std::uint32_t>(v) - 1u < span ? d : std::uint16_t{0};
+    }
+  });
 }
 
 }  // namespace engine
