@@ -11,6 +11,9 @@
 namespace engine::cpu {
 
 // pool.cpp
+// One plane of 2x2 max pooling on AVX-512 (pool_avx512.cpp): the scalar
+// plane's rule and bits; call only where the CPU has AVX-512F.
+void maxpool2x2_plane_avx512(const float* xp, float* yp, std::int32_t* ap, std::int64_t h, std::int64_t w);
 void maxpool2d_forward(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
                        const float* x, float* y, std::int32_t* argmax);
 void maxpool2d_backward(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,

@@ -46,9 +46,12 @@ void maxpool2d_forward(std::int64_t n, std::int64_t c, std::int64_t h, std::int6
                        const float* x, float* y, std::int32_t* argmax) {
   const std::int64_t oh = h / k, ow = w / k, planes = n * c;
   if (k == 2) {
+    // 16 windows at a time where the CPU has AVX-512 (pool_avx512.cpp):
+    // the same rule, the same bits.
+    static const bool avx512 = __builtin_cpu_supports("avx512f");
+    const auto plane = avx512 ? maxpool2x2_plane_avx512 : maxpool2x2_plane;
 #pragma omp parallel for schedule(static) if (worth_parallel(planes * h * w))
-    for (std::int64_t p = 0; p < planes; ++p)
-      maxpool2x2_plane(x + p * h * w, y + p * oh * ow, argmax + p * oh * ow, h, w);
+    for (std::int64_t p = 0; p < planes; ++p) plane(x + p * h * w, y + p * oh * ow, argmax + p * oh * ow, h, w);
     return;
   }
 #pragma omp parallel for schedule(static) if (worth_parallel(planes * h * w))

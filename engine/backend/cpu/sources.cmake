@@ -9,6 +9,7 @@ target_sources(engine_cpu PRIVATE
   cpu/fp8_bf16_avx512.cpp
   cpu/conv.cpp
   cpu/pool.cpp
+  cpu/pool_avx512.cpp
   cpu/elementwise.cpp
   cpu/gelu_avx512.cpp
   cpu/gelu_avx2.cpp
@@ -22,6 +23,7 @@ target_sources(engine_cpu PRIVATE
 set_source_files_properties(cpu/gemm_lowp.cpp cpu/rows.cpp PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
 # Compiled for AVX-512BW, called only after a run-time CPU check.
 set_source_files_properties(cpu/fp8_bf16_avx512.cpp PROPERTIES COMPILE_OPTIONS "-mavx512f;-mavx512bw")
+set_source_files_properties(cpu/pool_avx512.cpp PROPERTIES COMPILE_OPTIONS "-mavx512f")
 # GELU's vector paths: compiled for their ISA, called after a run-time check;
 # glibc's libmvec provides the vector erfc and exp.
 # (GCC 12 warns falsely inside its own avx512fintrin.h conversions.)
