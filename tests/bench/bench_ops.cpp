@@ -94,15 +94,15 @@ class TimingBackend final : public engine::Backend {
   }
   void conv2d_forward(const engine::ConvShape& s, engine::Format c, const float* x, const float* w,
                       const float* b, float* y) override {
-    PL_TIMED("conv2d_forward", m_in->conv2d_forward(s, c, x, w, b, y));
+    PL_TIMED("conv2d_forward c_in " + std::to_string(s.c_in) + " " + engine::format_name(c), m_in->conv2d_forward(s, c, x, w, b, y));
   }
   void conv2d_backward_data(const engine::ConvShape& s, engine::Format c, const float* dy, const float* w,
                             float* dx) override {
-    PL_TIMED("conv2d_backward_data", m_in->conv2d_backward_data(s, c, dy, w, dx));
+    PL_TIMED("conv2d_backward_data c_in " + std::to_string(s.c_in) + " " + engine::format_name(c), m_in->conv2d_backward_data(s, c, dy, w, dx));
   }
   void conv2d_backward_weights(const engine::ConvShape& s, engine::Format c, const float* x, const float* dy,
                                float* dw, float* db) override {
-    PL_TIMED("conv2d_backward_weights", m_in->conv2d_backward_weights(s, c, x, dy, dw, db));
+    PL_TIMED("conv2d_backward_weights c_in " + std::to_string(s.c_in) + " " + engine::format_name(c), m_in->conv2d_backward_weights(s, c, x, dy, dw, db));
   }
   void conv2d_block(const engine::ConvBlockArgs& a) override { PL_TIMED("conv2d_block", m_in->conv2d_block(a)); }
   void bias_add_channels(float* y, const float* b, std::int64_t n, std::int64_t c, std::int64_t hw) override {
@@ -144,7 +144,7 @@ class TimingBackend final : public engine::Backend {
   void add(const float* a, const float* b, float* y, std::int64_t n) override { PL_TIMED("add", m_in->add(a, b, y, n)); }
   void scale(float* x, float s, std::int64_t n) override { PL_TIMED("scale", m_in->scale(x, s, n)); }
   void quantize(engine::Format f, float* x, std::int64_t n, bool sat) override {
-    PL_TIMED("quantize " + std::string(engine::format_name(f)), m_in->quantize(f, x, n, sat));
+    PL_TIMED("quantize " + std::string(engine::format_name(f)) + " " + std::to_string(n), m_in->quantize(f, x, n, sat));
   }
   void count_nonfinite(const float* x, std::int64_t n, std::int64_t* c) override {
     PL_TIMED("count_nonfinite", m_in->count_nonfinite(x, n, c));
