@@ -1,5 +1,6 @@
 // bench_gemm: GEMM and convolution throughput of the CPU backend on the
-// models' training shapes (FP32, native BF16, FP16 decoded to f32), as
+// models' training shapes (FP32, native BF16, FP16 decoded to f32, E4M3
+// decoded to bf16), as
 // GFLOP/s and as a percentage of the machine's FMA peak measured at start-up
 // in the same run.
 //
@@ -206,7 +207,7 @@ int main(int argc, char** argv) {
       {"scores", 16, 16, 16, false, true, false, 128}, {"out", 16, 16, 16, false, false, false, 128},
       {"dv", 16, 16, 16, true, false, false, 128},
   };
-  const Format formats[] = {Format::FP32, Format::BF16, Format::FP16};
+  const Format formats[] = {Format::FP32, Format::BF16, Format::FP16, Format::E4M3};
   auto add_gemm = [](const std::string& group, const GemmShape& s, Format f, Format acc) {
     std::string name = group + "/" + s.name + "/" + engine::format_name(f);
     if (acc != Format::FP32) name += "/acc_" + std::string(engine::format_name(acc));
