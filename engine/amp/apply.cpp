@@ -23,15 +23,14 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 }
 
 // Encodes the master values times `scale` into the FP8 weight (saturating,
-// as Transformer Engine casts), through the f32 scratch `ws`, and writes
-// max|master| into `amax` (backend memory).
+// as Transformer Engine casts; `ws` is f32 scratch the backend may use), and
+// writes max|master| into `amax` (backend memory).
 void encode_scaled(Backend& be, const Tensor& master, float scale, Tensor& weight, Tensor& ws, float* amax) {
   const std::int64_t n = master.numel();
   ws.resize(master.shape(), Format::FP32);
-  be.scale_amax(master.f32(), scale, ws.f32(), n, amax);
   CastOptions opt;
   opt.saturate = true;
-  be.convert(Format::FP32, ws.f32(), weight.format(), weight.data(), n, opt);
+  be.scale_amax_encode(master.f32(), scale, weight.format(), weight.data(), n, opt, amax, ws.f32());
 }
 
 // Rebuilds one parameter's tensors for compute format `compute`.

@@ -213,6 +213,16 @@ class Backend {
   // FP8 delayed scaling: y = x * scale (y may alias x) and *amax = max|x|
   // (NaN/inf propagate), amax in backend memory.
   virtual void scale_amax(const float* x, float scale, float* y, std::int64_t n, float* amax) = 0;
+  // FP8 delayed scaling's whole cast: *amax = max|x| as scale_amax gives it,
+  // and q = x * scale encoded to f (opt: saturation) in f's storage width.
+  // The same bits as scale_amax into `scratch` (n floats of backend memory,
+  // contents undefined after) followed by convert(FP32, scratch, f, q, n,
+  // opt), which is this default; a backend may do it in one pass.
+  virtual void scale_amax_encode(const float* x, float scale, Format f, void* q, std::int64_t n,
+                                 const CastOptions& opt, float* amax, float* scratch) {
+    scale_amax(x, scale, scratch, n, amax);
+    convert(Format::FP32, scratch, f, q, n, opt);
+  }
   // x[i] = value for i in [0, n) (fault injection writes one element).
   virtual void fill(float* x, float value, std::int64_t n) = 0;
 

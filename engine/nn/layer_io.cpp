@@ -117,12 +117,11 @@ void round_scaled(Backend& be, const Tensor& x, Format f, float scale, Tensor& q
     be.convert(x.format(), x.data(), Format::FP32, ws.f32(), n, {});
     src = ws.f32();
   }
-  // One pass for amax and scale, one saturating encode (RNE, then finite
-  // overflow clamps to the format's max), and a decode only when asked.
-  be.scale_amax(src, scale, ws.f32(), n, amax);
+  // amax, scale and a saturating encode (RNE, then finite overflow clamps
+  // to the format's max), and a decode only when asked.
   CastOptions opt;
   opt.saturate = true;
-  be.convert(Format::FP32, ws.f32(), f, q.data(), n, opt);
+  be.scale_amax_encode(src, scale, f, q.data(), n, opt, amax, ws.f32());
   if (rounded_floats) be.convert(f, q.data(), Format::FP32, ws.f32(), n, {});
 }
 

@@ -51,6 +51,8 @@ class CpuBackend final : public Backend {
   void block_quantize(Format f, const float* src, float* dst, std::int64_t rows, std::int64_t cols,
                       BlockLayout layout, const BlockRounding& rounding, BlockQuantized* info) override;
   void scale_amax(const float* x, float scale, float* y, std::int64_t n, float* amax) override;
+  void scale_amax_encode(const float* x, float scale, Format f, void* q, std::int64_t n, const CastOptions& opt,
+                         float* amax, float* scratch) override;
   void fill(float* x, float value, std::int64_t n) override;
   void unscale_grads(const GradBuffer* grads, std::size_t count, float inv_scale,
                      double* sum_squares) override;

@@ -136,6 +136,11 @@ class GuardedBackend final : public Backend {
     Open o(*this, "scale_amax", x, y, amax);
     m_inner->scale_amax(x, scale, y, n, amax);
   }
+  void scale_amax_encode(const float* x, float scale, Format f, void* q, std::int64_t n, const CastOptions& opt,
+                         float* amax, float* scratch) override {
+    Open o(*this, "scale_amax_encode", x, q, amax, scratch);
+    m_inner->scale_amax_encode(x, scale, f, q, n, opt, amax, scratch);
+  }
   void fill(float* x, float value, std::int64_t n) override {
     Open o(*this, "fill", x);
     m_inner->fill(x, value, n);

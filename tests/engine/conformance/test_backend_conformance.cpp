@@ -1006,6 +1006,46 @@ TEST_P(Conformance, QuantizeEqualsScalarReferenceForEveryFormat) {
     }
 }
 
+// FP8 delayed scaling's cast (Backend::scale_amax_encode, the CPU's one
+// pass): amax of x before scaling, and x * scale encoded with or without
+// saturation, against the scalar encoders; NaN anywhere makes amax NaN.
+TEST_P(Conformance, ScaleAmaxEncodeEqualsScalarReference) {
+  for (std::size_t n : {std::size_t{10}, std::size_t{4099}, std::size_t{300007}})
+    for (bool nan : {false, true}) {
+      std::vector<float> x = normal_values(n, 51 + n, 3.0f);
+      const float edges[] = {1e-9f, -0.0f, 500.0f, -70000.0f, INFINITY, -INFINITY, 1e-30f};
+      for (std::size_t i = 0; i < std::size(edges) && i * 3 < n; ++i) x[i * 3] = edges[i];
+      if (nan) x[n / 2] = std::numeric_limits<float>::quiet_NaN();
+      for (Format f : {Format::E4M3, Format::E5M2})
+        for (bool saturate : {true, false}) {
+          const float scale = 8.0f;
+          std::vector<std::uint8_t> want(n);
+          std::uint32_t m = 0;
+          for (std::size_t i = 0; i < n; ++i) {
+            const float v = x[i] * scale;
+            want[i] = f == Format::E4M3 ? engine::fp32_to_e4m3(v, saturate) : engine::fp32_to_e5m2(v, saturate);
+            m = std::max(m, std::bit_cast<std::uint32_t>(x[i]) & 0x7FFFFFFFu);
+          }
+          auto xd = dev(x);
+          DeviceBuffer<std::uint8_t> q(GetParam(), std::vector<std::uint8_t>(n, 0xAB));
+          auto amax = out(1);
+          auto scratch = out(n);
+          engine::CastOptions opt;
+          opt.saturate = saturate;
+          be->scale_amax_encode(xd.get(), scale, f, q.get(), static_cast<i64>(n), opt, amax.get(), scratch.get());
+          const std::string what = std::string("scale_amax_encode ") + engine::format_name(f) +
+                                   (saturate ? " saturate" : "") + " n=" + std::to_string(n) + (nan ? " NaN" : "");
+          EXPECT_EQ(q.host(), want) << what;
+          const float got = amax.host()[0];
+          if (m > 0x7F800000u) {
+            EXPECT_TRUE(std::isnan(got)) << what;
+          } else {
+            EXPECT_EQ(std::bit_cast<std::uint32_t>(got), m) << what;
+          }
+        }
+    }
+}
+
 TEST_P(Conformance, CountNonfiniteFindsPlantedInfAndNan) {
   for (std::size_t n : {std::size_t{10}, std::size_t{1000003}}) {
     std::vector<float> x = normal_values(n, 41, 1e30f);  // large but finite (no inf from squaring)
