@@ -54,7 +54,7 @@ class TimingBackend final : public engine::Backend {
   void release(void* p) noexcept override { m_in->release(p); }
   void upload(void* d, const void* s, std::size_t b) override { PL_TIMED("upload", m_in->upload(d, s, b)); }
   void download(void* d, const void* s, std::size_t b) override { PL_TIMED("download", m_in->download(d, s, b)); }
-  void copy(void* d, const void* s, std::size_t b) override { PL_TIMED("copy", m_in->copy(d, s, b)); }
+  void copy(void* d, const void* s, std::size_t b) override { PL_TIMED("copy " + std::to_string(b) + " bytes", m_in->copy(d, s, b)); }
   void upload_rows(void* d, const void* h, std::size_t rb, const std::uint32_t* r, std::size_t c) override {
     PL_TIMED("upload_rows", m_in->upload_rows(d, h, rb, r, c));
   }
@@ -70,6 +70,11 @@ class TimingBackend final : public engine::Backend {
   }
   void scale_amax(const float* x, float s, float* y, std::int64_t n, float* a) override {
     PL_TIMED("scale_amax " + std::to_string(n) + (x == y ? " in place" : ""), m_in->scale_amax(x, s, y, n, a));
+  }
+  void scale_amax_encode(const float* x, float s, engine::Format f, void* q, std::int64_t n,
+                         const engine::CastOptions& o, float* a, float* scratch) override {
+    PL_TIMED("scale_amax_encode " + std::string(engine::format_name(f)) + " " + std::to_string(n),
+             m_in->scale_amax_encode(x, s, f, q, n, o, a, scratch));
   }
   void fill(float* x, float v, std::int64_t n) override { PL_TIMED("fill", m_in->fill(x, v, n)); }
   void unscale_grads(const engine::GradBuffer* g, std::size_t c, float s, double* q) override {
