@@ -22,6 +22,7 @@
 
 #include "backend/backend.h"
 #include "engine/support/same_bits.h"
+#include "engine/support/random_values.h"
 #include "backend/cuda/ops_math.cuh"
 #include "numeric/convert.h"
 #include "numeric/format.h"
@@ -56,13 +57,7 @@ const Fmt kLowpFormats[] = {{Format::FP16, PL_CUDA_FP16}, {Format::BF16, PL_CUDA
   return test::same_bits(want, got, any_nan, "ops_math");
 }
 
-std::vector<float> normal_values(std::size_t n, std::uint64_t seed, float stddev = 1.0f, float mean = 0.0f) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> d(mean, stddev);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
+using test::normal_values;
 
 std::size_t count_nonfinite(const std::vector<float>& v) {
   return static_cast<std::size_t>(std::count_if(v.begin(), v.end(), [](float x) { return !std::isfinite(x); }));

@@ -25,6 +25,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda_backend.h"
 #include "host_cuda_table.h"
+#include "engine/support/random_values.h"
 #include "data/dataset.h"
 #include "tensor/tensor.h"
 #include "train/run.h"
@@ -196,13 +197,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, Conformance, ::testing::ValuesIn(targets()),
 // ============================================================================
 // Helpers
 // ============================================================================
-std::vector<float> normal_values(std::size_t n, std::uint64_t seed, float stddev = 1.0f, float mean = 0.0f) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> d(mean, stddev);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using test::normal_values;
 
 bool same_value(float a, float b) {
   return (std::isnan(a) && std::isnan(b)) || std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
