@@ -71,11 +71,6 @@ std::uint32_t abs_bits(float v) {
   return u & 0x7FFFFFFFu;
 }
 
-float amax_from_bits(std::uint32_t m) {
-  if (m > 0x7F800000u) return std::numeric_limits<float>::quiet_NaN();
-  return std::bit_cast<float>(m);
-}
-
 constexpr std::int64_t kAmaxParallelMin = std::int64_t{1} << 17;
 
 }  // namespace
@@ -92,6 +87,11 @@ PL_CPU_CLONES std::uint32_t amax_bits(const float* x, std::int64_t n) {
   std::uint32_t m = 0;
   for (std::int64_t i = 0; i < n; ++i) m = std::max(m, abs_bits(x[i]));
   return m;
+}
+
+float amax_from_bits(std::uint32_t m) {
+  if (m > 0x7F800000u) return std::numeric_limits<float>::quiet_NaN();
+  return std::bit_cast<float>(m);
 }
 
 PL_CPU_CLONES std::uint32_t scale_amax_bits(const float* x, float scale, float* out, std::int64_t n) {

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <new>
 
 #include "backend/cpu/cpu_backend.h"
@@ -151,7 +150,6 @@ void CpuBackend::scale_amax(const float* x, float scale, float* y, std::int64_t 
 
 void CpuBackend::scale_amax_encode(const float* x, float scale, Format f, void* q, std::int64_t n,
                                    const CastOptions& opt, float* amax, float* scratch) {
-  (void)scratch;  // one pass: each chunk is scaled into a stack buffer, then encoded from there
   use_threads();
   const std::size_t qs = storage_bytes(f);
   if (n <= 0 || qs == 0 || f32_container(f)) {
@@ -159,9 +157,10 @@ void CpuBackend::scale_amax_encode(const float* x, float scale, Format f, void* 
     convert(Format::FP32, scratch, f, q, n, opt);
     return;
   }
-  // Chunks of the same scale_and_amax and cast_from_f32 the two-call form
-  // runs; the amaxes combine as |x| bit patterns (NaN above inf), as in
-  // amax_of, so the result is the same whatever the split.
+  // One pass instead of two: each chunk is scaled into a stack buffer by
+  // the pass scale_amax runs, then encoded from there by the cast convert
+  // runs (stochastic rounding at the chunk's index offset); the chunks'
+  // amaxes combine as bit patterns. The same bits whatever the split.
   constexpr std::int64_t kChunk = 4096;
   const std::int64_t chunks = (n + kChunk - 1) / kChunk;
   std::uint32_t m = 0;
@@ -169,17 +168,12 @@ void CpuBackend::scale_amax_encode(const float* x, float scale, Format f, void* 
   for (std::int64_t c = 0; c < chunks; ++c) {
     float buf[kChunk];
     const std::int64_t b = c * kChunk, len = std::min(kChunk, n - b);
-    const float a = scale_and_amax(x + b, scale, buf, len);
-    std::uint32_t bits;
-    std::memcpy(&bits, &a, 4);
-    m = std::max(m, bits & 0x7FFFFFFFu);
+    m = std::max(m, scale_amax_bits(x + b, scale, buf, len));
     CastOptions o = opt;
     o.index_offset += static_cast<std::uint64_t>(b);
     cast_from_f32(f, buf, static_cast<std::byte*>(q) + static_cast<std::size_t>(b) * qs, static_cast<std::size_t>(len), o);
   }
-  float a;
-  std::memcpy(&a, &m, 4);
-  *amax = m > 0x7F800000u ? std::numeric_limits<float>::quiet_NaN() : a;
+  *amax = amax_from_bits(m);
 }
 
 void CpuBackend::amax(const float* x, std::int64_t n, float* out) {
