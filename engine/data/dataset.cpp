@@ -1,13 +1,32 @@
 // load_dataset(): resolves a dataset spec to the built-in sets or an IDX folder.
 #include "data/dataset.h"
 
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 
 #include "data/mnist.h"
 #include "data/synthetic.h"
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 namespace engine {
+
+void size_inputs(Dataset& d, std::size_t n) {
+  d.inputs.clear();
+  d.inputs.reserve(n);  // a large block is a fresh mapping, not yet touched
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+  const auto begin = reinterpret_cast<std::uintptr_t>(d.inputs.data());
+  const std::uintptr_t lo = (begin + kHuge - 1) & ~(kHuge - 1);
+  const std::uintptr_t hi = (begin + n * sizeof(float)) & ~(kHuge - 1);
+  // Advice only: where it is refused the set works the same on small pages.
+  if (hi > lo) (void)madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+#endif
+  d.inputs.resize(n);  // first touch, after the advice
+}
 
 std::vector<std::string> builtin_dataset_names() { return {"fashion-mnist", "spirals", "tiny-gradients"}; }
 

@@ -63,6 +63,12 @@ inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mni
 // Any thread; returns a fresh pair (no shared state).
 DatasetPair load_dataset(std::string_view spec, std::uint64_t seed);
 
+// Sizes d.inputs to n floats (zero). A large set's memory is asked for in
+// 2 MiB pages where the kernel offers them (Linux, madvise THP): a batch
+// gathers rows scattered over the whole set, and with 4 KiB pages each row
+// costs TLB misses that cost more than its copy.
+void size_inputs(Dataset& d, std::size_t n);
+
 // The names load_dataset() knows besides folders, for menus and --help.
 std::vector<std::string> builtin_dataset_names();
 

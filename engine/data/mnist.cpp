@@ -78,7 +78,7 @@ Dataset to_dataset(Split& s, const MnistOptions& opt, const std::string& dir, co
   d.input_std = stddev;
 
   const std::size_t n = s.images.data.size();
-  d.inputs.resize(n);
+  size_inputs(d, n);
   const std::uint8_t* px = s.images.data.data();
   float* x = d.inputs.data();
   for (std::size_t i = 0; i < n; ++i) x[i] = lut[px[i]];

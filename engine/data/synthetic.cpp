@@ -28,7 +28,7 @@ Dataset flat_dataset(const char* name, const char* split, std::uint64_t seed, st
   d.source = "generated, seed " + std::to_string(seed);
   d.shape.features = features;
   d.count = count;
-  d.inputs.resize(count * features);
+  size_inputs(d, count * features);
   return d;
 }
 
