@@ -315,12 +315,14 @@ void CpuBackend::adam_update(const AdamUpdate& u) {
   });
 }
 
-void CpuBackend::gradient_census(const GradCensus& c) {
-  std::int64_t* out = c.out;
+namespace {
+
+// The census of values [b, e) added into out (kCensusSlots counts).
+void census_range(const GradCensus& c, std::int64_t b, std::int64_t e, std::int64_t* out) {
   std::int64_t* hist = out + 1;
   std::int64_t* scaled = out + 1 + kCensusBins;
   std::int64_t* unscaled = scaled + 5;
-  for (std::int64_t i = 0; i < c.n; ++i) {
+  for (std::int64_t i = b; i < e; ++i) {
     const float v = c.values[i];
     if (v == 0.0f) {
       ++out[0];
@@ -346,6 +348,26 @@ void CpuBackend::gradient_census(const GradCensus& c) {
     if (own_zero) as_run = Magnitude::Underflow;
     ++scaled[static_cast<int>(as_run)];
     ++unscaled[static_cast<int>(c.scale == 1.0 ? as_run : classify_magnitude(c.thresholds, a))];
+  }
+}
+
+}  // namespace
+
+void CpuBackend::gradient_census(const GradCensus& c) {
+  // Counts are integers: any split over the threads gives the same sums.
+  if (!cpu::worth_parallel(c.n)) {
+    census_range(c, 0, c.n, c.out);
+    return;
+  }
+  use_threads();
+#pragma omp parallel
+  {
+    std::int64_t local[kCensusSlots] = {};
+    const auto t = static_cast<std::int64_t>(omp_get_thread_num());
+    const auto nt = static_cast<std::int64_t>(omp_get_num_threads());
+    census_range(c, c.n * t / nt, c.n * (t + 1) / nt, local);
+#pragma omp critical(pl_gradient_census)
+    for (int k = 0; k < kCensusSlots; ++k) c.out[k] += local[k];
   }
 }
 
