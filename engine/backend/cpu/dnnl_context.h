@@ -21,11 +21,16 @@ class DnnlContext {
   // array: the C++ execute() builds a std::unordered_map and a vector per
   // call, which is an allocation per GEMM in steady state.
   void execute(const dnnl::primitive& p, const dnnl_exec_arg_t* args, int n) const {
-    const dnnl_status_t st = dnnl_primitive_execute(p.get(), m_stream.get(), n, args);
+    execute_on(m_stream, p, args, n);
+  }
+  // The same on another stream of this engine (one per thread that runs
+  // primitives at the same time).
+  static void execute_on(const dnnl::stream& s, const dnnl::primitive& p, const dnnl_exec_arg_t* args, int n) {
+    const dnnl_status_t st = dnnl_primitive_execute(p.get(), s.get(), n, args);
     if (st != dnnl_success)
       throw std::runtime_error("oneDNN: primitive execution failed with status " +
                                std::to_string(static_cast<int>(st)));
-    dnnl_stream_wait(m_stream.get());
+    dnnl_stream_wait(s.get());
   }
 
   // Counts primitives created (the caches' steady-state check).

@@ -4,6 +4,8 @@
 
 #include <bit>
 #include <cstring>
+#include <exception>
+#include <vector>
 #include <stdexcept>
 
 #include "backend/cpu/fp8_bf16.h"
@@ -33,30 +35,34 @@ struct Prepared {
 // size threshold.
 template <class DstT, class RowFn>
 void convert_matrix(const void* src_v, std::size_t esize, std::int64_t rows, std::int64_t cols,
-                    std::int64_t ld, DstT* dst, RowFn&& row_fn) {
+                    std::int64_t ld, DstT* dst, bool serial, RowFn&& row_fn) {
   const auto* src = static_cast<const std::uint8_t*>(src_v);
   const auto es = static_cast<std::int64_t>(esize);
   if (ld == cols) {
-    for_chunks(rows * cols,
-               [&](std::int64_t b, std::int64_t e) { row_fn(src + b * es, dst + b, e - b); });
+    if (serial) row_fn(src, dst, rows * cols);
+    else for_chunks(rows * cols, [&](std::int64_t b, std::int64_t e) { row_fn(src + b * es, dst + b, e - b); });
     return;
   }
-#pragma omp parallel for schedule(static) if (worth_parallel(rows * cols))
+#pragma omp parallel for schedule(static) if (!serial && worth_parallel(rows * cols))
   for (std::int64_t r = 0; r < rows; ++r) row_fn(src + r * ld * es, dst + r * cols, cols);
 }
+
+// True when `prepare` must decode an operand of format f (it is not already
+// the matmul's input type).
+bool needs_decode(Format f, bool to_bf16) { return to_bf16 ? f != Format::BF16 : f != Format::FP32; }
 
 // Brings one operand (stored rows x cols, leading dimension ld) to the
 // matmul's input type: f32, or bf16 when `to_bf16`. FP32 and (on the bf16
 // path) BF16 operands are used in place; the rest are decoded exactly (TF32:
 // rounded, RNE) into `ws`.
 Prepared prepare(const GemmOperand& op, std::int64_t rows, std::int64_t cols, bool to_bf16,
-                 Workspace& ws) {
+                 Workspace& ws, bool serial = false) {
   const std::int64_t ld = op.ld > 0 ? op.ld : cols;
   const Format f = op.format;
   if (!to_bf16) {
     if (f == Format::FP32) return {op.data, ld};
     float* dst = ws.get<float>(static_cast<std::size_t>(rows * cols));
-    convert_matrix(op.data, storage_bytes(f), rows, cols, ld, dst,
+    convert_matrix(op.data, storage_bytes(f), rows, cols, ld, dst, serial,
                    [f](const std::uint8_t* s, float* d, std::int64_t n) {
                      if (f == Format::TF32)
                        cast_from_f32(Format::TF32, reinterpret_cast<const float*>(s), d,
@@ -68,7 +74,7 @@ Prepared prepare(const GemmOperand& op, std::int64_t rows, std::int64_t cols, bo
   }
   if (f == Format::BF16) return {op.data, ld};
   std::uint16_t* dst = ws.get<std::uint16_t>(static_cast<std::size_t>(rows * cols));
-  convert_matrix(op.data, 1, rows, cols, ld, dst,
+  convert_matrix(op.data, 1, rows, cols, ld, dst, serial,
                  [f](const std::uint8_t* s, std::uint16_t* d, std::int64_t n) { fp8_to_bf16(f, s, d, n); });
   return {dst, cols};
 }
@@ -159,6 +165,7 @@ std::size_t GemmEngine::KeyHash::operator()(const Key& k) const {
     mix(static_cast<std::uint64_t>(v));
   mix((k.trans_a ? 1u : 0u) | (k.trans_b ? 2u : 0u) | (k.bf16 ? 4u : 0u) | (k.has_bias ? 8u : 0u) |
       (k.has_beta ? 16u : 0u));
+  mix(static_cast<std::uint64_t>(k.slice + 1));
   return static_cast<std::size_t>(h);
 }
 
@@ -204,6 +211,15 @@ GemmEngine::Plan& GemmEngine::plan_for(const Key& key) {
   }
   attr.set_post_ops(po);
 
+  // A slice's primitive runs inside run_sliced's parallel region on one
+  // thread: it is planned for one (oneDNN plans for omp_get_max_threads()).
+  struct Threads {
+    int saved = omp_get_max_threads();
+    explicit Threads(bool one) {
+      if (one) omp_set_num_threads(1);
+    }
+    ~Threads() { omp_set_num_threads(saved); }
+  } threads(key.slice >= 0);
   try {
     const dnnl::matmul::desc desc = plan->native_bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md)
                                                       : dnnl::matmul::desc(a_md, b_md, c_md);
@@ -255,6 +271,11 @@ GemmEngine::Key GemmEngine::key_of(const GemmArgs& g, std::int64_t lda, std::int
 }
 
 void GemmEngine::execute(Plan& p, const void* a, const void* b, float* c, const float* bias) {
+  execute_on(p, a, b, c, bias, m_ctx.stream(), m_scratch);
+}
+
+void GemmEngine::execute_on(Plan& p, const void* a, const void* b, float* c, const float* bias,
+                            const dnnl::stream& s, Workspace& scratch) {
   set_handle(p.a, a);
   set_handle(p.b, b);
   set_handle(p.c, c);
@@ -270,10 +291,71 @@ void GemmEngine::execute(Plan& p, const void* a, const void* b, float* c, const 
                      p.bias.get()};
   }
   if (p.scratch_bytes > 0) {
-    set_handle(p.scratch, m_scratch.get(p.scratch_bytes));
+    set_handle(p.scratch, scratch.get(p.scratch_bytes));
     args[nargs++] = {DNNL_ARG_SCRATCHPAD, p.scratch.get()};
   }
-  m_ctx.execute(p.prim, args, nargs);
+  DnnlContext::execute_on(s, p.prim, args, nargs);
+}
+
+struct GemmEngine::Slice {
+  Workspace a, b, scratch;
+  dnnl::stream stream;
+  explicit Slice(const dnnl::engine& e) : stream(e) {}
+};
+
+bool GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int64_t ldc, bool alpha_pass) {
+  // Rows per thread: below this a one-thread primitive loses more than the
+  // private decode saves.
+  constexpr std::int64_t kMinRows = 32;
+  const int nt = omp_get_max_threads();
+  if (nt < 2 || g.m < nt * kMinRows) return false;
+  if (!needs_decode(g.a.format, bf16) && !needs_decode(g.b.format, bf16)) return false;
+  while (m_slices.size() < static_cast<std::size_t>(nt))
+    m_slices.push_back(std::make_unique<Slice>(m_ctx.engine()));
+
+  const std::int64_t b_rows = g.b.trans ? g.n : g.k, b_cols = g.b.trans ? g.k : g.n;
+  const std::int64_t a_es = static_cast<std::int64_t>(storage_bytes(g.a.format));
+  const std::int64_t lda_in = g.a.ld > 0 ? g.a.ld : (g.a.trans ? g.m : g.k);
+  // One plan per thread, created here on the calling thread (plan_for is
+  // not for concurrent use). A slice's decoded A is compact, so its leading
+  // dimension is known before the decode; B's is b_cols when decoded, else
+  // its own.
+  const std::int64_t ldb = needs_decode(g.b.format, bf16) ? b_cols : (g.b.ld > 0 ? g.b.ld : b_cols);
+  std::vector<Plan*> plans(static_cast<std::size_t>(nt));
+  for (int t = 0; t < nt; ++t) {
+    const std::int64_t m0 = g.m * t / nt, m1 = g.m * (t + 1) / nt;
+    GemmArgs s = g;
+    s.m = m1 - m0;
+    const std::int64_t lda = needs_decode(g.a.format, bf16) ? (g.a.trans ? s.m : g.k) : lda_in;
+    Key key = key_of(s, lda, ldb, ldc, bf16, alpha_pass ? 1.0f : g.alpha);
+    key.has_bias = g.bias != nullptr && !alpha_pass;
+    key.slice = t;
+    plans[static_cast<std::size_t>(t)] = &plan_for(key);
+  }
+  std::exception_ptr error;
+#pragma omp parallel num_threads(nt)
+  {
+    const int t = omp_get_thread_num();
+    Slice& sl = *m_slices[static_cast<std::size_t>(t)];
+    const std::int64_t m0 = g.m * t / nt, m1 = g.m * (t + 1) / nt, rows = m1 - m0;
+    // This thread's rows of op(A): rows of A, or columns when A is stored
+    // transposed (k x m).
+    GemmOperand a = g.a;
+    a.data = static_cast<const std::uint8_t*>(g.a.data) + (g.a.trans ? m0 : m0 * lda_in) * a_es;
+    a.ld = lda_in;
+    try {
+      const Prepared pa = prepare(a, g.a.trans ? g.k : rows, g.a.trans ? rows : g.k, bf16, sl.a, true);
+      const Prepared pb = prepare(g.b, b_rows, b_cols, bf16, sl.b, true);
+      execute_on(*plans[static_cast<std::size_t>(t)], pa.data, pb.data, g.c + m0 * ldc, g.bias, sl.stream,
+                 sl.scratch);
+    } catch (...) {
+#pragma omp critical(pl_gemm_sliced)
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+  m_last_impl = &plans[0]->impl;
+  return true;
 }
 
 void GemmEngine::run(const GemmArgs& g) {
@@ -299,21 +381,28 @@ void GemmEngine::run(const GemmArgs& g) {
   }
 
   const bool bf16 = m_native_bf16 && is_bf16_exact(g.a.format) && is_bf16_exact(g.b.format);
-  const std::int64_t a_rows = g.a.trans ? g.k : g.m, a_cols = g.a.trans ? g.m : g.k;
-  const std::int64_t b_rows = g.b.trans ? g.n : g.k, b_cols = g.b.trans ? g.k : g.n;
-  const Prepared pa = prepare(g.a, a_rows, a_cols, bf16, m_a_ws);
-  const Prepared pb = prepare(g.b, b_rows, b_cols, bf16, m_b_ws);
-
   // alpha != 1 with beta == 0 (the FP8 layers' 1/scale, which changes as
   // the delayed scaling moves): the primitive computes A*B alone and one
   // pass applies c = alpha * c + bias, so a new alpha creates no primitive.
   // Same arithmetic as oneDNN's output scale: alpha times the f32 result.
   const bool alpha_pass = g.alpha != 1.0f && g.beta == 0.0f;
+  // The bias needs a pass of its own when alpha != 1 and C is strided
+  // (Plan::manual_bias).
+  const bool manual_bias = g.bias && !alpha_pass && g.alpha != 1.0f && ldc != g.n;
+  if (g.beta != 0.0f && g.beta != 1.0f) scale_block(g.c, g.m, g.n, ldc, g.beta);
+  if (run_sliced(g, bf16, ldc, alpha_pass)) {
+    if (alpha_pass) scale_and_bias(g.c, g.m, g.n, ldc, g.alpha, g.bias);
+    if (manual_bias) add_bias_rows(g.c, g.m, g.n, ldc, g.bias);
+    return;
+  }
+
+  const std::int64_t a_rows = g.a.trans ? g.k : g.m, a_cols = g.a.trans ? g.m : g.k;
+  const std::int64_t b_rows = g.b.trans ? g.n : g.k, b_cols = g.b.trans ? g.k : g.n;
+  const Prepared pa = prepare(g.a, a_rows, a_cols, bf16, m_a_ws);
+  const Prepared pb = prepare(g.b, b_rows, b_cols, bf16, m_b_ws);
   Key key = key_of(g, pa.ld, pb.ld, ldc, bf16, alpha_pass ? 1.0f : g.alpha);
   key.has_bias = g.bias != nullptr && !alpha_pass;
   Plan& p = plan_for(key);
-  if (g.beta != 0.0f && g.beta != 1.0f) scale_block(g.c, g.m, g.n, ldc, g.beta);
-
   execute(p, pa.data, pb.data, g.c, g.bias);
   if (alpha_pass) scale_and_bias(g.c, g.m, g.n, ldc, g.alpha, g.bias);
   if (p.manual_bias) add_bias_rows(g.c, g.m, g.n, ldc, g.bias);
