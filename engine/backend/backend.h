@@ -263,6 +263,20 @@ class Backend {
   virtual void maxpool2d_backward(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
                                   std::int64_t k, const float* dy, const std::int32_t* argmax,
                                   float* dx) = 0;
+  // Max pooling of FP16 or BF16 codes (f) into codes of the same format:
+  // the same y bits and argmax as decoding x into `x32`, maxpool2d_forward
+  // into `y32` and encoding y32 into y (the maximum is one of the inputs,
+  // so only a NaN's code changes: it comes back quiet). This is the
+  // default, with x32 and y32 scratch of backend memory (n c h w and n c
+  // h/k w/k floats, contents undefined after); a backend may pool the codes
+  // directly.
+  virtual void maxpool2d_forward16(Format f, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
+                                   std::int64_t k, const void* x, void* y, std::int32_t* argmax, float* x32,
+                                   float* y32) {
+    convert(f, x, Format::FP32, x32, n * c * h * w, {});
+    maxpool2d_forward(n, c, h, w, k, x32, y32, argmax);
+    convert(Format::FP32, y32, f, y, n * c * (h / k) * (w / k), {});
+  }
 
   // --- elementwise (n elements, f32 values; y may alias x) ---
   virtual void relu_forward(const float* x, float* y, std::int64_t n) = 0;

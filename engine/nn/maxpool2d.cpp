@@ -36,10 +36,22 @@ void MaxPool2d::forward(Backend& be, const Tensor& x, Tensor& y, Context& contex
   auto& ctx = static_cast<MaxPool2dContext&>(context);
   const Shape ys = output_shape(x.shape());
   const LayerPrecision& p = m_precision;
-  const float* xf = f32_rounded(be, x, p.compute, m_x32, saturates_forward(p.compute));
   ctx.x_shape = x.shape();
   ctx.argmax_count = static_cast<std::size_t>(shape_numel(ys));
   ctx.argmax.reserve(ctx.argmax_count * sizeof(std::int32_t));
+  const Format xf16 = x.format();
+  if ((xf16 == Format::FP16 || xf16 == Format::BF16) && p.compute == xf16 && p.storage == xf16 &&
+      !tracked(*this, NonfiniteSlot::Activation)) {
+    // FP16/BF16 in and out: the codes pooled as they are (the same bits as
+    // decode, pool, encode; the decoded scratch is only the default's).
+    m_x32.resize(x.shape(), Format::FP32);
+    m_y32.resize(ys, Format::FP32);
+    y.resize(ys, xf16);
+    be.maxpool2d_forward16(xf16, ys[0], ys[1], x.dim(2), x.dim(3), m_kernel, x.data(), y.data(),
+                           ctx.argmax.as<std::int32_t>(), m_x32.f32(), m_y32.f32());
+    return;
+  }
+  const float* xf = f32_rounded(be, x, p.compute, m_x32, saturates_forward(p.compute));
   float* yf = output_begin(y, ys, p.storage, m_y32);
   maxpool2d_forward(be, ys[0], ys[1], x.dim(2), x.dim(3), m_kernel, xf, yf, ctx.argmax.as<std::int32_t>());
   output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, NonfiniteSlot::Activation));

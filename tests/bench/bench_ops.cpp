@@ -120,6 +120,12 @@ class TimingBackend final : public engine::Backend {
                          const float* x, float* y, std::int32_t* am) override {
     PL_TIMED("maxpool2d_forward", m_in->maxpool2d_forward(n, c, h, w, k, x, y, am));
   }
+  void maxpool2d_forward16(engine::Format f, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
+                           std::int64_t k, const void* x, void* y, std::int32_t* am, float* x32,
+                           float* y32) override {
+    PL_TIMED("maxpool2d_forward16 " + std::string(engine::format_name(f)),
+             m_in->maxpool2d_forward16(f, n, c, h, w, k, x, y, am, x32, y32));
+  }
   void maxpool2d_backward(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
                           const float* dy, const std::int32_t* am, float* dx) override {
     PL_TIMED("maxpool2d_backward", m_in->maxpool2d_backward(n, c, h, w, k, dy, am, dx));

@@ -149,6 +149,15 @@ void CpuBackend::maxpool2d_forward(std::int64_t n, std::int64_t c, std::int64_t 
   cpu::maxpool2d_forward(n, c, h, w, k, x, y, argmax);
 }
 
+void CpuBackend::maxpool2d_forward16(Format f, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
+                                     std::int64_t k, const void* x, void* y, std::int32_t* argmax, float* x32,
+                                     float* y32) {
+  use_threads();
+  if (!cpu::maxpool2d_forward16(f, n, c, h, w, k, static_cast<const std::uint16_t*>(x),
+                                static_cast<std::uint16_t*>(y), argmax))
+    Backend::maxpool2d_forward16(f, n, c, h, w, k, x, y, argmax, x32, y32);
+}
+
 void CpuBackend::maxpool2d_backward(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
                                     std::int64_t k, const float* dy, const std::int32_t* argmax,
                                     float* dx) {

@@ -78,6 +78,9 @@ class CpuBackend final : public Backend {
   void maxpool2d_backward(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
                           std::int64_t k, const float* dy, const std::int32_t* argmax,
                           float* dx) override;
+  void maxpool2d_forward16(Format f, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
+                           std::int64_t k, const void* x, void* y, std::int32_t* argmax, float* x32,
+                           float* y32) override;
 
   void relu_forward(const float* x, float* y, std::int64_t n) override;
   void relu_backward(const float* x, const float* dy, float* dx, std::int64_t n) override;

@@ -18,6 +18,12 @@ void maxpool2d_forward(std::int64_t n, std::int64_t c, std::int64_t h, std::int6
                        const float* x, float* y, std::int32_t* argmax);
 void maxpool2d_backward(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
                         std::int64_t k, const float* dy, const std::int32_t* argmax, float* dx);
+// Backend::maxpool2d_forward16 for 2x2 windows over planes of at most
+// kPool16MaxPlane values, one plane at a time through stack buffers; false
+// (nothing written) for any other shape.
+inline constexpr std::int64_t kPool16MaxPlane = 64 * 64;
+bool maxpool2d_forward16(Format f, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
+                         const std::uint16_t* x, std::uint16_t* y, std::int32_t* argmax);
 
 // elementwise.cpp
 void relu_forward(const float* x, float* y, std::int64_t n);

@@ -2,6 +2,8 @@
 // pools), forward with the argmax saved for backward.
 #include <cmath>
 
+#include "numeric/cast.h"
+
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/parallel.h"
 
@@ -78,6 +80,37 @@ void maxpool2d_forward(std::int64_t n, std::int64_t c, std::int64_t h, std::int6
         ap[oy * ow + ox] = static_cast<std::int32_t>(best_i);
       }
   }
+}
+
+bool maxpool2d_forward16(Format f, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
+                         const std::uint16_t* x, std::uint16_t* y, std::int32_t* argmax) {
+  if (k != 2 || h * w > kPool16MaxPlane || (f != Format::FP16 && f != Format::BF16)) return false;
+  const std::int64_t oh = h / 2, ow = w / 2, planes = n * c;
+  // A NaN code decodes to a NaN that encodes back with its quiet bit set
+  // (numeric/convert.cpp); every other code comes back as it was.
+  const std::uint16_t exp_mask = f == Format::FP16 ? 0x7C00u : 0x7F80u;
+  const std::uint16_t quiet = f == Format::FP16 ? 0x0200u : 0x0040u;
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  const auto plane = avx512 ? maxpool2x2_plane_avx512 : maxpool2x2_plane;
+#pragma omp parallel for schedule(static) if (worth_parallel(planes * h * w))
+  for (std::int64_t p = 0; p < planes; ++p) {
+    // The plane decoded (exactly) and pooled by the f32 kernel, so the
+    // window rule and argmax are the f32 path's; the output is then the
+    // chosen input's code.
+    alignas(64) float xf[kPool16MaxPlane];
+    alignas(64) float yf[kPool16MaxPlane / 4];
+    const std::uint16_t* xp = x + p * h * w;
+    std::uint16_t* yp = y + p * oh * ow;
+    std::int32_t* ap = argmax + p * oh * ow;
+    cast_to_f32(f, xp, xf, static_cast<std::size_t>(h * w));
+    plane(xf, yf, ap, h, w);
+    for (std::int64_t o = 0; o < oh * ow; ++o) {
+      const std::uint16_t v = xp[ap[o]];
+      const bool nan = (v & exp_mask) == exp_mask && (v & ~(exp_mask | 0x8000u)) != 0;
+      yp[o] = nan ? static_cast<std::uint16_t>(v | quiet) : v;
+    }
+  }
+  return true;
 }
 
 void maxpool2d_backward(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,

@@ -194,6 +194,11 @@ class GuardedBackend final : public Backend {
     Open o(*this, "maxpool2d_forward", x, y, argmax);
     m_inner->maxpool2d_forward(n, c, h, w, k, x, y, argmax);
   }
+  void maxpool2d_forward16(Format f, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
+                           const void* x, void* y, std::int32_t* argmax, float* x32, float* y32) override {
+    Open o(*this, "maxpool2d_forward16", x, y, argmax, x32, y32);
+    m_inner->maxpool2d_forward16(f, n, c, h, w, k, x, y, argmax, x32, y32);
+  }
   void maxpool2d_backward(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
                           const float* dy, const std::int32_t* argmax, float* dx) override {
     Open o(*this, "maxpool2d_backward", dy, argmax, dx);

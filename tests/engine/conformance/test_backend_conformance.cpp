@@ -916,6 +916,64 @@ TEST_P(Conformance, MaxPoolForwardArgmaxAndBackwardAreExact) {
   }
 }
 
+// Pooling FP16/BF16 codes directly gives the bits of decode, pool, encode
+// through the same backend: every code kind (NaNs signalling and quiet,
+// infinities, zeros of both signs, subnormals) and ties; 2x2 windows take
+// the CPU's code path, other windows and large planes its fallback.
+TEST_P(Conformance, MaxPool16EqualsDecodePoolEncode) {
+  struct Case {
+    i64 n, c, h, w, k;
+  };
+  for (Format f : {Format::FP16, Format::BF16})
+    for (const Case& pc : {Case{2, 3, 7, 5, 2}, Case{8, 32, 28, 28, 2}, Case{1, 2, 6, 6, 3}, Case{1, 1, 66, 66, 2}}) {
+      const i64 oh = pc.h / pc.k, ow = pc.w / pc.k;
+      const std::size_t nx = static_cast<std::size_t>(pc.n * pc.c * pc.h * pc.w);
+      const std::size_t ny = static_cast<std::size_t>(pc.n * pc.c * oh * ow);
+      const bool fp16 = f == Format::FP16;
+      const std::uint16_t specials[] = {
+          static_cast<std::uint16_t>(fp16 ? 0x7C01u : 0x7F81u),  // signalling NaN
+          static_cast<std::uint16_t>(fp16 ? 0xFE00u : 0xFFC0u),  // quiet NaN, sign set
+          static_cast<std::uint16_t>(fp16 ? 0x7C00u : 0x7F80u),  // +inf
+          static_cast<std::uint16_t>(fp16 ? 0xFC00u : 0xFF80u),  // -inf
+          0x0000u, 0x8000u, 0x0001u, 0x8003u,                    // zeros, subnormals
+      };
+      std::mt19937_64 rng(900 + static_cast<std::uint64_t>(pc.h) + (fp16 ? 1u : 0u));
+      std::vector<std::uint16_t> x(nx);
+      // Few distinct small values (ties), a special every ~20 codes.
+      for (auto& v : x) {
+        const std::uint64_t r = rng();
+        if (r % 20 == 0) {
+          v = specials[(r >> 8) % std::size(specials)];
+        } else {
+          const float val = static_cast<float>(static_cast<int>((r >> 16) % 9) - 4);
+          std::uint16_t code = 0;
+          engine::cast_from_f32(f, &val, &code, 1);
+          v = code;
+        }
+      }
+      DeviceBuffer<std::uint16_t> xd(GetParam(), x);
+      // Reference: decode, the f32 pool, encode, on this backend.
+      auto x32 = out(nx);
+      auto y32 = out(ny);
+      be->convert(f, xd.get(), Format::FP32, x32.get(), static_cast<i64>(nx), {});
+      DeviceBuffer<std::int32_t> arg_ref(GetParam(), std::vector<std::int32_t>(ny, -7));
+      be->maxpool2d_forward(pc.n, pc.c, pc.h, pc.w, pc.k, x32.get(), y32.get(), arg_ref.get());
+      DeviceBuffer<std::uint16_t> y_ref(GetParam(), std::vector<std::uint16_t>(ny, 0xABCDu));
+      be->convert(Format::FP32, y32.get(), f, y_ref.get(), static_cast<i64>(ny), {});
+
+      DeviceBuffer<std::uint16_t> y(GetParam(), std::vector<std::uint16_t>(ny, 0x1234u));
+      DeviceBuffer<std::int32_t> arg(GetParam(), std::vector<std::int32_t>(ny, -9));
+      auto s1 = out(nx);
+      auto s2 = out(ny);
+      be->maxpool2d_forward16(f, pc.n, pc.c, pc.h, pc.w, pc.k, xd.get(), y.get(), arg.get(), s1.get(), s2.get());
+      const std::string what = std::string("maxpool16 ") + engine::format_name(f) + " " + std::to_string(pc.h) +
+                               "x" + std::to_string(pc.w) + " k" + std::to_string(pc.k);
+      EXPECT_EQ(y.host(), y_ref.host()) << what;
+      EXPECT_EQ(arg.host(), arg_ref.host()) << what;
+      if (HasFailure()) return;
+    }
+}
+
 // ============================================================================
 // Elementwise ops and reductions
 // ============================================================================
