@@ -294,6 +294,18 @@ class Backend {
   virtual void repeat_rows(const float* src, float* dst, std::int64_t B, std::int64_t T, std::int64_t C) = 0;
   // y = a + b (residual connections); y may alias a or b.
   virtual void add(const float* a, const float* b, float* y, std::int64_t n) = 0;
+  // The residual add on FP16/BF16 codes: a (format fa) plus b (fb), the
+  // sum encoded to fy (opt: saturation) in y. The same bits as decoding a
+  // into `sa` and b into `sb`, add() into `sy` and convert(FP32, sy, fy, y,
+  // n, opt), which is this default (sa, sb, sy: n floats of backend memory
+  // each, contents undefined after); a backend may do it in one pass.
+  virtual void add_encode(Format fa, const void* a, Format fb, const void* b, Format fy, void* y, std::int64_t n,
+                          const CastOptions& opt, float* sa, float* sb, float* sy) {
+    convert(fa, a, Format::FP32, sa, n, {});
+    convert(fb, b, Format::FP32, sb, n, {});
+    add(sa, sb, sy, n);
+    convert(Format::FP32, sy, fy, y, n, opt);
+  }
   // x *= s
   virtual void scale(float* x, float s, std::int64_t n) = 0;
   // Rounds in place to format f's values (see numeric/cast.h); FP32: no-op.

@@ -153,6 +153,11 @@ class TimingBackend final : public engine::Backend {
     PL_TIMED("repeat_rows", m_in->repeat_rows(s, d, B, T, C));
   }
   void add(const float* a, const float* b, float* y, std::int64_t n) override { PL_TIMED("add", m_in->add(a, b, y, n)); }
+  void add_encode(engine::Format fa, const void* a, engine::Format fb, const void* b, engine::Format fy, void* y,
+                  std::int64_t n, const engine::CastOptions& o, float* sa, float* sb, float* sy) override {
+    PL_TIMED("add_encode " + std::string(engine::format_name(fy)) + " " + std::to_string(n),
+             m_in->add_encode(fa, a, fb, b, fy, y, n, o, sa, sb, sy));
+  }
   void scale(float* x, float s, std::int64_t n) override { PL_TIMED("scale", m_in->scale(x, s, n)); }
   void quantize(engine::Format f, float* x, std::int64_t n, bool sat) override {
     PL_TIMED("quantize " + std::string(engine::format_name(f)) + " " + std::to_string(n), m_in->quantize(f, x, n, sat));

@@ -94,6 +94,8 @@ class CpuBackend final : public Backend {
   void gelu_forward(const float* x, float* y, std::int64_t n) override;
   void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) override;
   void add(const float* a, const float* b, float* y, std::int64_t n) override;
+  void add_encode(Format fa, const void* a, Format fb, const void* b, Format fy, void* y, std::int64_t n,
+                  const CastOptions& opt, float* sa, float* sb, float* sy) override;
   void scale(float* x, float s, std::int64_t n) override;
   void quantize(Format f, float* x, std::int64_t n, bool saturate) override;
   void count_nonfinite(const float* x, std::int64_t n, std::int64_t* counter) override;

@@ -220,6 +220,11 @@ class GuardedBackend final : public Backend {
     Open o(*this, "gelu_backward", x, dy, dx);
     m_inner->gelu_backward(x, dy, dx, n);
   }
+  void add_encode(Format fa, const void* a, Format fb, const void* b, Format fy, void* y, std::int64_t n,
+                  const CastOptions& opt, float* sa, float* sb, float* sy) override {
+    Open o(*this, "add_encode", a, b, y, sa, sb, sy);
+    m_inner->add_encode(fa, a, fb, b, fy, y, n, opt, sa, sb, sy);
+  }
   void add(const float* a, const float* b, float* y, std::int64_t n) override {
     Open o(*this, "add", a, b, y);
     m_inner->add(a, b, y, n);

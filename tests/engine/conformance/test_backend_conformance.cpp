@@ -1099,6 +1099,47 @@ TEST_P(Conformance, ScaleAmaxEncodeEqualsScalarReference) {
     }
 }
 
+// The residual add on FP16/BF16 codes gives the bits of decode, add,
+// encode through the same backend, with the specials of both formats,
+// values that overflow FP16 when added (saturating and not) and sizes
+// around the CPU's chunk.
+TEST_P(Conformance, AddEncodeEqualsDecodeAddEncode) {
+  const std::pair<Format, Format> ins[] = {
+      {Format::BF16, Format::BF16}, {Format::FP16, Format::FP16}, {Format::BF16, Format::FP16}};
+  for (std::size_t n : {std::size_t{10}, std::size_t{2049}, std::size_t{300007}})
+    for (const auto& [fa, fb] : ins)
+      for (Format fy : {Format::BF16, Format::FP16})
+        for (bool saturate : {false, true}) {
+          std::vector<float> av = normal_values(n, 61 + n, 300.0f), bv = normal_values(n, 62 + n, 300.0f);
+          const float edges[] = {NAN, -NAN, INFINITY, -INFINITY, -0.0f, 0.0f, 60000.0f, 1e-7f, -1e-40f};
+          for (std::size_t i = 0; i < std::size(edges) && 2 * i + 1 < n; ++i) {
+            av[2 * i] = edges[i];
+            bv[2 * i + 1] = edges[std::size(edges) - 1 - i];
+          }
+          if (n > 20) av[20] = bv[20] = 40000.0f;  // overflows FP16 in the sum only
+          std::vector<std::uint16_t> a16(n), b16(n);
+          engine::cast_from_f32(fa, av.data(), a16.data(), n);
+          engine::cast_from_f32(fb, bv.data(), b16.data(), n);
+          DeviceBuffer<std::uint16_t> ad(GetParam(), a16), bd(GetParam(), b16);
+          engine::CastOptions opt;
+          opt.saturate = saturate;
+          const i64 ni = static_cast<i64>(n);
+          auto sa = out(n), sb = out(n), sy = out(n);
+          be->convert(fa, ad.get(), Format::FP32, sa.get(), ni, {});
+          be->convert(fb, bd.get(), Format::FP32, sb.get(), ni, {});
+          be->add(sa.get(), sb.get(), sy.get(), ni);
+          DeviceBuffer<std::uint16_t> want(GetParam(), std::vector<std::uint16_t>(n, 0xABCDu));
+          be->convert(Format::FP32, sy.get(), fy, want.get(), ni, opt);
+          DeviceBuffer<std::uint16_t> got(GetParam(), std::vector<std::uint16_t>(n, 0x1234u));
+          auto s1 = out(n), s2 = out(n), s3 = out(n);
+          be->add_encode(fa, ad.get(), fb, bd.get(), fy, got.get(), ni, opt, s1.get(), s2.get(), s3.get());
+          EXPECT_EQ(got.host(), want.host())
+              << "add_encode " << engine::format_name(fa) << "+" << engine::format_name(fb) << "->"
+              << engine::format_name(fy) << (saturate ? " saturate" : "") << " n=" << n;
+          if (HasFailure()) return;
+        }
+}
+
 TEST_P(Conformance, CountNonfiniteFindsPlantedInfAndNan) {
   for (std::size_t n : {std::size_t{10}, std::size_t{1000003}}) {
     std::vector<float> x = normal_values(n, 41, 1e30f);  // large but finite (no inf from squaring)
