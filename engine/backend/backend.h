@@ -290,6 +290,24 @@ class Backend {
   // GELU, exact erf form (PyTorch's default approximate='none').
   virtual void gelu_forward(const float* x, float* y, std::int64_t n) = 0;
   virtual void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) = 0;
+  // GELU on FP16/BF16 codes. Forward: y (format f) from x (f), the same
+  // bits as decoding x into sx, gelu_forward into sy and encoding sy into y.
+  // Backward: dx (format g) from x (f) and dy (g), as decoding x into sx
+  // and dy into sdy, gelu_backward into sdx and encoding sdx into dx. Those
+  // calls are the defaults (scratch: n floats of backend memory each,
+  // contents undefined after); a backend may do either in one pass.
+  virtual void gelu16_forward(Format f, const void* x, void* y, std::int64_t n, float* sx, float* sy) {
+    convert(f, x, Format::FP32, sx, n, {});
+    gelu_forward(sx, sy, n);
+    convert(Format::FP32, sy, f, y, n, {});
+  }
+  virtual void gelu16_backward(Format f, const void* x, Format g, const void* dy, void* dx, std::int64_t n, float* sx,
+                               float* sdy, float* sdx) {
+    convert(f, x, Format::FP32, sx, n, {});
+    convert(g, dy, Format::FP32, sdy, n, {});
+    gelu_backward(sx, sdy, sdx, n);
+    convert(Format::FP32, sdx, g, dx, n, {});
+  }
   // dst[b, t, :] = src[b, :] for t < T (a [B, C] row repeated T times).
   virtual void repeat_rows(const float* src, float* dst, std::int64_t B, std::int64_t T, std::int64_t C) = 0;
   // y = a + b (residual connections); y may alias a or b.

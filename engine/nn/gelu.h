@@ -23,6 +23,9 @@ class GELU : public PointwiseLayer {
   void apply_backward(Backend& be, const float* x, const float* dy, float* dx, std::int64_t n) override {
     gelu_backward(be, x, dy, dx, n);
   }
+  // FP16/BF16 codes in and out: one pass (Backend::gelu16_*).
+  bool forward_bits(Backend& be, const Tensor& x, Tensor& y) override;
+  bool backward_bits(Backend& be, const Tensor& x, const Tensor& dy, Tensor& dx) override;
 };
 
 }  // namespace engine

@@ -38,8 +38,11 @@ class PointwiseLayer : public Layer {
   virtual bool forward_bits(Backend& /*be*/, const Tensor& /*x*/, Tensor& /*y*/) { return false; }
   virtual bool backward_bits(Backend& /*be*/, const Tensor& /*x*/, const Tensor& /*dy*/, Tensor& /*dx*/) { return false; }
 
- private:
+  // The f32 scratch of the generic path (a bits op may hand it to a
+  // backend default that decodes into it).
   Tensor m_x32, m_y32, m_dy32, m_dx32;
+
+ private:
   std::size_t workspace_bytes() const override {
     return tensors_bytes({&m_x32, &m_y32, &m_dy32, &m_dx32});
   }

@@ -146,6 +146,14 @@ class TimingBackend final : public engine::Backend {
   void gelu_forward(const float* x, float* y, std::int64_t n) override {
     PL_TIMED("gelu_forward", m_in->gelu_forward(x, y, n));
   }
+  void gelu16_forward(engine::Format f, const void* x, void* y, std::int64_t n, float* sx, float* sy) override {
+    PL_TIMED("gelu16_forward " + std::string(engine::format_name(f)), m_in->gelu16_forward(f, x, y, n, sx, sy));
+  }
+  void gelu16_backward(engine::Format f, const void* x, engine::Format g, const void* dy, void* dx, std::int64_t n,
+                       float* sx, float* sdy, float* sdx) override {
+    PL_TIMED("gelu16_backward " + std::string(engine::format_name(g)),
+             m_in->gelu16_backward(f, x, g, dy, dx, n, sx, sdy, sdx));
+  }
   void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) override {
     PL_TIMED("gelu_backward", m_in->gelu_backward(x, dy, dx, n));
   }

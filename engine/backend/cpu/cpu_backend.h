@@ -93,6 +93,9 @@ class CpuBackend final : public Backend {
   void repeat_rows(const float* src, float* dst, std::int64_t B, std::int64_t T, std::int64_t C) override;
   void gelu_forward(const float* x, float* y, std::int64_t n) override;
   void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) override;
+  void gelu16_forward(Format f, const void* x, void* y, std::int64_t n, float* sx, float* sy) override;
+  void gelu16_backward(Format f, const void* x, Format g, const void* dy, void* dx, std::int64_t n, float* sx,
+                       float* sdy, float* sdx) override;
   void add(const float* a, const float* b, float* y, std::int64_t n) override;
   void add_encode(Format fa, const void* a, Format fb, const void* b, Format fy, void* y, std::int64_t n,
                   const CastOptions& opt, float* sa, float* sb, float* sy) override;

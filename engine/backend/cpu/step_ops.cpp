@@ -9,6 +9,7 @@
 #include <new>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/kernels.h"
 #include "backend/cpu/parallel.h"
 #include "amp/fp8_scaling.h"
 #include "numeric/cast.h"
@@ -176,6 +177,23 @@ void CpuBackend::scale_amax_encode(const float* x, float scale, Format f, void* 
   *amax = amax_from_bits(m);
 }
 
+namespace {
+
+// The 16-bit elementwise ops' one pass: [0, n) in chunks of kCodesChunk,
+// each handed to f(begin, length) on some thread. Chunk boundaries depend
+// on n only.
+constexpr std::int64_t kCodesChunk = 2048;
+template <class F>
+void over_code_chunks(std::int64_t n, F&& f) {
+  const std::int64_t chunks = (n + kCodesChunk - 1) / kCodesChunk;
+#pragma omp parallel for schedule(static) if (cpu::worth_parallel(n))
+  for (std::int64_t c = 0; c < chunks; ++c) f(c * kCodesChunk, std::min(kCodesChunk, n - c * kCodesChunk));
+}
+
+bool is_code16(Format f) { return f == Format::FP16 || f == Format::BF16; }
+
+}  // namespace
+
 void CpuBackend::add_encode(Format fa, const void* a, Format fb, const void* b, Format fy, void* y, std::int64_t n,
                             const CastOptions& opt, float* sa, float* sb, float* sy) {
   use_threads();
@@ -187,16 +205,12 @@ void CpuBackend::add_encode(Format fa, const void* a, Format fb, const void* b, 
   // One pass instead of four: each chunk is decoded into stack buffers by
   // the casts convert runs, added as add() adds, and encoded from there
   // (stochastic rounding at the chunk's index offset): the same bits.
-  constexpr std::int64_t kChunk = 2048;
-  const std::int64_t chunks = (n + kChunk - 1) / kChunk;
   const auto* ap = static_cast<const std::byte*>(a);
   const auto* bp = static_cast<const std::byte*>(b);
   auto* yp = static_cast<std::byte*>(y);
-#pragma omp parallel for schedule(static) if (cpu::worth_parallel(n))
-  for (std::int64_t c = 0; c < chunks; ++c) {
-    alignas(64) float x0[kChunk];
-    alignas(64) float x1[kChunk];
-    const std::int64_t i0 = c * kChunk, len = std::min(kChunk, n - i0);
+  over_code_chunks(n, [&](std::int64_t i0, std::int64_t len) {
+    alignas(64) float x0[kCodesChunk];
+    alignas(64) float x1[kCodesChunk];
     const auto i = static_cast<std::size_t>(i0), m = static_cast<std::size_t>(len);
     cast_to_f32(fa, ap + i * as, x0, m);
     cast_to_f32(fb, bp + i * bs, x1, m);
@@ -204,7 +218,49 @@ void CpuBackend::add_encode(Format fa, const void* a, Format fb, const void* b, 
     CastOptions o = opt;
     o.index_offset += static_cast<std::uint64_t>(i0);
     cast_from_f32(fy, x0, yp + i * ys, m, o);
+  });
+}
+
+void CpuBackend::gelu16_forward(Format f, const void* x, void* y, std::int64_t n, float* sx, float* sy) {
+  use_threads();
+  if (!is_code16(f)) {
+    Backend::gelu16_forward(f, x, y, n, sx, sy);
+    return;
   }
+  // Each chunk decoded, through the f32 kernel (element by element, so the
+  // same values whatever the chunk) and encoded: the same bits in one pass.
+  const auto* xs = static_cast<const std::uint16_t*>(x);
+  auto* ys = static_cast<std::uint16_t*>(y);
+  over_code_chunks(n, [&](std::int64_t i, std::int64_t len) {
+    alignas(64) float a[kCodesChunk];
+    alignas(64) float b[kCodesChunk];
+    const auto m = static_cast<std::size_t>(len);
+    cast_to_f32(f, xs + i, a, m);
+    cpu::gelu_forward(a, b, len);
+    cast_from_f32(f, b, ys + i, m, {});
+  });
+}
+
+void CpuBackend::gelu16_backward(Format f, const void* x, Format g, const void* dy, void* dx, std::int64_t n,
+                                 float* sx, float* sdy, float* sdx) {
+  use_threads();
+  if (!is_code16(f) || !is_code16(g)) {
+    Backend::gelu16_backward(f, x, g, dy, dx, n, sx, sdy, sdx);
+    return;
+  }
+  const auto* xs = static_cast<const std::uint16_t*>(x);
+  const auto* ds = static_cast<const std::uint16_t*>(dy);
+  auto* out = static_cast<std::uint16_t*>(dx);
+  over_code_chunks(n, [&](std::int64_t i, std::int64_t len) {
+    alignas(64) float a[kCodesChunk];
+    alignas(64) float d[kCodesChunk];
+    alignas(64) float r[kCodesChunk];
+    const auto m = static_cast<std::size_t>(len);
+    cast_to_f32(f, xs + i, a, m);
+    cast_to_f32(g, ds + i, d, m);
+    cpu::gelu_backward(a, d, r, len);
+    cast_from_f32(g, r, out + i, m, {});
+  });
 }
 
 void CpuBackend::amax(const float* x, std::int64_t n, float* out) {

@@ -216,6 +216,15 @@ class GuardedBackend final : public Backend {
     Open o(*this, "gelu_forward", x, y);
     m_inner->gelu_forward(x, y, n);
   }
+  void gelu16_forward(Format f, const void* x, void* y, std::int64_t n, float* sx, float* sy) override {
+    Open o(*this, "gelu16_forward", x, y, sx, sy);
+    m_inner->gelu16_forward(f, x, y, n, sx, sy);
+  }
+  void gelu16_backward(Format f, const void* x, Format g, const void* dy, void* dx, std::int64_t n, float* sx,
+                       float* sdy, float* sdx) override {
+    Open o(*this, "gelu16_backward", x, dy, dx, sx, sdy, sdx);
+    m_inner->gelu16_backward(f, x, g, dy, dx, n, sx, sdy, sdx);
+  }
   void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) override {
     Open o(*this, "gelu_backward", x, dy, dx);
     m_inner->gelu_backward(x, dy, dx, n);

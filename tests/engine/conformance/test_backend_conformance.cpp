@@ -1140,6 +1140,49 @@ TEST_P(Conformance, AddEncodeEqualsDecodeAddEncode) {
         }
 }
 
+// GELU on FP16/BF16 codes gives the bits of decode, GELU, encode through
+// the same backend, forward and backward, with specials and sizes around
+// the CPU's chunk (and not a multiple of the 8-wide vector path).
+TEST_P(Conformance, Gelu16EqualsDecodeGeluEncode) {
+  for (std::size_t n : {std::size_t{10}, std::size_t{2049}, std::size_t{300007}})
+    for (Format f : {Format::BF16, Format::FP16})
+      for (Format g : {Format::BF16, Format::FP16}) {
+        std::vector<float> xv = normal_values(n, 71 + n, 3.0f), dv = normal_values(n, 72 + n, 100.0f);
+        const float edges[] = {NAN, -NAN, INFINITY, -INFINITY, -0.0f, 0.0f, 60000.0f, -9.0f, 1e-7f, -1e-40f};
+        for (std::size_t i = 0; i < std::size(edges) && 2 * i + 1 < n; ++i) {
+          xv[2 * i] = edges[i];
+          dv[2 * i + 1] = edges[std::size(edges) - 1 - i];
+        }
+        std::vector<std::uint16_t> x16(n), d16(n);
+        engine::cast_from_f32(f, xv.data(), x16.data(), n);
+        engine::cast_from_f32(g, dv.data(), d16.data(), n);
+        DeviceBuffer<std::uint16_t> xd(GetParam(), x16), dd(GetParam(), d16);
+        const i64 ni = static_cast<i64>(n);
+        const std::string what = std::string("gelu16 ") + engine::format_name(f) + "/" + engine::format_name(g) +
+                                 " n=" + std::to_string(n);
+        // Forward (f in, f out).
+        auto sx = out(n), sy = out(n);
+        be->convert(f, xd.get(), Format::FP32, sx.get(), ni, {});
+        be->gelu_forward(sx.get(), sy.get(), ni);
+        DeviceBuffer<std::uint16_t> want(GetParam(), std::vector<std::uint16_t>(n, 0xABCDu));
+        be->convert(Format::FP32, sy.get(), f, want.get(), ni, {});
+        DeviceBuffer<std::uint16_t> got(GetParam(), std::vector<std::uint16_t>(n, 0x1234u));
+        auto s1 = out(n), s2 = out(n), s3 = out(n);
+        be->gelu16_forward(f, xd.get(), got.get(), ni, s1.get(), s2.get());
+        EXPECT_EQ(got.host(), want.host()) << what << " forward";
+        // Backward (x in f, dy and dx in g).
+        auto sd = out(n), sdx = out(n);
+        be->convert(g, dd.get(), Format::FP32, sd.get(), ni, {});
+        be->gelu_backward(sx.get(), sd.get(), sdx.get(), ni);
+        DeviceBuffer<std::uint16_t> want_dx(GetParam(), std::vector<std::uint16_t>(n, 0xABCDu));
+        be->convert(Format::FP32, sdx.get(), g, want_dx.get(), ni, {});
+        DeviceBuffer<std::uint16_t> got_dx(GetParam(), std::vector<std::uint16_t>(n, 0x1234u));
+        be->gelu16_backward(f, xd.get(), g, dd.get(), got_dx.get(), ni, s1.get(), s2.get(), s3.get());
+        EXPECT_EQ(got_dx.host(), want_dx.host()) << what << " backward";
+        if (HasFailure()) return;
+      }
+}
+
 TEST_P(Conformance, CountNonfiniteFindsPlantedInfAndNan) {
   for (std::size_t n : {std::size_t{10}, std::size_t{1000003}}) {
     std::vector<float> x = normal_values(n, 41, 1e30f);  // large but finite (no inf from squaring)
