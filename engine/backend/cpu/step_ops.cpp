@@ -192,6 +192,32 @@ void over_code_chunks(std::int64_t n, F&& f) {
 
 bool is_code16(Format f) { return f == Format::FP16 || f == Format::BF16; }
 
+// y (format fy) = op(a, b) over n values stored in formats fa and fb, in
+// one pass: each chunk decoded into stack buffers by the casts convert
+// runs, op(a_chunk, b_chunk, out_chunk, len) in f32, and encoded from there
+// (stochastic rounding at the chunk's index offset), so the bits are those
+// of decode, op, encode.
+template <class Op>
+void binary_on_codes(Format fa, const void* a, Format fb, const void* b, Format fy, void* y, std::int64_t n,
+                     const CastOptions& opt, Op&& op) {
+  const std::size_t as = storage_bytes(fa), bs = storage_bytes(fb), ys = storage_bytes(fy);
+  const auto* ap = static_cast<const std::byte*>(a);
+  const auto* bp = static_cast<const std::byte*>(b);
+  auto* yp = static_cast<std::byte*>(y);
+  over_code_chunks(n, [&](std::int64_t i0, std::int64_t len) {
+    alignas(64) float x0[kCodesChunk];
+    alignas(64) float x1[kCodesChunk];
+    alignas(64) float r[kCodesChunk];
+    const auto i = static_cast<std::size_t>(i0), m = static_cast<std::size_t>(len);
+    cast_to_f32(fa, ap + i * as, x0, m);
+    cast_to_f32(fb, bp + i * bs, x1, m);
+    op(x0, x1, r, len);
+    CastOptions o = opt;
+    o.index_offset += static_cast<std::uint64_t>(i0);
+    cast_from_f32(fy, r, yp + i * ys, m, o);
+  });
+}
+
 }  // namespace
 
 void CpuBackend::add_encode(Format fa, const void* a, Format fb, const void* b, Format fy, void* y, std::int64_t n,
@@ -202,22 +228,9 @@ void CpuBackend::add_encode(Format fa, const void* a, Format fb, const void* b, 
     Backend::add_encode(fa, a, fb, b, fy, y, n, opt, sa, sb, sy);
     return;
   }
-  // One pass instead of four: each chunk is decoded into stack buffers by
-  // the casts convert runs, added as add() adds, and encoded from there
-  // (stochastic rounding at the chunk's index offset): the same bits.
-  const auto* ap = static_cast<const std::byte*>(a);
-  const auto* bp = static_cast<const std::byte*>(b);
-  auto* yp = static_cast<std::byte*>(y);
-  over_code_chunks(n, [&](std::int64_t i0, std::int64_t len) {
-    alignas(64) float x0[kCodesChunk];
-    alignas(64) float x1[kCodesChunk];
-    const auto i = static_cast<std::size_t>(i0), m = static_cast<std::size_t>(len);
-    cast_to_f32(fa, ap + i * as, x0, m);
-    cast_to_f32(fb, bp + i * bs, x1, m);
-    for (std::int64_t k = 0; k < len; ++k) x0[k] = x0[k] + x1[k];
-    CastOptions o = opt;
-    o.index_offset += static_cast<std::uint64_t>(i0);
-    cast_from_f32(fy, x0, yp + i * ys, m, o);
+  // One pass instead of four, added as add() adds.
+  binary_on_codes(fa, a, fb, b, fy, y, n, opt, [](const float* x0, const float* x1, float* r, std::int64_t len) {
+    for (std::int64_t k = 0; k < len; ++k) r[k] = x0[k] + x1[k];
   });
 }
 
@@ -248,18 +261,8 @@ void CpuBackend::gelu16_backward(Format f, const void* x, Format g, const void* 
     Backend::gelu16_backward(f, x, g, dy, dx, n, sx, sdy, sdx);
     return;
   }
-  const auto* xs = static_cast<const std::uint16_t*>(x);
-  const auto* ds = static_cast<const std::uint16_t*>(dy);
-  auto* out = static_cast<std::uint16_t*>(dx);
-  over_code_chunks(n, [&](std::int64_t i, std::int64_t len) {
-    alignas(64) float a[kCodesChunk];
-    alignas(64) float d[kCodesChunk];
-    alignas(64) float r[kCodesChunk];
-    const auto m = static_cast<std::size_t>(len);
-    cast_to_f32(f, xs + i, a, m);
-    cast_to_f32(g, ds + i, d, m);
-    cpu::gelu_backward(a, d, r, len);
-    cast_from_f32(g, r, out + i, m, {});
+  binary_on_codes(f, x, g, dy, g, dx, n, {}, [](const float* xf, const float* dyf, float* r, std::int64_t len) {
+    cpu::gelu_backward(xf, dyf, r, len);
   });
 }
 
