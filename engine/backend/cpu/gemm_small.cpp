@@ -16,10 +16,13 @@
 // the order oneDNN's output scale, sum post-op and bias take.
 #include <array>
 #include <cmath>
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/parallel.h"
+#include "numeric/cast.h"
 #include "numeric/clones.h"
 #include "numeric/convert.h"
 
@@ -166,10 +169,21 @@ __attribute__((always_inline)) inline void product(const SmallBatch& s, const So
     rows_block<NW, 1>(n, k, a_at + i * a_row, a_row, a_col, bp, c + i * s.ldc, s.ldc, s.alpha, s.beta, s.bias);
 }
 
-// Product t of the batch.
-PL_CPU_CLONES void small_product(const SmallBatch& s, const Source& a, const Source& b, std::int64_t t) {
+// Element offset of product t's first stored element of A (or of B).
+inline std::int64_t a_offset(const SmallBatch& s, std::int64_t t) {
+  return (t / s.batch1) * s.sa[0] + (t % s.batch1) * s.sa[1];
+}
+inline std::int64_t b_offset(const SmallBatch& s, std::int64_t t) {
+  return (t / s.batch1) * s.sb[0] + (t % s.batch1) * s.sb[1];
+}
+
+// Product t of the batch; a's and b's data start at element a_lo and b_lo
+// of the batch's operands (a thread's decoded spans), 0 for the operands
+// themselves.
+PL_CPU_CLONES void small_product(const SmallBatch& s, const Source& a, const Source& b, std::int64_t t,
+                                 std::int64_t a_lo, std::int64_t b_lo) {
   const std::int64_t i = t / s.batch1, j = t % s.batch1;
-  const std::int64_t a0 = i * s.sa[0] + j * s.sa[1], b0 = i * s.sb[0] + j * s.sb[1];
+  const std::int64_t a0 = a_offset(s, t) - a_lo, b0 = b_offset(s, t) - b_lo;
   float* c = s.c + i * s.sc[0] + j * s.sc[1];
   if (s.n <= 16) product<16, 8>(s, a, a0, b, b0, c);
   else if (s.n <= 32) product<32, 4>(s, a, a0, b, b0, c);
@@ -192,12 +206,69 @@ bool small_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k, Format a, F
          ok(b);
 }
 
+namespace {
+
+// One operand's elements [lo, hi) decoded exactly to f32 (TF32: rounded,
+// RNE, as gemm.cpp's prepare does) by the library's vectorized casts.
+void decode_span(const void* data, Format f, std::int64_t lo, std::int64_t hi, std::vector<float>& out) {
+  const auto n = static_cast<std::size_t>(hi - lo);
+  if (out.size() < n) out.resize(n);
+  const auto* src = static_cast<const std::uint8_t*>(data) + static_cast<std::size_t>(lo) * storage_bytes(f);
+  if (f == Format::TF32) cast_from_f32(Format::TF32, reinterpret_cast<const float*>(src), out.data(), n);
+  else cast_to_f32(f, src, out.data(), n);
+}
+
+}  // namespace
+
 void gemm_small_batched(const SmallBatch& s) {
   const Source a = source(s.a, s.a_format), b = source(s.b, s.b_format);
   const std::int64_t count = s.batch0 * s.batch1;
   const std::int64_t work = count * s.m * s.n * s.k;
+  const bool decode_a = s.a_format != Format::FP32, decode_b = s.b_format != Format::FP32;
+  if (!decode_a && !decode_b) {
 #pragma omp parallel for schedule(static) if (work >= 8 * kParallelMin)
-  for (std::int64_t t = 0; t < count; ++t) small_product(s, a, b, t);
+    for (std::int64_t t = 0; t < count; ++t) small_product(s, a, b, t, 0, 0);
+    return;
+  }
+  // Operands in other formats: each thread decodes the spans of A and B its
+  // products read, once, with the vectorized casts, into buffers of its own
+  // (no line the other core holds is written), and its products then read
+  // them as FP32 -- the same values, so the same bits as decoding per
+  // product.
+  const std::int64_t a_ext = ((s.trans_a ? s.k : s.m) - 1) * s.lda + (s.trans_a ? s.m : s.k);
+  const std::int64_t b_ext = ((s.trans_b ? s.n : s.k) - 1) * s.ldb + (s.trans_b ? s.k : s.n);
+#pragma omp parallel if (work >= 8 * kParallelMin)
+  {
+    const auto th = static_cast<std::int64_t>(omp_get_thread_num());
+    const auto nth = static_cast<std::int64_t>(omp_get_num_threads());
+    const std::int64_t t0 = count * th / nth, t1 = count * (th + 1) / nth;
+    if (t0 < t1) {
+      thread_local std::vector<float> a_buf, b_buf;
+      std::int64_t a_lo = a_offset(s, t0), a_hi = a_lo, b_lo = b_offset(s, t0), b_hi = b_lo;
+      for (std::int64_t t = t0; t < t1; ++t) {
+        a_lo = std::min(a_lo, a_offset(s, t));
+        a_hi = std::max(a_hi, a_offset(s, t) + a_ext);
+        b_lo = std::min(b_lo, b_offset(s, t));
+        b_hi = std::max(b_hi, b_offset(s, t) + b_ext);
+      }
+      // A span is decoded only where the products use at least half of it:
+      // attention's q, k and v are column thirds of qkv, and decoding all of
+      // qkv for one of them costs more than decoding per product.
+      const std::int64_t products = t1 - t0;
+      const bool span_a = decode_a && 2 * products * s.m * s.k >= a_hi - a_lo;
+      const bool span_b = decode_b && 2 * products * s.k * s.n >= b_hi - b_lo;
+      Source ad = a, bd = b;
+      if (span_a) {
+        decode_span(s.a, s.a_format, a_lo, a_hi, a_buf);
+        ad = {a_buf.data(), Format::FP32, nullptr};
+      }
+      if (span_b) {
+        decode_span(s.b, s.b_format, b_lo, b_hi, b_buf);
+        bd = {b_buf.data(), Format::FP32, nullptr};
+      }
+      for (std::int64_t t = t0; t < t1; ++t) small_product(s, ad, bd, t, span_a ? a_lo : 0, span_b ? b_lo : 0);
+    }
+  }
 }
 
 }  // namespace engine::cpu
