@@ -321,12 +321,18 @@ bool GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int64_t ldc, bool
   // dimension is known before the decode; B's is b_cols when decoded, else
   // its own.
   const std::int64_t ldb = needs_decode(g.b.format, bf16) ? b_cols : (g.b.ld > 0 ? g.b.ld : b_cols);
+  // A narrow A stored transposed (k x m, m <= 128: the weight gradients'
+  // dy^T) is decoded whole by each thread, which then reads its columns: a
+  // slice of columns is k short runs (2048 calls of 32-64 values in the
+  // transformer), which cost more in calls than the whole matrix costs to
+  // decode. Wider ones (qkv's 192) decode their slice.
+  const bool a_whole = g.a.trans && needs_decode(g.a.format, bf16) && g.m <= 128;
   std::vector<Plan*> plans(static_cast<std::size_t>(nt));
   for (int t = 0; t < nt; ++t) {
     const std::int64_t m0 = g.m * t / nt, m1 = g.m * (t + 1) / nt;
     GemmArgs s = g;
     s.m = m1 - m0;
-    const std::int64_t lda = needs_decode(g.a.format, bf16) ? (g.a.trans ? s.m : g.k) : lda_in;
+    const std::int64_t lda = a_whole ? g.m : needs_decode(g.a.format, bf16) ? (g.a.trans ? s.m : g.k) : lda_in;
     Key key = key_of(s, lda, ldb, ldc, bf16, alpha_pass ? 1.0f : g.alpha);
     key.has_bias = g.bias != nullptr && !alpha_pass;
     key.slice = t;
@@ -341,12 +347,18 @@ bool GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int64_t ldc, bool
     // This thread's rows of op(A): rows of A, or columns when A is stored
     // transposed (k x m).
     GemmOperand a = g.a;
-    a.data = static_cast<const std::uint8_t*>(g.a.data) + (g.a.trans ? m0 : m0 * lda_in) * a_es;
     a.ld = lda_in;
     try {
-      const Prepared pa = prepare(a, g.a.trans ? g.k : rows, g.a.trans ? rows : g.k, bf16, sl.a, true);
+      const void* a_data;
+      if (a_whole) {
+        const Prepared whole = prepare(a, g.k, g.m, bf16, sl.a, true);
+        a_data = static_cast<const std::uint8_t*>(whole.data) + m0 * (bf16 ? 2 : 4);
+      } else {
+        a.data = static_cast<const std::uint8_t*>(g.a.data) + (g.a.trans ? m0 : m0 * lda_in) * a_es;
+        a_data = prepare(a, g.a.trans ? g.k : rows, g.a.trans ? rows : g.k, bf16, sl.a, true).data;
+      }
       const Prepared pb = prepare(g.b, b_rows, b_cols, bf16, sl.b, true);
-      execute_on(*plans[static_cast<std::size_t>(t)], pa.data, pb.data, g.c + m0 * ldc, g.bias, sl.stream,
+      execute_on(*plans[static_cast<std::size_t>(t)], a_data, pb.data, g.c + m0 * ldc, g.bias, sl.stream,
                  sl.scratch);
     } catch (...) {
 #pragma omp critical(pl_gemm_sliced)
