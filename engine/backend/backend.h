@@ -335,6 +335,15 @@ class Backend {
   virtual void amax(const float* x, std::int64_t n, float* out) = 0;
   // db[j] = sum_i dy[i, j] over `rows` rows (bias gradients; overwritten).
   virtual void column_sums(const float* dy, std::int64_t rows, std::int64_t cols, float* db) = 0;
+  // column_sums of a rows x cols matrix of FP16/BF16 codes (format f): the
+  // same bits as decoding it into `scratch` (rows * cols floats of backend
+  // memory, contents undefined after) and column_sums of that, which is
+  // this default; a backend may decode as it sums.
+  virtual void column_sums16(Format f, const void* dy, std::int64_t rows, std::int64_t cols, float* db,
+                             float* scratch) {
+    convert(f, dy, Format::FP32, scratch, rows * cols, {});
+    column_sums(scratch, rows, cols, db);
+  }
 
   // --- layout ---
   // Vision transformer patches: x [B, C, H, W] -> patches [B * gh * gw, C * p * p]

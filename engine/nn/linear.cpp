@@ -186,22 +186,31 @@ void Linear::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
   const LayerPrecision& p = m_precision;
   GemmScales s{ctx.x_scale, ctx.w_scale, 1.0f};
   const Tensor* dyg;
-  const float* dy32 = nullptr;
+  // The bias gradient sums the unscaled, unrounded dy for FP8 (TE's fused
+  // dbias), the rounded dy otherwise.
+  const Tensor* dy_sum;
   if (is_fp8(p.grad)) {
     DelayedScale& ds = delayed_scale_for(m_dy_scale, p.grad, m_scaling);
     s.dy = ds.scale();
     round_scaled(be, dy, p.grad, s.dy, m_dy_grad, m_fp8_ws, false, ds.amax_slot());
     dyg = &m_dy_grad;
-    // The bias gradient sums the unscaled, unrounded dy (TE's fused dbias).
-    if (m_has_bias) dy32 = f32_values(be, dy, m_dy32);
+    dy_sum = &dy;
   } else {
     dyg = &round_to(be, dy, p.grad, m_dy_grad, false);
-    if (m_has_bias) dy32 = f32_values(be, *dyg, m_dy32);
+    dy_sum = dyg;
   }
+  // FP16/BF16 codes are summed as they are decoded (Backend::column_sums16).
+  const Format sf = dy_sum->format();
+  const bool sum_codes = m_has_bias && (sf == Format::FP16 || sf == Format::BF16);
+  const float* dy32 = m_has_bias && !sum_codes ? f32_values(be, *dy_sum, m_dy32) : nullptr;
   float* dxf = dx ? output_begin(*dx, x.shape(), p.grad, m_dx32) : nullptr;
   float* dw = grad_begin(m_weight, m_dw32);
   float* db = m_has_bias ? grad_begin(m_bias, m_db32) : nullptr;
-  linear_backward(be, *dyg, dy32, x, *ctx.w, s, dxf, dw, db, rows, m_in, m_out, p.accumulate);
+  linear_backward(be, *dyg, dy32, x, *ctx.w, s, dxf, dw, sum_codes ? nullptr : db, rows, m_in, m_out, p.accumulate);
+  if (sum_codes) {
+    m_dy32.resize(dy_sum->shape(), Format::FP32);
+    be.column_sums16(sf, dy_sum->data(), rows, m_out, db, m_dy32.f32());
+  }
   if (dx) output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, NonfiniteSlot::ActivationGrad));
   // FP8 gradients: weight and bias gradients leave the GEMM in FP32 (as
   // Transformer Engine's wgrad into an FP32 main_grad); E5M2 is dy's format.

@@ -174,6 +174,10 @@ class TimingBackend final : public engine::Backend {
     PL_TIMED("count_nonfinite", m_in->count_nonfinite(x, n, c));
   }
   void amax(const float* x, std::int64_t n, float* o) override { PL_TIMED("amax", m_in->amax(x, n, o)); }
+  void column_sums16(engine::Format f, const void* dy, std::int64_t r, std::int64_t c, float* db,
+                     float* scratch) override {
+    PL_TIMED("column_sums16 " + std::string(engine::format_name(f)), m_in->column_sums16(f, dy, r, c, db, scratch));
+  }
   void column_sums(const float* dy, std::int64_t r, std::int64_t c, float* db) override {
     PL_TIMED("column_sums", m_in->column_sums(dy, r, c, db));
   }

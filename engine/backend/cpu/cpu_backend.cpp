@@ -205,6 +205,12 @@ void CpuBackend::count_nonfinite(const float* x, std::int64_t n, std::int64_t* c
   *counter += cpu::count_nonfinite(x, n);
 }
 
+void CpuBackend::column_sums16(Format f, const void* dy, std::int64_t rows, std::int64_t cols, float* db,
+                               float* scratch) {
+  use_threads();
+  if (!cpu::column_sums16(f, dy, rows, cols, db, m_reduce_ws)) Backend::column_sums16(f, dy, rows, cols, db, scratch);
+}
+
 void CpuBackend::column_sums(const float* dy, std::int64_t rows, std::int64_t cols, float* db) {
   use_threads();
   cpu::column_sums(dy, rows, cols, db, m_reduce_ws);

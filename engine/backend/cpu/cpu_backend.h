@@ -104,6 +104,8 @@ class CpuBackend final : public Backend {
   void count_nonfinite(const float* x, std::int64_t n, std::int64_t* counter) override;
   void amax(const float* x, std::int64_t n, float* out) override;
   void column_sums(const float* dy, std::int64_t rows, std::int64_t cols, float* db) override;
+  void column_sums16(Format f, const void* dy, std::int64_t rows, std::int64_t cols, float* db,
+                     float* scratch) override;
 
   void layernorm_forward(const float* x, const float* gamma, const float* beta, float* y,
                          float* mean, float* rstd, std::int64_t rows, std::int64_t cols, float eps,

@@ -133,7 +133,13 @@ double sum_squares(const float* x, std::int64_t n) {
   });
 }
 
-void column_sums(const float* dy, std::int64_t rows, std::int64_t cols, float* db, Workspace& ws) {
+namespace {
+
+// column_sums over rows delivered by rows_at(i0, i1, scratch) -> pointer to
+// rows [i0, i1) as floats (i1 - i0 <= block rows at a time).
+template <class RowsAt>
+void column_sums_with(std::int64_t rows, std::int64_t cols, std::int64_t block, float* db, Workspace& ws,
+                      RowsAt&& rows_at) {
   if (cols <= 0) return;
   if (rows <= 0) {
     for (std::int64_t j = 0; j < cols; ++j) db[j] = 0.0f;
@@ -149,9 +155,11 @@ void column_sums(const float* dy, std::int64_t rows, std::int64_t cols, float* d
     double* p = part + static_cast<std::int64_t>(c) * cols;
     for (std::int64_t j = 0; j < cols; ++j) p[j] = 0.0;
     const std::int64_t end = std::min(rows, (c + 1) * chunk);
-    for (std::int64_t i = c * chunk; i < end; ++i) {
-      const float* r = dy + i * cols;
-      for (std::int64_t j = 0; j < cols; ++j) p[j] += r[j];
+    for (std::int64_t i0 = c * chunk; i0 < end; i0 += block) {
+      const std::int64_t i1 = std::min(end, i0 + block);
+      const float* r = rows_at(i0, i1);
+      for (std::int64_t i = i0; i < i1; ++i, r += cols)
+        for (std::int64_t j = 0; j < cols; ++j) p[j] += r[j];
     }
   }
   for (std::int64_t j = 0; j < cols; ++j) {
@@ -159,6 +167,29 @@ void column_sums(const float* dy, std::int64_t rows, std::int64_t cols, float* d
     for (int c = 0; c < nchunks; ++c) s += part[static_cast<std::int64_t>(c) * cols + j];
     db[j] = static_cast<float>(s);
   }
+}
+
+// Floats of FP16/BF16 rows decoded on a thread's stack, at most this many.
+constexpr std::int64_t kRowsBlockFloats = 4096;
+
+}  // namespace
+
+void column_sums(const float* dy, std::int64_t rows, std::int64_t cols, float* db, Workspace& ws) {
+  column_sums_with(rows, cols, std::max<std::int64_t>(rows, 1), db, ws,
+                   [dy, cols](std::int64_t i0, std::int64_t) { return dy + i0 * cols; });
+}
+
+bool column_sums16(Format f, const void* dy, std::int64_t rows, std::int64_t cols, float* db, Workspace& ws) {
+  if ((f != Format::FP16 && f != Format::BF16) || cols > kRowsBlockFloats) return false;
+  const auto* codes = static_cast<const std::uint16_t*>(dy);
+  const std::int64_t block = std::max<std::int64_t>(1, kRowsBlockFloats / std::max<std::int64_t>(cols, 1));
+  column_sums_with(rows, cols, block, db, ws, [=](std::int64_t i0, std::int64_t i1) {
+    // One buffer per thread: the rows are summed before the next block.
+    thread_local float buf[kRowsBlockFloats];
+    cast_to_f32(f, codes + i0 * cols, buf, static_cast<std::size_t>((i1 - i0) * cols));
+    return static_cast<const float*>(buf);
+  });
+  return true;
 }
 
 }  // namespace engine::cpu

@@ -36,6 +36,10 @@ void quantize(Format f, float* x, std::int64_t n, bool saturate);
 std::int64_t count_nonfinite(const float* x, std::int64_t n);
 double sum_squares(const float* x, std::int64_t n);
 void column_sums(const float* dy, std::int64_t rows, std::int64_t cols, float* db, Workspace& ws);
+// column_sums of FP16/BF16 codes, decoding blocks of rows on the stack as
+// it sums (the same sums in the same order); false, with nothing written,
+// for other formats or rows wider than the stack block.
+bool column_sums16(Format f, const void* dy, std::int64_t rows, std::int64_t cols, float* db, Workspace& ws);
 
 // rows.cpp
 void layernorm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean,

@@ -254,6 +254,11 @@ class GuardedBackend final : public Backend {
     Open o(*this, "amax", x, out);
     m_inner->amax(x, n, out);
   }
+  void column_sums16(Format f, const void* dy, std::int64_t rows, std::int64_t cols, float* db,
+                     float* scratch) override {
+    Open o(*this, "column_sums16", dy, db, scratch);
+    m_inner->column_sums16(f, dy, rows, cols, db, scratch);
+  }
   void column_sums(const float* dy, std::int64_t rows, std::int64_t cols, float* db) override {
     Open o(*this, "column_sums", dy, db);
     m_inner->column_sums(dy, rows, cols, db);

@@ -1183,6 +1183,38 @@ TEST_P(Conformance, Gelu16EqualsDecodeGeluEncode) {
       }
 }
 
+// Column sums of FP16/BF16 codes give the bits of decode then column_sums
+// through the same backend, for the linear layers' bias shapes and a row
+// wider than the CPU's stack block (its fallback).
+TEST_P(Conformance, ColumnSums16EqualsDecodeThenSum) {
+  struct Shape2 {
+    i64 rows, cols;
+  };
+  for (Format f : {Format::BF16, Format::FP16})
+    for (const Shape2& sh : {Shape2{1, 1}, Shape2{7, 13}, Shape2{2048, 64}, Shape2{2048, 192}, Shape2{128, 10},
+                             Shape2{3, 5000}}) {
+      const auto n = static_cast<std::size_t>(sh.rows * sh.cols);
+      std::vector<float> v = normal_values(n, 81 + n, 50.0f);
+      const float edges[] = {1e-7f, -0.0f, 60000.0f, -1e-40f, INFINITY};
+      for (std::size_t i = 0; i < std::size(edges) && i * 5 < n; ++i) v[i * 5] = edges[i];
+      if (n > 40) v[40] = NAN;
+      std::vector<std::uint16_t> codes(n);
+      engine::cast_from_f32(f, v.data(), codes.data(), n);
+      DeviceBuffer<std::uint16_t> cd(GetParam(), codes);
+      auto dec = out(n);
+      be->convert(f, cd.get(), Format::FP32, dec.get(), static_cast<i64>(n), {});
+      auto want = out(static_cast<std::size_t>(sh.cols));
+      be->column_sums(dec.get(), sh.rows, sh.cols, want.get());
+      auto got = out(static_cast<std::size_t>(sh.cols));
+      auto scratch = out(n);
+      be->column_sums16(f, cd.get(), sh.rows, sh.cols, got.get(), scratch.get());
+      expect_bit_equal(got.host(), want.host(),
+                       std::string("column_sums16 ") + engine::format_name(f) + " " + std::to_string(sh.rows) + "x" +
+                           std::to_string(sh.cols));
+      if (HasFailure()) return;
+    }
+}
+
 TEST_P(Conformance, CountNonfiniteFindsPlantedInfAndNan) {
   for (std::size_t n : {std::size_t{10}, std::size_t{1000003}}) {
     std::vector<float> x = normal_values(n, 41, 1e30f);  // large but finite (no inf from squaring)
