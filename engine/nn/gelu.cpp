@@ -11,14 +11,8 @@ void gelu_backward(Backend& be, const float* x, const float* dy, float* dx, std:
   be.gelu_backward(x, dy, dx, n);
 }
 
-namespace {
-
-bool is16(Format f) { return f == Format::BF16 || f == Format::FP16; }
-
-}  // namespace
-
 bool GELU::forward_bits(Backend& be, const Tensor& x, Tensor& y) {
-  if (!is16(x.format()) || y.format() != x.format()) return false;
+  if (!is_half_format(x.format()) || y.format() != x.format()) return false;
   m_x32.resize(x.shape(), Format::FP32);
   m_y32.resize(x.shape(), Format::FP32);
   if (x.numel()) be.gelu16_forward(x.format(), x.data(), y.data(), x.numel(), m_x32.f32(), m_y32.f32());
@@ -26,7 +20,7 @@ bool GELU::forward_bits(Backend& be, const Tensor& x, Tensor& y) {
 }
 
 bool GELU::backward_bits(Backend& be, const Tensor& x, const Tensor& dy, Tensor& dx) {
-  if (!is16(x.format()) || !is16(dy.format()) || dx.format() != dy.format()) return false;
+  if (!is_half_format(x.format()) || !is_half_format(dy.format()) || dx.format() != dy.format()) return false;
   m_x32.resize(x.shape(), Format::FP32);
   m_dy32.resize(x.shape(), Format::FP32);
   m_dx32.resize(x.shape(), Format::FP32);

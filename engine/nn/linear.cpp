@@ -201,7 +201,7 @@ void Linear::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
   }
   // FP16/BF16 codes are summed as they are decoded (Backend::column_sums16).
   const Format sf = dy_sum->format();
-  const bool sum_codes = m_has_bias && (sf == Format::FP16 || sf == Format::BF16);
+  const bool sum_codes = m_has_bias && is_half_format(sf);
   const float* dy32 = m_has_bias && !sum_codes ? f32_values(be, *dy_sum, m_dy32) : nullptr;
   float* dxf = dx ? output_begin(*dx, x.shape(), p.grad, m_dx32) : nullptr;
   float* dw = grad_begin(m_weight, m_dw32);

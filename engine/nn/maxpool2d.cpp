@@ -40,7 +40,7 @@ void MaxPool2d::forward(Backend& be, const Tensor& x, Tensor& y, Context& contex
   ctx.argmax_count = static_cast<std::size_t>(shape_numel(ys));
   ctx.argmax.reserve(ctx.argmax_count * sizeof(std::int32_t));
   const Format xf16 = x.format();
-  if ((xf16 == Format::FP16 || xf16 == Format::BF16) && p.compute == xf16 && p.storage == xf16 &&
+  if (is_half_format(xf16) && p.compute == xf16 && p.storage == xf16 &&
       !tracked(*this, NonfiniteSlot::Activation)) {
     // FP16/BF16 in and out: the codes pooled as they are (the same bits as
     // decode, pool, encode; the decoded scratch is only the default's).

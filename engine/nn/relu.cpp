@@ -12,21 +12,14 @@ void relu_backward(Backend& be, const float* x, const float* dy, float* dx, std:
   be.relu_backward(x, dy, dx, n);
 }
 
-namespace {
-
-// The formats the backend's relu16 ops take.
-bool is16(Format f) { return f == Format::BF16 || f == Format::FP16; }
-
-}  // namespace
-
 bool ReLU::forward_bits(Backend& be, const Tensor& x, Tensor& y) {
-  if (!is16(x.format()) || y.format() != x.format()) return false;
+  if (!is_half_format(x.format()) || y.format() != x.format()) return false;
   be.relu16_forward(x.format(), x.data(), y.data(), x.numel());
   return true;
 }
 
 bool ReLU::backward_bits(Backend& be, const Tensor& x, const Tensor& dy, Tensor& dx) {
-  if (!is16(x.format()) || !is16(dy.format()) || dx.format() != dy.format()) return false;
+  if (!is_half_format(x.format()) || !is_half_format(dy.format()) || dx.format() != dy.format()) return false;
   be.relu16_backward(x.format(), x.data(), dy.format(), dy.data(), dx.data(), x.numel());
   return true;
 }

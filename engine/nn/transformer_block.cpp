@@ -19,8 +19,7 @@ void residual_add(Backend& be, const Tensor& a, const Tensor& b, Tensor& y, Tens
     throw std::invalid_argument("residual add: shapes " + shape_string(a.shape()) + " and " +
                                 shape_string(b.shape()) + " differ");
   const Format f = residual_format(a.format(), b.format());
-  auto is16 = [](Format g) { return g == Format::FP16 || g == Format::BF16; };
-  if (is16(a.format()) && is16(b.format()) && is16(f) && !nonfinite) {
+  if (is_half_format(a.format()) && is_half_format(b.format()) && is_half_format(f) && !nonfinite) {
     // Codes in, codes out: one pass (Backend::add_encode; the f32 scratch
     // is only its default's).
     ws_a.resize(a.shape(), Format::FP32);

@@ -55,6 +55,8 @@ inline constexpr bool is_element_format(Format f) { return f >= Format::E3M2 && 
 inline constexpr bool is_block_format(Format f) { return f >= Format::MXFP8; }
 // A format a Tensor can hold (one of kAllFormats).
 inline constexpr bool is_tensor_format(Format f) { return f <= Format::E4M3; }
+// The 16-bit float formats, whose codes the backends' *16 ops take.
+inline constexpr bool is_half_format(Format f) { return f == Format::FP16 || f == Format::BF16; }
 
 // For a block format the fields describe its element format (bits, exponent,
 // mantissa, range) except name, storage_bytes (0: never a tensor's storage)

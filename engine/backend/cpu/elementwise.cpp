@@ -180,7 +180,7 @@ void column_sums(const float* dy, std::int64_t rows, std::int64_t cols, float* d
 }
 
 bool column_sums16(Format f, const void* dy, std::int64_t rows, std::int64_t cols, float* db, Workspace& ws) {
-  if ((f != Format::FP16 && f != Format::BF16) || cols > kRowsBlockFloats) return false;
+  if (!is_half_format(f) || cols > kRowsBlockFloats) return false;
   const auto* codes = static_cast<const std::uint16_t*>(dy);
   const std::int64_t block = std::max<std::int64_t>(1, kRowsBlockFloats / std::max<std::int64_t>(cols, 1));
   column_sums_with(rows, cols, block, db, ws, [=](std::int64_t i0, std::int64_t i1) {

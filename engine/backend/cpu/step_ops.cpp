@@ -190,8 +190,6 @@ void over_code_chunks(std::int64_t n, F&& f) {
   for (std::int64_t c = 0; c < chunks; ++c) f(c * kCodesChunk, std::min(kCodesChunk, n - c * kCodesChunk));
 }
 
-bool is_code16(Format f) { return f == Format::FP16 || f == Format::BF16; }
-
 // y (format fy) = op(a, b) over n values stored in formats fa and fb, in
 // one pass: each chunk decoded into stack buffers by the casts convert
 // runs, op(a_chunk, b_chunk, out_chunk, len) in f32, and encoded from there
@@ -236,7 +234,7 @@ void CpuBackend::add_encode(Format fa, const void* a, Format fb, const void* b, 
 
 void CpuBackend::gelu16_forward(Format f, const void* x, void* y, std::int64_t n, float* sx, float* sy) {
   use_threads();
-  if (!is_code16(f)) {
+  if (!is_half_format(f)) {
     Backend::gelu16_forward(f, x, y, n, sx, sy);
     return;
   }
@@ -257,7 +255,7 @@ void CpuBackend::gelu16_forward(Format f, const void* x, void* y, std::int64_t n
 void CpuBackend::gelu16_backward(Format f, const void* x, Format g, const void* dy, void* dx, std::int64_t n,
                                  float* sx, float* sdy, float* sdx) {
   use_threads();
-  if (!is_code16(f) || !is_code16(g)) {
+  if (!is_half_format(f) || !is_half_format(g)) {
     Backend::gelu16_backward(f, x, g, dy, dx, n, sx, sdy, sdx);
     return;
   }
