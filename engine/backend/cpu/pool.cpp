@@ -42,16 +42,21 @@ void maxpool2x2_plane(const float* xp, float* yp, std::int32_t* ap, std::int64_t
   }
 }
 
+// The 2x2 plane kernel for this CPU: 16 windows at a time where it has
+// AVX-512 (pool_avx512.cpp), the same rule and the same bits.
+using Plane2x2 = void (*)(const float*, float*, std::int32_t*, std::int64_t, std::int64_t);
+Plane2x2 plane2x2() {
+  static const Plane2x2 plane = __builtin_cpu_supports("avx512f") ? maxpool2x2_plane_avx512 : maxpool2x2_plane;
+  return plane;
+}
+
 }  // namespace
 
 void maxpool2d_forward(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
                        const float* x, float* y, std::int32_t* argmax) {
   const std::int64_t oh = h / k, ow = w / k, planes = n * c;
   if (k == 2) {
-    // 16 windows at a time where the CPU has AVX-512 (pool_avx512.cpp):
-    // the same rule, the same bits.
-    static const bool avx512 = __builtin_cpu_supports("avx512f");
-    const auto plane = avx512 ? maxpool2x2_plane_avx512 : maxpool2x2_plane;
+    const Plane2x2 plane = plane2x2();
 #pragma omp parallel for schedule(static) if (worth_parallel(planes * h * w))
     for (std::int64_t p = 0; p < planes; ++p) plane(x + p * h * w, y + p * oh * ow, argmax + p * oh * ow, h, w);
     return;
@@ -84,31 +89,18 @@ void maxpool2d_forward(std::int64_t n, std::int64_t c, std::int64_t h, std::int6
 
 bool maxpool2d_forward16(Format f, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
                          const std::uint16_t* x, std::uint16_t* y, std::int32_t* argmax) {
-  if (k != 2 || h * w > kPool16MaxPlane || (f != Format::FP16 && f != Format::BF16)) return false;
+  if (k != 2 || h * w > kPool16MaxPlane || !is_half_format(f)) return false;
   const std::int64_t oh = h / 2, ow = w / 2, planes = n * c;
-  // A NaN code decodes to a NaN that encodes back with its quiet bit set
-  // (numeric/convert.cpp); every other code comes back as it was.
-  const std::uint16_t exp_mask = f == Format::FP16 ? 0x7C00u : 0x7F80u;
-  const std::uint16_t quiet = f == Format::FP16 ? 0x0200u : 0x0040u;
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  const auto plane = avx512 ? maxpool2x2_plane_avx512 : maxpool2x2_plane;
+  const Plane2x2 plane = plane2x2();
 #pragma omp parallel for schedule(static) if (worth_parallel(planes * h * w))
   for (std::int64_t p = 0; p < planes; ++p) {
-    // The plane decoded (exactly) and pooled by the f32 kernel, so the
-    // window rule and argmax are the f32 path's; the output is then the
-    // chosen input's code.
+    // Decode, pool and encode one plane on the stack: the casts convert
+    // runs and the f32 window kernel, so the bits of the three passes.
     alignas(64) float xf[kPool16MaxPlane];
     alignas(64) float yf[kPool16MaxPlane / 4];
-    const std::uint16_t* xp = x + p * h * w;
-    std::uint16_t* yp = y + p * oh * ow;
-    std::int32_t* ap = argmax + p * oh * ow;
-    cast_to_f32(f, xp, xf, static_cast<std::size_t>(h * w));
-    plane(xf, yf, ap, h, w);
-    for (std::int64_t o = 0; o < oh * ow; ++o) {
-      const std::uint16_t v = xp[ap[o]];
-      const bool nan = (v & exp_mask) == exp_mask && (v & ~(exp_mask | 0x8000u)) != 0;
-      yp[o] = nan ? static_cast<std::uint16_t>(v | quiet) : v;
-    }
+    cast_to_f32(f, x + p * h * w, xf, static_cast<std::size_t>(h * w));
+    plane(xf, yf, argmax + p * oh * ow, h, w);
+    cast_from_f32(f, yf, y + p * oh * ow, static_cast<std::size_t>(oh * ow), {});
   }
   return true;
 }
