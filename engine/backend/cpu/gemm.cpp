@@ -5,7 +5,6 @@
 #include <bit>
 #include <cstring>
 #include <exception>
-#include <vector>
 #include <stdexcept>
 
 #include "backend/cpu/fp8_bf16.h"
@@ -47,6 +46,15 @@ void convert_matrix(const void* src_v, std::size_t esize, std::int64_t rows, std
   for (std::int64_t r = 0; r < rows; ++r) row_fn(src + r * ld * es, dst + r * cols, cols);
 }
 
+}  // namespace
+
+void decode_operand(Format f, const void* src, float* dst, std::size_t n) {
+  if (f == Format::TF32) cast_from_f32(Format::TF32, static_cast<const float*>(src), dst, n);
+  else cast_to_f32(f, src, dst, n);
+}
+
+namespace {
+
 // True when `prepare` must decode an operand of format f (it is not already
 // the matmul's input type).
 bool needs_decode(Format f, bool to_bf16) { return to_bf16 ? f != Format::BF16 : f != Format::FP32; }
@@ -64,11 +72,7 @@ Prepared prepare(const GemmOperand& op, std::int64_t rows, std::int64_t cols, bo
     float* dst = ws.get<float>(static_cast<std::size_t>(rows * cols));
     convert_matrix(op.data, storage_bytes(f), rows, cols, ld, dst, serial,
                    [f](const std::uint8_t* s, float* d, std::int64_t n) {
-                     if (f == Format::TF32)
-                       cast_from_f32(Format::TF32, reinterpret_cast<const float*>(s), d,
-                                     static_cast<std::size_t>(n));
-                     else
-                       cast_to_f32(f, s, d, static_cast<std::size_t>(n));
+                     decode_operand(f, s, d, static_cast<std::size_t>(n));
                    });
     return {dst, cols};
   }
@@ -99,9 +103,7 @@ const void* prepare_span(const GemmOperand& op, std::int64_t batch0, std::int64_
   }
   float* dst = ws.get<float>(static_cast<std::size_t>(n));
   for_chunks(n, [&](std::int64_t b, std::int64_t e) {
-    const auto count = static_cast<std::size_t>(e - b);
-    if (f == Format::TF32) cast_from_f32(Format::TF32, reinterpret_cast<const float*>(src) + b, dst + b, count);
-    else cast_to_f32(f, src + b * es, dst + b, count);
+    decode_operand(f, src + b * es, dst + b, static_cast<std::size_t>(e - b));
   });
   return dst;
 }
@@ -300,24 +302,25 @@ void GemmEngine::execute_on(Plan& p, const void* a, const void* b, float* c, con
 struct GemmEngine::Slice {
   Workspace a, b, scratch;
   dnnl::stream stream;
+  Plan* plan = nullptr;  // this call's primitive for the thread's rows
   explicit Slice(const dnnl::engine& e) : stream(e) {}
 };
 
-bool GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int64_t ldc, bool alpha_pass) {
+GemmEngine::Plan* GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int64_t ldc, bool alpha_pass) {
   // Rows per thread: below this a one-thread primitive loses more than the
   // private decode saves.
   constexpr std::int64_t kMinRows = 32;
   const int nt = omp_get_max_threads();
-  if (nt < 2 || g.m < nt * kMinRows) return false;
-  if (!needs_decode(g.a.format, bf16) && !needs_decode(g.b.format, bf16)) return false;
+  if (nt < 2 || g.m < nt * kMinRows) return nullptr;
+  if (!needs_decode(g.a.format, bf16) && !needs_decode(g.b.format, bf16)) return nullptr;
   while (m_slices.size() < static_cast<std::size_t>(nt))
     m_slices.push_back(std::make_unique<Slice>(m_ctx.engine()));
 
   const std::int64_t b_rows = g.b.trans ? g.n : g.k, b_cols = g.b.trans ? g.k : g.n;
   const std::int64_t a_es = static_cast<std::int64_t>(storage_bytes(g.a.format));
   const std::int64_t lda_in = g.a.ld > 0 ? g.a.ld : (g.a.trans ? g.m : g.k);
-  // One plan per thread, created here on the calling thread (plan_for is
-  // not for concurrent use). A slice's decoded A is compact, so its leading
+  // One plan per thread, looked up here on the calling thread (plan_for is
+  // not for concurrent use; no allocation once the shapes have been seen). A slice's decoded A is compact, so its leading
   // dimension is known before the decode; B's is b_cols when decoded, else
   // its own.
   const std::int64_t ldb = needs_decode(g.b.format, bf16) ? b_cols : (g.b.ld > 0 ? g.b.ld : b_cols);
@@ -327,7 +330,6 @@ bool GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int64_t ldc, bool
   // transformer), which cost more in calls than the whole matrix costs to
   // decode. Wider ones (qkv's 192) decode their slice.
   const bool a_whole = g.a.trans && needs_decode(g.a.format, bf16) && g.m <= 128;
-  std::vector<Plan*> plans(static_cast<std::size_t>(nt));
   for (int t = 0; t < nt; ++t) {
     const std::int64_t m0 = g.m * t / nt, m1 = g.m * (t + 1) / nt;
     GemmArgs s = g;
@@ -336,7 +338,7 @@ bool GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int64_t ldc, bool
     Key key = key_of(s, lda, ldb, ldc, bf16, alpha_pass ? 1.0f : g.alpha);
     key.has_bias = g.bias != nullptr && !alpha_pass;
     key.slice = t;
-    plans[static_cast<std::size_t>(t)] = &plan_for(key);
+    m_slices[static_cast<std::size_t>(t)]->plan = &plan_for(key);
   }
   std::exception_ptr error;
 #pragma omp parallel num_threads(nt)
@@ -358,7 +360,7 @@ bool GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int64_t ldc, bool
         a_data = prepare(a, g.a.trans ? g.k : rows, g.a.trans ? rows : g.k, bf16, sl.a, true).data;
       }
       const Prepared pb = prepare(g.b, b_rows, b_cols, bf16, sl.b, true);
-      execute_on(*plans[static_cast<std::size_t>(t)], a_data, pb.data, g.c + m0 * ldc, g.bias, sl.stream,
+      execute_on(*sl.plan, a_data, pb.data, g.c + m0 * ldc, g.bias, sl.stream,
                  sl.scratch);
     } catch (...) {
 #pragma omp critical(pl_gemm_sliced)
@@ -366,8 +368,9 @@ bool GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int64_t ldc, bool
     }
   }
   if (error) std::rethrow_exception(error);
-  m_last_impl = &plans[0]->impl;
-  return true;
+  Plan* first = m_slices[0]->plan;
+  m_last_impl = &first->impl;
+  return first;
 }
 
 void GemmEngine::run(const GemmArgs& g) {
@@ -398,27 +401,21 @@ void GemmEngine::run(const GemmArgs& g) {
   // pass applies c = alpha * c + bias, so a new alpha creates no primitive.
   // Same arithmetic as oneDNN's output scale: alpha times the f32 result.
   const bool alpha_pass = g.alpha != 1.0f && g.beta == 0.0f;
-  // The bias needs a pass of its own when alpha != 1 and C is strided
-  // (Plan::manual_bias).
-  const bool manual_bias = g.bias && !alpha_pass && g.alpha != 1.0f && ldc != g.n;
   if (g.beta != 0.0f && g.beta != 1.0f) scale_block(g.c, g.m, g.n, ldc, g.beta);
-  if (run_sliced(g, bf16, ldc, alpha_pass)) {
-    if (alpha_pass) scale_and_bias(g.c, g.m, g.n, ldc, g.alpha, g.bias);
-    if (manual_bias) add_bias_rows(g.c, g.m, g.n, ldc, g.bias);
-    return;
+  Plan* p = run_sliced(g, bf16, ldc, alpha_pass);
+  if (!p) {
+    const std::int64_t a_rows = g.a.trans ? g.k : g.m, a_cols = g.a.trans ? g.m : g.k;
+    const std::int64_t b_rows = g.b.trans ? g.n : g.k, b_cols = g.b.trans ? g.k : g.n;
+    const Prepared pa = prepare(g.a, a_rows, a_cols, bf16, m_a_ws);
+    const Prepared pb = prepare(g.b, b_rows, b_cols, bf16, m_b_ws);
+    Key key = key_of(g, pa.ld, pb.ld, ldc, bf16, alpha_pass ? 1.0f : g.alpha);
+    key.has_bias = g.bias != nullptr && !alpha_pass;
+    p = &plan_for(key);
+    execute(*p, pa.data, pb.data, g.c, g.bias);
+    m_last_impl = &p->impl;
   }
-
-  const std::int64_t a_rows = g.a.trans ? g.k : g.m, a_cols = g.a.trans ? g.m : g.k;
-  const std::int64_t b_rows = g.b.trans ? g.n : g.k, b_cols = g.b.trans ? g.k : g.n;
-  const Prepared pa = prepare(g.a, a_rows, a_cols, bf16, m_a_ws);
-  const Prepared pb = prepare(g.b, b_rows, b_cols, bf16, m_b_ws);
-  Key key = key_of(g, pa.ld, pb.ld, ldc, bf16, alpha_pass ? 1.0f : g.alpha);
-  key.has_bias = g.bias != nullptr && !alpha_pass;
-  Plan& p = plan_for(key);
-  execute(p, pa.data, pb.data, g.c, g.bias);
   if (alpha_pass) scale_and_bias(g.c, g.m, g.n, ldc, g.alpha, g.bias);
-  if (p.manual_bias) add_bias_rows(g.c, g.m, g.n, ldc, g.bias);
-  m_last_impl = &p.impl;
+  if (p->manual_bias) add_bias_rows(g.c, g.m, g.n, ldc, g.bias);
 }
 
 void GemmEngine::run_batched(const GemmArgs& g) {

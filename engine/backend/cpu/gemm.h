@@ -50,6 +50,10 @@ struct SmallBatch {
 };
 void gemm_small_batched(const SmallBatch& s);
 
+// n stored values of format f as the f32 GEMM paths read them: decoded
+// exactly, TF32 rounded (RNE) to its grid.
+void decode_operand(Format f, const void* src, float* dst, std::size_t n);
+
 class GemmEngine {
  public:
   GemmEngine(DnnlContext& ctx, bool native_bf16);
@@ -101,8 +105,9 @@ class GemmEngine {
   // was measured on, writing a buffer the other core has read (a decode
   // into the shared workspace that the previous GEMM read on both cores)
   // ran at 6-13 GB/s against 100 GB/s for a buffer only this core touches.
-  // False when the GEMM does not qualify (then the caller runs it whole).
-  bool run_sliced(const GemmArgs& g, bool bf16, std::int64_t ldc, bool alpha_pass);
+  // Returns the first slice's plan (its epilogue flags are every slice's),
+  // or null when the GEMM does not qualify (then the caller runs it whole).
+  Plan* run_sliced(const GemmArgs& g, bool bf16, std::int64_t ldc, bool alpha_pass);
   void run_lowp(const GemmArgs& args);
   // GemmArgs::batch > 1: one oneDNN batched matmul over 4-D strided
   // operands (FP32 accumulation), else the products one by one.

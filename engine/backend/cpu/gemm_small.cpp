@@ -208,14 +208,13 @@ bool small_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k, Format a, F
 
 namespace {
 
-// One operand's elements [lo, hi) decoded exactly to f32 (TF32: rounded,
-// RNE, as gemm.cpp's prepare does) by the library's vectorized casts.
+// One operand's elements [lo, hi) as f32, decoded as gemm.cpp's prepare
+// decodes (decode_operand: the library's vectorized casts).
 void decode_span(const void* data, Format f, std::int64_t lo, std::int64_t hi, std::vector<float>& out) {
   const auto n = static_cast<std::size_t>(hi - lo);
   if (out.size() < n) out.resize(n);
-  const auto* src = static_cast<const std::uint8_t*>(data) + static_cast<std::size_t>(lo) * storage_bytes(f);
-  if (f == Format::TF32) cast_from_f32(Format::TF32, reinterpret_cast<const float*>(src), out.data(), n);
-  else cast_to_f32(f, src, out.data(), n);
+  decode_operand(f, static_cast<const std::uint8_t*>(data) + static_cast<std::size_t>(lo) * storage_bytes(f),
+                 out.data(), n);
 }
 
 }  // namespace
