@@ -33,31 +33,20 @@ void relu_backward(const float* x, const float* dy, float* dx, std::int64_t n) {
 
 namespace {
 
-// GELU through libmvec where the CPU has AVX-512 or AVX2 (gelu_simd.h).
-
-// The kernels' formulas, one element (libm's double erfc and exp).
-float gelu_one(float x) {
-  const double v = x;
-  return static_cast<float>(v * (0.5 * std::erfc(v * -kGeluInvSqrt2)));
-}
-float gelu_grad_one(float x, float dy) {
-  const double v = x;
-  const double phi = 0.5 * std::erfc(v * -kGeluInvSqrt2);
-  const double pdf = kGeluInvSqrt2Pi * std::exp(-0.5 * (v * v));
-  return static_cast<float>(static_cast<double>(dy) * (phi + v * pdf));
-}
-
-// Runs vec(begin, count) over whole 8-element groups in parallel, then the
-// scalar tail: which elements take the vector path depends on n alone,
-// never on the thread count.
+// GELU in f32 lanes where the CPU has AVX-512 or AVX2, else element by
+// element here (gelu_simd.h: the same inline code, so the same bits).
+// Runs vec(begin, count) over parallel chunks, or one(i) per element on
+// a CPU without the lanes.
 template <class Vec, class One>
 void gelu_apply(std::int64_t n, Vec&& vec, One&& one) {
-  const std::int64_t groups = mvec_isa() == MvecIsa::Scalar ? 0 : n / 8;
-  for_chunks(groups, [&](std::int64_t b, std::int64_t e) {
-    const std::int64_t done = vec(b * 8, (e - b) * 8);
-    for (std::int64_t i = b * 8 + done; i < e * 8; ++i) one(i);
+  const bool lanes = mvec_isa() != MvecIsa::Scalar;
+  for_chunks(n, [&](std::int64_t b, std::int64_t e) {
+    if (lanes) {
+      vec(b, e - b);
+    } else {
+      for (std::int64_t i = b; i < e; ++i) one(i);
+    }
   });
-  for (std::int64_t i = groups * 8; i < n; ++i) one(i);
 }
 
 }  // namespace
@@ -69,7 +58,7 @@ void gelu_forward(const float* x, float* y, std::int64_t n) {
       [=](std::int64_t i, std::int64_t m) {
         return mvec_isa() == MvecIsa::Avx512 ? gelu_forward_avx512(x + i, y + i, m) : gelu_forward_avx2(x + i, y + i, m);
       },
-      [=](std::int64_t i) { y[i] = gelu_one(x[i]); });
+      [=](std::int64_t i) { y[i] = gelu_value(x[i]); });
 }
 
 void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) {
@@ -80,7 +69,7 @@ void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) {
         return mvec_isa() == MvecIsa::Avx512 ? gelu_backward_avx512(x + i, dy + i, dx + i, m)
                                              : gelu_backward_avx2(x + i, dy + i, dx + i, m);
       },
-      [=](std::int64_t i) { dx[i] = gelu_grad_one(x[i], dy[i]); });
+      [=](std::int64_t i) { dx[i] = gelu_grad(x[i], dy[i]); });
 }
 
 void add(const float* a, const float* b, float* y, std::int64_t n) {

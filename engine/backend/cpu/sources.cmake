@@ -24,10 +24,11 @@ set_source_files_properties(cpu/gemm_lowp.cpp cpu/rows.cpp PROPERTIES COMPILE_OP
 # Compiled for AVX-512BW, called only after a run-time CPU check.
 set_source_files_properties(cpu/fp8_bf16_avx512.cpp PROPERTIES COMPILE_OPTIONS "-mavx512f;-mavx512bw")
 set_source_files_properties(cpu/pool_avx512.cpp PROPERTIES COMPILE_OPTIONS "-mavx512f")
-# GELU's vector paths: compiled for their ISA, called after a run-time check;
-# glibc's libmvec provides the vector erfc and exp.
+# GELU's f32 lanes and softmax's exp: compiled for their ISA, called after a
+# run-time check; glibc's libmvec provides the vector exp. No contraction:
+# the lanes must round as the element-by-element code in elementwise.cpp.
 # (GCC 12 warns falsely inside its own avx512fintrin.h conversions.)
 set_source_files_properties(cpu/gelu_avx512.cpp PROPERTIES COMPILE_OPTIONS
-                            "-mavx512f;$<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>")
-set_source_files_properties(cpu/gelu_avx2.cpp PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma")
+                            "-mavx512f;-ffp-contract=off;$<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>")
+set_source_files_properties(cpu/gelu_avx2.cpp PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-ffp-contract=off")
 target_link_libraries(engine_cpu PRIVATE mvec)
