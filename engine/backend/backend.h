@@ -365,6 +365,37 @@ class Backend {
   virtual void layernorm_backward(const float* dy, const float* x, const float* mean,
                                   const float* rstd, const float* gamma, float* dx, float* dgamma,
                                   float* dbeta, std::int64_t rows, std::int64_t cols) = 0;
+  // LayerNorm with FP32 accumulation whose tensors may be FP16/BF16 codes:
+  // x (format fx) and, backward, dy (fdy) are FP32, FP16 or BF16, decoded
+  // into sx / sdy where not FP32; y (fy) and dx (fdx) likewise, encoded from
+  // sy / sdx (forward: opt, saturation) where not FP32; dx is required.
+  // mean, rstd, gamma, beta, dgamma and dbeta are f32 as above. Decode,
+  // layernorm_forward / layernorm_backward, encode is the default (scratch:
+  // rows * cols floats of backend memory each, contents undefined after); a
+  // backend may do it in one pass with the same bits.
+  virtual void layernorm_coded_forward(Format fx, const void* x, const float* gamma, const float* beta, Format fy,
+                                       void* y, float* mean, float* rstd, std::int64_t rows, std::int64_t cols,
+                                       float eps, const CastOptions& opt, float* sx, float* sy) {
+    const std::int64_t n = rows * cols;
+    const float* xf = fx == Format::FP32 ? static_cast<const float*>(x) : sx;
+    float* yf = fy == Format::FP32 ? static_cast<float*>(y) : sy;
+    if (fx != Format::FP32) convert(fx, x, Format::FP32, sx, n, {});
+    layernorm_forward(xf, gamma, beta, yf, mean, rstd, rows, cols, eps, Format::FP32);
+    if (fy != Format::FP32) convert(Format::FP32, sy, fy, y, n, opt);
+  }
+  virtual void layernorm_coded_backward(Format fdy, const void* dy, Format fx, const void* x, const float* mean,
+                                        const float* rstd, const float* gamma, Format fdx, void* dx, float* dgamma,
+                                        float* dbeta, std::int64_t rows, std::int64_t cols, float* sdy, float* sx,
+                                        float* sdx) {
+    const std::int64_t n = rows * cols;
+    const float* dyf = fdy == Format::FP32 ? static_cast<const float*>(dy) : sdy;
+    const float* xf = fx == Format::FP32 ? static_cast<const float*>(x) : sx;
+    float* dxf = fdx == Format::FP32 ? static_cast<float*>(dx) : sdx;
+    if (fdy != Format::FP32) convert(fdy, dy, Format::FP32, sdy, n, {});
+    if (fx != Format::FP32) convert(fx, x, Format::FP32, sx, n, {});
+    layernorm_backward(dyf, xf, mean, rstd, gamma, dxf, dgamma, dbeta, rows, cols);
+    if (fdx != Format::FP32) convert(Format::FP32, sdx, fdx, dx, n, {});
+  }
   // Numerically stable softmax (max subtracted) over each row; FP16/BF16
   // accumulate rounds the exponentials' running sum after every addition.
   virtual void softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t cols,

@@ -20,6 +20,13 @@ void layernorm_backward(Backend& be, const float* dy, const float* x, const floa
   be.layernorm_backward(dy, x, mean, rstd, gamma, dx, dgamma, dbeta, rows, cols);
 }
 
+namespace {
+
+// The formats Backend::layernorm_coded_* take for a tensor.
+bool coded(Format f) { return f == Format::FP32 || is_half_format(f); }
+
+}  // namespace
+
 LayerNorm::LayerNorm(std::string name, std::int64_t dim, float eps)
     : Layer(std::move(name)), m_dim(dim), m_eps(eps) {
   if (dim <= 0) throw std::invalid_argument(this->name() + ": dimension must be positive");
@@ -48,12 +55,27 @@ void LayerNorm::forward(Backend& be, const Tensor& x, Tensor& y, Context& contex
   const std::int64_t rows = x.numel() / m_dim;
   ctx.mean.resize({rows}, Format::FP32);
   ctx.rstd.resize({rows}, Format::FP32);
-  const float* xf = f32_values(be, xc, m_x32);
   const float* g = f32_rounded(be, m_gamma.weight, p.compute, m_g32, sat);
   const float* b = f32_rounded(be, m_beta.weight, p.compute, m_b32, sat);
+  std::int64_t* nonfinite = tracked(*this, NonfiniteSlot::Activation);
+  if (p.accumulate == Format::FP32 && coded(xc.format()) && coded(p.storage) &&
+      (is_half_format(xc.format()) || is_half_format(p.storage)) && !nonfinite) {
+    // FP16/BF16 codes in or out: one pass (Backend::layernorm_coded_forward;
+    // the f32 scratch is only its default's).
+    if (xc.format() != Format::FP32) m_x32.resize(x.shape(), Format::FP32);
+    if (p.storage != Format::FP32) m_y32.resize(ys, Format::FP32);
+    y.resize(ys, p.storage);
+    CastOptions opt;
+    opt.saturate = saturates_forward(p.storage);
+    if (x.numel())
+      be.layernorm_coded_forward(xc.format(), xc.data(), g, b, p.storage, y.data(), ctx.mean.f32(), ctx.rstd.f32(),
+                                 rows, m_dim, m_eps, opt, m_x32.f32(), m_y32.f32());
+    return;
+  }
+  const float* xf = f32_values(be, xc, m_x32);
   float* yf = output_begin(y, ys, p.storage, m_y32);
   layernorm_forward(be, xf, g, b, yf, ctx.mean.f32(), ctx.rstd.f32(), rows, m_dim, m_eps, p.accumulate);
-  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, NonfiniteSlot::Activation));
+  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), nonfinite);
 }
 
 void LayerNorm::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
@@ -63,9 +85,29 @@ void LayerNorm::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& con
   if (dy.shape() != x.shape()) throw_shape(name(), "gradient does not match the output " + shape_string(x.shape()), dy.shape());
   const LayerPrecision& p = m_precision;
   const std::int64_t rows = x.numel() / m_dim;
+  const float* g = f32_rounded(be, m_gamma.weight, p.compute, m_g32, saturates_forward(p.compute));
+  std::int64_t* dx_nonfinite = dx ? tracked(*this, NonfiniteSlot::ActivationGrad) : nullptr;
+  // dy is read as f32_rounded(dy, p.grad) reads it: decoded, when it is in
+  // p.grad already or p.grad is FP32.
+  const bool dy_exact = dy.format() == p.grad || p.grad == Format::FP32;
+  if (dx && dy_exact && coded(dy.format()) && coded(x.format()) && coded(p.grad) &&
+      (is_half_format(dy.format()) || is_half_format(x.format()) || is_half_format(p.grad)) && !dx_nonfinite) {
+    // FP16/BF16 codes in or out: one pass (Backend::layernorm_coded_backward).
+    if (dy.format() != Format::FP32) m_dy32.resize(x.shape(), Format::FP32);
+    if (x.format() != Format::FP32) m_x32.resize(x.shape(), Format::FP32);
+    if (p.grad != Format::FP32) m_dx32.resize(x.shape(), Format::FP32);
+    dx->resize(x.shape(), p.grad);
+    float* dg = grad_begin(m_gamma, m_dg32);
+    float* db = grad_begin(m_beta, m_db32);
+    if (x.numel())
+      be.layernorm_coded_backward(dy.format(), dy.data(), x.format(), x.data(), ctx.mean.f32(), ctx.rstd.f32(), g,
+                                  p.grad, dx->data(), dg, db, rows, m_dim, m_dy32.f32(), m_x32.f32(), m_dx32.f32());
+    grad_end(be, m_gamma, p.grad, m_dg32, tracked(*this, NonfiniteSlot::WeightGrad));
+    grad_end(be, m_beta, p.grad, m_db32, tracked(*this, NonfiniteSlot::WeightGrad));
+    return;
+  }
   const float* dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
   const float* xf = f32_values(be, x, m_x32);
-  const float* g = f32_rounded(be, m_gamma.weight, p.compute, m_g32, saturates_forward(p.compute));
   float* dxf = nullptr;
   if (dx) {
     dxf = output_begin(*dx, x.shape(), p.grad, m_dx32);
@@ -77,7 +119,7 @@ void LayerNorm::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& con
   float* dg = grad_begin(m_gamma, m_dg32);
   float* db = grad_begin(m_beta, m_db32);
   layernorm_backward(be, dyf, xf, ctx.mean.f32(), ctx.rstd.f32(), g, dxf, dg, db, rows, m_dim);
-  if (dx) output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, NonfiniteSlot::ActivationGrad));
+  if (dx) output_end(be, *dx, p.grad, m_dx32, false, dx_nonfinite);
   grad_end(be, m_gamma, p.grad, m_dg32, tracked(*this, NonfiniteSlot::WeightGrad));
   grad_end(be, m_beta, p.grad, m_db32, tracked(*this, NonfiniteSlot::WeightGrad));
 }

@@ -178,6 +178,18 @@ class TimingBackend final : public engine::Backend {
                      float* scratch) override {
     PL_TIMED("column_sums16 " + std::string(engine::format_name(f)), m_in->column_sums16(f, dy, r, c, db, scratch));
   }
+  void layernorm_coded_forward(engine::Format fx, const void* x, const float* g, const float* b, engine::Format fy,
+                           void* y, float* mean, float* rstd, std::int64_t r, std::int64_t c, float eps,
+                           const engine::CastOptions& opt, float* sx, float* sy) override {
+    PL_TIMED("layernorm_coded_forward " + std::string(engine::format_name(fy)),
+             m_in->layernorm_coded_forward(fx, x, g, b, fy, y, mean, rstd, r, c, eps, opt, sx, sy));
+  }
+  void layernorm_coded_backward(engine::Format fdy, const void* dy, engine::Format fx, const void* x, const float* mean,
+                            const float* rstd, const float* g, engine::Format fdx, void* dx, float* dg, float* db,
+                            std::int64_t r, std::int64_t c, float* sdy, float* sx, float* sdx) override {
+    PL_TIMED("layernorm_coded_backward " + std::string(engine::format_name(fdx)),
+             m_in->layernorm_coded_backward(fdy, dy, fx, x, mean, rstd, g, fdx, dx, dg, db, r, c, sdy, sx, sdx));
+  }
   void column_sums(const float* dy, std::int64_t r, std::int64_t c, float* db) override {
     PL_TIMED("column_sums", m_in->column_sums(dy, r, c, db));
   }

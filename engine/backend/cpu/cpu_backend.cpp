@@ -230,6 +230,26 @@ void CpuBackend::layernorm_backward(const float* dy, const float* x, const float
   cpu::layernorm_backward(dy, x, mean, rstd, gamma, dx, dgamma, dbeta, rows, cols, m_reduce_ws);
 }
 
+void CpuBackend::layernorm_coded_forward(Format fx, const void* x, const float* gamma, const float* beta, Format fy,
+                                     void* y, float* mean, float* rstd, std::int64_t rows, std::int64_t cols,
+                                     float eps, const CastOptions& opt, float* sx, float* sy) {
+  use_threads();
+  // One pass: code rows decoded and encoded on the stack (rows.cpp).
+  if (!cpu::layernorm_coded_forward(fx, x, gamma, beta, fy, y, mean, rstd, rows, cols, eps, opt))
+    Backend::layernorm_coded_forward(fx, x, gamma, beta, fy, y, mean, rstd, rows, cols, eps, opt, sx, sy);
+}
+
+void CpuBackend::layernorm_coded_backward(Format fdy, const void* dy, Format fx, const void* x, const float* mean,
+                                      const float* rstd, const float* gamma, Format fdx, void* dx, float* dgamma,
+                                      float* dbeta, std::int64_t rows, std::int64_t cols, float* sdy, float* sx,
+                                      float* sdx) {
+  use_threads();
+  if (!cpu::layernorm_coded_backward(fdy, dy, fx, x, mean, rstd, gamma, fdx, dx, dgamma, dbeta, rows, cols,
+                                 m_reduce_ws))
+    Backend::layernorm_coded_backward(fdy, dy, fx, x, mean, rstd, gamma, fdx, dx, dgamma, dbeta, rows, cols, sdy, sx,
+                                  sdx);
+}
+
 void CpuBackend::softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t cols,
                                  Format accumulate) {
   use_threads();

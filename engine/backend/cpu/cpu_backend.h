@@ -104,6 +104,12 @@ class CpuBackend final : public Backend {
   void count_nonfinite(const float* x, std::int64_t n, std::int64_t* counter) override;
   void amax(const float* x, std::int64_t n, float* out) override;
   void column_sums(const float* dy, std::int64_t rows, std::int64_t cols, float* db) override;
+  void layernorm_coded_forward(Format fx, const void* x, const float* gamma, const float* beta, Format fy, void* y,
+                           float* mean, float* rstd, std::int64_t rows, std::int64_t cols, float eps,
+                           const CastOptions& opt, float* sx, float* sy) override;
+  void layernorm_coded_backward(Format fdy, const void* dy, Format fx, const void* x, const float* mean, const float* rstd,
+                            const float* gamma, Format fdx, void* dx, float* dgamma, float* dbeta, std::int64_t rows,
+                            std::int64_t cols, float* sdy, float* sx, float* sdx) override;
   void column_sums16(Format f, const void* dy, std::int64_t rows, std::int64_t cols, float* db,
                      float* scratch) override;
 

@@ -8,6 +8,10 @@
 #include "backend/cpu/workspace.h"
 #include "numeric/format.h"
 
+namespace engine {
+struct CastOptions;
+}
+
 namespace engine::cpu {
 
 // pool.cpp
@@ -48,6 +52,17 @@ void layernorm_forward(const float* x, const float* gamma, const float* beta, fl
 void layernorm_backward(const float* dy, const float* x, const float* mean, const float* rstd,
                         const float* gamma, float* dx, float* dgamma, float* dbeta,
                         std::int64_t rows, std::int64_t cols, Workspace& ws);
+// LayerNorm (FP32 accumulation) whose x, dy, y, dx are each FP32 or
+// FP16/BF16 codes: code rows decoded and encoded (opt: saturation,
+// stochastic rounding) on the stack around the kernels above, so the bits
+// of decode, layernorm, encode in one pass. false, with nothing written,
+// for other formats, rows over 1024 values or (backward) no dx.
+bool layernorm_coded_forward(Format fx, const void* x, const float* gamma, const float* beta, Format fy, void* y,
+                         float* mean, float* rstd, std::int64_t rows, std::int64_t cols, float eps,
+                         const CastOptions& opt);
+bool layernorm_coded_backward(Format fdy, const void* dy, Format fx, const void* x, const float* mean, const float* rstd,
+                          const float* gamma, Format fdx, void* dx, float* dgamma, float* dbeta, std::int64_t rows,
+                          std::int64_t cols, Workspace& ws);
 void softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t cols,
                      Format accumulate);
 void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows,

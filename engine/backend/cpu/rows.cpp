@@ -7,6 +7,8 @@
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/lowp.h"
 #include "backend/cpu/parallel.h"
+#include "numeric/cast.h"
+#include "numeric/format.h"
 
 namespace engine::cpu {
 
@@ -71,36 +73,77 @@ void layernorm_row_lowp(Format f, const float* x, const float* gamma, const floa
 
 }  // namespace
 
-void layernorm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean,
-                       float* rstd, std::int64_t rows, std::int64_t cols, float eps,
-                       Format accumulate) {
+namespace {
+
+// LayerNorm's rows come from f32 memory or from FP16/BF16 codes decoded
+// into the caller's buffer (at most kNormMaxCols values), and go to f32
+// memory or to codes encoded from a buffer (stochastic rounding at the
+// row's index offset), so the f32 and code paths share one kernel below:
+// the same arithmetic in the same order, the bits of decode, norm, encode.
+constexpr std::int64_t kNormMaxCols = 1024;
+
+struct F32In {
+  const float* p;
+  const float* row(std::int64_t i, std::int64_t cols, float*) const { return p + i * cols; }
+};
+struct CodesIn {
+  Format f;
+  const std::uint16_t* p;
+  const float* row(std::int64_t i, std::int64_t cols, float* buf) const {
+    cast_to_f32(f, p + i * cols, buf, static_cast<std::size_t>(cols));
+    return buf;
+  }
+};
+struct F32Out {
+  float* p;
+  float* row(std::int64_t i, std::int64_t cols, float*) const { return p + i * cols; }
+  void done(std::int64_t, std::int64_t, const float*) const {}
+};
+struct CodesOut {
+  Format f;
+  std::uint16_t* p;
+  CastOptions opt;
+  float* row(std::int64_t, std::int64_t, float* buf) const { return buf; }
+  void done(std::int64_t i, std::int64_t cols, const float* buf) const {
+    CastOptions o = opt;
+    o.index_offset += static_cast<std::uint64_t>(i * cols);
+    cast_from_f32(f, buf, p + i * cols, static_cast<std::size_t>(cols), o);
+  }
+};
+
+// FP32 accumulation.
+template <class In, class Out>
+void layernorm_forward_rows(In x, const float* gamma, const float* beta, Out y, float* mean, float* rstd,
+                            std::int64_t rows, std::int64_t cols, float eps) {
 #pragma omp parallel for schedule(static) if (rows > 1 && worth_parallel(rows * cols))
   for (std::int64_t i = 0; i < rows; ++i) {
-    const float* xr = x + i * cols;
-    float* yr = y + i * cols;
+    alignas(64) float bx[kNormMaxCols];
+    alignas(64) float by[kNormMaxCols];
+    const float* xr = x.row(i, cols, bx);
+    float* yr = y.row(i, cols, by);
     float mu = 0.0f, r = 0.0f;
-    if (accumulate == Format::FP32) {
-      layernorm_stats_f32(xr, cols, eps, mu, r);
-      for (std::int64_t j = 0; j < cols; ++j)
-        yr[j] = (xr[j] - mu) * r * (gamma ? gamma[j] : 1.0f) + (beta ? beta[j] : 0.0f);
-    } else {
-      layernorm_row_lowp(accumulate, xr, gamma, beta, yr, cols, eps, mu, r);
-    }
+    layernorm_stats_f32(xr, cols, eps, mu, r);
+    for (std::int64_t j = 0; j < cols; ++j)
+      yr[j] = (xr[j] - mu) * r * (gamma ? gamma[j] : 1.0f) + (beta ? beta[j] : 0.0f);
+    y.done(i, cols, yr);
     if (mean) mean[i] = mu;
     if (rstd) rstd[i] = r;
   }
 }
 
-void layernorm_backward(const float* dy, const float* x, const float* mean, const float* rstd,
-                        const float* gamma, float* dx, float* dgamma, float* dbeta,
-                        std::int64_t rows, std::int64_t cols, Workspace& ws) {
+template <class Dy, class X, class Dx>
+void layernorm_backward_rows(Dy dy, X x, const float* mean, const float* rstd, const float* gamma, Dx* dx,
+                             float* dgamma, float* dbeta, std::int64_t rows, std::int64_t cols, Workspace& ws) {
   // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma.
   if (dx) {
 #pragma omp parallel for schedule(static) if (rows > 1 && worth_parallel(rows * cols))
     for (std::int64_t i = 0; i < rows; ++i) {
-      const float* xr = x + i * cols;
-      const float* dyr = dy + i * cols;
-      float* dxr = dx + i * cols;
+      alignas(64) float bdy[kNormMaxCols];
+      alignas(64) float bx[kNormMaxCols];
+      alignas(64) float bdx[kNormMaxCols];
+      const float* xr = x.row(i, cols, bx);
+      const float* dyr = dy.row(i, cols, bdy);
+      float* dxr = dx->row(i, cols, bdx);
       const float mu = mean[i], r = rstd[i];
       float sum_g = 0.0f, sum_gx = 0.0f;
 #pragma omp simd reduction(+ : sum_g, sum_gx)
@@ -116,6 +159,7 @@ void layernorm_backward(const float* dy, const float* x, const float* mean, cons
         const float xhat = (xr[j] - mu) * r;
         dxr[j] = r * (g - a - xhat * b);
       }
+      dx->done(i, cols, dxr);
     }
   }
   if (!dgamma && !dbeta) return;
@@ -127,13 +171,15 @@ void layernorm_backward(const float* dy, const float* x, const float* mean, cons
                                 static_cast<std::size_t>(cols));
 #pragma omp parallel for schedule(static) if (nchunks > 1)
   for (int c = 0; c < nchunks; ++c) {
+    alignas(64) float bdy[kNormMaxCols];
+    alignas(64) float bx[kNormMaxCols];
     double* pg = part + 2 * static_cast<std::int64_t>(c) * cols;
     double* pb = pg + cols;
     for (std::int64_t j = 0; j < cols; ++j) pg[j] = pb[j] = 0.0;
     const std::int64_t end = std::min(rows, (c + 1) * chunk);
     for (std::int64_t i = c * chunk; i < end; ++i) {
-      const float* xr = x + i * cols;
-      const float* dyr = dy + i * cols;
+      const float* xr = x.row(i, cols, bx);
+      const float* dyr = dy.row(i, cols, bdy);
       const float mu = mean[i], r = rstd[i];
       for (std::int64_t j = 0; j < cols; ++j) {
         pg[j] += static_cast<double>(dyr[j]) * static_cast<double>((xr[j] - mu) * r);
@@ -150,6 +196,87 @@ void layernorm_backward(const float* dy, const float* x, const float* mean, cons
     if (dgamma) dgamma[j] = static_cast<float>(g);
     if (dbeta) dbeta[j] = static_cast<float>(b);
   }
+}
+
+}  // namespace
+
+void layernorm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean,
+                       float* rstd, std::int64_t rows, std::int64_t cols, float eps,
+                       Format accumulate) {
+  if (accumulate == Format::FP32) {
+    layernorm_forward_rows(F32In{x}, gamma, beta, F32Out{y}, mean, rstd, rows, cols, eps);
+    return;
+  }
+#pragma omp parallel for schedule(static) if (rows > 1 && worth_parallel(rows * cols))
+  for (std::int64_t i = 0; i < rows; ++i) {
+    float mu = 0.0f, r = 0.0f;
+    layernorm_row_lowp(accumulate, x + i * cols, gamma, beta, y + i * cols, cols, eps, mu, r);
+    if (mean) mean[i] = mu;
+    if (rstd) rstd[i] = r;
+  }
+}
+
+void layernorm_backward(const float* dy, const float* x, const float* mean, const float* rstd,
+                        const float* gamma, float* dx, float* dgamma, float* dbeta,
+                        std::int64_t rows, std::int64_t cols, Workspace& ws) {
+  F32Out out{dx};
+  layernorm_backward_rows(F32In{dy}, F32In{x}, mean, rstd, gamma, dx ? &out : nullptr, dgamma, dbeta, rows, cols, ws);
+}
+
+namespace {
+
+// Calls k(source) with x's row source for its format: FP32 memory or
+// FP16/BF16 codes; false for other formats.
+template <class K>
+bool with_rows_in(Format f, const void* p, K&& k) {
+  if (f == Format::FP32) {
+    k(F32In{static_cast<const float*>(p)});
+    return true;
+  }
+  if (!is_half_format(f)) return false;
+  k(CodesIn{f, static_cast<const std::uint16_t*>(p)});
+  return true;
+}
+
+template <class K>
+bool with_rows_out(Format f, void* p, const CastOptions& opt, K&& k) {
+  if (f == Format::FP32) {
+    k(F32Out{static_cast<float*>(p)});
+    return true;
+  }
+  if (!is_half_format(f)) return false;
+  k(CodesOut{f, static_cast<std::uint16_t*>(p), opt});
+  return true;
+}
+
+}  // namespace
+
+bool layernorm_coded_forward(Format fx, const void* x, const float* gamma, const float* beta, Format fy, void* y,
+                             float* mean, float* rstd, std::int64_t rows, std::int64_t cols, float eps,
+                             const CastOptions& opt) {
+  if (cols > kNormMaxCols) return false;
+  bool ok = false;
+  with_rows_in(fx, x, [&](auto in) {
+    ok = with_rows_out(fy, y, opt, [&](auto out) {
+      layernorm_forward_rows(in, gamma, beta, out, mean, rstd, rows, cols, eps);
+    });
+  });
+  return ok;
+}
+
+bool layernorm_coded_backward(Format fdy, const void* dy, Format fx, const void* x, const float* mean,
+                              const float* rstd, const float* gamma, Format fdx, void* dx, float* dgamma,
+                              float* dbeta, std::int64_t rows, std::int64_t cols, Workspace& ws) {
+  if (cols > kNormMaxCols || !dx) return false;
+  bool ok = false;
+  with_rows_in(fdy, dy, [&](auto dyin) {
+    with_rows_in(fx, x, [&](auto xin) {
+      ok = with_rows_out(fdx, dx, {}, [&](auto out) {
+        layernorm_backward_rows(dyin, xin, mean, rstd, gamma, &out, dgamma, dbeta, rows, cols, ws);
+      });
+    });
+  });
+  return ok;
 }
 
 namespace {

@@ -1215,6 +1215,86 @@ TEST_P(Conformance, ColumnSums16EqualsDecodeThenSum) {
     }
 }
 
+// LayerNorm on FP16/BF16 codes (in, out or both; FP32 on the other side)
+// gives the bits of decode, layernorm (FP32 accumulation), encode through
+// the same backend, forward (y, mean, rstd) and backward (dx, dgamma,
+// dbeta): the transformer's rows, a tiny one, a
+// row not a multiple of the vector width, one wider than the CPU's stack
+// row (its fallback), specials, and outputs that overflow FP16 (saturating
+// and not).
+TEST_P(Conformance, LayerNormCodedEqualsDecodeNormEncode) {
+  struct Shape2 {
+    i64 rows, cols;
+  };
+  struct Formats {
+    Format x, y;  // forward x and y; backward: dy and dx in y's format
+  };
+  const Formats combos[] = {{Format::BF16, Format::BF16}, {Format::FP16, Format::FP16}, {Format::BF16, Format::FP16},
+                            {Format::FP16, Format::BF16}, {Format::BF16, Format::FP32}, {Format::FP32, Format::FP16}};
+  for (const Shape2& sh : {Shape2{1, 1}, Shape2{2048, 64}, Shape2{37, 300}, Shape2{3, 1500}})
+    for (const Formats& fm : combos)
+      for (bool saturate : {false, true}) {
+        const Format fx = fm.x, fy = fm.y;
+        const auto n = static_cast<std::size_t>(sh.rows * sh.cols), nc = static_cast<std::size_t>(sh.cols),
+                   nr = static_cast<std::size_t>(sh.rows);
+        std::vector<float> xv = normal_values(n, 91 + n, 4.0f, 2.0f), dv = normal_values(n, 92 + n, 30.0f);
+        const float edges[] = {NAN, INFINITY, -INFINITY, -0.0f, 60000.0f, 1e-7f, -1e-40f};
+        // Specials each in a row of their own (a NaN or inf poisons its row).
+        for (std::size_t i = 0; i < std::size(edges) && (i + 1) * nc < n; ++i) {
+          xv[(i + 1) * nc - 1] = edges[i];
+          dv[i * nc] = edges[std::size(edges) - 1 - i];
+        }
+        // gamma up to ~1e4: some normalized values overflow FP16.
+        const std::vector<float> gamma = normal_values(nc, 93, 5000.0f), beta = normal_values(nc, 94, 2.0f);
+        // Inputs as their format's storage: f32 values, or codes.
+        auto stored = [&](Format f, const std::vector<float>& v) {
+          std::vector<std::byte> b(n * engine::storage_bytes(f));
+          engine::cast_from_f32(f, v.data(), b.data(), n);
+          return DeviceBuffer<std::byte>(GetParam(), b);
+        };
+        auto xd = stored(fx, xv), dd = stored(fy, dv);
+        auto gd = dev(gamma), bd = dev(beta);
+        engine::CastOptions opt;
+        opt.saturate = saturate;
+        const i64 ni = static_cast<i64>(n);
+        const std::string what = std::string("layernorm_coded ") + engine::format_name(fx) + "->" +
+                                 engine::format_name(fy) + (saturate ? " saturate " : " ") +
+                                 std::to_string(sh.rows) + "x" + std::to_string(sh.cols);
+        const std::size_t ybytes = n * engine::storage_bytes(fy);
+        // Forward: decode, layernorm_forward, encode.
+        auto sx = out(n), sy = out(n), mean_w = out(nr), rstd_w = out(nr);
+        be->convert(fx, xd.get(), Format::FP32, sx.get(), ni, {});
+        be->layernorm_forward(sx.get(), gd.get(), bd.get(), sy.get(), mean_w.get(), rstd_w.get(), sh.rows, sh.cols,
+                              1e-5f, Format::FP32);
+        DeviceBuffer<std::byte> want(GetParam(), std::vector<std::byte>(ybytes, std::byte{0xAB}));
+        be->convert(Format::FP32, sy.get(), fy, want.get(), ni, opt);
+        DeviceBuffer<std::byte> got(GetParam(), std::vector<std::byte>(ybytes, std::byte{0x12}));
+        auto mean_g = out(nr), rstd_g = out(nr);
+        auto s1 = out(n), s2 = out(n), s3 = out(n);
+        be->layernorm_coded_forward(fx, xd.get(), gd.get(), bd.get(), fy, got.get(), mean_g.get(), rstd_g.get(),
+                                    sh.rows, sh.cols, 1e-5f, opt, s1.get(), s2.get());
+        EXPECT_EQ(got.host(), want.host()) << what << " forward y";
+        expect_bit_equal(mean_g.host(), mean_w.host(), what + " mean");
+        expect_bit_equal(rstd_g.host(), rstd_w.host(), what + " rstd");
+        // Backward: dy and dx in fy, x in fx.
+        auto sd = out(n), sdx = out(n), dg_w = out(nc), db_w = out(nc);
+        be->convert(fy, dd.get(), Format::FP32, sd.get(), ni, {});
+        be->layernorm_backward(sd.get(), sx.get(), mean_w.get(), rstd_w.get(), gd.get(), sdx.get(), dg_w.get(),
+                               db_w.get(), sh.rows, sh.cols);
+        DeviceBuffer<std::byte> want_dx(GetParam(), std::vector<std::byte>(ybytes, std::byte{0xAB}));
+        be->convert(Format::FP32, sdx.get(), fy, want_dx.get(), ni, {});
+        DeviceBuffer<std::byte> got_dx(GetParam(), std::vector<std::byte>(ybytes, std::byte{0x12}));
+        auto dg_g = out(nc), db_g = out(nc);
+        be->layernorm_coded_backward(fy, dd.get(), fx, xd.get(), mean_w.get(), rstd_w.get(), gd.get(), fy,
+                                     got_dx.get(), dg_g.get(), db_g.get(), sh.rows, sh.cols, s1.get(), s2.get(),
+                                     s3.get());
+        EXPECT_EQ(got_dx.host(), want_dx.host()) << what << " backward dx";
+        expect_bit_equal(dg_g.host(), dg_w.host(), what + " dgamma");
+        expect_bit_equal(db_g.host(), db_w.host(), what + " dbeta");
+        if (HasFailure()) return;
+      }
+}
+
 TEST_P(Conformance, CountNonfiniteFindsPlantedInfAndNan) {
   for (std::size_t n : {std::size_t{10}, std::size_t{1000003}}) {
     std::vector<float> x = normal_values(n, 41, 1e30f);  // large but finite (no inf from squaring)
