@@ -65,6 +65,15 @@ struct GemmArgs {
   bool batched() const { return batch[0] != 1 || batch[1] != 1; }
 };
 
+// gemm_encode's second output: C's f32 values also encoded to `format`
+// (FP16 or BF16) in `codes` (rows of n values), with opt's rounding and
+// saturation.
+struct GemmEncode {
+  Format format = Format::FP32;
+  void* codes = nullptr;
+  CastOptions opt;
+};
+
 // One gradient of the fused unscale (unscale_grads): `nonfinite` (backend
 // memory) receives the count of its inf/NaN values after the multiply.
 struct GradBuffer {
@@ -241,6 +250,13 @@ class Backend {
 
   // --- matmul and convolution ---
   virtual void gemm(const GemmArgs& args) = 0;
+  // gemm (unbatched, C's rows contiguous: ldc 0 or n) and then C encoded as
+  // `e` says: the default is those two calls; a backend may encode each
+  // part of C as it finishes it, with the same bits.
+  virtual void gemm_encode(const GemmArgs& args, const GemmEncode& e) {
+    gemm(args);
+    if (args.m > 0 && args.n > 0) convert(Format::FP32, args.c, e.format, e.codes, args.m * args.n, e.opt);
+  }
   virtual void conv2d_forward(const ConvShape& s, Format compute, const float* x, const float* w,
                               const float* bias, float* y) = 0;
   virtual void conv2d_backward_data(const ConvShape& s, Format compute, const float* dy,

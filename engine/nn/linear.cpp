@@ -10,7 +10,8 @@
 namespace engine {
 
 void linear_forward(Backend& be, const Tensor& x, const Tensor& w, const GemmScales& s, const float* bias,
-                    float* y, std::int64_t rows, std::int64_t in, std::int64_t out, Format accumulate) {
+                    float* y, std::int64_t rows, std::int64_t in, std::int64_t out, Format accumulate,
+                    const GemmEncode* y_codes) {
   GemmArgs g;
   g.m = rows;
   g.n = out;
@@ -24,12 +25,14 @@ void linear_forward(Backend& be, const Tensor& x, const Tensor& w, const GemmSca
   g.alpha = unscale_alpha(s.x, s.w);
   g.bias = bias;
   g.accumulate = accumulate;
-  be.gemm(g);
+  if (y_codes) be.gemm_encode(g, *y_codes);
+  else be.gemm(g);
 }
 
 void linear_backward(Backend& be, const Tensor& dy, const float* dy_f32, const Tensor& x,
                      const Tensor& w, const GemmScales& s, float* dx, float* dw, float* db,
-                     std::int64_t rows, std::int64_t in, std::int64_t out, Format accumulate) {
+                     std::int64_t rows, std::int64_t in, std::int64_t out, Format accumulate,
+                     const GemmEncode* dx_codes) {
   if (dx) {
     // dx [rows, in] = dy [rows, out] W [out, in]
     GemmArgs g;
@@ -42,7 +45,8 @@ void linear_backward(Backend& be, const Tensor& dy, const float* dy_f32, const T
     g.ldc = in;
     g.alpha = unscale_alpha(s.dy, s.w);
     g.accumulate = accumulate;
-    be.gemm(g);
+    if (dx_codes) be.gemm_encode(g, *dx_codes);
+    else be.gemm(g);
   }
   // dW [out, in] = dy^T [out, rows] x [rows, in]: the gradient of the real
   // weight, so the weight's scale plays no part.
@@ -168,8 +172,17 @@ void Linear::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) 
   const float* b = m_has_bias ? f32_rounded(be, m_bias.weight, fp8 ? Format::FP32 : p.compute, m_b32, sat) : nullptr;
   const std::int64_t rows = x.numel() / m_in;
   float* yf = output_begin(y, ys, p.storage, m_y32);
-  linear_forward(be, xc, wc, {ctx.x_scale, ctx.w_scale, 1.0f}, b, yf, rows, m_in, m_out, p.accumulate);
-  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, NonfiniteSlot::Activation));
+  std::int64_t* nonfinite = tracked(*this, NonfiniteSlot::Activation);
+  GemmEncode y_codes;
+  if (is_half_format(p.storage) && !nonfinite && y.numel()) {
+    // FP16/BF16 output encoded as the GEMM finishes its rows (output_end's
+    // cast, the same bits).
+    y_codes = {p.storage, y.data(), {}};
+    y_codes.opt.saturate = saturates_forward(p.storage);
+  }
+  linear_forward(be, xc, wc, {ctx.x_scale, ctx.w_scale, 1.0f}, b, yf, rows, m_in, m_out, p.accumulate,
+                 y_codes.codes ? &y_codes : nullptr);
+  if (!y_codes.codes) output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), nonfinite);
 }
 
 void Linear::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
@@ -206,12 +219,16 @@ void Linear::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
   float* dxf = dx ? output_begin(*dx, x.shape(), p.grad, m_dx32) : nullptr;
   float* dw = grad_begin(m_weight, m_dw32);
   float* db = m_has_bias ? grad_begin(m_bias, m_db32) : nullptr;
-  linear_backward(be, *dyg, dy32, x, *ctx.w, s, dxf, dw, sum_codes ? nullptr : db, rows, m_in, m_out, p.accumulate);
+  std::int64_t* dx_nonfinite = dx ? tracked(*this, NonfiniteSlot::ActivationGrad) : nullptr;
+  GemmEncode dx_codes;
+  if (dx && is_half_format(p.grad) && !dx_nonfinite && dx->numel()) dx_codes = {p.grad, dx->data(), {}};
+  linear_backward(be, *dyg, dy32, x, *ctx.w, s, dxf, dw, sum_codes ? nullptr : db, rows, m_in, m_out, p.accumulate,
+                  dx_codes.codes ? &dx_codes : nullptr);
   if (sum_codes) {
     m_dy32.resize(dy_sum->shape(), Format::FP32);
     be.column_sums16(sf, dy_sum->data(), rows, m_out, db, m_dy32.f32());
   }
-  if (dx) output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, NonfiniteSlot::ActivationGrad));
+  if (dx && !dx_codes.codes) output_end(be, *dx, p.grad, m_dx32, false, dx_nonfinite);
   // FP8 gradients: weight and bias gradients leave the GEMM in FP32 (as
   // Transformer Engine's wgrad into an FP32 main_grad); E5M2 is dy's format.
   const Format gf = is_fp8(p.grad) ? Format::FP32 : p.grad;

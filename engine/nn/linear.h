@@ -11,6 +11,8 @@
 
 namespace engine {
 
+struct GemmEncode;
+
 // FP8 per-tensor scales of a Linear's GEMM operands: each operand holds
 // value * scale (1 for every non-FP8 operand); the GEMMs fold the scales
 // back out through alpha = 1/(scale_a * scale_b).
@@ -24,16 +26,19 @@ struct GemmScales {
 // The math, on operands already in their formats. x [rows, in] and w
 // [out, in] are GEMM operands read in their own formats, holding their
 // values times s.x and s.w. bias (f32, length out, unscaled) may be null.
-// y [rows, out] is f32, overwritten.
+// y [rows, out] is f32, overwritten; with y_codes it is also encoded there
+// (Backend::gemm_encode).
 void linear_forward(Backend& be, const Tensor& x, const Tensor& w, const GemmScales& s, const float* bias,
-                    float* y, std::int64_t rows, std::int64_t in, std::int64_t out, Format accumulate);
+                    float* y, std::int64_t rows, std::int64_t in, std::int64_t out, Format accumulate,
+                    const GemmEncode* y_codes = nullptr);
 // dy [rows, out] is the GEMM operand (holding dy * s.dy), dy_f32 the
 // unscaled values as floats (for the bias sums; may be null when db is).
 // dx [rows, in] (null: not needed), dw [out, in] and db [out] (null: no
-// bias) are f32, overwritten.
+// bias) are f32, overwritten; with dx_codes dx is also encoded there.
 void linear_backward(Backend& be, const Tensor& dy, const float* dy_f32, const Tensor& x,
                      const Tensor& w, const GemmScales& s, float* dx, float* dw, float* db,
-                     std::int64_t rows, std::int64_t in, std::int64_t out, Format accumulate);
+                     std::int64_t rows, std::int64_t in, std::int64_t out, Format accumulate,
+                     const GemmEncode* dx_codes = nullptr);
 
 // What Linear saves: its input as multiplied (the caller's tensor when it
 // already was in the compute format, else an owned copy in that format;

@@ -88,14 +88,18 @@ class TimingBackend final : public engine::Backend {
   void error_sums(const float* a, const float* b, std::int64_t n, double* o) override {
     PL_TIMED("error_sums", m_in->error_sums(a, b, n, o));
   }
-  void gemm(const engine::GemmArgs& a) override {
-    char key[160];
-    std::snprintf(key, sizeof key, "gemm %lldx%lldx%lld%s %s%s*%s%s%s%s", static_cast<long long>(a.m),
+  static std::string gemm_key(const engine::GemmArgs& a, const char* tail) {
+    char key[180];
+    std::snprintf(key, sizeof key, "gemm %lldx%lldx%lld%s %s%s*%s%s%s%s%s", static_cast<long long>(a.m),
                   static_cast<long long>(a.n), static_cast<long long>(a.k),
                   a.batched() ? (" b" + std::to_string(a.batch[0] * a.batch[1])).c_str() : "",
                   engine::format_name(a.a.format), a.a.trans ? "'" : "", engine::format_name(a.b.format),
-                  a.b.trans ? "'" : "", a.beta != 0 ? " +C" : "", a.bias ? " +bias" : "");
-    PL_TIMED(std::string(key), m_in->gemm(a));
+                  a.b.trans ? "'" : "", a.beta != 0 ? " +C" : "", a.bias ? " +bias" : "", tail);
+    return key;
+  }
+  void gemm(const engine::GemmArgs& a) override { PL_TIMED(gemm_key(a, ""), m_in->gemm(a)); }
+  void gemm_encode(const engine::GemmArgs& a, const engine::GemmEncode& e) override {
+    PL_TIMED(gemm_key(a, (std::string(" ->") + engine::format_name(e.format)).c_str()), m_in->gemm_encode(a, e));
   }
   void conv2d_forward(const engine::ConvShape& s, engine::Format c, const float* x, const float* w,
                       const float* b, float* y) override {

@@ -101,6 +101,16 @@ void CpuBackend::gemm(const GemmArgs& args) {
   else m_gemm->run(args);
 }
 
+void CpuBackend::gemm_encode(const GemmArgs& args, const GemmEncode& e) {
+  const std::int64_t ldc = args.ldc > 0 ? args.ldc : args.n;
+  if (args.a.block || args.b.block || args.batched() || ldc != args.n || !is_half_format(e.format)) {
+    Backend::gemm_encode(args, e);
+    return;
+  }
+  use_threads();
+  m_gemm->run(args, &e);
+}
+
 void CpuBackend::gemm_block(const GemmArgs& args) {
   // Block-quantized operands: the tensor decode scales join alpha, and an
   // operand whose values are all normal BF16 values runs on the native bf16

@@ -62,6 +62,7 @@ class CpuBackend final : public Backend {
   void error_sums(const float* a, const float* b, std::int64_t n, double* out) override;
 
   void gemm(const GemmArgs& args) override;
+  void gemm_encode(const GemmArgs& args, const GemmEncode& e) override;
   void conv2d_forward(const ConvShape& s, Format compute, const float* x, const float* w,
                       const float* bias, float* y) override;
   void conv2d_backward_data(const ConvShape& s, Format compute, const float* dy, const float* w,

@@ -135,6 +135,25 @@ void add_bias_rows(float* c, std::int64_t m, std::int64_t n, std::int64_t ldc, c
     for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] += bias[j];
 }
 
+// Rows [m0, m0 + rows) of C (ldc == n) encoded as e says, stochastic
+// rounding at their index offset: element for element what one cast of
+// all of C gives.
+void encode_rows(const GemmEncode& e, const float* c, std::int64_t m0, std::int64_t rows, std::int64_t n) {
+  CastOptions o = e.opt;
+  o.index_offset += static_cast<std::uint64_t>(m0 * n);
+  const std::size_t es = storage_bytes(e.format);
+  cast_from_f32(e.format, c + m0 * n, static_cast<std::byte*>(e.codes) + static_cast<std::size_t>(m0 * n) * es,
+                static_cast<std::size_t>(rows * n), o);
+}
+
+// All of C encoded, over the threads in row blocks.
+void encode_all(const GemmEncode& e, const float* c, std::int64_t m, std::int64_t n) {
+  const std::int64_t rows_per = std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(n, 1));
+  const std::int64_t blocks = (m + rows_per - 1) / rows_per;
+#pragma omp parallel for schedule(static) if (worth_parallel(m * n))
+  for (std::int64_t b = 0; b < blocks; ++b) encode_rows(e, c, b * rows_per, std::min(rows_per, m - b * rows_per), n);
+}
+
 }  // namespace
 
 struct GemmEngine::Plan {
@@ -306,13 +325,14 @@ struct GemmEngine::Slice {
   explicit Slice(const dnnl::engine& e) : stream(e) {}
 };
 
-GemmEngine::Plan* GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int64_t ldc, bool alpha_pass) {
+GemmEngine::Plan* GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int64_t ldc, bool alpha_pass,
+                                         const GemmEncode* encode) {
   // Rows per thread: below this a one-thread primitive loses more than the
   // private decode saves.
   constexpr std::int64_t kMinRows = 32;
   const int nt = omp_get_max_threads();
   if (nt < 2 || g.m < nt * kMinRows) return nullptr;
-  if (!needs_decode(g.a.format, bf16) && !needs_decode(g.b.format, bf16)) return nullptr;
+  if (!needs_decode(g.a.format, bf16) && !needs_decode(g.b.format, bf16) && !encode) return nullptr;
   while (m_slices.size() < static_cast<std::size_t>(nt))
     m_slices.push_back(std::make_unique<Slice>(m_ctx.engine()));
 
@@ -360,8 +380,24 @@ GemmEngine::Plan* GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int6
         a_data = prepare(a, g.a.trans ? g.k : rows, g.a.trans ? rows : g.k, bf16, sl.a, true).data;
       }
       const Prepared pb = prepare(g.b, b_rows, b_cols, bf16, sl.b, true);
-      execute_on(*sl.plan, a_data, pb.data, g.c + m0 * ldc, g.bias, sl.stream,
-                 sl.scratch);
+      float* c = g.c + m0 * ldc;
+      execute_on(*sl.plan, a_data, pb.data, c, g.bias, sl.stream, sl.scratch);
+      if (encode) {
+        // This thread's rows, finished as run() would finish all of C, then
+        // encoded while in its cache (ldc == n here).
+        for (std::int64_t i = 0; i < rows; ++i) {
+          float* r = c + i * ldc;
+          if (alpha_pass) {
+            if (g.bias)
+              for (std::int64_t j = 0; j < g.n; ++j) r[j] = g.alpha * r[j] + g.bias[j];
+            else
+              for (std::int64_t j = 0; j < g.n; ++j) r[j] = g.alpha * r[j];
+          } else if (sl.plan->manual_bias) {
+            for (std::int64_t j = 0; j < g.n; ++j) r[j] += g.bias[j];
+          }
+        }
+        encode_rows(*encode, g.c, m0, rows, g.n);
+      }
     } catch (...) {
 #pragma omp critical(pl_gemm_sliced)
       if (!error) error = std::current_exception();
@@ -373,16 +409,20 @@ GemmEngine::Plan* GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int6
   return first;
 }
 
-void GemmEngine::run(const GemmArgs& g) {
-  if (g.m <= 0 || g.n <= 0 || g.batch[0] <= 0 || g.batch[1] <= 0) return;
+void GemmEngine::run(const GemmArgs& g, const GemmEncode* encode) {
+  if (!product(g, encode) && encode && g.m > 0 && g.n > 0) encode_all(*encode, g.c, g.m, g.n);
+}
+
+bool GemmEngine::product(const GemmArgs& g, const GemmEncode* encode) {
+  if (g.m <= 0 || g.n <= 0 || g.batch[0] <= 0 || g.batch[1] <= 0) return false;
   if (g.batched()) {
     run_batched(g);
-    return;
+    return false;
   }
   const std::int64_t ldc = g.ldc > 0 ? g.ldc : g.n;
   if (g.accumulate != Format::FP32 && g.k > 0) {
     run_lowp(g);
-    return;
+    return false;
   }
   m_last_impl = nullptr;
   if (g.k <= 0) {
@@ -392,7 +432,7 @@ void GemmEngine::run(const GemmArgs& g) {
         float& c = g.c[i * ldc + j];
         c = (g.beta != 0.0f ? g.beta * c : 0.0f) + (g.bias ? g.bias[j] : 0.0f);
       }
-    return;
+    return false;
   }
 
   const bool bf16 = m_native_bf16 && is_bf16_exact(g.a.format) && is_bf16_exact(g.b.format);
@@ -402,7 +442,10 @@ void GemmEngine::run(const GemmArgs& g) {
   // Same arithmetic as oneDNN's output scale: alpha times the f32 result.
   const bool alpha_pass = g.alpha != 1.0f && g.beta == 0.0f;
   if (g.beta != 0.0f && g.beta != 1.0f) scale_block(g.c, g.m, g.n, ldc, g.beta);
-  Plan* p = run_sliced(g, bf16, ldc, alpha_pass);
+  // Encoding in the slices needs C's rows contiguous.
+  const GemmEncode* slice_encode = encode && ldc == g.n ? encode : nullptr;
+  Plan* p = run_sliced(g, bf16, ldc, alpha_pass, slice_encode);
+  if (p && slice_encode) return true;
   if (!p) {
     const std::int64_t a_rows = g.a.trans ? g.k : g.m, a_cols = g.a.trans ? g.m : g.k;
     const std::int64_t b_rows = g.b.trans ? g.n : g.k, b_cols = g.b.trans ? g.k : g.n;
@@ -416,6 +459,7 @@ void GemmEngine::run(const GemmArgs& g) {
   }
   if (alpha_pass) scale_and_bias(g.c, g.m, g.n, ldc, g.alpha, g.bias);
   if (p->manual_bias) add_bias_rows(g.c, g.m, g.n, ldc, g.bias);
+  return false;
 }
 
 void GemmEngine::run_batched(const GemmArgs& g) {

@@ -61,8 +61,10 @@ class GemmEngine {
   GemmEngine(const GemmEngine&) = delete;
   GemmEngine& operator=(const GemmEngine&) = delete;
 
-  // The backend's calling thread.
-  void run(const GemmArgs& args);
+  // The backend's calling thread. With `encode`, C (rows contiguous) is
+  // also encoded to its codes: by each thread right after its rows where
+  // the GEMM runs sliced, else after the whole product; the same bits.
+  void run(const GemmArgs& args, const GemmEncode* encode = nullptr);
   // oneDNN implementation of the last call ("" after the own kernel).
   std::string last_impl() const { return m_last_impl ? *m_last_impl : std::string(); }
 
@@ -107,7 +109,12 @@ class GemmEngine {
   // ran at 6-13 GB/s against 100 GB/s for a buffer only this core touches.
   // Returns the first slice's plan (its epilogue flags are every slice's),
   // or null when the GEMM does not qualify (then the caller runs it whole).
-  Plan* run_sliced(const GemmArgs& g, bool bf16, std::int64_t ldc, bool alpha_pass);
+  // With `encode`, a GEMM is sliced even when its operands need no decode,
+  // and each thread finishes its rows (alpha, bias) and encodes them while
+  // they are in its cache; the caller then does neither.
+  Plan* run_sliced(const GemmArgs& g, bool bf16, std::int64_t ldc, bool alpha_pass, const GemmEncode* encode);
+  // run's product: true when it also encoded C (the sliced path).
+  bool product(const GemmArgs& args, const GemmEncode* encode);
   void run_lowp(const GemmArgs& args);
   // GemmArgs::batch > 1: one oneDNN batched matmul over 4-D strided
   // operands (FP32 accumulation), else the products one by one.

@@ -471,6 +471,96 @@ TEST_P(Conformance, GemmDecodesEveryFp8CodeExactly) {
   }
 }
 
+// gemm_encode: C's codes are the encode of the f32 C the same call wrote
+// (element for element, with saturation and stochastic rounding at the
+// element's index), and that C is gemm's: bit for bit where the operands
+// are decoded (FP16, FP8: the CPU's sliced path either way), within the
+// f32 summation bound where the CPU may split an FP32/BF16 product over the
+// threads differently to encode each part as it finishes. Shapes: the
+// transformer's forward and dx GEMMs (sliced) and small ones (not).
+TEST_P(Conformance, GemmEncodeEqualsGemmThenConvert) {
+  struct Case {
+    i64 m, n, k;
+    Format fa, fb;
+    bool trans_b, bias;
+    float alpha;
+  };
+  const Case cases[] = {
+      {2048, 64, 64, Format::FP16, Format::FP16, true, true, 1.0f},
+      {2048, 192, 64, Format::BF16, Format::BF16, true, true, 1.0f},
+      {2048, 64, 128, Format::FP16, Format::FP16, false, false, 1.0f},
+      {300, 64, 64, Format::E4M3, Format::E4M3, true, true, 0.37f},
+      {300, 48, 32, Format::E5M2, Format::E4M3, false, false, 0.5f},
+      {512, 64, 64, Format::FP32, Format::FP32, true, true, 1.0f},
+      {7, 13, 5, Format::FP16, Format::BF16, true, true, 1.0f},
+      {128, 10, 64, Format::BF16, Format::BF16, true, true, 1.0f},
+  };
+  std::uint64_t seed = 300;
+  for (const Case& c : cases)
+    for (Format fy : {Format::FP16, Format::BF16})
+      for (int mode = 0; mode < 3; ++mode) {  // plain, saturating, stochastic
+        const auto na = static_cast<std::size_t>(c.m * c.k), nb = static_cast<std::size_t>(c.k * c.n),
+                   nc = static_cast<std::size_t>(c.m * c.n);
+        // Products up to ~1e5: FP16 overflows on some.
+        std::vector<float> av = normal_values(na, ++seed, 30.0f), bv = normal_values(nb, ++seed, 20.0f);
+        const std::vector<float> biasv = normal_values(static_cast<std::size_t>(c.n), ++seed, 3.0f);
+        auto stored = [&](Format f, std::vector<float>& v) {
+          std::vector<std::byte> b(v.size() * engine::storage_bytes(f));
+          engine::cast_from_f32(f, v.data(), b.data(), v.size());
+          engine::cast_to_f32(f, b.data(), v.data(), v.size());  // the values the GEMM sees
+          return DeviceBuffer<std::byte>(GetParam(), b);
+        };
+        auto ad = stored(c.fa, av), bd = stored(c.fb, bv);
+        auto biasd = dev(biasv);
+        engine::GemmArgs g;
+        g.m = c.m;
+        g.n = c.n;
+        g.k = c.k;
+        g.a = {ad.get(), c.fa, false, 0};
+        g.b = {bd.get(), c.fb, c.trans_b, 0};
+        g.alpha = c.alpha;
+        g.bias = c.bias ? biasd.get() : nullptr;
+        engine::GemmEncode e;
+        e.format = fy;
+        e.opt.saturate = mode == 1;
+        e.opt.stochastic = mode == 2;
+        e.opt.seed = 77;
+        const std::string what = std::string("gemm_encode ") + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
+                                 std::to_string(c.k) + " " + engine::format_name(c.fa) + "*" +
+                                 engine::format_name(c.fb) + " -> " + engine::format_name(fy) + " mode " +
+                                 std::to_string(mode);
+        auto c1 = out(nc), c2 = out(nc);
+        g.c = c1.get();
+        be->gemm(g);
+        g.c = c2.get();
+        DeviceBuffer<std::uint16_t> got(GetParam(), std::vector<std::uint16_t>(nc, 0x1234u));
+        e.codes = got.get();
+        be->gemm_encode(g, e);
+        DeviceBuffer<std::uint16_t> want(GetParam(), std::vector<std::uint16_t>(nc, 0xABCDu));
+        be->convert(Format::FP32, c2.get(), fy, want.get(), static_cast<i64>(nc), e.opt);
+        EXPECT_EQ(got.host(), want.host()) << what << ": codes";
+        const std::vector<float> h1 = c1.host(), h2 = c2.host();
+        const bool decoded = c.fa != Format::FP32 && c.fa != Format::BF16 && c.fb != Format::FP32 && c.fb != Format::BF16;
+        if (decoded) {
+          expect_bit_equal(h2, h1, what + ": C");
+        } else {
+          std::vector<double> ref(nc), mag(nc);
+          for (i64 i = 0; i < c.m; ++i)
+            for (i64 j = 0; j < c.n; ++j) {
+              double s = 0.0;
+              for (i64 q = 0; q < c.k; ++q)
+                s += std::fabs(static_cast<double>(av[static_cast<std::size_t>(i * c.k + q)]) *
+                               bv[static_cast<std::size_t>(c.trans_b ? j * c.k + q : q * c.n + j)]);
+              const auto idx = static_cast<std::size_t>(i * c.n + j);
+              ref[idx] = h1[idx];
+              mag[idx] = std::fabs(c.alpha) * s;
+            }
+          expect_close(h2, ref, mag, 2.0 * static_cast<double>(c.k) * 6e-8, 1e-30, what + ": C");
+        }
+        if (HasFailure()) return;
+      }
+}
+
 TEST_P(Conformance, GemmEmptyInnerDimensionIsBetaCPlusBias) {
   GemmCase g{3, 4, 0, Format::FP32, Format::FP32, false, false};
   g.beta = 2.0f;
