@@ -56,7 +56,7 @@ void layernorm_backward(const float* dy, const float* x, const float* mean, cons
 // FP16/BF16 codes: code rows decoded and encoded (opt: saturation,
 // stochastic rounding) on the stack around the kernels above, so the bits
 // of decode, layernorm, encode in one pass. false, with nothing written,
-// for other formats, rows over 1024 values or (backward) no dx.
+// for other formats, rows over 2048 values or (backward) no dx.
 bool layernorm_coded_forward(Format fx, const void* x, const float* gamma, const float* beta, Format fy, void* y,
                          float* mean, float* rstd, std::int64_t rows, std::int64_t cols, float eps,
                          const CastOptions& opt);

@@ -76,114 +76,140 @@ void layernorm_row_lowp(Format f, const float* x, const float* gamma, const floa
 namespace {
 
 // LayerNorm's rows come from f32 memory or from FP16/BF16 codes decoded
-// into the caller's buffer (at most kNormMaxCols values), and go to f32
-// memory or to codes encoded from a buffer (stochastic rounding at the
-// row's index offset), so the f32 and code paths share one kernel below:
-// the same arithmetic in the same order, the bits of decode, norm, encode.
-constexpr std::int64_t kNormMaxCols = 1024;
+// into the caller's buffer, and go to f32 memory or to codes encoded from a
+// buffer (stochastic rounding at the rows' index offset), so the f32 and
+// code paths share one kernel below: the same arithmetic in the same order,
+// the bits of decode, norm, encode. Rows travel in blocks of up to
+// kNormBlock values (one cast call per block: a call per 64-value row cost
+// more than the row's arithmetic).
+constexpr std::int64_t kNormBlock = 2048;
 
+// Rows [i0, i0 + count) as one span of f32 values.
 struct F32In {
   const float* p;
-  const float* row(std::int64_t i, std::int64_t cols, float*) const { return p + i * cols; }
+  const float* rows(std::int64_t i0, std::int64_t count, std::int64_t cols, float*) const { return p + i0 * cols; }
 };
 struct CodesIn {
   Format f;
   const std::uint16_t* p;
-  const float* row(std::int64_t i, std::int64_t cols, float* buf) const {
-    cast_to_f32(f, p + i * cols, buf, static_cast<std::size_t>(cols));
+  const float* rows(std::int64_t i0, std::int64_t count, std::int64_t cols, float* buf) const {
+    cast_to_f32(f, p + i0 * cols, buf, static_cast<std::size_t>(count * cols));
     return buf;
   }
 };
 struct F32Out {
   float* p;
-  float* row(std::int64_t i, std::int64_t cols, float*) const { return p + i * cols; }
-  void done(std::int64_t, std::int64_t, const float*) const {}
+  float* rows(std::int64_t i0, std::int64_t, std::int64_t cols, float*) const { return p + i0 * cols; }
+  void done(std::int64_t, std::int64_t, std::int64_t, const float*) const {}
 };
 struct CodesOut {
   Format f;
   std::uint16_t* p;
   CastOptions opt;
-  float* row(std::int64_t, std::int64_t, float* buf) const { return buf; }
-  void done(std::int64_t i, std::int64_t cols, const float* buf) const {
+  float* rows(std::int64_t, std::int64_t, std::int64_t, float* buf) const { return buf; }
+  void done(std::int64_t i0, std::int64_t count, std::int64_t cols, const float* buf) const {
     CastOptions o = opt;
-    o.index_offset += static_cast<std::uint64_t>(i * cols);
-    cast_from_f32(f, buf, p + i * cols, static_cast<std::size_t>(cols), o);
+    o.index_offset += static_cast<std::uint64_t>(i0 * cols);
+    cast_from_f32(f, buf, p + i0 * cols, static_cast<std::size_t>(count * cols), o);
   }
 };
+
+// Rows per block (cols <= kNormBlock) and the number of blocks.
+inline std::int64_t norm_block_rows(std::int64_t cols) { return std::max<std::int64_t>(1, kNormBlock / cols); }
 
 // FP32 accumulation.
 template <class In, class Out>
 void layernorm_forward_rows(In x, const float* gamma, const float* beta, Out y, float* mean, float* rstd,
                             std::int64_t rows, std::int64_t cols, float eps) {
+  const std::int64_t rb = norm_block_rows(cols), blocks = (rows + rb - 1) / rb;
 #pragma omp parallel for schedule(static) if (rows > 1 && worth_parallel(rows * cols))
-  for (std::int64_t i = 0; i < rows; ++i) {
-    alignas(64) float bx[kNormMaxCols];
-    alignas(64) float by[kNormMaxCols];
-    const float* xr = x.row(i, cols, bx);
-    float* yr = y.row(i, cols, by);
-    float mu = 0.0f, r = 0.0f;
-    layernorm_stats_f32(xr, cols, eps, mu, r);
-    for (std::int64_t j = 0; j < cols; ++j)
-      yr[j] = (xr[j] - mu) * r * (gamma ? gamma[j] : 1.0f) + (beta ? beta[j] : 0.0f);
-    y.done(i, cols, yr);
-    if (mean) mean[i] = mu;
-    if (rstd) rstd[i] = r;
+  for (std::int64_t blk = 0; blk < blocks; ++blk) {
+    alignas(64) float bx[kNormBlock];
+    alignas(64) float by[kNormBlock];
+    const std::int64_t i0 = blk * rb, count = std::min(rb, rows - i0);
+    const float* xb = x.rows(i0, count, cols, bx);
+    float* yb = y.rows(i0, count, cols, by);
+    for (std::int64_t r = 0; r < count; ++r) {
+      const float* xr = xb + r * cols;
+      float* yr = yb + r * cols;
+      float mu = 0.0f, rs = 0.0f;
+      layernorm_stats_f32(xr, cols, eps, mu, rs);
+      for (std::int64_t j = 0; j < cols; ++j)
+        yr[j] = (xr[j] - mu) * rs * (gamma ? gamma[j] : 1.0f) + (beta ? beta[j] : 0.0f);
+      if (mean) mean[i0 + r] = mu;
+      if (rstd) rstd[i0 + r] = rs;
+    }
+    y.done(i0, count, cols, yb);
   }
 }
 
 template <class Dy, class X, class Dx>
 void layernorm_backward_rows(Dy dy, X x, const float* mean, const float* rstd, const float* gamma, Dx* dx,
                              float* dgamma, float* dbeta, std::int64_t rows, std::int64_t cols, Workspace& ws) {
+  const std::int64_t rb = norm_block_rows(cols);
   // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma.
   if (dx) {
+    const std::int64_t blocks = (rows + rb - 1) / rb;
 #pragma omp parallel for schedule(static) if (rows > 1 && worth_parallel(rows * cols))
-    for (std::int64_t i = 0; i < rows; ++i) {
-      alignas(64) float bdy[kNormMaxCols];
-      alignas(64) float bx[kNormMaxCols];
-      alignas(64) float bdx[kNormMaxCols];
-      const float* xr = x.row(i, cols, bx);
-      const float* dyr = dy.row(i, cols, bdy);
-      float* dxr = dx->row(i, cols, bdx);
-      const float mu = mean[i], r = rstd[i];
-      float sum_g = 0.0f, sum_gx = 0.0f;
+    for (std::int64_t blk = 0; blk < blocks; ++blk) {
+      alignas(64) float bdy[kNormBlock];
+      alignas(64) float bx[kNormBlock];
+      alignas(64) float bdx[kNormBlock];
+      const std::int64_t i0 = blk * rb, count = std::min(rb, rows - i0);
+      const float* xb = x.rows(i0, count, cols, bx);
+      const float* dyb = dy.rows(i0, count, cols, bdy);
+      float* dxb = dx->rows(i0, count, cols, bdx);
+      for (std::int64_t r = 0; r < count; ++r) {
+        const float* xr = xb + r * cols;
+        const float* dyr = dyb + r * cols;
+        float* dxr = dxb + r * cols;
+        const float mu = mean[i0 + r], rs = rstd[i0 + r];
+        float sum_g = 0.0f, sum_gx = 0.0f;
 #pragma omp simd reduction(+ : sum_g, sum_gx)
-      for (std::int64_t j = 0; j < cols; ++j) {
-        const float g = dyr[j] * (gamma ? gamma[j] : 1.0f);
-        sum_g += g;
-        sum_gx += g * ((xr[j] - mu) * r);
+        for (std::int64_t j = 0; j < cols; ++j) {
+          const float g = dyr[j] * (gamma ? gamma[j] : 1.0f);
+          sum_g += g;
+          sum_gx += g * ((xr[j] - mu) * rs);
+        }
+        const float inv_n = 1.0f / static_cast<float>(cols);
+        const float a = sum_g * inv_n, b = sum_gx * inv_n;
+        for (std::int64_t j = 0; j < cols; ++j) {
+          const float g = dyr[j] * (gamma ? gamma[j] : 1.0f);
+          const float xhat = (xr[j] - mu) * rs;
+          dxr[j] = rs * (g - a - xhat * b);
+        }
       }
-      const float inv_n = 1.0f / static_cast<float>(cols);
-      const float a = sum_g * inv_n, b = sum_gx * inv_n;
-      for (std::int64_t j = 0; j < cols; ++j) {
-        const float g = dyr[j] * (gamma ? gamma[j] : 1.0f);
-        const float xhat = (xr[j] - mu) * r;
-        dxr[j] = r * (g - a - xhat * b);
-      }
-      dx->done(i, cols, dxr);
+      dx->done(i0, count, cols, dxb);
     }
   }
   if (!dgamma && !dbeta) return;
   // Parameter gradients sum over rows: per fixed row chunk in double, then
-  // the chunks in order (independent of the thread count).
+  // the chunks in order (independent of the thread count). Rows are read
+  // in blocks within a chunk, in order.
   const std::int64_t chunk = chunk_size(rows, std::max<std::int64_t>(1, kParallelMin / std::max<std::int64_t>(cols, 1)));
   const auto nchunks = static_cast<int>(rows > 0 ? (rows + chunk - 1) / chunk : 0);
   double* part = ws.get<double>(2 * static_cast<std::size_t>(std::max(nchunks, 1)) *
                                 static_cast<std::size_t>(cols));
 #pragma omp parallel for schedule(static) if (nchunks > 1)
   for (int c = 0; c < nchunks; ++c) {
-    alignas(64) float bdy[kNormMaxCols];
-    alignas(64) float bx[kNormMaxCols];
+    alignas(64) float bdy[kNormBlock];
+    alignas(64) float bx[kNormBlock];
     double* pg = part + 2 * static_cast<std::int64_t>(c) * cols;
     double* pb = pg + cols;
     for (std::int64_t j = 0; j < cols; ++j) pg[j] = pb[j] = 0.0;
     const std::int64_t end = std::min(rows, (c + 1) * chunk);
-    for (std::int64_t i = c * chunk; i < end; ++i) {
-      const float* xr = x.row(i, cols, bx);
-      const float* dyr = dy.row(i, cols, bdy);
-      const float mu = mean[i], r = rstd[i];
-      for (std::int64_t j = 0; j < cols; ++j) {
-        pg[j] += static_cast<double>(dyr[j]) * static_cast<double>((xr[j] - mu) * r);
-        pb[j] += dyr[j];
+    for (std::int64_t i0 = c * chunk; i0 < end; i0 += rb) {
+      const std::int64_t count = std::min(rb, end - i0);
+      const float* xb = x.rows(i0, count, cols, bx);
+      const float* dyb = dy.rows(i0, count, cols, bdy);
+      for (std::int64_t r = 0; r < count; ++r) {
+        const float* xr = xb + r * cols;
+        const float* dyr = dyb + r * cols;
+        const float mu = mean[i0 + r], rs = rstd[i0 + r];
+        for (std::int64_t j = 0; j < cols; ++j) {
+          pg[j] += static_cast<double>(dyr[j]) * static_cast<double>((xr[j] - mu) * rs);
+          pb[j] += dyr[j];
+        }
       }
     }
   }
@@ -254,7 +280,7 @@ bool with_rows_out(Format f, void* p, const CastOptions& opt, K&& k) {
 bool layernorm_coded_forward(Format fx, const void* x, const float* gamma, const float* beta, Format fy, void* y,
                              float* mean, float* rstd, std::int64_t rows, std::int64_t cols, float eps,
                              const CastOptions& opt) {
-  if (cols > kNormMaxCols) return false;
+  if (cols > kNormBlock) return false;
   bool ok = false;
   with_rows_in(fx, x, [&](auto in) {
     ok = with_rows_out(fy, y, opt, [&](auto out) {
@@ -267,7 +293,7 @@ bool layernorm_coded_forward(Format fx, const void* x, const float* gamma, const
 bool layernorm_coded_backward(Format fdy, const void* dy, Format fx, const void* x, const float* mean,
                               const float* rstd, const float* gamma, Format fdx, void* dx, float* dgamma,
                               float* dbeta, std::int64_t rows, std::int64_t cols, Workspace& ws) {
-  if (cols > kNormMaxCols || !dx) return false;
+  if (cols > kNormBlock || !dx) return false;
   bool ok = false;
   with_rows_in(fdy, dy, [&](auto dyin) {
     with_rows_in(fx, x, [&](auto xin) {
