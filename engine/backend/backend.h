@@ -67,7 +67,8 @@ struct GemmArgs {
 
 // gemm_encode's second output: C's f32 values also encoded to `format`
 // (FP16 or BF16) in `codes` (rows of n values), with opt's rounding and
-// saturation.
+// saturation; with codes null, C itself rounded to the format's values in
+// place (quantize: round to nearest even, opt.saturate).
 struct GemmEncode {
   Format format = Format::FP32;
   void* codes = nullptr;
@@ -255,7 +256,9 @@ class Backend {
   // part of C as it finishes it, with the same bits.
   virtual void gemm_encode(const GemmArgs& args, const GemmEncode& e) {
     gemm(args);
-    if (args.m > 0 && args.n > 0) convert(Format::FP32, args.c, e.format, e.codes, args.m * args.n, e.opt);
+    if (args.m <= 0 || args.n <= 0) return;
+    if (e.codes) convert(Format::FP32, args.c, e.format, e.codes, args.m * args.n, e.opt);
+    else quantize(e.format, args.c, args.m * args.n, e.opt.saturate);
   }
   virtual void conv2d_forward(const ConvShape& s, Format compute, const float* x, const float* w,
                               const float* bias, float* y) = 0;

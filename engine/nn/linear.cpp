@@ -32,7 +32,7 @@ void linear_forward(Backend& be, const Tensor& x, const Tensor& w, const GemmSca
 void linear_backward(Backend& be, const Tensor& dy, const float* dy_f32, const Tensor& x,
                      const Tensor& w, const GemmScales& s, float* dx, float* dw, float* db,
                      std::int64_t rows, std::int64_t in, std::int64_t out, Format accumulate,
-                     const GemmEncode* dx_codes) {
+                     const GemmEncode* dx_codes, const GemmEncode* dw_codes) {
   if (dx) {
     // dx [rows, in] = dy [rows, out] W [out, in]
     GemmArgs g;
@@ -60,7 +60,8 @@ void linear_backward(Backend& be, const Tensor& dy, const float* dy_f32, const T
   g.ldc = in;
   g.alpha = unscale_alpha(s.dy, s.x);
   g.accumulate = accumulate;
-  be.gemm(g);
+  if (dw_codes) be.gemm_encode(g, *dw_codes);
+  else be.gemm(g);
   if (db) be.column_sums(dy_f32, rows, out, db);
 }
 
@@ -222,17 +223,33 @@ void Linear::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
   std::int64_t* dx_nonfinite = dx ? tracked(*this, NonfiniteSlot::ActivationGrad) : nullptr;
   GemmEncode dx_codes;
   if (dx && is_half_format(p.grad) && !dx_nonfinite && dx->numel()) dx_codes = {p.grad, dx->data(), {}};
+  // FP8 gradients: weight and bias gradients leave the GEMM in FP32 (as
+  // Transformer Engine's wgrad into an FP32 main_grad); E5M2 is dy's format.
+  const Format gf = is_fp8(p.grad) ? Format::FP32 : p.grad;
+  // The weight gradient in an FP16/BF16 grad format is rounded (FP32
+  // storage) or encoded (storage in that format) by the GEMM as it finishes
+  // its rows: grad_end's quantize or cast, the same bits.
+  std::int64_t* dw_nonfinite = tracked(*this, NonfiniteSlot::WeightGrad);
+  const bool dw_f32 = is_f32_container(m_weight.grad.format());
+  GemmEncode dw_codes;
+  bool dw_done = false;
+  if (is_half_format(gf) && !dw_nonfinite && m_weight.grad.numel()) {
+    if (dw_f32 && m_weight.grad.format() == Format::FP32) {
+      dw_codes = {gf, nullptr, {}};
+      dw_done = true;
+    } else if (m_weight.grad.format() == gf) {
+      dw_codes = {gf, m_weight.grad.data(), {}};
+      dw_done = true;
+    }
+  }
   linear_backward(be, *dyg, dy32, x, *ctx.w, s, dxf, dw, sum_codes ? nullptr : db, rows, m_in, m_out, p.accumulate,
-                  dx_codes.codes ? &dx_codes : nullptr);
+                  dx_codes.codes ? &dx_codes : nullptr, dw_done ? &dw_codes : nullptr);
   if (sum_codes) {
     m_dy32.resize(dy_sum->shape(), Format::FP32);
     be.column_sums16(sf, dy_sum->data(), rows, m_out, db, m_dy32.f32());
   }
   if (dx && !dx_codes.codes) output_end(be, *dx, p.grad, m_dx32, false, dx_nonfinite);
-  // FP8 gradients: weight and bias gradients leave the GEMM in FP32 (as
-  // Transformer Engine's wgrad into an FP32 main_grad); E5M2 is dy's format.
-  const Format gf = is_fp8(p.grad) ? Format::FP32 : p.grad;
-  grad_end(be, m_weight, gf, m_dw32, tracked(*this, NonfiniteSlot::WeightGrad));
+  if (!dw_done) grad_end(be, m_weight, gf, m_dw32, dw_nonfinite);
   if (m_has_bias) grad_end(be, m_bias, gf, m_db32, tracked(*this, NonfiniteSlot::WeightGrad));
 }
 

@@ -34,11 +34,12 @@ void linear_forward(Backend& be, const Tensor& x, const Tensor& w, const GemmSca
 // dy [rows, out] is the GEMM operand (holding dy * s.dy), dy_f32 the
 // unscaled values as floats (for the bias sums; may be null when db is).
 // dx [rows, in] (null: not needed), dw [out, in] and db [out] (null: no
-// bias) are f32, overwritten; with dx_codes dx is also encoded there.
+// bias) are f32, overwritten; with dx_codes dx is also encoded there, and
+// with dw_codes dw is encoded (or rounded in place, codes null) as it says.
 void linear_backward(Backend& be, const Tensor& dy, const float* dy_f32, const Tensor& x,
                      const Tensor& w, const GemmScales& s, float* dx, float* dw, float* db,
                      std::int64_t rows, std::int64_t in, std::int64_t out, Format accumulate,
-                     const GemmEncode* dx_codes = nullptr);
+                     const GemmEncode* dx_codes = nullptr, const GemmEncode* dw_codes = nullptr);
 
 // What Linear saves: its input as multiplied (the caller's tensor when it
 // already was in the compute format, else an owned copy in that format;

@@ -99,7 +99,8 @@ class TimingBackend final : public engine::Backend {
   }
   void gemm(const engine::GemmArgs& a) override { PL_TIMED(gemm_key(a, ""), m_in->gemm(a)); }
   void gemm_encode(const engine::GemmArgs& a, const engine::GemmEncode& e) override {
-    PL_TIMED(gemm_key(a, (std::string(" ->") + engine::format_name(e.format)).c_str()), m_in->gemm_encode(a, e));
+    const std::string tail = std::string(e.codes ? " ->" : " round ") + engine::format_name(e.format);
+    PL_TIMED(gemm_key(a, tail.c_str()), m_in->gemm_encode(a, e));
   }
   void conv2d_forward(const engine::ConvShape& s, engine::Format c, const float* x, const float* w,
                       const float* b, float* y) override {

@@ -136,9 +136,16 @@ void add_bias_rows(float* c, std::int64_t m, std::int64_t n, std::int64_t ldc, c
 }
 
 // Rows [m0, m0 + rows) of C (ldc == n) encoded as e says, stochastic
-// rounding at their index offset: element for element what one cast of
-// all of C gives.
-void encode_rows(const GemmEncode& e, const float* c, std::int64_t m0, std::int64_t rows, std::int64_t n) {
+// rounding at their index offset (or rounded in place: e.codes null):
+// element for element what one cast of all of C gives.
+void encode_rows(const GemmEncode& e, float* c, std::int64_t m0, std::int64_t rows, std::int64_t n) {
+  if (!e.codes) {
+    // In place: quantize()'s rounding (no stochastic option there).
+    CastOptions q;
+    q.saturate = e.opt.saturate;
+    quantize_inplace(e.format, c + m0 * n, static_cast<std::size_t>(rows * n), q);
+    return;
+  }
   CastOptions o = e.opt;
   o.index_offset += static_cast<std::uint64_t>(m0 * n);
   const std::size_t es = storage_bytes(e.format);
@@ -147,7 +154,7 @@ void encode_rows(const GemmEncode& e, const float* c, std::int64_t m0, std::int6
 }
 
 // All of C encoded, over the threads in row blocks.
-void encode_all(const GemmEncode& e, const float* c, std::int64_t m, std::int64_t n) {
+void encode_all(const GemmEncode& e, float* c, std::int64_t m, std::int64_t n) {
   const std::int64_t rows_per = std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(n, 1));
   const std::int64_t blocks = (m + rows_per - 1) / rows_per;
 #pragma omp parallel for schedule(static) if (worth_parallel(m * n))

@@ -473,7 +473,8 @@ TEST_P(Conformance, GemmDecodesEveryFp8CodeExactly) {
 
 // gemm_encode: C's codes are the encode of the f32 C the same call wrote
 // (element for element, with saturation and stochastic rounding at the
-// element's index), and that C is gemm's: bit for bit where the operands
+// element's index; without codes, C rounded in place is quantize of it),
+// and that C is gemm's: bit for bit where the operands
 // are decoded (FP16, FP8: the CPU's sliced path either way), within the
 // f32 summation bound where the CPU may split an FP32/BF16 product over the
 // threads differently to encode each part as it finishes. Shapes: the
@@ -540,6 +541,16 @@ TEST_P(Conformance, GemmEncodeEqualsGemmThenConvert) {
         be->convert(Format::FP32, c2.get(), fy, want.get(), static_cast<i64>(nc), e.opt);
         EXPECT_EQ(got.host(), want.host()) << what << ": codes";
         const std::vector<float> h1 = c1.host(), h2 = c2.host();
+        if (mode != 2) {
+          // Rounded in place (codes null): quantize of the C this path wrote.
+          engine::GemmEncode in_place = e;
+          in_place.codes = nullptr;
+          auto c3 = out(nc);
+          g.c = c3.get();
+          be->gemm_encode(g, in_place);
+          be->quantize(fy, c2.get(), static_cast<i64>(nc), e.opt.saturate);
+          expect_bit_equal(c3.host(), c2.host(), what + ": rounded in place");
+        }
         const bool decoded = c.fa != Format::FP32 && c.fa != Format::BF16 && c.fb != Format::FP32 && c.fb != Format::BF16;
         if (decoded) {
           expect_bit_equal(h2, h1, what + ": C");
