@@ -230,18 +230,10 @@ void Linear::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
   // storage) or encoded (storage in that format) by the GEMM as it finishes
   // its rows: grad_end's quantize or cast, the same bits.
   std::int64_t* dw_nonfinite = tracked(*this, NonfiniteSlot::WeightGrad);
-  const bool dw_f32 = is_f32_container(m_weight.grad.format());
-  GemmEncode dw_codes;
-  bool dw_done = false;
-  if (is_half_format(gf) && !dw_nonfinite && m_weight.grad.numel()) {
-    if (dw_f32 && m_weight.grad.format() == Format::FP32) {
-      dw_codes = {gf, nullptr, {}};
-      dw_done = true;
-    } else if (m_weight.grad.format() == gf) {
-      dw_codes = {gf, m_weight.grad.data(), {}};
-      dw_done = true;
-    }
-  }
+  const Format dw_storage = m_weight.grad.format();
+  const bool dw_done = is_half_format(gf) && !dw_nonfinite && m_weight.grad.numel() &&
+                       (dw_storage == Format::FP32 || dw_storage == gf);
+  const GemmEncode dw_codes{gf, dw_storage == Format::FP32 ? nullptr : m_weight.grad.data(), {}};
   linear_backward(be, *dyg, dy32, x, *ctx.w, s, dxf, dw, sum_codes ? nullptr : db, rows, m_in, m_out, p.accumulate,
                   dx_codes.codes ? &dx_codes : nullptr, dw_done ? &dw_codes : nullptr);
   if (sum_codes) {
