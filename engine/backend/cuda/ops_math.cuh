@@ -122,9 +122,10 @@ PL_HD std::uint16_t relu16_grad(std::uint16_t x, std::uint16_t dy, std::uint32_t
   return static_cast<std::uint32_t>(x) - 1u < inf_bits ? dy : std::uint16_t{0};
 }
 
-// GELU, exact form x * Phi(x), Phi(x) = erfc(-x / sqrt 2) / 2 in double (the
-// CPU's formulas; f32 erf/exp would be near the conformance tolerance where
-// the derivative crosses zero).
+// GELU, exact form x * Phi(x), Phi(x) = erfc(-x / sqrt 2) / 2 in double
+// (CUDA's erfc and exp; the CPU evaluates the same function in f32 lanes,
+// backend/cpu/gelu_simd.h, within 4 ulp of double erfc: both within the
+// conformance tolerance, a few ulps apart).
 inline constexpr double kInvSqrt2 = 0.70710678118654752440;
 inline constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 PL_HD float gelu_value(float x) {
