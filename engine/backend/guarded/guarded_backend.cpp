@@ -175,6 +175,10 @@ class GuardedBackend final : public Backend {
     Open o(*this, "gemm", g.a.data, g.b.data, g.c, g.bias, g.a.block, g.b.block);
     m_inner->gemm(g);
   }
+  void gemm_encode(const GemmArgs& g, const GemmEncode& e) override {
+    Open o(*this, "gemm_encode", g.a.data, g.b.data, g.c, g.bias, g.a.block, g.b.block, e.codes);
+    m_inner->gemm_encode(g, e);
+  }
   void conv2d_forward(const ConvShape& s, Format compute, const float* x, const float* w, const float* bias,
                       float* y) override {
     Open o(*this, "conv2d_forward", x, w, bias, y);
@@ -272,6 +276,20 @@ class GuardedBackend final : public Backend {
                           float* dx, float* dgamma, float* dbeta, std::int64_t rows, std::int64_t cols) override {
     Open o(*this, "layernorm_backward", dy, x, mean, rstd, gamma, dx, dgamma, dbeta);
     m_inner->layernorm_backward(dy, x, mean, rstd, gamma, dx, dgamma, dbeta, rows, cols);
+  }
+  void layernorm_coded_forward(Format fx, const void* x, const float* gamma, const float* beta, Format fy, void* y,
+                               float* mean, float* rstd, std::int64_t rows, std::int64_t cols, float eps,
+                               const CastOptions& opt, float* sx, float* sy) override {
+    Open o(*this, "layernorm_coded_forward", x, gamma, beta, y, mean, rstd, sx, sy);
+    m_inner->layernorm_coded_forward(fx, x, gamma, beta, fy, y, mean, rstd, rows, cols, eps, opt, sx, sy);
+  }
+  void layernorm_coded_backward(Format fdy, const void* dy, Format fx, const void* x, const float* mean,
+                                const float* rstd, const float* gamma, Format fdx, void* dx, float* dgamma,
+                                float* dbeta, std::int64_t rows, std::int64_t cols, float* sdy, float* sx,
+                                float* sdx) override {
+    Open o(*this, "layernorm_coded_backward", dy, x, mean, rstd, gamma, dx, dgamma, dbeta, sdy, sx, sdx);
+    m_inner->layernorm_coded_backward(fdy, dy, fx, x, mean, rstd, gamma, fdx, dx, dgamma, dbeta, rows, cols, sdy, sx,
+                                      sdx);
   }
   void softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t cols, Format accumulate) override {
     Open o(*this, "softmax_forward", x, y);
