@@ -90,6 +90,8 @@ void LayerNorm::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& con
   // dy is read as f32_rounded(dy, p.grad) reads it: decoded, when it is in
   // p.grad already or p.grad is FP32.
   const bool dy_exact = dy.format() == p.grad || p.grad == Format::FP32;
+  float* dg = grad_begin(m_gamma, m_dg32);
+  float* db = grad_begin(m_beta, m_db32);
   if (dx && dy_exact && coded(dy.format()) && coded(x.format()) && coded(p.grad) &&
       (is_half_format(dy.format()) || is_half_format(x.format()) || is_half_format(p.grad)) && !dx_nonfinite) {
     // FP16/BF16 codes in or out: one pass (Backend::layernorm_coded_backward).
@@ -97,29 +99,23 @@ void LayerNorm::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& con
     if (x.format() != Format::FP32) m_x32.resize(x.shape(), Format::FP32);
     if (p.grad != Format::FP32) m_dx32.resize(x.shape(), Format::FP32);
     dx->resize(x.shape(), p.grad);
-    float* dg = grad_begin(m_gamma, m_dg32);
-    float* db = grad_begin(m_beta, m_db32);
     if (x.numel())
       be.layernorm_coded_backward(dy.format(), dy.data(), x.format(), x.data(), ctx.mean.f32(), ctx.rstd.f32(), g,
                                   p.grad, dx->data(), dg, db, rows, m_dim, m_dy32.f32(), m_x32.f32(), m_dx32.f32());
-    grad_end(be, m_gamma, p.grad, m_dg32, tracked(*this, NonfiniteSlot::WeightGrad));
-    grad_end(be, m_beta, p.grad, m_db32, tracked(*this, NonfiniteSlot::WeightGrad));
-    return;
-  }
-  const float* dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
-  const float* xf = f32_values(be, x, m_x32);
-  float* dxf = nullptr;
-  if (dx) {
-    dxf = output_begin(*dx, x.shape(), p.grad, m_dx32);
   } else {
-    // The kernel always writes dx; give it scratch.
-    m_dx32.resize(x.shape(), Format::FP32);
-    dxf = m_dx32.f32();
+    const float* dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
+    const float* xf = f32_values(be, x, m_x32);
+    float* dxf = nullptr;
+    if (dx) {
+      dxf = output_begin(*dx, x.shape(), p.grad, m_dx32);
+    } else {
+      // The kernel always writes dx; give it scratch.
+      m_dx32.resize(x.shape(), Format::FP32);
+      dxf = m_dx32.f32();
+    }
+    layernorm_backward(be, dyf, xf, ctx.mean.f32(), ctx.rstd.f32(), g, dxf, dg, db, rows, m_dim);
+    if (dx) output_end(be, *dx, p.grad, m_dx32, false, dx_nonfinite);
   }
-  float* dg = grad_begin(m_gamma, m_dg32);
-  float* db = grad_begin(m_beta, m_db32);
-  layernorm_backward(be, dyf, xf, ctx.mean.f32(), ctx.rstd.f32(), g, dxf, dg, db, rows, m_dim);
-  if (dx) output_end(be, *dx, p.grad, m_dx32, false, dx_nonfinite);
   grad_end(be, m_gamma, p.grad, m_dg32, tracked(*this, NonfiniteSlot::WeightGrad));
   grad_end(be, m_beta, p.grad, m_db32, tracked(*this, NonfiniteSlot::WeightGrad));
 }

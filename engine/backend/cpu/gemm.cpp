@@ -116,23 +116,27 @@ void scale_block(float* c, std::int64_t m, std::int64_t n, std::int64_t ldc, flo
     for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] *= beta;
 }
 
+// One row of C: r = alpha * r (+ bias[j]), or r += bias.
+inline void scale_and_bias_row(float* r, std::int64_t n, float alpha, const float* bias) {
+  if (bias)
+    for (std::int64_t j = 0; j < n; ++j) r[j] = alpha * r[j] + bias[j];
+  else
+    for (std::int64_t j = 0; j < n; ++j) r[j] = alpha * r[j];
+}
+inline void add_bias_row(float* r, std::int64_t n, const float* bias) {
+  for (std::int64_t j = 0; j < n; ++j) r[j] += bias[j];
+}
+
 // c = alpha * c (+ bias[j]) over the m x n block.
 void scale_and_bias(float* c, std::int64_t m, std::int64_t n, std::int64_t ldc, float alpha,
                     const float* bias) {
 #pragma omp parallel for schedule(static) if (worth_parallel(m * n))
-  for (std::int64_t i = 0; i < m; ++i) {
-    float* r = c + i * ldc;
-    if (bias)
-      for (std::int64_t j = 0; j < n; ++j) r[j] = alpha * r[j] + bias[j];
-    else
-      for (std::int64_t j = 0; j < n; ++j) r[j] = alpha * r[j];
-  }
+  for (std::int64_t i = 0; i < m; ++i) scale_and_bias_row(c + i * ldc, n, alpha, bias);
 }
 
 void add_bias_rows(float* c, std::int64_t m, std::int64_t n, std::int64_t ldc, const float* bias) {
 #pragma omp parallel for schedule(static) if (worth_parallel(m * n))
-  for (std::int64_t i = 0; i < m; ++i)
-    for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] += bias[j];
+  for (std::int64_t i = 0; i < m; ++i) add_bias_row(c + i * ldc, n, bias);
 }
 
 // Rows [m0, m0 + rows) of C (ldc == n) encoded as e says, stochastic
@@ -393,15 +397,8 @@ GemmEngine::Plan* GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int6
         // This thread's rows, finished as run() would finish all of C, then
         // encoded while in its cache (ldc == n here).
         for (std::int64_t i = 0; i < rows; ++i) {
-          float* r = c + i * ldc;
-          if (alpha_pass) {
-            if (g.bias)
-              for (std::int64_t j = 0; j < g.n; ++j) r[j] = g.alpha * r[j] + g.bias[j];
-            else
-              for (std::int64_t j = 0; j < g.n; ++j) r[j] = g.alpha * r[j];
-          } else if (sl.plan->manual_bias) {
-            for (std::int64_t j = 0; j < g.n; ++j) r[j] += g.bias[j];
-          }
+          if (alpha_pass) scale_and_bias_row(c + i * ldc, g.n, g.alpha, g.bias);
+          else if (sl.plan->manual_bias) add_bias_row(c + i * ldc, g.n, g.bias);
         }
         encode_rows(*encode, g.c, m0, rows, g.n);
       }
