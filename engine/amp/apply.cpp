@@ -118,21 +118,33 @@ void apply_layer_precision(Backend& be, Model& model, const std::string& layer, 
   throw std::invalid_argument("no layer named '" + layer + "' in the model");
 }
 
+UpdateEncode refresh_encode(Parameter& p, float* scratch) {
+  UpdateEncode e;
+  e.format = p.weight.format();
+  e.codes = p.weight.data();
+  if (p.weight_history.active()) {
+    // Delayed: encode with the scale of the earlier weights' amaxes;
+    // these weights' amax is recorded with the next step's read, before
+    // the next refresh uses the history.
+    p.weight_scale = p.weight_history.scale();
+    e.opt.saturate = true;
+    e.scale = p.weight_scale;
+    e.amax = p.weight_history.amax_slot();
+    e.scratch = scratch;
+  }
+  return e;
+}
+
 void refresh_weights(Backend& be, Model& model, Tensor& ws) {
   for (Layer* leaf : model.leaves()) {
     for (Parameter* p : leaf->parameters()) {
       if (!p->has_master()) continue;
-      if (p->weight.format() == Format::FP32) {
-        be.copy(p->weight.data(), p->master.data(), p->master.bytes());
-      } else if (p->weight_history.active()) {
-        // Delayed: encode with the scale of the earlier weights' amaxes;
-        // these weights' amax is recorded with the next step's read, before
-        // the next refresh uses the history.
-        p->weight_scale = p->weight_history.scale();
-        encode_scaled(be, p->master, p->weight_scale, p->weight, ws, p->weight_history.amax_slot());
-      } else {
-        be.convert(Format::FP32, p->master.data(), p->weight.format(), p->weight.data(), p->master.numel(), {});
+      float* scratch = nullptr;
+      if (p->weight_history.active()) {
+        ws.resize(p->master.shape(), Format::FP32);
+        scratch = ws.f32();
       }
+      be.encode_updated(p->master.f32(), p->master.numel(), refresh_encode(*p, scratch));
     }
   }
 }

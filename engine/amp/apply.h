@@ -14,7 +14,9 @@ class DelayedScale;
 class Layer;
 class Tensor;
 class Model;
+class Parameter;
 struct Recipe;
+struct UpdateEncode;
 
 // Sets every leaf's precision from the recipe and lays out its parameters:
 // with master weights, `master` holds FP32 values and `weight` a copy in the
@@ -46,6 +48,12 @@ void apply_layer_precision(Backend& be, Model& model, const std::string& layer, 
 // amax is recorded.
 // `ws` is f32 scratch (FP8 weights are scaled through it).
 void refresh_weights(Backend& be, Model& model, Tensor& ws);
+// refresh_weights' encode of one parameter with master weights (the
+// master's values into `weight`), for an optimizer to write as it updates
+// the master (ParamSlot::encode): sets p.weight_scale as the refresh does.
+// `scratch`: backend memory of at least the parameter's element count in
+// floats, which an FP8 weight's encode may use.
+UpdateEncode refresh_encode(Parameter& p, float* scratch);
 
 // FP8 delayed scaling keeps each step's amaxes in backend memory until the
 // step's one read records them: the model's delayed scales (layers' x, dy

@@ -98,6 +98,21 @@ struct SgdUpdate {
   Format state_format = Format::FP32;
 };
 
+// A copy an optimizer update writes of the values it has just updated: the
+// low-precision weights refreshed from their FP32 master (a cast, or FP8's
+// delayed-scaled encode, which also records the new values' amax), or FP16
+// weights stored back after an update of their decoded values.
+struct UpdateEncode {
+  Format format = Format::FP32;  // FP32: a plain copy
+  void* codes = nullptr;         // n values in format's storage width
+  CastOptions opt;               // stochastic rounding indexes from opt.index_offset
+  // Scaled (amax non-null): codes = encode(value * scale) and *amax =
+  // max|value|, as scale_amax_encode; scratch is its n floats.
+  float scale = 1.0f;
+  float* amax = nullptr;
+  float* scratch = nullptr;
+};
+
 // torch.optim.Adam / AdamW's update of one parameter: l2 is Adam's weight
 // decay added to the gradient, shrink AdamW's factor 1 - lr * wd.
 struct AdamUpdate {
@@ -243,6 +258,20 @@ class Backend {
   virtual void unscale_grads(const GradBuffer* grads, std::size_t count, float inv_scale,
                              double* sum_squares) = 0;
   virtual void sgd_update(const SgdUpdate& u) = 0;
+  // sgd_update, then the updated values encoded as e says: the default is
+  // those calls (encode_updated); a backend may encode each part as it
+  // finishes it, with the same bits.
+  virtual void sgd_update_encode(const SgdUpdate& u, const UpdateEncode& e) {
+    sgd_update(u);
+    encode_updated(u.value, u.n, e);
+  }
+  // value[0, n) encoded as e says: scale_amax_encode when scaled, else
+  // convert (a copy for FP32).
+  void encode_updated(const float* value, std::int64_t n, const UpdateEncode& e) {
+    if (n <= 0) return;
+    if (e.amax) scale_amax_encode(value, e.scale, e.format, e.codes, n, e.opt, e.amax, e.scratch);
+    else convert(Format::FP32, value, e.format, e.codes, n, e.opt);
+  }
   virtual void adam_update(const AdamUpdate& u) = 0;
   virtual void gradient_census(const GradCensus& c) = 0;
   // out[0] += sum (a-b)^2, out[1] += sum b^2, out[2] += sum (a-b)*b, in

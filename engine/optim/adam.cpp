@@ -48,6 +48,7 @@ void Adam::update(Backend& be, std::span<const ParamSlot> slots, double lr, std:
     u.exp_avg_sq = state_data(s, 1);
     u.n = static_cast<std::int64_t>(slot.n);
     be.adam_update(u);
+    if (slot.encode) be.encode_updated(u.value, u.n, *slot.encode);
   }
 }
 

@@ -5,16 +5,21 @@
 
 namespace engine {
 
+struct UpdateEncode;
+
 // value: the weights the update writes (FP32 master weights, or low-precision
 // weights decoded to float and re-encoded by the caller afterwards).
 // grad: the matching gradient, already unscaled (and clipped). decay=false
 // exempts the tensor from weight decay (biases, norm gains), as a PyTorch
-// param group with weight_decay=0 would.
+// param group with weight_decay=0 would. encode, when set, is the copy the
+// update writes of the new values (Backend::sgd_update_encode): the caller
+// need not encode them afterwards.
 struct ParamSlot {
   float* value = nullptr;
   const float* grad = nullptr;
   std::size_t n = 0;
   bool decay = true;
+  const UpdateEncode* encode = nullptr;
 };
 
 // A mutable gradient, for clipping.

@@ -70,7 +70,8 @@ struct Run::Impl {
   Buffer results;
   std::vector<std::int64_t> results_host;
   std::vector<DelayedScale*> pending;
-  Tensor fp8_scratch;  // refresh_weights' f32 scratch
+  std::vector<UpdateEncode> encodes;  // the slots' encodes (ParamSlot::encode)
+  Tensor fp8_scratch;                 // FP8 weights' f32 scratch (UpdateEncode::scratch)
   std::size_t amax_slots = 0;  // the model's delayed scales: the most amaxes a step can have pending
   // The FP32 shadow model of statistics steps (built at the first one) and
   // its loss buffers. Not part of the recipe's memory: a measuring tool.
@@ -423,38 +424,50 @@ void Run::step(std::vector<Record>& out) {
   const double lr = learning_rate(s.schedule, m_step);
   const bool take = s.scaler.should_step();
   if (take) {
+    // The update also writes each parameter's stored copy (ParamSlot::
+    // encode): master weights refreshed into the layer's format, or
+    // low-precision weights re-encoded from their decoded update.
+    std::int64_t scaled = 0;
+    for (std::size_t i = 0; i < P; ++i)
+      if (params[i]->has_master() && params[i]->weight_history.active())
+        scaled = std::max(scaled, params[i]->master.numel());
+    if (scaled > 0) s.fp8_scratch.resize({scaled}, Format::FP32);
+    s.encodes.resize(P);
     s.slots.clear();
     for (std::size_t i = 0; i < P; ++i) {
       Parameter& p = *params[i];
       Tensor& u = p.updated();
       float* value;
+      const UpdateEncode* encode = nullptr;
       if (u.format() == Format::FP32 || u.format() == Format::TF32) {
         value = u.f32();
       } else {
         decode_to(be, u, s.weight_scratch[i]);
         value = s.weight_scratch[i].f32();
-      }
-      s.slots.push_back({value, s.clip_spans[i].data, static_cast<std::size_t>(p.grad.numel()), p.decay});
-    }
-    s.optimizer->step(be, s.slots, lr);
-    for (std::size_t i = 0; i < P; ++i) {
-      Parameter& p = *params[i];
-      Tensor& u = p.updated();
-      if (u.format() == Format::TF32) {
-        be.quantize(Format::TF32, u.f32(), u.numel(), false);
-      } else if (u.format() != Format::FP32) {
         // Updates smaller than half an ulp of the stored weight vanish here
         // under round-to-nearest; stochastic rounding keeps them on average
         // (seeded per run, step and parameter: a run repeats bit for bit).
-        CastOptions opt;
+        UpdateEncode e;
+        e.format = u.format();
+        e.codes = u.data();
         if (m_config.weight_rounding == "stochastic") {
-          opt.stochastic = true;
-          opt.seed = m_config.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(step_no) * 1000003ull + i;
+          e.opt.stochastic = true;
+          e.opt.seed = m_config.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(step_no) * 1000003ull + i;
         }
-        be.convert(Format::FP32, s.weight_scratch[i].f32(), u.format(), u.data(), u.numel(), opt);
+        s.encodes[i] = e;
+        encode = &s.encodes[i];
       }
+      if (p.has_master()) {
+        s.encodes[i] = refresh_encode(p, scaled > 0 ? s.fp8_scratch.f32() : nullptr);
+        encode = &s.encodes[i];
+      }
+      s.slots.push_back({value, s.clip_spans[i].data, static_cast<std::size_t>(p.grad.numel()), p.decay, encode});
     }
-    refresh_weights(be, *m_model, s.fp8_scratch);
+    s.optimizer->step(be, s.slots, lr);
+    for (std::size_t i = 0; i < P; ++i) {
+      Tensor& u = params[i]->updated();
+      if (u.format() == Format::TF32) be.quantize(Format::TF32, u.f32(), u.numel(), false);
+    }
   }
   s.scaler.update();
 

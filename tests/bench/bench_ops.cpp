@@ -81,6 +81,9 @@ class TimingBackend final : public engine::Backend {
     PL_TIMED("unscale_grads", m_in->unscale_grads(g, c, s, q));
   }
   void sgd_update(const engine::SgdUpdate& u) override { PL_TIMED("sgd_update", m_in->sgd_update(u)); }
+  void sgd_update_encode(const engine::SgdUpdate& u, const engine::UpdateEncode& e) override {
+    PL_TIMED(std::string("sgd_update ->") + engine::format_name(e.format), m_in->sgd_update_encode(u, e));
+  }
   void adam_update(const engine::AdamUpdate& u) override { PL_TIMED("adam_update", m_in->adam_update(u)); }
   void gradient_census(const engine::GradCensus& c) override {
     PL_TIMED("gradient_census", m_in->gradient_census(c));

@@ -57,6 +57,7 @@ class CpuBackend final : public Backend {
   void unscale_grads(const GradBuffer* grads, std::size_t count, float inv_scale,
                      double* sum_squares) override;
   void sgd_update(const SgdUpdate& u) override;
+  void sgd_update_encode(const SgdUpdate& u, const UpdateEncode& e) override;
   void adam_update(const AdamUpdate& u) override;
   void gradient_census(const GradCensus& c) override;
   void error_sums(const float* a, const float* b, std::int64_t n, double* out) override;

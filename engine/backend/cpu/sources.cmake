@@ -16,11 +16,12 @@ target_sources(engine_cpu PRIVATE
   cpu/rows.cpp
   cpu/loss.cpp
   cpu/step_ops.cpp
+  cpu/step_kernels.cpp
 )
 # The reduced-precision emulation rounds after every multiply and add; a
 # contracted FMA would skip a rounding and break bit-exactness with the
 # sequential reference (the conformance suite checks it).
-set_source_files_properties(cpu/gemm_lowp.cpp cpu/rows.cpp PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
+set_source_files_properties(cpu/gemm_lowp.cpp cpu/rows.cpp cpu/step_kernels.cpp PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
 # Compiled for AVX-512BW, called only after a run-time CPU check.
 set_source_files_properties(cpu/fp8_bf16_avx512.cpp PROPERTIES COMPILE_OPTIONS "-mavx512f;-mavx512bw")
 set_source_files_properties(cpu/pool_avx512.cpp PROPERTIES COMPILE_OPTIONS "-mavx512f")

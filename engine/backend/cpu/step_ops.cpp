@@ -11,6 +11,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/parallel.h"
+#include "backend/cpu/step_kernels.h"
 #include "amp/fp8_scaling.h"
 #include "numeric/cast.h"
 #include "optim/parallel.h"
@@ -269,17 +270,6 @@ void CpuBackend::amax(const float* x, std::int64_t n, float* out) {
   *out = amax_of(x, n);
 }
 
-namespace {
-
-// 1 for inf and NaN (the all-ones exponent), as an integer: vectorizable.
-inline std::int64_t nonfinite_bit(float v) {
-  std::uint32_t u;
-  std::memcpy(&u, &v, 4);
-  return (u & 0x7F800000u) == 0x7F800000u;
-}
-
-}  // namespace
-
 void CpuBackend::unscale_grads(const GradBuffer* grads, std::size_t count, float inv, double* sum_squares) {
   use_threads();
   // Fixed blocks, whatever the thread count: the sum of squares (the
@@ -301,28 +291,11 @@ void CpuBackend::unscale_grads(const GradBuffer* grads, std::size_t count, float
     const bool write = inv != 1.0f;
 #pragma omp parallel for schedule(static) if (n >= 65536)
     for (std::int64_t b = 0; b < blocks; ++b) {
-      const std::int64_t i0 = b * kBlock, i1 = std::min(n, i0 + kBlock);
+      const std::int64_t i0 = b * kBlock, len = std::min(n, i0 + kBlock) - i0;
       std::int64_t local = 0;
       double local_sq = 0.0;
-      if (!write) {
-#pragma omp simd reduction(+ : local, local_sq)
-        for (std::int64_t i = i0; i < i1; ++i) {
-          const float v = p[i];
-          local += nonfinite_bit(v);
-          local_sq += static_cast<double>(v) * static_cast<double>(v);
-        }
-      }
-      if (write || local > 0) {
-        local = 0;
-        local_sq = 0.0;
-#pragma omp simd reduction(+ : local, local_sq)
-        for (std::int64_t i = i0; i < i1; ++i) {
-          const float v = p[i] * inv;
-          p[i] = v;
-          local += nonfinite_bit(v);
-          local_sq += static_cast<double>(v) * static_cast<double>(v);
-        }
-      }
+      if (!write) local_sq = cpu::sum_squares_run(p + i0, len, &local);
+      if (write || local > 0) local_sq = cpu::unscale_run(p + i0, len, inv, &local);
       part[b] = local_sq;
       bad[b] = local;
     }
@@ -344,38 +317,69 @@ void round_state(Format f, float* s, std::size_t n) {
 
 }  // namespace
 
-void CpuBackend::sgd_update(const SgdUpdate& u) {
-  use_threads();
-  float* __restrict p = u.value;
-  const float* __restrict g = u.grad;
-  const float lr = u.lr, wd = u.weight_decay, momentum = u.momentum, keep = u.keep;
-  const auto n = static_cast<std::size_t>(u.n);
+namespace {
+
+// sgd_update over values [i0, i1) (a block of optim_detail::kBlock).
+void sgd_block(const SgdUpdate& u, const cpu::SgdCoeffs& c, std::size_t i0, std::size_t i1) {
+  float* p = u.value + i0;
+  const float* g = u.grad + i0;
+  const auto len = static_cast<std::int64_t>(i1 - i0);
   if (!u.momentum_buf) {
-    optim_detail::for_blocks(n, [&](std::size_t i0, std::size_t i1) {
-#pragma omp simd
-      for (std::size_t i = i0; i < i1; ++i) p[i] -= lr * (g[i] + wd * p[i]);
-    });
+    cpu::sgd_plain_run(p, g, len, c);
     return;
   }
-  float* __restrict buf = u.momentum_buf;
-  const bool first = u.first, nesterov = u.nesterov;
-  optim_detail::for_blocks(n, [&](std::size_t i0, std::size_t i1) {
-    if (first) {
-#pragma omp simd
-      for (std::size_t i = i0; i < i1; ++i) buf[i] = g[i] + wd * p[i];
+  float* buf = u.momentum_buf + i0;
+  if (u.state_format == Format::FP32) {
+    // No rounding between the buffer and the step: one pass.
+    cpu::sgd_momentum_run(p, g, buf, len, c, u.first, u.nesterov);
+    return;
+  }
+  cpu::sgd_buffer_run(buf, p, g, len, c, u.first);
+  round_state(u.state_format, buf, i1 - i0);
+  cpu::sgd_step_run(p, g, buf, len, c, u.nesterov);
+}
+
+}  // namespace
+
+void CpuBackend::sgd_update(const SgdUpdate& u) {
+  use_threads();
+  const cpu::SgdCoeffs c{u.lr, u.momentum, u.keep, u.weight_decay};
+  optim_detail::for_blocks(static_cast<std::size_t>(u.n),
+                           [&](std::size_t i0, std::size_t i1) { sgd_block(u, c, i0, i1); });
+}
+
+void CpuBackend::sgd_update_encode(const SgdUpdate& u, const UpdateEncode& e) {
+  const std::size_t es = storage_bytes(e.format);
+  if (u.n <= 0 || es == 0 || (e.amax && f32_container(e.format))) {
+    Backend::sgd_update_encode(u, e);
+    return;
+  }
+  use_threads();
+  // Each block is encoded right after its update, while it is in L1: the
+  // bits of encode_updated's convert or scale_amax_encode (elementwise,
+  // stochastic rounding at the block's index offset; the amax combines as
+  // bit patterns).
+  const cpu::SgdCoeffs c{u.lr, u.momentum, u.keep, u.weight_decay};
+  constexpr auto kBlock = static_cast<std::int64_t>(optim_detail::kBlock);
+  const std::int64_t n = u.n, blocks = (n + kBlock - 1) / kBlock;
+  auto* codes = static_cast<std::byte*>(e.codes);
+  std::uint32_t m = 0;
+#pragma omp parallel for schedule(static) reduction(max : m) if (n >= static_cast<std::int64_t>(optim_detail::kParallelMin))
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::int64_t i0 = b * kBlock, len = std::min(kBlock, n - i0);
+    sgd_block(u, c, static_cast<std::size_t>(i0), static_cast<std::size_t>(i0 + len));
+    CastOptions o = e.opt;
+    o.index_offset += static_cast<std::uint64_t>(i0);
+    std::byte* dst = codes + static_cast<std::size_t>(i0) * es;
+    if (e.amax) {
+      alignas(64) float scaled[kBlock];
+      m = std::max(m, scale_amax_bits(u.value + i0, e.scale, scaled, len));
+      cast_from_f32(e.format, scaled, dst, static_cast<std::size_t>(len), o);
     } else {
-#pragma omp simd
-      for (std::size_t i = i0; i < i1; ++i) buf[i] = momentum * buf[i] + keep * (g[i] + wd * p[i]);
+      convert_range(Format::FP32, u.value + i0, e.format, dst, len, o);
     }
-    round_state(u.state_format, buf + i0, i1 - i0);
-    if (nesterov) {
-#pragma omp simd
-      for (std::size_t i = i0; i < i1; ++i) p[i] -= lr * ((g[i] + wd * p[i]) + momentum * buf[i]);
-    } else {
-#pragma omp simd
-      for (std::size_t i = i0; i < i1; ++i) p[i] -= lr * buf[i];
-    }
-  });
+  }
+  if (e.amax) *e.amax = amax_from_bits(m);
 }
 
 void CpuBackend::adam_update(const AdamUpdate& u) {

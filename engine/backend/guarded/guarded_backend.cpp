@@ -157,6 +157,10 @@ class GuardedBackend final : public Backend {
     Open o(*this, "sgd_update", u.value, u.grad, u.momentum_buf);
     m_inner->sgd_update(u);
   }
+  void sgd_update_encode(const SgdUpdate& u, const UpdateEncode& e) override {
+    Open o(*this, "sgd_update_encode", u.value, u.grad, u.momentum_buf, e.codes, e.amax, e.scratch);
+    m_inner->sgd_update_encode(u, e);
+  }
   void adam_update(const AdamUpdate& u) override {
     Open o(*this, "adam_update", u.value, u.grad, u.exp_avg, u.exp_avg_sq);
     m_inner->adam_update(u);

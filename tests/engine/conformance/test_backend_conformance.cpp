@@ -1323,6 +1323,83 @@ TEST_P(Conformance, ColumnSums16EqualsDecodeThenSum) {
 // row not a multiple of the vector width, one wider than the CPU's stack
 // row (its fallback), specials, and outputs that overflow FP16 (saturating
 // and not).
+// The optimizer's update that also writes the stored copy: the same bits as
+// sgd_update and then encode_updated (the master refreshed into BF16, FP16
+// or scaled FP8 with its amax, a plain copy, FP16 weights stochastically
+// re-encoded), for each update rule, sizes around the block and the
+// parallel split.
+TEST_P(Conformance, SgdUpdateEncodeEqualsUpdateThenEncode) {
+  struct Rule {
+    float momentum;
+    bool nesterov, first;
+    Format state;
+  };
+  const Rule rules[] = {{0.0f, false, false, Format::FP32}, {0.9f, false, true, Format::FP32},
+                        {0.9f, false, false, Format::FP32}, {0.9f, true, false, Format::FP32},
+                        {0.9f, true, true, Format::FP32},   {0.9f, false, false, Format::BF16}};
+  struct Target {
+    Format format;
+    bool scaled, stochastic;
+  };
+  const Target encodes[] = {{Format::BF16, false, false}, {Format::FP16, false, false}, {Format::FP16, false, true},
+                            {Format::E4M3, true, false},  {Format::E5M2, true, false},  {Format::FP32, false, false}};
+  std::uint64_t seed = 900;
+  for (i64 n : {i64{1}, i64{2049}, i64{70001}})
+    for (const Rule& r : rules)
+      for (const Target& t : encodes) {
+        const auto un = static_cast<std::size_t>(n);
+        // Weights near 1e4 where FP16 saturates and E4M3 needs its scale;
+        // gradients with an inf so the amax and the encode see one.
+        std::vector<float> w = normal_values(un, ++seed, 300.0f), g = normal_values(un, ++seed, 2.0f),
+                           m = normal_values(un, ++seed, 1.0f);
+        w[un / 2] = 7.0e4f;
+        if (n > 2) g[un - 1] = std::numeric_limits<float>::infinity();
+        const std::string what = std::string("sgd_update_encode n=") + std::to_string(n) + " momentum " +
+                                 std::to_string(r.momentum) + (r.nesterov ? " nesterov" : "") +
+                                 (r.first ? " first" : "") + " state " + engine::format_name(r.state) + " -> " +
+                                 engine::format_name(t.format) + (t.scaled ? " scaled" : "") +
+                                 (t.stochastic ? " stochastic" : "");
+        auto w1 = dev(w), w2 = dev(w), gd = dev(g), m1 = dev(m), m2 = dev(m), scratch = out(un);
+        engine::SgdUpdate u;
+        u.grad = gd.get();
+        u.n = n;
+        u.lr = 0.013f;
+        u.momentum = r.momentum;
+        u.keep = 0.75f;
+        u.weight_decay = 0.01f;
+        u.nesterov = r.nesterov;
+        u.first = r.first;
+        u.state_format = r.state;
+        const std::size_t es = engine::storage_bytes(t.format);
+        engine::UpdateEncode e;
+        e.format = t.format;
+        e.opt.saturate = t.scaled;
+        e.opt.stochastic = t.stochastic;
+        e.opt.seed = 41;
+        e.opt.index_offset = 5;
+        e.scale = t.scaled ? 0.0371f : 1.0f;
+        e.scratch = scratch.get();
+        DeviceBuffer<std::uint8_t> got(GetParam(), std::vector<std::uint8_t>(un * es, 0x5Au)),
+            want(GetParam(), std::vector<std::uint8_t>(un * es, 0xA5u));
+        DeviceBuffer<float> amax_got(GetParam(), {-1.0f}), amax_want(GetParam(), {-2.0f});
+        u.value = w1.get();
+        u.momentum_buf = r.momentum != 0.0f ? m1.get() : nullptr;
+        e.codes = got.get();
+        e.amax = t.scaled ? amax_got.get() : nullptr;
+        be->sgd_update_encode(u, e);
+        u.value = w2.get();
+        u.momentum_buf = r.momentum != 0.0f ? m2.get() : nullptr;
+        be->sgd_update(u);
+        e.codes = want.get();
+        e.amax = t.scaled ? amax_want.get() : nullptr;
+        be->encode_updated(w2.get(), n, e);
+        expect_bit_equal(w1.host(), w2.host(), what + ": weights");
+        expect_bit_equal(m1.host(), m2.host(), what + ": momentum");
+        EXPECT_EQ(got.host(), want.host()) << what << ": codes";
+        if (t.scaled) expect_bit_equal(amax_got.host(), amax_want.host(), what + ": amax");
+      }
+}
+
 TEST_P(Conformance, LayerNormCodedEqualsDecodeNormEncode) {
   struct Shape2 {
     i64 rows, cols;

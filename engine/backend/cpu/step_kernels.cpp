@@ -1,0 +1,143 @@
+// Step-level loops of the CPU backend, one clone per ISA (step_kernels.h).
+#include "backend/cpu/step_kernels.h"
+
+#include <cstring>
+
+#include "numeric/clones.h"
+
+namespace engine::cpu {
+namespace {
+
+constexpr int kLanes = 16;
+
+// GCC vector types: each clone lowers them to its own registers (one zmm,
+// two ymm or four xmm per 16 lanes), lane by lane the same arithmetic.
+typedef float v16f __attribute__((vector_size(64)));
+typedef float v8f __attribute__((vector_size(32)));
+typedef double v8d __attribute__((vector_size(64)));
+typedef std::uint32_t v16u __attribute__((vector_size(64)));
+typedef std::int32_t v16i __attribute__((vector_size(64)));
+
+inline std::uint32_t nonfinite_bit(float v) {
+  std::uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return (u & 0x7F800000u) == 0x7F800000u;
+}
+
+// The partial sums folded pairwise: (0+8, 1+9, ...), then (0+4, ...), ...
+[[gnu::always_inline]] inline double fold(double* acc) {
+  for (int h = kLanes / 2; h > 0; h /= 2)
+    for (int j = 0; j < h; ++j) acc[j] += acc[j + h];
+  return acc[0];
+}
+
+// Partial sum j gets the squares of values j, j + 16, j + 32, ... of
+// [0, n), in that order; `bad` counts inf/NaN. Scale: each value is x * inv
+// first, written back (write == true).
+template <bool write>
+[[gnu::always_inline]] inline double squares(float* x, std::int64_t n, float inv, std::int64_t* nonfinite) {
+  v8d lo = {}, hi = {};
+  v16i bad = {};
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    v16f v;
+    std::memcpy(&v, x + i, sizeof v);
+    if constexpr (write) {
+      v = v * inv;
+      std::memcpy(x + i, &v, sizeof v);
+    }
+    v16u u;
+    std::memcpy(&u, &v, sizeof u);
+    bad -= (u & 0x7F800000u) == 0x7F800000u;  // -1 where true
+    v8f a, b;
+    std::memcpy(&a, &v, sizeof a);
+    std::memcpy(&b, reinterpret_cast<const char*>(&v) + sizeof a, sizeof b);
+    const v8d da = __builtin_convertvector(a, v8d), db = __builtin_convertvector(b, v8d);
+    lo += da * da;
+    hi += db * db;
+  }
+  double acc[kLanes];
+  std::memcpy(acc, &lo, sizeof lo);
+  std::memcpy(acc + kLanes / 2, &hi, sizeof hi);
+  std::int64_t count = 0;
+  for (int j = 0; j < kLanes; ++j) count += bad[j];
+  for (int j = 0; i + j < n; ++j) {
+    float v = x[i + j];
+    if constexpr (write) {
+      v *= inv;
+      x[i + j] = v;
+    }
+    count += nonfinite_bit(v);
+    acc[j] += static_cast<double>(v) * static_cast<double>(v);
+  }
+  *nonfinite = count;
+  return fold(acc);
+}
+
+}  // namespace
+
+PL_CPU_CLONES double sum_squares_run(const float* x, std::int64_t n, std::int64_t* nonfinite) {
+  return squares<false>(const_cast<float*>(x), n, 1.0f, nonfinite);
+}
+
+PL_CPU_CLONES double unscale_run(float* x, std::int64_t n, float inv, std::int64_t* nonfinite) {
+  return squares<true>(x, n, inv, nonfinite);
+}
+
+PL_CPU_CLONES void sgd_plain_run(float* __restrict p, const float* __restrict g, std::int64_t n,
+                                 const SgdCoeffs& c) {
+  const float lr = c.lr, wd = c.weight_decay;
+  for (std::int64_t i = 0; i < n; ++i) p[i] -= lr * (g[i] + wd * p[i]);
+}
+
+PL_CPU_CLONES void sgd_buffer_run(float* __restrict buf, const float* __restrict p, const float* __restrict g,
+                                  std::int64_t n, const SgdCoeffs& c, bool first) {
+  const float wd = c.weight_decay, momentum = c.momentum, keep = c.keep;
+  if (first)
+    for (std::int64_t i = 0; i < n; ++i) buf[i] = g[i] + wd * p[i];
+  else
+    for (std::int64_t i = 0; i < n; ++i) buf[i] = momentum * buf[i] + keep * (g[i] + wd * p[i]);
+}
+
+PL_CPU_CLONES void sgd_step_run(float* __restrict p, const float* __restrict g, const float* __restrict buf,
+                                std::int64_t n, const SgdCoeffs& c, bool nesterov) {
+  const float lr = c.lr, wd = c.weight_decay, momentum = c.momentum;
+  if (nesterov)
+    for (std::int64_t i = 0; i < n; ++i) p[i] -= lr * ((g[i] + wd * p[i]) + momentum * buf[i]);
+  else
+    for (std::int64_t i = 0; i < n; ++i) p[i] -= lr * buf[i];
+}
+
+PL_CPU_CLONES void sgd_momentum_run(float* __restrict p, const float* __restrict g, float* __restrict buf,
+                                    std::int64_t n, const SgdCoeffs& c, bool first, bool nesterov) {
+  const float lr = c.lr, wd = c.weight_decay, momentum = c.momentum, keep = c.keep;
+  // Four loops, one per case, so each is a plain vector loop.
+  if (first && !nesterov) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float b = g[i] + wd * p[i];
+      buf[i] = b;
+      p[i] -= lr * b;
+    }
+  } else if (!nesterov) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float b = momentum * buf[i] + keep * (g[i] + wd * p[i]);
+      buf[i] = b;
+      p[i] -= lr * b;
+    }
+  } else if (first) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float d = g[i] + wd * p[i];
+      buf[i] = d;
+      p[i] -= lr * (d + momentum * d);
+    }
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float d = g[i] + wd * p[i];
+      const float b = momentum * buf[i] + keep * d;
+      buf[i] = b;
+      p[i] -= lr * (d + momentum * b);
+    }
+  }
+}
+
+}  // namespace engine::cpu

@@ -1,0 +1,35 @@
+// The CPU's step-level loops over one range, compiled for AVX-512, AVX2 and
+// the baseline (PL_CPU_CLONES): the callers split ranges over the threads
+// outside them (an OpenMP region inside a clone is outlined for the
+// baseline). Compiled without contraction, so every clone gives the bits of
+// the plain expressions.
+#pragma once
+
+#include <cstdint>
+
+namespace engine::cpu {
+
+// Sum of x[i]^2 over [0, n) in double (each square is exact) and the count
+// of inf/NaN values. The sum runs in 16 interleaved partial sums, i % 16,
+// folded in a fixed tree: the same bits on every CPU and clone.
+double sum_squares_run(const float* x, std::int64_t n, std::int64_t* nonfinite);
+// x[i] *= inv, then sum_squares_run's sum and count of the new values.
+double unscale_run(float* x, std::int64_t n, float inv, std::int64_t* nonfinite);
+
+struct SgdCoeffs {
+  float lr, momentum, keep, weight_decay;
+};
+// torch.optim.SGD without momentum: p -= lr * (g + wd * p).
+void sgd_plain_run(float* p, const float* g, std::int64_t n, const SgdCoeffs& c);
+// The momentum buffer: buf = g + wd * p (first step) or
+// buf = momentum * buf + keep * (g + wd * p).
+void sgd_buffer_run(float* buf, const float* p, const float* g, std::int64_t n, const SgdCoeffs& c, bool first);
+// The step from the (rounded) buffer: p -= lr * buf, or with Nesterov
+// p -= lr * ((g + wd * p) + momentum * buf).
+void sgd_step_run(float* p, const float* g, const float* buf, std::int64_t n, const SgdCoeffs& c, bool nesterov);
+// sgd_buffer_run then sgd_step_run element by element (an FP32 buffer
+// needs no rounding in between): one pass, the same bits.
+void sgd_momentum_run(float* p, const float* g, float* buf, std::int64_t n, const SgdCoeffs& c, bool first,
+                      bool nesterov);
+
+}  // namespace engine::cpu
