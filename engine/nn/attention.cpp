@@ -324,17 +324,27 @@ void Attention::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& con
   m_values.backward_pair(be, ctx.d_values, ctx.dprobs, ctx.dqkv.f32(), *ctx.values_ctx);
   m_softmax.backward(be, ctx.dprobs, &ctx.dscores, *ctx.softmax_ctx);
   m_scores.backward_into(be, ctx.dscores, ctx.dqkv.f32(), *ctx.scores_ctx);
-  round_dqkv(be, ctx.dqkv);
-  m_qkv.backward(be, ctx.dqkv, dx, *ctx.qkv_ctx);
+  m_qkv.backward(be, round_dqkv(be, ctx), dx, *ctx.qkv_ctx);
 }
 
-void Attention::round_dqkv(Backend& be, Tensor& dqkv) {
+const Tensor& Attention::round_dqkv(Backend& be, AttentionContext& ctx) {
+  Tensor& dqkv = ctx.dqkv;
   // dq, dk leave the scores leaf (its grad format), dv the values leaf (its
   // own). The usual case, one format or FP32, takes one call over the whole
   // buffer; per-row calls only when the two formats differ.
   float* g = dqkv.f32();
   const std::int64_t rows = dqkv.dim(0) * dqkv.dim(1), ld = 3 * m_dim;
   const Format fs = m_scores.precision().grad, fv = m_values.precision().grad;
+  std::int64_t* count_qk = tracked(m_scores, NonfiniteSlot::ActivationGrad);
+  std::int64_t* count_v = tracked(m_values, NonfiniteSlot::ActivationGrad);
+  if (fs == fv && is_half_format(fs) && m_qkv.precision().grad == fs && !count_qk && !count_v) {
+    // One encode: the codes of the rounded values, which the projection's
+    // round_to then passes through (rounding twice to one format is
+    // rounding once).
+    ctx.dqkv_codes.resize(dqkv.shape(), fs);
+    be.convert(Format::FP32, g, fs, ctx.dqkv_codes.data(), dqkv.numel(), {});
+    return ctx.dqkv_codes;
+  }
   if (fs == fv) {
     if (fs != Format::FP32) be.quantize(fs, g, dqkv.numel(), false);
   } else {
@@ -342,9 +352,9 @@ void Attention::round_dqkv(Backend& be, Tensor& dqkv) {
     if (fv != Format::FP32) round_columns(be, g, rows, ld, 2 * m_dim, m_dim, fv);
   }
   // Attribution (overflow steps only): counted per leaf, row by row.
-  if (std::int64_t* c = tracked(m_scores, NonfiniteSlot::ActivationGrad)) count_columns(be, g, rows, ld, 0, 2 * m_dim, c);
-  if (std::int64_t* c = tracked(m_values, NonfiniteSlot::ActivationGrad))
-    count_columns(be, g, rows, ld, 2 * m_dim, m_dim, c);
+  if (count_qk) count_columns(be, g, rows, ld, 0, 2 * m_dim, count_qk);
+  if (count_v) count_columns(be, g, rows, ld, 2 * m_dim, m_dim, count_v);
+  return dqkv;
 }
 
 }  // namespace engine

@@ -121,6 +121,7 @@ struct AttentionContext : Context {
   std::unique_ptr<Context> qkv_ctx, scores_ctx, softmax_ctx, values_ctx, proj_ctx;
   Tensor qkv, scores, probs, values;       // forward intermediates
   Tensor d_values, dprobs, dscores, dqkv;  // backward intermediates (dqkv: f32)
+  Tensor dqkv_codes;                       // dqkv encoded once for the qkv projection (round_dqkv)
   std::size_t bytes() const override;
   std::size_t emulation_bytes() const override;
 };
@@ -151,7 +152,11 @@ class Attention : public CompositeLayer {
   Linear& proj() { return m_proj; }
 
  private:
-  void round_dqkv(Backend& be, Tensor& dqkv);
+  // Rounds dqkv to the leaves' grad formats; returns the tensor the qkv
+  // projection's backward takes: dqkv, or its codes when one FP16/BF16
+  // format serves all three (the projection's rounding then has nothing
+  // left to do).
+  const Tensor& round_dqkv(Backend& be, AttentionContext& ctx);
 
   std::int64_t m_dim;
   Linear m_qkv;
