@@ -66,7 +66,8 @@ struct GemmArgs {
 };
 
 // gemm_encode's second output: C's f32 values also encoded to `format`
-// (FP16 or BF16) in `codes` (rows of n values), with opt's rounding and
+// (FP16, BF16 or an unscaled FP8) in `codes` (rows of n values, the
+// format's storage width), with opt's rounding and
 // saturation; with codes null, C itself rounded to the format's values in
 // place (quantize: round to nearest even, opt.saturate).
 struct GemmEncode {

@@ -222,7 +222,10 @@ void Linear::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
   float* db = m_has_bias ? grad_begin(m_bias, m_db32) : nullptr;
   std::int64_t* dx_nonfinite = dx ? tracked(*this, NonfiniteSlot::ActivationGrad) : nullptr;
   GemmEncode dx_codes;
-  if (dx && is_half_format(p.grad) && !dx_nonfinite && dx->numel()) dx_codes = {p.grad, dx->data(), {}};
+  // dx in an FP16/BF16 or (unscaled, as output_end casts it) FP8 grad
+  // format: encoded by the GEMM as it finishes its rows.
+  if (dx && (is_half_format(p.grad) || is_fp8(p.grad)) && !dx_nonfinite && dx->numel())
+    dx_codes = {p.grad, dx->data(), {}};
   // FP8 gradients: weight and bias gradients leave the GEMM in FP32 (as
   // Transformer Engine's wgrad into an FP32 main_grad); E5M2 is dy's format.
   const Format gf = is_fp8(p.grad) ? Format::FP32 : p.grad;

@@ -519,6 +519,7 @@ void GemmEngine::run_batched(const GemmArgs& g) {
     s.alpha = g.alpha;
     s.beta = g.beta;
     s.bias = g.bias;
+    s.native_bf16 = m_native_bf16;
     gemm_small_batched(s);
     return;
   }

@@ -47,8 +47,14 @@ struct SmallBatch {
   std::int64_t sa[2] = {0, 0}, sb[2] = {0, 0}, sc[2] = {0, 0};
   float alpha = 1.0f, beta = 0.0f;
   const float* bias = nullptr;
+  bool native_bf16 = false;  // the CPU has the AVX512-BF16 dot product
 };
 void gemm_small_batched(const SmallBatch& s);
+// BF16 x BF16 products with n <= 16 and k even, on the AVX512-BF16 dot
+// product (gemm_small_bf16.cpp): where the CPU has it, product t of the
+// batch (gemm_small_batched splits the products over the threads).
+bool small_bf16_fits(const SmallBatch& s);
+void small_product_bf16(const SmallBatch& s, std::int64_t t);
 
 // n stored values of format f as the f32 GEMM paths read them: decoded
 // exactly, TF32 rounded (RNE) to its grid.

@@ -224,6 +224,11 @@ void gemm_small_batched(const SmallBatch& s) {
   const std::int64_t count = s.batch0 * s.batch1;
   const std::int64_t work = count * s.m * s.n * s.k;
   const bool decode_a = s.a_format != Format::FP32, decode_b = s.b_format != Format::FP32;
+  if (s.native_bf16 && small_bf16_fits(s)) {
+#pragma omp parallel for schedule(static) if (work >= 8 * kParallelMin)
+    for (std::int64_t t = 0; t < count; ++t) small_product_bf16(s, t);
+    return;
+  }
   if (!decode_a && !decode_b) {
 #pragma omp parallel for schedule(static) if (work >= 8 * kParallelMin)
     for (std::int64_t t = 0; t < count; ++t) small_product(s, a, b, t, 0, 0);

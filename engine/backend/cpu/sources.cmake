@@ -5,6 +5,7 @@ target_sources(engine_cpu PRIVATE
   cpu/gemm.cpp
   cpu/gemm_lowp.cpp
   cpu/gemm_small.cpp
+  cpu/gemm_small_bf16.cpp
   cpu/fp8_bf16.cpp
   cpu/fp8_bf16_avx512.cpp
   cpu/conv.cpp
@@ -25,6 +26,8 @@ set_source_files_properties(cpu/gemm_lowp.cpp cpu/rows.cpp cpu/step_kernels.cpp 
 # Compiled for AVX-512BW, called only after a run-time CPU check.
 set_source_files_properties(cpu/fp8_bf16_avx512.cpp PROPERTIES COMPILE_OPTIONS "-mavx512f;-mavx512bw")
 set_source_files_properties(cpu/pool_avx512.cpp PROPERTIES COMPILE_OPTIONS "-mavx512f")
+set_source_files_properties(cpu/gemm_small_bf16.cpp PROPERTIES COMPILE_OPTIONS
+                            "-mavx512f;-mavx512bw;-mavx512vl;-mavx512bf16;$<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>")
 # GELU's f32 lanes and softmax's exp: compiled for their ISA, called after a
 # run-time check; glibc's libmvec provides the vector exp. No contraction:
 # the lanes must round as the element-by-element code in elementwise.cpp.

@@ -498,7 +498,7 @@ TEST_P(Conformance, GemmEncodeEqualsGemmThenConvert) {
   };
   std::uint64_t seed = 300;
   for (const Case& c : cases)
-    for (Format fy : {Format::FP16, Format::BF16})
+    for (Format fy : {Format::FP16, Format::BF16, Format::E5M2, Format::E4M3})
       for (int mode = 0; mode < 3; ++mode) {  // plain, saturating, stochastic
         const auto na = static_cast<std::size_t>(c.m * c.k), nb = static_cast<std::size_t>(c.k * c.n),
                    nc = static_cast<std::size_t>(c.m * c.n);
@@ -534,10 +534,11 @@ TEST_P(Conformance, GemmEncodeEqualsGemmThenConvert) {
         g.c = c1.get();
         be->gemm(g);
         g.c = c2.get();
-        DeviceBuffer<std::uint16_t> got(GetParam(), std::vector<std::uint16_t>(nc, 0x1234u));
+        const std::size_t es = engine::storage_bytes(fy);
+        DeviceBuffer<std::uint8_t> got(GetParam(), std::vector<std::uint8_t>(nc * es, 0x12u));
         e.codes = got.get();
         be->gemm_encode(g, e);
-        DeviceBuffer<std::uint16_t> want(GetParam(), std::vector<std::uint16_t>(nc, 0xABCDu));
+        DeviceBuffer<std::uint8_t> want(GetParam(), std::vector<std::uint8_t>(nc * es, 0xABu));
         be->convert(Format::FP32, c2.get(), fy, want.get(), static_cast<i64>(nc), e.opt);
         EXPECT_EQ(got.host(), want.host()) << what << ": codes";
         const std::vector<float> h1 = c1.host(), h2 = c2.host();
@@ -730,96 +731,106 @@ struct BatchedCase {
 };
 
 TEST_P(Conformance, BatchedGemmInAttentionLayoutMatchesEveryProduct) {
-  const i64 B = 3, H = 2, T = 5, C = 8, d = C / H, ld = 3 * C;
-  const i64 qkv_size = B * T * ld, scores_size = B * H * T * T;
-  const BatchedSide q{0, ld, T * ld, d, qkv_size}, k_{C, ld, T * ld, d, qkv_size}, v{2 * C, ld, T * ld, d, qkv_size};
-  const BatchedSide scores{0, T, H * T * T, T * T, scores_size};
-  const std::vector<BatchedCase> cases = {
-      {"scores = q k^T", T, T, d, q, k_, scores, false, true},
-      {"dq = dS k", T, d, T, scores, k_, q, false, false},
-      {"dk = dS^T q", T, d, T, scores, q, k_, true, false},
-      {"out = P v", T, d, T, scores, v, BatchedSide{0, C, T * C, d, B * T * C}, false, false},
-      {"dv = P^T dO", T, d, T, scores, BatchedSide{0, C, T * C, d, B * T * C}, v, true, false}};
-  const std::vector<std::pair<Format, Format>> formats = {{Format::FP32, Format::FP32}, {Format::TF32, Format::TF32},
-                                                          {Format::FP16, Format::FP16}, {Format::BF16, Format::BF16},
-                                                          {Format::E4M3, Format::E4M3}, {Format::E5M2, Format::E4M3}};
-  std::uint64_t seed = 1300;
-  for (const BatchedCase& bc : cases)
-    for (const auto& [fa, fb] : formats)
-      for (int epilogue = 0; epilogue < 3; ++epilogue) {
-        const float alpha = epilogue == 0 ? 0.5f : 1.0f, beta = epilogue == 0 ? 0.0f : epilogue == 1 ? 1.0f : -0.25f;
-        const bool bias = epilogue == 2;
-        const Operand a = make_operand(fa, 1, bc.a.size, bc.a.size, ++seed, 1.0f);
-        const Operand b = make_operand(fb, 1, bc.b.size, bc.b.size, ++seed, 1.0f);
-        std::vector<float> c0 = normal_values(static_cast<std::size_t>(bc.c.size), ++seed);
-        if (beta == 0.0f) std::fill(c0.begin(), c0.end(), std::numeric_limits<float>::quiet_NaN());
-        const std::vector<float> bias_v = normal_values(static_cast<std::size_t>(bc.n), ++seed);
-        DeviceBuffer<std::uint8_t> da(GetParam(), a.bytes), db(GetParam(), b.bytes);
-        DeviceBuffer<float> dc(GetParam(), c0), dbias(GetParam(), bias_v);
-        engine::GemmArgs g;
-        g.m = bc.m;
-        g.n = bc.n;
-        g.k = bc.k;
-        g.a = {da.get() + bc.a.offset * static_cast<i64>(engine::storage_bytes(fa)), fa, bc.ta, bc.a.ld};
-        g.a.batch_stride[0] = bc.a.s0;
-        g.a.batch_stride[1] = bc.a.s1;
-        g.b = {db.get() + bc.b.offset * static_cast<i64>(engine::storage_bytes(fb)), fb, bc.tb, bc.b.ld};
-        g.b.batch_stride[0] = bc.b.s0;
-        g.b.batch_stride[1] = bc.b.s1;
-        g.c = dc.get() + bc.c.offset;
-        g.ldc = bc.c.ld;
-        g.c_batch_stride[0] = bc.c.s0;
-        g.c_batch_stride[1] = bc.c.s1;
-        g.batch[0] = B;
-        g.batch[1] = H;
-        g.alpha = alpha;
-        g.beta = beta;
-        g.bias = bias ? dbias.get() : nullptr;
-        be->gemm(g);
-        const std::vector<float> got = dc.host();
+  // Odd and even lengths: with native bf16 the BF16 products of even k and
+  // n <= 16 run on the bf16 dot product (T = 12: a block of 8 rows and 4
+  // more, 12 and 8 of 16 columns), the others on the f32 kernel.
+  struct Geometry {
+    i64 B, H, T, C;
+  };
+  for (const Geometry& geo : {Geometry{3, 2, 5, 8}, Geometry{2, 3, 12, 24}}) {
+    const i64 B = geo.B, H = geo.H, T = geo.T, C = geo.C, d = C / H, ld = 3 * C;
+    const i64 qkv_size = B * T * ld, scores_size = B * H * T * T;
+    const BatchedSide q{0, ld, T * ld, d, qkv_size}, k_{C, ld, T * ld, d, qkv_size}, v{2 * C, ld, T * ld, d, qkv_size};
+    const BatchedSide scores{0, T, H * T * T, T * T, scores_size};
+    const std::vector<BatchedCase> cases = {
+        {"scores = q k^T", T, T, d, q, k_, scores, false, true},
+        {"dq = dS k", T, d, T, scores, k_, q, false, false},
+        {"dk = dS^T q", T, d, T, scores, q, k_, true, false},
+        {"out = P v", T, d, T, scores, v, BatchedSide{0, C, T * C, d, B * T * C}, false, false},
+        {"dv = P^T dO", T, d, T, scores, BatchedSide{0, C, T * C, d, B * T * C}, v, true, false}};
+    const std::vector<std::pair<Format, Format>> formats = {{Format::FP32, Format::FP32}, {Format::TF32, Format::TF32},
+                                                            {Format::FP16, Format::FP16}, {Format::BF16, Format::BF16},
+                                                            {Format::E4M3, Format::E4M3}, {Format::E5M2, Format::E4M3}};
+    std::uint64_t seed = 1300;
+    for (const BatchedCase& bc : cases)
+      for (const auto& [fa, fb] : formats)
+        for (int epilogue = 0; epilogue < 3; ++epilogue) {
+          const float alpha = epilogue == 0 ? 0.5f : 1.0f, beta = epilogue == 0 ? 0.0f : epilogue == 1 ? 1.0f : -0.25f;
+          const bool bias = epilogue == 2;
+          const Operand a = make_operand(fa, 1, bc.a.size, bc.a.size, ++seed, 1.0f);
+          const Operand b = make_operand(fb, 1, bc.b.size, bc.b.size, ++seed, 1.0f);
+          std::vector<float> c0 = normal_values(static_cast<std::size_t>(bc.c.size), ++seed);
+          if (beta == 0.0f) std::fill(c0.begin(), c0.end(), std::numeric_limits<float>::quiet_NaN());
+          const std::vector<float> bias_v = normal_values(static_cast<std::size_t>(bc.n), ++seed);
+          DeviceBuffer<std::uint8_t> da(GetParam(), a.bytes), db(GetParam(), b.bytes);
+          DeviceBuffer<float> dc(GetParam(), c0), dbias(GetParam(), bias_v);
+          engine::GemmArgs g;
+          g.m = bc.m;
+          g.n = bc.n;
+          g.k = bc.k;
+          g.a = {da.get() + bc.a.offset * static_cast<i64>(engine::storage_bytes(fa)), fa, bc.ta, bc.a.ld};
+          g.a.batch_stride[0] = bc.a.s0;
+          g.a.batch_stride[1] = bc.a.s1;
+          g.b = {db.get() + bc.b.offset * static_cast<i64>(engine::storage_bytes(fb)), fb, bc.tb, bc.b.ld};
+          g.b.batch_stride[0] = bc.b.s0;
+          g.b.batch_stride[1] = bc.b.s1;
+          g.c = dc.get() + bc.c.offset;
+          g.ldc = bc.c.ld;
+          g.c_batch_stride[0] = bc.c.s0;
+          g.c_batch_stride[1] = bc.c.s1;
+          g.batch[0] = B;
+          g.batch[1] = H;
+          g.alpha = alpha;
+          g.beta = beta;
+          g.bias = bias ? dbias.get() : nullptr;
+          be->gemm(g);
+          const std::vector<float> got = dc.host();
 
-        std::vector<float> got_products;
-        std::vector<double> ref, mag;
-        std::vector<bool> written(static_cast<std::size_t>(bc.c.size), false);
-        for (i64 bi = 0; bi < B; ++bi)
-          for (i64 hi = 0; hi < H; ++hi) {
-            const i64 a0 = bc.a.offset + bi * bc.a.s0 + hi * bc.a.s1, b0 = bc.b.offset + bi * bc.b.s0 + hi * bc.b.s1;
-            const i64 c_0 = bc.c.offset + bi * bc.c.s0 + hi * bc.c.s1;
-            for (i64 i = 0; i < bc.m; ++i)
-              for (i64 j = 0; j < bc.n; ++j) {
-                double sum = 0.0, sa = 0.0;
-                for (i64 p = 0; p < bc.k; ++p) {
-                  const double x = a.value[static_cast<std::size_t>(a0 + (bc.ta ? p * bc.a.ld + i : i * bc.a.ld + p))];
-                  const double y = b.value[static_cast<std::size_t>(b0 + (bc.tb ? j * bc.b.ld + p : p * bc.b.ld + j))];
-                  sum += x * y;
-                  sa += std::fabs(x * y);
+          std::vector<float> got_products;
+          std::vector<double> ref, mag;
+          std::vector<bool> written(static_cast<std::size_t>(bc.c.size), false);
+          for (i64 bi = 0; bi < B; ++bi)
+            for (i64 hi = 0; hi < H; ++hi) {
+              const i64 a0 = bc.a.offset + bi * bc.a.s0 + hi * bc.a.s1, b0 = bc.b.offset + bi * bc.b.s0 + hi * bc.b.s1;
+              const i64 c_0 = bc.c.offset + bi * bc.c.s0 + hi * bc.c.s1;
+              for (i64 i = 0; i < bc.m; ++i)
+                for (i64 j = 0; j < bc.n; ++j) {
+                  double sum = 0.0, sa = 0.0;
+                  for (i64 p = 0; p < bc.k; ++p) {
+                    const i64 ai = a0 + (bc.ta ? p * bc.a.ld + i : i * bc.a.ld + p);
+                    const i64 bj = b0 + (bc.tb ? j * bc.b.ld + p : p * bc.b.ld + j);
+                    const double x = a.value[static_cast<std::size_t>(ai)];
+                    const double y = b.value[static_cast<std::size_t>(bj)];
+                    sum += x * y;
+                    sa += std::fabs(x * y);
+                  }
+                  const auto ci = static_cast<std::size_t>(c_0 + i * bc.c.ld + j);
+                  double r = alpha * sum, mg = std::fabs(alpha) * sa;
+                  if (beta != 0.0f) {
+                    r += beta * static_cast<double>(c0[ci]);
+                    mg += std::fabs(beta * static_cast<double>(c0[ci]));
+                  }
+                  if (bias) {
+                    r += bias_v[static_cast<std::size_t>(j)];
+                    mg += std::fabs(bias_v[static_cast<std::size_t>(j)]);
+                  }
+                  got_products.push_back(got[ci]);
+                  ref.push_back(r);
+                  mag.push_back(mg);
+                  written[ci] = true;
                 }
-                const auto ci = static_cast<std::size_t>(c_0 + i * bc.c.ld + j);
-                double r = alpha * sum, mg = std::fabs(alpha) * sa;
-                if (beta != 0.0f) {
-                  r += beta * static_cast<double>(c0[ci]);
-                  mg += std::fabs(beta * static_cast<double>(c0[ci]));
-                }
-                if (bias) {
-                  r += bias_v[static_cast<std::size_t>(j)];
-                  mg += std::fabs(bias_v[static_cast<std::size_t>(j)]);
-                }
-                got_products.push_back(got[ci]);
-                ref.push_back(r);
-                mag.push_back(mg);
-                written[ci] = true;
-              }
-          }
-        const std::string what = bc.what + " " + engine::format_name(fa) + " x " + engine::format_name(fb) +
-                                 " alpha=" + std::to_string(alpha) + " beta=" + std::to_string(beta) +
-                                 (bias ? " +bias" : "");
-        expect_close(got_products, ref, mag, 1e-6 * (1.0 + std::sqrt(static_cast<double>(bc.k))), 1e-30, what);
-        for (std::size_t i = 0; i < written.size(); ++i)
-          if (!written[i]) {
-            ASSERT_TRUE(same_value(got[i], c0[i])) << what << ": wrote element " << i << " of no product";
-          }
-        if (HasFailure()) return;
-      }
+            }
+          const std::string what = bc.what + " " + engine::format_name(fa) + " x " + engine::format_name(fb) +
+                                   " alpha=" + std::to_string(alpha) + " beta=" + std::to_string(beta) +
+                                   (bias ? " +bias" : "");
+          expect_close(got_products, ref, mag, 1e-6 * (1.0 + std::sqrt(static_cast<double>(bc.k))), 1e-30, what);
+          for (std::size_t i = 0; i < written.size(); ++i)
+            if (!written[i]) {
+              ASSERT_TRUE(same_value(got[i], c0[i])) << what << ": wrote element " << i << " of no product";
+            }
+          if (HasFailure()) return;
+        }
+  }
 }
 
 TEST_P(Conformance, BatchedGemmLowPrecisionAccumulateEqualsOneCallPerProduct) {

@@ -1,0 +1,127 @@
+// Small batched products of BF16 operands on the AVX512-BF16 dot product
+// (VDPBF16PS): attention's per-head products (16 x 16 x 16 at the default
+// transformer) when the CPU has native bf16. Two bf16 multiply-adds per f32
+// lane and instruction, twice the f32 FMA's work, as oneDNN's bf16 kernels
+// run the large GEMMs on such a CPU.
+//
+// op(B) is packed as pair rows: lane j of pair row q holds B(2q, j) in its
+// low half and B(2q + 1, j) in its high half. Stored transposed (q k^T:
+// B(p, j) = K(j, p)) a pair is one 32-bit word of K's row j, gathered; stored
+// plainly, two rows interleave. A's pair (A(i, 2q), A(i, 2q + 1)) is one word
+// of its row, broadcast; stored transposed, A is packed into words first.
+// Each output is the sum over pairs of VDPBF16PS's two products (round to
+// nearest even, bf16 denormals read as zero, as the instruction defines;
+// within the f32 summation bound the conformance suite allows), then
+// c = alpha * s (+ beta * c_old) (+ bias[j]) as the f32 kernel.
+//
+// Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512bf16; called only
+// where the backend found native bf16 (cpu_backend.cpp).
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "backend/cpu/gemm.h"
+
+namespace engine::cpu {
+
+namespace {
+
+constexpr std::int64_t kMaxPairs = kSmallGemmMaxK / 2;
+
+inline __m512 dot(__m512 acc, std::uint32_t a_pair, __m512i b) {
+  return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(a_pair))),
+                          reinterpret_cast<__m512bh>(b));
+}
+
+// R rows of C from A's pair words (row r's pair q at a[r * a_row + q *
+// a_pair]) and the packed pair rows of B.
+template <int R>
+inline void rows_block(const std::uint32_t* a, std::int64_t a_row, std::int64_t a_pair, const __m512i* bv,
+                       std::int64_t pairs, float* c, std::int64_t ldc, __mmask16 nm, const SmallBatch& s) {
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (std::int64_t q = 0; q < pairs; ++q) {
+    const __m512i b = bv[q];
+    for (int r = 0; r < R; ++r) acc[r] = dot(acc[r], a[r * a_row + q * a_pair], b);
+  }
+  const __m512 alpha = _mm512_set1_ps(s.alpha), beta = _mm512_set1_ps(s.beta);
+  const __m512 bias = s.bias ? _mm512_maskz_loadu_ps(nm, s.bias) : _mm512_setzero_ps();
+  for (int r = 0; r < R; ++r) {
+    float* ci = c + r * ldc;
+    __m512 v = _mm512_mul_ps(alpha, acc[r]);
+    if (s.beta == 1.0f) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(nm, ci));
+    else if (s.beta != 0.0f) v = _mm512_add_ps(v, _mm512_mul_ps(beta, _mm512_maskz_loadu_ps(nm, ci)));
+    if (s.bias) v = _mm512_add_ps(v, bias);
+    _mm512_mask_storeu_ps(ci, nm, v);
+  }
+}
+
+// Two stored rows of m (<= 16) bf16 values interleaved into words:
+// word i = r0[i] | r1[i] << 16.
+inline __m512i interleave(const std::uint16_t* r0, const std::uint16_t* r1, __mmask16 m) {
+  const __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, r0));
+  const __m512i hi = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, r1));
+  return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+}
+
+}  // namespace
+
+bool small_bf16_fits(const SmallBatch& s) {
+  return s.a_format == Format::BF16 && s.b_format == Format::BF16 && s.n <= 16 && s.k % 2 == 0 && s.k > 0 &&
+         s.m > 0 && s.k <= kSmallGemmMaxK && s.m <= kSmallGemmMaxM;
+}
+
+void small_product_bf16(const SmallBatch& s, std::int64_t t) {
+  const std::int64_t bi = t / s.batch1, bj = t % s.batch1;
+  const auto* a = static_cast<const std::uint16_t*>(s.a) + bi * s.sa[0] + bj * s.sa[1];
+  const auto* b = static_cast<const std::uint16_t*>(s.b) + bi * s.sb[0] + bj * s.sb[1];
+  float* c = s.c + bi * s.sc[0] + bj * s.sc[1];
+  const std::int64_t m = s.m, n = s.n, pairs = s.k / 2;
+  const __mmask16 nm = static_cast<__mmask16>(n >= 16 ? 0xFFFFu : (1u << n) - 1u);
+
+  alignas(64) __m512i bv[kMaxPairs];
+  if (s.trans_b) {
+    // Row j of the stored n x k matrix holds column j of op(B); its word q
+    // is the pair (B(2q, j), B(2q + 1, j)).
+    const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                            _mm512_set1_epi32(static_cast<int>(s.ldb * 2)));
+    for (std::int64_t q = 0; q < pairs; ++q)
+      bv[q] = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), nm, rows, b + 2 * q, 1);
+  } else {
+    for (std::int64_t q = 0; q < pairs; ++q) bv[q] = interleave(b + 2 * q * s.ldb, b + (2 * q + 1) * s.ldb, nm);
+  }
+
+  // A's pair words: in place from its rows, or packed (q-major) from the
+  // stored k x m matrix.
+  alignas(64) std::uint32_t ap[kMaxPairs * kSmallGemmMaxM];
+  const std::uint32_t* aw;
+  std::int64_t a_row, a_pair;
+  if (!s.trans_a) {
+    if (s.lda % 2 == 0 && (reinterpret_cast<std::uintptr_t>(a) & 3u) == 0) {
+      aw = reinterpret_cast<const std::uint32_t*>(a);
+      a_row = s.lda / 2;
+    } else {
+      for (std::int64_t i = 0; i < m; ++i) std::memcpy(ap + i * pairs, a + i * s.lda, static_cast<std::size_t>(pairs) * 4);
+      aw = ap;
+      a_row = pairs;
+    }
+    a_pair = 1;
+  } else {
+    for (std::int64_t q = 0; q < pairs; ++q)
+      for (std::int64_t i0 = 0; i0 < m; i0 += 16) {
+        const std::int64_t w = m - i0 < 16 ? m - i0 : 16;
+        const __mmask16 mm = static_cast<__mmask16>(w >= 16 ? 0xFFFFu : (1u << w) - 1u);
+        const __m512i words = interleave(a + 2 * q * s.lda + i0, a + (2 * q + 1) * s.lda + i0, mm);
+        _mm512_mask_storeu_epi32(ap + q * m + i0, mm, words);
+      }
+    aw = ap;
+    a_row = 1;
+    a_pair = m;
+  }
+
+  std::int64_t i = 0;
+  for (; i + 8 <= m; i += 8) rows_block<8>(aw + i * a_row, a_row, a_pair, bv, pairs, c + i * s.ldc, s.ldc, nm, s);
+  for (; i < m; ++i) rows_block<1>(aw + i * a_row, a_row, a_pair, bv, pairs, c + i * s.ldc, s.ldc, nm, s);
+}
+
+}  // namespace engine::cpu
