@@ -309,7 +309,13 @@ void Attention::forward(Backend& be, const Tensor& x, Tensor& y, Context& contex
   record_output(be, m_qkv, ctx.qkv);
   m_scores.forward(be, ctx.qkv, ctx.scores, *ctx.scores_ctx);
   m_softmax.forward(be, ctx.scores, ctx.probs, *ctx.softmax_ctx);
-  m_values.forward_pair(be, ctx.probs, ctx.qkv, ctx.values, *ctx.values_ctx);
+  // Where both leaves compute in one format, the values leaf reads the
+  // scores leaf's rounded qkv (its own rounding would give the same bits):
+  // one copy, as a device would keep.
+  const Tensor* qkv = &ctx.qkv;
+  if (m_values.precision().compute == m_scores.precision().compute)
+    qkv = static_cast<const AttentionScoresContext&>(*ctx.scores_ctx).qkv;
+  m_values.forward_pair(be, ctx.probs, *qkv, ctx.values, *ctx.values_ctx);
   m_proj.forward(be, ctx.values, y, *ctx.proj_ctx);
   record_output(be, m_proj, y);
 }
