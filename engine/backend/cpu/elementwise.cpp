@@ -7,6 +7,7 @@
 #include "backend/cpu/gelu_simd.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/parallel.h"
+#include "backend/cpu/row_kernels.h"
 #include "numeric/cast.h"
 
 namespace engine::cpu {
@@ -146,9 +147,7 @@ void column_sums_with(std::int64_t rows, std::int64_t cols, std::int64_t block, 
     const std::int64_t end = std::min(rows, (c + 1) * chunk);
     for (std::int64_t i0 = c * chunk; i0 < end; i0 += block) {
       const std::int64_t i1 = std::min(end, i0 + block);
-      const float* r = rows_at(i0, i1);
-      for (std::int64_t i = i0; i < i1; ++i, r += cols)
-        for (std::int64_t j = 0; j < cols; ++j) p[j] += r[j];
+      column_accumulate(p, rows_at(i0, i1), i1 - i0, cols);
     }
   }
   for (std::int64_t j = 0; j < cols; ++j) {

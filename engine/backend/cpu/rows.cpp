@@ -7,6 +7,7 @@
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/lowp.h"
 #include "backend/cpu/parallel.h"
+#include "backend/cpu/row_kernels.h"
 #include "numeric/cast.h"
 #include "numeric/format.h"
 
@@ -24,24 +25,6 @@ void exp_row(float* y, std::int64_t n) {
     case MvecIsa::Scalar: break;
   }
   for (std::int64_t j = done; j < n; ++j) y[j] = static_cast<float>(std::exp(static_cast<double>(y[j])));
-}
-
-// FP32 statistics of one row: two passes (mean, then squared deviations),
-// which, unlike E[x^2] - mean^2, cannot cancel to a negative variance.
-void layernorm_stats_f32(const float* x, std::int64_t cols, float eps, float& mean, float& rstd) {
-  float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-  for (std::int64_t j = 0; j < cols; ++j) s += x[j];
-  const float mu = s / static_cast<float>(cols);
-  float v = 0.0f;
-#pragma omp simd reduction(+ : v)
-  for (std::int64_t j = 0; j < cols; ++j) {
-    const float d = x[j] - mu;
-    v += d * d;
-  }
-  mean = mu;
-  // eps inside the square root, as torch.nn.LayerNorm.
-  rstd = 1.0f / std::sqrt(v / static_cast<float>(cols) + eps);
 }
 
 // What a LayerNorm computed entirely in FP16/BF16 does: the same two-pass
@@ -129,16 +112,7 @@ void layernorm_forward_rows(In x, const float* gamma, const float* beta, Out y, 
     const std::int64_t i0 = blk * rb, count = std::min(rb, rows - i0);
     const float* xb = x.rows(i0, count, cols, bx);
     float* yb = y.rows(i0, count, cols, by);
-    for (std::int64_t r = 0; r < count; ++r) {
-      const float* xr = xb + r * cols;
-      float* yr = yb + r * cols;
-      float mu = 0.0f, rs = 0.0f;
-      layernorm_stats_f32(xr, cols, eps, mu, rs);
-      for (std::int64_t j = 0; j < cols; ++j)
-        yr[j] = (xr[j] - mu) * rs * (gamma ? gamma[j] : 1.0f) + (beta ? beta[j] : 0.0f);
-      if (mean) mean[i0 + r] = mu;
-      if (rstd) rstd[i0 + r] = rs;
-    }
+    layernorm_rows_f32(xb, yb, count, cols, gamma, beta, eps, mean ? mean + i0 : nullptr, rstd ? rstd + i0 : nullptr);
     y.done(i0, count, cols, yb);
   }
 }
@@ -159,26 +133,7 @@ void layernorm_backward_rows(Dy dy, X x, const float* mean, const float* rstd, c
       const float* xb = x.rows(i0, count, cols, bx);
       const float* dyb = dy.rows(i0, count, cols, bdy);
       float* dxb = dx->rows(i0, count, cols, bdx);
-      for (std::int64_t r = 0; r < count; ++r) {
-        const float* xr = xb + r * cols;
-        const float* dyr = dyb + r * cols;
-        float* dxr = dxb + r * cols;
-        const float mu = mean[i0 + r], rs = rstd[i0 + r];
-        float sum_g = 0.0f, sum_gx = 0.0f;
-#pragma omp simd reduction(+ : sum_g, sum_gx)
-        for (std::int64_t j = 0; j < cols; ++j) {
-          const float g = dyr[j] * (gamma ? gamma[j] : 1.0f);
-          sum_g += g;
-          sum_gx += g * ((xr[j] - mu) * rs);
-        }
-        const float inv_n = 1.0f / static_cast<float>(cols);
-        const float a = sum_g * inv_n, b = sum_gx * inv_n;
-        for (std::int64_t j = 0; j < cols; ++j) {
-          const float g = dyr[j] * (gamma ? gamma[j] : 1.0f);
-          const float xhat = (xr[j] - mu) * rs;
-          dxr[j] = rs * (g - a - xhat * b);
-        }
-      }
+      layernorm_dx_rows_f32(xb, dyb, dxb, count, cols, mean + i0, rstd + i0, gamma);
       dx->done(i0, count, cols, dxb);
     }
   }
@@ -202,15 +157,7 @@ void layernorm_backward_rows(Dy dy, X x, const float* mean, const float* rstd, c
       const std::int64_t count = std::min(rb, end - i0);
       const float* xb = x.rows(i0, count, cols, bx);
       const float* dyb = dy.rows(i0, count, cols, bdy);
-      for (std::int64_t r = 0; r < count; ++r) {
-        const float* xr = xb + r * cols;
-        const float* dyr = dyb + r * cols;
-        const float mu = mean[i0 + r], rs = rstd[i0 + r];
-        for (std::int64_t j = 0; j < cols; ++j) {
-          pg[j] += static_cast<double>(dyr[j]) * static_cast<double>((xr[j] - mu) * rs);
-          pb[j] += dyr[j];
-        }
-      }
+      layernorm_param_rows(xb, dyb, count, cols, mean + i0, rstd + i0, pg, pb);
     }
   }
   for (std::int64_t j = 0; j < cols; ++j) {

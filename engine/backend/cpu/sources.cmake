@@ -15,6 +15,7 @@ target_sources(engine_cpu PRIVATE
   cpu/gelu_avx512.cpp
   cpu/gelu_avx2.cpp
   cpu/rows.cpp
+  cpu/row_kernels.cpp
   cpu/loss.cpp
   cpu/step_ops.cpp
   cpu/step_kernels.cpp
@@ -23,6 +24,9 @@ target_sources(engine_cpu PRIVATE
 # contracted FMA would skip a rounding and break bit-exactness with the
 # sequential reference (the conformance suite checks it).
 set_source_files_properties(cpu/gemm_lowp.cpp cpu/rows.cpp cpu/step_kernels.cpp PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
+# (GCC notes the ABI of its 64-byte vector type in the baseline clone's
+# inlined helpers: -Wno-psabi.)
+set_source_files_properties(cpu/row_kernels.cpp PROPERTIES COMPILE_OPTIONS "-ffp-contract=off;-Wno-psabi")
 # Compiled for AVX-512BW, called only after a run-time CPU check.
 set_source_files_properties(cpu/fp8_bf16_avx512.cpp PROPERTIES COMPILE_OPTIONS "-mavx512f;-mavx512bw")
 set_source_files_properties(cpu/pool_avx512.cpp PROPERTIES COMPILE_OPTIONS "-mavx512f")

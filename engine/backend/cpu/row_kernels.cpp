@@ -1,0 +1,114 @@
+// Row-op arithmetic of the CPU backend, one clone per ISA (row_kernels.h).
+#include "backend/cpu/row_kernels.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "numeric/clones.h"
+
+namespace engine::cpu {
+namespace {
+
+constexpr int kLanes = 16;
+typedef float v16f __attribute__((vector_size(64)));
+
+[[gnu::always_inline]] inline v16f load16(const float* p) {
+  v16f v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// The 16 partial sums folded pairwise: (0+8, 1+9, ...), (0+4, ...), ...
+[[gnu::always_inline]] inline float fold(v16f acc, float* tail_lanes) {
+  float a[kLanes];
+  std::memcpy(a, &acc, sizeof a);
+  for (int l = 0; l < kLanes; ++l) a[l] += tail_lanes[l];
+  for (int h = kLanes / 2; h > 0; h /= 2)
+    for (int l = 0; l < h; ++l) a[l] += a[l + h];
+  return a[0];
+}
+
+// sum over j < n of f(j) (f(j) a float), value j into partial sum j % 16.
+template <class V, class S>
+[[gnu::always_inline]] inline float lane_sum(std::int64_t n, V&& vec, S&& scalar) {
+  v16f acc = {};
+  std::int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) acc += vec(j);
+  float tail[kLanes] = {};
+  for (int l = 0; j + l < n; ++l) tail[l] = scalar(j + l);
+  // A tail lane joins its partial sum last, as the next block would have.
+  return fold(acc, tail);
+}
+
+}  // namespace
+
+PL_CPU_CLONES void layernorm_rows_f32(const float* x, float* y, std::int64_t count, std::int64_t cols,
+                                      const float* gamma, const float* beta, float eps, float* mean, float* rstd) {
+  const float n = static_cast<float>(cols);
+  for (std::int64_t r = 0; r < count; ++r) {
+    const float* xr = x + r * cols;
+    float* yr = y + r * cols;
+    const float mu = lane_sum(cols, [xr](std::int64_t j) { return load16(xr + j); },
+                              [xr](std::int64_t j) { return xr[j]; }) / n;
+    const float var = lane_sum(
+        cols,
+        [xr, mu](std::int64_t j) {
+          const v16f d = load16(xr + j) - mu;
+          return d * d;
+        },
+        [xr, mu](std::int64_t j) {
+          const float d = xr[j] - mu;
+          return d * d;
+        });
+    // eps inside the square root, as torch.nn.LayerNorm.
+    const float rs = 1.0f / std::sqrt(var / n + eps);
+    for (std::int64_t j = 0; j < cols; ++j)
+      yr[j] = (xr[j] - mu) * rs * (gamma ? gamma[j] : 1.0f) + (beta ? beta[j] : 0.0f);
+    if (mean) mean[r] = mu;
+    if (rstd) rstd[r] = rs;
+  }
+}
+
+PL_CPU_CLONES void layernorm_dx_rows_f32(const float* x, const float* dy, float* dx, std::int64_t count,
+                                         std::int64_t cols, const float* mean, const float* rstd,
+                                         const float* gamma) {
+  const float inv_n = 1.0f / static_cast<float>(cols);
+  for (std::int64_t r = 0; r < count; ++r) {
+    const float* xr = x + r * cols;
+    const float* dyr = dy + r * cols;
+    float* dxr = dx + r * cols;
+    const float mu = mean[r], rs = rstd[r];
+    auto g16 = [dyr, gamma](std::int64_t j) { return gamma ? load16(dyr + j) * load16(gamma + j) : load16(dyr + j); };
+    auto g1 = [dyr, gamma](std::int64_t j) { return dyr[j] * (gamma ? gamma[j] : 1.0f); };
+    const float sum_g = lane_sum(cols, g16, g1);
+    const float sum_gx = lane_sum(
+        cols, [&](std::int64_t j) { return g16(j) * ((load16(xr + j) - mu) * rs); },
+        [&](std::int64_t j) { return g1(j) * ((xr[j] - mu) * rs); });
+    const float a = sum_g * inv_n, b = sum_gx * inv_n;
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const float g = dyr[j] * (gamma ? gamma[j] : 1.0f);
+      const float xhat = (xr[j] - mu) * rs;
+      dxr[j] = rs * (g - a - xhat * b);
+    }
+  }
+}
+
+PL_CPU_CLONES void layernorm_param_rows(const float* x, const float* dy, std::int64_t count, std::int64_t cols,
+                                        const float* mean, const float* rstd, double* pg, double* pb) {
+  for (std::int64_t r = 0; r < count; ++r) {
+    const float* xr = x + r * cols;
+    const float* dyr = dy + r * cols;
+    const float mu = mean[r], rs = rstd[r];
+    for (std::int64_t j = 0; j < cols; ++j) {
+      pg[j] += static_cast<double>(dyr[j]) * static_cast<double>((xr[j] - mu) * rs);
+      pb[j] += dyr[j];
+    }
+  }
+}
+
+PL_CPU_CLONES void column_accumulate(double* p, const float* r, std::int64_t rows, std::int64_t cols) {
+  for (std::int64_t i = 0; i < rows; ++i, r += cols)
+    for (std::int64_t j = 0; j < cols; ++j) p[j] += r[j];
+}
+
+}  // namespace engine::cpu

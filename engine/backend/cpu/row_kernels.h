@@ -1,0 +1,30 @@
+// The FP32 arithmetic of the CPU's row ops (LayerNorm, column sums) over
+// f32 buffers, one clone per ISA (PL_CPU_CLONES): rows.cpp and
+// elementwise.cpp move the rows in and out and split them over the threads
+// outside these calls. Row reductions run in 16 interleaved partial sums
+// (value j into sum j % 16) folded in a fixed tree, and the file is built
+// without contraction: the same bits on every CPU and clone.
+#pragma once
+
+#include <cstdint>
+
+namespace engine::cpu {
+
+// LayerNorm forward of `count` rows of `cols` values: mean, then the mean
+// of squared deviations (two passes), rstd = 1 / sqrt(var + eps), and
+// y = (x - mean) * rstd * gamma + beta (gamma, beta optional); mean and
+// rstd (optional) per row.
+void layernorm_rows_f32(const float* x, float* y, std::int64_t count, std::int64_t cols, const float* gamma,
+                        const float* beta, float eps, float* mean, float* rstd);
+// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma,
+// xhat = (x - mean) * rstd, for `count` rows.
+void layernorm_dx_rows_f32(const float* x, const float* dy, float* dx, std::int64_t count, std::int64_t cols,
+                           const float* mean, const float* rstd, const float* gamma);
+// pg[j] += dy * xhat and pb[j] += dy over `count` rows, row by row in
+// double (the parameter gradients' partial sums).
+void layernorm_param_rows(const float* x, const float* dy, std::int64_t count, std::int64_t cols,
+                          const float* mean, const float* rstd, double* pg, double* pb);
+// p[j] += r[i * cols + j] over `rows` rows, in double, row by row.
+void column_accumulate(double* p, const float* r, std::int64_t rows, std::int64_t cols);
+
+}  // namespace engine::cpu
