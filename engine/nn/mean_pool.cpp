@@ -9,8 +9,8 @@
 
 namespace engine {
 
-void mean_pool_forward(Backend& be, const float* x, float* y, std::int64_t B, std::int64_t T, std::int64_t C,
-                       const float* ones) {
+void mean_pool_forward(Backend& be, const void* x, Format fx, float* y, std::int64_t B, std::int64_t T,
+                       std::int64_t C, const float* ones) {
   // One call for the whole batch (a column sum per sample was B calls of
   // T x C, 128 a step). Sum first, then alpha's one multiply: for T a power
   // of two (16 tokens) the division is exact.
@@ -19,7 +19,7 @@ void mean_pool_forward(Backend& be, const float* x, float* y, std::int64_t B, st
   g.n = C;
   g.k = T;
   g.a = {ones, Format::FP32, false, T};
-  g.b = {x, Format::FP32, false, C};
+  g.b = {x, fx, false, C};
   g.b.batch_stride[0] = T * C;
   g.c = y;
   g.ldc = C;
@@ -46,11 +46,21 @@ void MeanPool::forward(Backend& be, const Tensor& x, Tensor& y, Context& context
   const Shape ys = output_shape(x.shape());
   const LayerPrecision& p = m_precision;
   ctx.x_shape = x.shape();
-  const float* xf = f32_rounded(be, x, p.compute, m_x32, saturates_forward(p.compute));
+  const bool sat = saturates_forward(p.compute);
+  // FP16/BF16 compute: the GEMM reads the codes (one cast), the values a
+  // rounded f32 copy would hold.
+  const void* xd;
+  Format xf = p.compute;
+  if (is_half_format(p.compute)) {
+    xd = round_to(be, x, p.compute, m_xc, sat).data();
+  } else {
+    xd = f32_rounded(be, x, p.compute, m_x32, sat);
+    xf = Format::FP32;
+  }
   float* yf = output_begin(y, ys, p.storage, m_y32);
   m_ones.resize({x.dim(1)}, Format::FP32);
   be.fill(m_ones.f32(), 1.0f, x.dim(1));
-  mean_pool_forward(be, xf, yf, x.dim(0), x.dim(1), x.dim(2), m_ones.f32());
+  mean_pool_forward(be, xd, xf, yf, x.dim(0), x.dim(1), x.dim(2), m_ones.f32());
   output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, NonfiniteSlot::Activation));
 }
 

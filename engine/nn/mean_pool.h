@@ -11,9 +11,10 @@ namespace engine {
 
 // Free functions run on the thread that owns `be` (the trainer's).
 // The math on f32 values: y[b, c] = (1/T) sum_t x[b, t, c] (f32 sums), as
-// one batched GEMM (1/T) * ones[1 x T] x[b] (`ones`: T ones in backend memory).
-void mean_pool_forward(Backend& be, const float* x, float* y, std::int64_t B, std::int64_t T, std::int64_t C,
-                       const float* ones);
+// one batched GEMM (1/T) * ones[1 x T] x[b] (`ones`: T ones in backend memory);
+// x stored in format fx (FP32, or a format the GEMM decodes).
+void mean_pool_forward(Backend& be, const void* x, Format fx, float* y, std::int64_t B, std::int64_t T,
+                       std::int64_t C, const float* ones);
 // dx[b, t, c] = dy[b, c] / T
 void mean_pool_backward(Backend& be, const float* dy, float* dx, std::int64_t B, std::int64_t T, std::int64_t C);
 
@@ -35,9 +36,9 @@ class MeanPool : public Layer {
   void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) override;
 
  private:
-  Tensor m_x32, m_y32, m_dy32, m_dx32, m_ones;
+  Tensor m_x32, m_xc, m_y32, m_dy32, m_dx32, m_ones;
   std::size_t workspace_bytes() const override {
-    return tensors_bytes({&m_x32, &m_y32, &m_dy32, &m_dx32, &m_ones});
+    return tensors_bytes({&m_x32, &m_xc, &m_y32, &m_dy32, &m_dx32, &m_ones});
   }
 };
 
