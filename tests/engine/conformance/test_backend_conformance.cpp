@@ -23,6 +23,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/gelu_simd.h"
 #include "backend/cuda_backend.h"
 #include "host_cuda_table.h"
 #include "engine/support/random_values.h"
@@ -2093,6 +2094,36 @@ TEST(CpuBackend, ReductionsDoNotDependOnTheThreadCount) {
   const double l2 = cross_entropy_forward(*many, x.data(), labels.data(), rows * cols / 8, 8, p2.data(), &c2);
   EXPECT_EQ(l1, l2);
   EXPECT_EQ(c1, c2);
+}
+
+// The CPU's GELU loops per ISA: the AVX2 lanes, the AVX-512 lanes and the
+// element-by-element gelu_value give the same bits (the backend picks one
+// by CPU, so a machine of the other kind must get the same run). Normal
+// values, both tails, subnormals and infinities; each ISA where this CPU
+// has it.
+TEST(CpuGeluLanes, EveryIsaGivesTheSameBits) {
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (!avx2) GTEST_SKIP() << "no AVX2 on this CPU";
+  std::vector<float> x = normal_values(100003, 881, 4.0f), dy = normal_values(100003, 882, 2.0f);
+  const float edges[] = {0.0f, -0.0f, 1e-40f, -1e-40f, 9.0f, -9.0f, 14.3f, -14.3f, 1e30f, -1e30f, INFINITY, -INFINITY};
+  for (std::size_t i = 0; i < std::size(edges); ++i) x[i * 7] = edges[i];
+  const auto n = static_cast<i64>(x.size());
+  std::vector<float> y2(x.size()), g2(x.size()), y5(x.size()), g5(x.size());
+  engine::cpu::gelu_forward_avx2(x.data(), y2.data(), n);
+  engine::cpu::gelu_backward_avx2(x.data(), dy.data(), g2.data(), n);
+  std::vector<float> ys(x.size()), gs(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    ys[i] = engine::cpu::gelu_value(x[i]);
+    gs[i] = engine::cpu::gelu_grad(x[i], dy[i]);
+  }
+  expect_bit_equal(y2, ys, "gelu forward, AVX2 lanes vs one element at a time");
+  expect_bit_equal(g2, gs, "gelu backward, AVX2 lanes vs one element at a time");
+  if (!avx512) return;
+  engine::cpu::gelu_forward_avx512(x.data(), y5.data(), n);
+  engine::cpu::gelu_backward_avx512(x.data(), dy.data(), g5.data(), n);
+  expect_bit_equal(y5, y2, "gelu forward, AVX-512 vs AVX2 lanes");
+  expect_bit_equal(g5, g2, "gelu backward, AVX-512 vs AVX2 lanes");
 }
 
 }  // namespace
