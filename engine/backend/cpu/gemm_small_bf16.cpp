@@ -27,6 +27,8 @@ namespace engine::cpu {
 namespace {
 
 constexpr std::int64_t kMaxPairs = kSmallGemmMaxK / 2;
+// A's pairs read in place as 32-bit words of its 16-bit codes.
+typedef std::uint32_t code_pair __attribute__((may_alias));
 
 inline __m512 dot(__m512 acc, std::uint32_t a_pair, __m512i b) {
   return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(a_pair))),
@@ -36,7 +38,7 @@ inline __m512 dot(__m512 acc, std::uint32_t a_pair, __m512i b) {
 // R rows of C from A's pair words (row r's pair q at a[r * a_row + q *
 // a_pair]) and the packed pair rows of B.
 template <int R>
-inline void rows_block(const std::uint32_t* a, std::int64_t a_row, std::int64_t a_pair, const __m512i* bv,
+inline void rows_block(const code_pair* a, std::int64_t a_row, std::int64_t a_pair, const __m512i* bv,
                        std::int64_t pairs, float* c, std::int64_t ldc, __mmask16 nm, const SmallBatch& s) {
   __m512 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
@@ -94,11 +96,11 @@ void small_product_bf16(const SmallBatch& s, std::int64_t t) {
   // A's pair words: in place from its rows, or packed (q-major) from the
   // stored k x m matrix.
   alignas(64) std::uint32_t ap[kMaxPairs * kSmallGemmMaxM];
-  const std::uint32_t* aw;
+  const code_pair* aw;
   std::int64_t a_row, a_pair;
   if (!s.trans_a) {
     if (s.lda % 2 == 0 && (reinterpret_cast<std::uintptr_t>(a) & 3u) == 0) {
-      aw = reinterpret_cast<const std::uint32_t*>(a);
+      aw = reinterpret_cast<const code_pair*>(a);
       a_row = s.lda / 2;
     } else {
       for (std::int64_t i = 0; i < m; ++i) std::memcpy(ap + i * pairs, a + i * s.lda, static_cast<std::size_t>(pairs) * 4);

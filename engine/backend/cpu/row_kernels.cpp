@@ -4,28 +4,16 @@
 #include <cmath>
 #include <cstring>
 
+#include "backend/cpu/lanes.h"
 #include "numeric/clones.h"
 
 namespace engine::cpu {
 namespace {
 
-constexpr int kLanes = 16;
-typedef float v16f __attribute__((vector_size(64)));
-
 [[gnu::always_inline]] inline v16f load16(const float* p) {
   v16f v;
   std::memcpy(&v, p, sizeof v);
   return v;
-}
-
-// The 16 partial sums folded pairwise: (0+8, 1+9, ...), (0+4, ...), ...
-[[gnu::always_inline]] inline float fold(v16f acc, float* tail_lanes) {
-  float a[kLanes];
-  std::memcpy(a, &acc, sizeof a);
-  for (int l = 0; l < kLanes; ++l) a[l] += tail_lanes[l];
-  for (int h = kLanes / 2; h > 0; h /= 2)
-    for (int l = 0; l < h; ++l) a[l] += a[l + h];
-  return a[0];
 }
 
 // sum over j < n of f(j) (f(j) a float), value j into partial sum j % 16.
@@ -34,10 +22,11 @@ template <class V, class S>
   v16f acc = {};
   std::int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) acc += vec(j);
-  float tail[kLanes] = {};
-  for (int l = 0; j + l < n; ++l) tail[l] = scalar(j + l);
-  // A tail lane joins its partial sum last, as the next block would have.
-  return fold(acc, tail);
+  float a[kLanes];
+  std::memcpy(a, &acc, sizeof a);
+  // A tail value joins its partial sum last, as the next block would have.
+  for (int l = 0; j + l < n; ++l) a[l] += scalar(j + l);
+  return fold_lanes(a);
 }
 
 }  // namespace

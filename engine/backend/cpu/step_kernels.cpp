@@ -3,33 +3,11 @@
 
 #include <cstring>
 
+#include "backend/cpu/lanes.h"
 #include "numeric/clones.h"
 
 namespace engine::cpu {
 namespace {
-
-constexpr int kLanes = 16;
-
-// GCC vector types: each clone lowers them to its own registers (one zmm,
-// two ymm or four xmm per 16 lanes), lane by lane the same arithmetic.
-typedef float v16f __attribute__((vector_size(64)));
-typedef float v8f __attribute__((vector_size(32)));
-typedef double v8d __attribute__((vector_size(64)));
-typedef std::uint32_t v16u __attribute__((vector_size(64)));
-typedef std::int32_t v16i __attribute__((vector_size(64)));
-
-inline std::uint32_t nonfinite_bit(float v) {
-  std::uint32_t u;
-  std::memcpy(&u, &v, 4);
-  return (u & 0x7F800000u) == 0x7F800000u;
-}
-
-// The partial sums folded pairwise: (0+8, 1+9, ...), then (0+4, ...), ...
-[[gnu::always_inline]] inline double fold(double* acc) {
-  for (int h = kLanes / 2; h > 0; h /= 2)
-    for (int j = 0; j < h; ++j) acc[j] += acc[j + h];
-  return acc[0];
-}
 
 // Partial sum j gets the squares of values j, j + 16, j + 32, ... of
 // [0, n), in that order; `bad` counts inf/NaN. Scale: each value is x * inv
@@ -71,7 +49,7 @@ template <bool write>
     acc[j] += static_cast<double>(v) * static_cast<double>(v);
   }
   *nonfinite = count;
-  return fold(acc);
+  return fold_lanes(acc);
 }
 
 }  // namespace
