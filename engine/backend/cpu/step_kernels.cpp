@@ -86,36 +86,4 @@ PL_CPU_CLONES void sgd_step_run(float* __restrict p, const float* __restrict g, 
     for (std::int64_t i = 0; i < n; ++i) p[i] -= lr * buf[i];
 }
 
-PL_CPU_CLONES void sgd_momentum_run(float* __restrict p, const float* __restrict g, float* __restrict buf,
-                                    std::int64_t n, const SgdCoeffs& c, bool first, bool nesterov) {
-  const float lr = c.lr, wd = c.weight_decay, momentum = c.momentum, keep = c.keep;
-  // Four loops, one per case, so each is a plain vector loop.
-  if (first && !nesterov) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      const float b = g[i] + wd * p[i];
-      buf[i] = b;
-      p[i] -= lr * b;
-    }
-  } else if (!nesterov) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      const float b = momentum * buf[i] + keep * (g[i] + wd * p[i]);
-      buf[i] = b;
-      p[i] -= lr * b;
-    }
-  } else if (first) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      const float d = g[i] + wd * p[i];
-      buf[i] = d;
-      p[i] -= lr * (d + momentum * d);
-    }
-  } else {
-    for (std::int64_t i = 0; i < n; ++i) {
-      const float d = g[i] + wd * p[i];
-      const float b = momentum * buf[i] + keep * d;
-      buf[i] = b;
-      p[i] -= lr * (d + momentum * b);
-    }
-  }
-}
-
 }  // namespace engine::cpu

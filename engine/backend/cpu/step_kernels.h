@@ -27,9 +27,5 @@ void sgd_buffer_run(float* buf, const float* p, const float* g, std::int64_t n, 
 // The step from the (rounded) buffer: p -= lr * buf, or with Nesterov
 // p -= lr * ((g + wd * p) + momentum * buf).
 void sgd_step_run(float* p, const float* g, const float* buf, std::int64_t n, const SgdCoeffs& c, bool nesterov);
-// sgd_buffer_run then sgd_step_run element by element (an FP32 buffer
-// needs no rounding in between): one pass, the same bits.
-void sgd_momentum_run(float* p, const float* g, float* buf, std::int64_t n, const SgdCoeffs& c, bool first,
-                      bool nesterov);
 
 }  // namespace engine::cpu

@@ -328,12 +328,8 @@ void sgd_block(const SgdUpdate& u, const cpu::SgdCoeffs& c, std::size_t i0, std:
     cpu::sgd_plain_run(p, g, len, c);
     return;
   }
+  // The block (three 8 KiB arrays) stays in L1 across the two passes.
   float* buf = u.momentum_buf + i0;
-  if (u.state_format == Format::FP32) {
-    // No rounding between the buffer and the step: one pass.
-    cpu::sgd_momentum_run(p, g, buf, len, c, u.first, u.nesterov);
-    return;
-  }
   cpu::sgd_buffer_run(buf, p, g, len, c, u.first);
   round_state(u.state_format, buf, i1 - i0);
   cpu::sgd_step_run(p, g, buf, len, c, u.nesterov);
