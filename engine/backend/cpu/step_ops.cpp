@@ -150,6 +150,26 @@ void CpuBackend::scale_amax(const float* x, float scale, float* y, std::int64_t 
   *amax = scale_and_amax(x, scale, y, n);
 }
 
+namespace {
+
+// scale_amax_encode over values [b, b + len) (len <= kScaledChunk): scaled
+// into a stack buffer by the pass scale_amax runs, then encoded from there
+// by the cast convert runs (stochastic rounding at the chunk's index
+// offset). Returns the chunk's amax as a bit pattern.
+constexpr std::int64_t kScaledChunk = 4096;
+std::uint32_t scale_amax_encode_chunk(const float* x, float scale, Format f, void* q, std::int64_t b,
+                                      std::int64_t len, const CastOptions& opt) {
+  alignas(64) float buf[kScaledChunk];
+  const std::uint32_t m = scale_amax_bits(x + b, scale, buf, len);
+  CastOptions o = opt;
+  o.index_offset += static_cast<std::uint64_t>(b);
+  cast_from_f32(f, buf, static_cast<std::byte*>(q) + static_cast<std::size_t>(b) * storage_bytes(f),
+                static_cast<std::size_t>(len), o);
+  return m;
+}
+
+}  // namespace
+
 void CpuBackend::scale_amax_encode(const float* x, float scale, Format f, void* q, std::int64_t n,
                                    const CastOptions& opt, float* amax, float* scratch) {
   use_threads();
@@ -159,21 +179,14 @@ void CpuBackend::scale_amax_encode(const float* x, float scale, Format f, void* 
     convert(Format::FP32, scratch, f, q, n, opt);
     return;
   }
-  // One pass instead of two: each chunk is scaled into a stack buffer by
-  // the pass scale_amax runs, then encoded from there by the cast convert
-  // runs (stochastic rounding at the chunk's index offset); the chunks'
-  // amaxes combine as bit patterns. The same bits whatever the split.
-  constexpr std::int64_t kChunk = 4096;
-  const std::int64_t chunks = (n + kChunk - 1) / kChunk;
+  // One pass instead of two, chunk by chunk; the chunks' amaxes combine as
+  // bit patterns. The same bits whatever the split.
+  const std::int64_t chunks = (n + kScaledChunk - 1) / kScaledChunk;
   std::uint32_t m = 0;
 #pragma omp parallel for schedule(static) reduction(max : m) if (cpu::worth_parallel(n))
   for (std::int64_t c = 0; c < chunks; ++c) {
-    float buf[kChunk];
-    const std::int64_t b = c * kChunk, len = std::min(kChunk, n - b);
-    m = std::max(m, scale_amax_bits(x + b, scale, buf, len));
-    CastOptions o = opt;
-    o.index_offset += static_cast<std::uint64_t>(b);
-    cast_from_f32(f, buf, static_cast<std::byte*>(q) + static_cast<std::size_t>(b) * qs, static_cast<std::size_t>(len), o);
+    const std::int64_t b = c * kScaledChunk;
+    m = std::max(m, scale_amax_encode_chunk(x, scale, f, q, b, std::min(kScaledChunk, n - b), opt));
   }
   *amax = amax_from_bits(m);
 }
@@ -351,12 +364,12 @@ void CpuBackend::sgd_update_encode(const SgdUpdate& u, const UpdateEncode& e) {
     return;
   }
   use_threads();
-  // Each block is encoded right after its update, while it is in L1: the
-  // bits of encode_updated's convert or scale_amax_encode (elementwise,
-  // stochastic rounding at the block's index offset; the amax combines as
-  // bit patterns).
+  // Each block is encoded right after its update, while it is in L1, by
+  // convert's cast or scale_amax_encode's chunk: the bits of
+  // encode_updated.
   const cpu::SgdCoeffs c{u.lr, u.momentum, u.keep, u.weight_decay};
   constexpr auto kBlock = static_cast<std::int64_t>(optim_detail::kBlock);
+  static_assert(kBlock <= kScaledChunk, "an optimizer block is one scaled-encode chunk");
   const std::int64_t n = u.n, blocks = (n + kBlock - 1) / kBlock;
   auto* codes = static_cast<std::byte*>(e.codes);
   std::uint32_t m = 0;
@@ -364,15 +377,12 @@ void CpuBackend::sgd_update_encode(const SgdUpdate& u, const UpdateEncode& e) {
   for (std::int64_t b = 0; b < blocks; ++b) {
     const std::int64_t i0 = b * kBlock, len = std::min(kBlock, n - i0);
     sgd_block(u, c, static_cast<std::size_t>(i0), static_cast<std::size_t>(i0 + len));
-    CastOptions o = e.opt;
-    o.index_offset += static_cast<std::uint64_t>(i0);
-    std::byte* dst = codes + static_cast<std::size_t>(i0) * es;
     if (e.amax) {
-      alignas(64) float scaled[kBlock];
-      m = std::max(m, scale_amax_bits(u.value + i0, e.scale, scaled, len));
-      cast_from_f32(e.format, scaled, dst, static_cast<std::size_t>(len), o);
+      m = std::max(m, scale_amax_encode_chunk(u.value, e.scale, e.format, e.codes, i0, len, e.opt));
     } else {
-      convert_range(Format::FP32, u.value + i0, e.format, dst, len, o);
+      CastOptions o = e.opt;
+      o.index_offset += static_cast<std::uint64_t>(i0);
+      convert_range(Format::FP32, u.value + i0, e.format, codes + static_cast<std::size_t>(i0) * es, len, o);
     }
   }
   if (e.amax) *e.amax = amax_from_bits(m);
