@@ -3,10 +3,12 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/kernels.h"
@@ -246,23 +248,68 @@ void CpuBackend::add_encode(Format fa, const void* a, Format fb, const void* b, 
   });
 }
 
+namespace {
+
+// GELU of every FP16 or BF16 code, through the f32 kernels: y holds the
+// encoded forward value of code c, gp the f32 factor Phi(x) + x phi(x) (one
+// fma) the backward kernel multiplies dy by (gelu_backward with dy = 1).
+// A 16-bit input has 65536 values, so a lookup gives the bits of decode,
+// GELU, encode (forward) and of decode, gelu_backward (backward) without
+// the erf polynomial. Built once per format, on first use.
+struct Gelu16Table {
+  std::vector<std::uint16_t> y;
+  std::vector<float> gp;
+};
+
+Gelu16Table build_gelu16_table(Format f) {
+  constexpr std::size_t kCodes = 1u << 16;
+  std::vector<std::uint16_t> codes(kCodes);
+  for (std::size_t c = 0; c < kCodes; ++c) codes[c] = static_cast<std::uint16_t>(c);
+  std::vector<float> x(kCodes), y(kCodes), ones(kCodes, 1.0f);
+  cast_to_f32(f, codes.data(), x.data(), kCodes);
+  Gelu16Table t{std::vector<std::uint16_t>(kCodes), std::vector<float>(kCodes)};
+  const auto n = static_cast<std::int64_t>(kCodes);
+  cpu::gelu_forward(x.data(), y.data(), n);
+  cast_from_f32(f, y.data(), t.y.data(), kCodes, {});
+  cpu::gelu_backward(x.data(), ones.data(), t.gp.data(), n);
+  return t;
+}
+
+const Gelu16Table& gelu16_table(Format f) {
+  if (f == Format::BF16) {
+    static const Gelu16Table bf16 = build_gelu16_table(Format::BF16);
+    return bf16;
+  }
+  static const Gelu16Table fp16 = build_gelu16_table(Format::FP16);
+  return fp16;
+}
+
+}  // namespace
+
 void CpuBackend::gelu16_forward(Format f, const void* x, void* y, std::int64_t n, float* sx, float* sy) {
   use_threads();
   if (!is_half_format(f)) {
     Backend::gelu16_forward(f, x, y, n, sx, sy);
     return;
   }
-  // Each chunk decoded, through the f32 kernel (element by element, so the
-  // same values whatever the chunk) and encoded: the same bits in one pass.
+  // A lookup per code (gelu16_table): the bits of decode, GELU, encode.
+  const std::uint16_t* table = gelu16_table(f).y.data();
   const auto* xs = static_cast<const std::uint16_t*>(x);
   auto* ys = static_cast<std::uint16_t*>(y);
   over_code_chunks(n, [&](std::int64_t i, std::int64_t len) {
-    alignas(64) float a[kCodesChunk];
-    alignas(64) float b[kCodesChunk];
-    const auto m = static_cast<std::size_t>(len);
-    cast_to_f32(f, xs + i, a, m);
-    cpu::gelu_forward(a, b, len);
-    cast_from_f32(f, b, ys + i, m, {});
+    // Four codes per 8-byte load and store (little-endian lanes): the loop
+    // is bound by memory operations (AVX-512 gathers measured no faster on
+    // an EPYC).
+    static_assert(std::endian::native == std::endian::little);
+    std::int64_t k = i;
+    for (; k + 4 <= i + len; k += 4) {
+      std::uint64_t c;
+      std::memcpy(&c, xs + k, sizeof c);
+      const std::uint64_t v = std::uint64_t{table[c & 0xFFFFu]} | std::uint64_t{table[(c >> 16) & 0xFFFFu]} << 16 |
+                              std::uint64_t{table[(c >> 32) & 0xFFFFu]} << 32 | std::uint64_t{table[c >> 48]} << 48;
+      std::memcpy(ys + k, &v, sizeof v);
+    }
+    for (; k < i + len; ++k) ys[k] = table[xs[k]];
   });
 }
 
@@ -273,8 +320,18 @@ void CpuBackend::gelu16_backward(Format f, const void* x, Format g, const void* 
     Backend::gelu16_backward(f, x, g, dy, dx, n, sx, sdy, sdx);
     return;
   }
-  binary_on_codes(f, x, g, dy, g, dx, n, {}, [](const float* xf, const float* dyf, float* r, std::int64_t len) {
-    cpu::gelu_backward(xf, dyf, r, len);
+  // dx = dy * gp[x] (gelu16_table), the product gelu_backward forms;
+  // dy decoded and dx encoded chunk by chunk.
+  const float* gp = gelu16_table(f).gp.data();
+  const auto* xs = static_cast<const std::uint16_t*>(x);
+  const auto* ds = static_cast<const std::uint16_t*>(dy);
+  auto* dxs = static_cast<std::uint16_t*>(dx);
+  over_code_chunks(n, [&](std::int64_t i, std::int64_t len) {
+    alignas(64) float d[kCodesChunk];
+    const auto m = static_cast<std::size_t>(len);
+    cast_to_f32(g, ds + i, d, m);
+    for (std::int64_t k = 0; k < len; ++k) d[k] = d[k] * gp[xs[i + k]];
+    cast_from_f32(g, d, dxs + i, m, {});
   });
 }
 

@@ -1255,9 +1255,11 @@ TEST_P(Conformance, AddEncodeEqualsDecodeAddEncode) {
 
 // GELU on FP16/BF16 codes gives the bits of decode, GELU, encode through
 // the same backend, forward and backward, with specials and sizes around
-// the CPU's chunk (and not a multiple of the 8-wide vector path).
+// the CPU's chunk (and not a multiple of the 8-wide vector path). At
+// n = 65536 x runs through every code of its format (the CPU looks GELU up
+// per code).
 TEST_P(Conformance, Gelu16EqualsDecodeGeluEncode) {
-  for (std::size_t n : {std::size_t{10}, std::size_t{2049}, std::size_t{300007}})
+  for (std::size_t n : {std::size_t{10}, std::size_t{2049}, std::size_t{65536}, std::size_t{300007}})
     for (Format f : {Format::BF16, Format::FP16})
       for (Format g : {Format::BF16, Format::FP16}) {
         std::vector<float> xv = normal_values(n, 71 + n, 3.0f), dv = normal_values(n, 72 + n, 100.0f);
@@ -1269,6 +1271,8 @@ TEST_P(Conformance, Gelu16EqualsDecodeGeluEncode) {
         std::vector<std::uint16_t> x16(n), d16(n);
         engine::cast_from_f32(f, xv.data(), x16.data(), n);
         engine::cast_from_f32(g, dv.data(), d16.data(), n);
+        if (n == 65536)
+          for (std::size_t i = 0; i < n; ++i) x16[i] = static_cast<std::uint16_t>(i);
         DeviceBuffer<std::uint16_t> xd(GetParam(), x16), dd(GetParam(), d16);
         const i64 ni = static_cast<i64>(n);
         const std::string what = std::string("gelu16 ") + engine::format_name(f) + "/" + engine::format_name(g) +
