@@ -50,14 +50,18 @@ void LayerNorm::forward(Backend& be, const Tensor& x, Tensor& y, Context& contex
   const Shape ys = output_shape(x.shape());
   const LayerPrecision& p = m_precision;
   const bool sat = saturates_forward(p.compute);
-  const Tensor& xc = round_to(be, x, p.compute, ctx.x_compute, sat);
+  std::int64_t* nonfinite = tracked(*this, NonfiniteSlot::Activation);
+  // FP32 compute of FP16/BF16 codes: the coded kernels read the codes (their
+  // decode is exact), so the input is saved as it is, not copied to FP32.
+  const bool read_codes = p.compute == Format::FP32 && is_half_format(x.format()) &&
+                          p.accumulate == Format::FP32 && coded(p.storage) && !nonfinite;
+  const Tensor& xc = read_codes ? x : round_to(be, x, p.compute, ctx.x_compute, sat);
   ctx.x = &xc;
   const std::int64_t rows = x.numel() / m_dim;
   ctx.mean.resize({rows}, Format::FP32);
   ctx.rstd.resize({rows}, Format::FP32);
   const float* g = f32_rounded(be, m_gamma.weight, p.compute, m_g32, sat);
   const float* b = f32_rounded(be, m_beta.weight, p.compute, m_b32, sat);
-  std::int64_t* nonfinite = tracked(*this, NonfiniteSlot::Activation);
   if (p.accumulate == Format::FP32 && coded(xc.format()) && coded(p.storage) &&
       (is_half_format(xc.format()) || is_half_format(p.storage)) && !nonfinite) {
     // FP16/BF16 codes in or out: one pass (Backend::layernorm_coded_forward;
