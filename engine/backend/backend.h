@@ -415,8 +415,9 @@ class Backend {
                                   const float* rstd, const float* gamma, float* dx, float* dgamma,
                                   float* dbeta, std::int64_t rows, std::int64_t cols) = 0;
   // LayerNorm with FP32 accumulation whose tensors may be FP16/BF16 codes:
-  // x (format fx) and, backward, dy (fdy) are FP32, FP16 or BF16, decoded
-  // into sx / sdy where not FP32; y (fy) and dx (fdx) likewise, encoded from
+  // x (format fx) is FP32, FP16 or BF16 and, backward, dy (fdy) one of those
+  // or unscaled FP8 (E4M3, E5M2), decoded exactly into sx / sdy where not
+  // FP32; y (fy) and dx (fdx) FP32, FP16 or BF16, encoded from
   // sy / sdx (forward: opt, saturation) where not FP32; dx is required.
   // mean, rstd, gamma, beta, dgamma and dbeta are f32 as above. Decode,
   // layernorm_forward / layernorm_backward, encode is the default (scratch:

@@ -22,8 +22,10 @@ void layernorm_backward(Backend& be, const float* dy, const float* x, const floa
 
 namespace {
 
-// The formats Backend::layernorm_coded_* take for a tensor.
+// The formats Backend::layernorm_coded_* take for a tensor; dy may also be
+// FP8 codes (the FP8 recipe's unscaled E5M2 gradients).
 bool coded(Format f) { return f == Format::FP32 || is_half_format(f); }
+bool coded_dy(Format f) { return coded(f) || f == Format::E4M3 || f == Format::E5M2; }
 
 }  // namespace
 
@@ -96,9 +98,9 @@ void LayerNorm::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& con
   const bool dy_exact = dy.format() == p.grad || p.grad == Format::FP32;
   float* dg = grad_begin(m_gamma, m_dg32);
   float* db = grad_begin(m_beta, m_db32);
-  if (dx && dy_exact && coded(dy.format()) && coded(x.format()) && coded(p.grad) &&
-      (is_half_format(dy.format()) || is_half_format(x.format()) || is_half_format(p.grad)) && !dx_nonfinite) {
-    // FP16/BF16 codes in or out: one pass (Backend::layernorm_coded_backward).
+  if (dx && dy_exact && coded_dy(dy.format()) && coded(x.format()) && coded(p.grad) &&
+      (dy.format() != Format::FP32 || x.format() != Format::FP32 || p.grad != Format::FP32) && !dx_nonfinite) {
+    // Codes in or out: one pass (Backend::layernorm_coded_backward).
     if (dy.format() != Format::FP32) m_dy32.resize(x.shape(), Format::FP32);
     if (x.format() != Format::FP32) m_x32.resize(x.shape(), Format::FP32);
     if (p.grad != Format::FP32) m_dx32.resize(x.shape(), Format::FP32);

@@ -74,9 +74,10 @@ struct F32In {
 };
 struct CodesIn {
   Format f;
-  const std::uint16_t* p;
+  const std::byte* p;
+  std::size_t es;  // bytes per code: 2 (FP16, BF16) or 1 (FP8)
   const float* rows(std::int64_t i0, std::int64_t count, std::int64_t cols, float* buf) const {
-    cast_to_f32(f, p + i0 * cols, buf, static_cast<std::size_t>(count * cols));
+    cast_to_f32(f, p + static_cast<std::size_t>(i0 * cols) * es, buf, static_cast<std::size_t>(count * cols));
     return buf;
   }
 };
@@ -199,15 +200,15 @@ void layernorm_backward(const float* dy, const float* x, const float* mean, cons
 namespace {
 
 // Calls k(source) with x's row source for its format: FP32 memory or
-// FP16/BF16 codes; false for other formats.
+// FP16, BF16, E4M3 or E5M2 codes (decoded exactly); false for other formats.
 template <class K>
 bool with_rows_in(Format f, const void* p, K&& k) {
   if (f == Format::FP32) {
     k(F32In{static_cast<const float*>(p)});
     return true;
   }
-  if (!is_half_format(f)) return false;
-  k(CodesIn{f, static_cast<const std::uint16_t*>(p)});
+  if (!is_half_format(f) && f != Format::E4M3 && f != Format::E5M2) return false;
+  k(CodesIn{f, static_cast<const std::byte*>(p), storage_bytes(f)});
   return true;
 }
 

@@ -1485,6 +1485,24 @@ TEST_P(Conformance, LayerNormCodedEqualsDecodeNormEncode) {
         EXPECT_EQ(got_dx.host(), want_dx.host()) << what << " backward dx";
         expect_bit_equal(dg_g.host(), dg_w.host(), what + " dgamma");
         expect_bit_equal(db_g.host(), db_w.host(), what + " dbeta");
+        // Backward from unscaled FP8 dy (the FP8 recipe's E5M2 gradients)
+        // into an FP32 dx.
+        if (!saturate)
+          for (Format fd : {Format::E5M2, Format::E4M3}) {
+            auto d8 = stored(fd, dv);
+            auto sd8 = out(n), want8 = out(n), dgw8 = out(nc), dbw8 = out(nc);
+            be->convert(fd, d8.get(), Format::FP32, sd8.get(), ni, {});
+            be->layernorm_backward(sd8.get(), sx.get(), mean_w.get(), rstd_w.get(), gd.get(), want8.get(), dgw8.get(),
+                                   dbw8.get(), sh.rows, sh.cols);
+            auto got8 = out(n), dg8 = out(nc), db8 = out(nc);
+            be->layernorm_coded_backward(fd, d8.get(), fx, xd.get(), mean_w.get(), rstd_w.get(), gd.get(), Format::FP32,
+                                         got8.get(), dg8.get(), db8.get(), sh.rows, sh.cols, s1.get(), s2.get(),
+                                         s3.get());
+            const std::string w8 = what + " backward from " + engine::format_name(fd);
+            expect_bit_equal(got8.host(), want8.host(), w8 + " dx");
+            expect_bit_equal(dg8.host(), dgw8.host(), w8 + " dgamma");
+            expect_bit_equal(db8.host(), dbw8.host(), w8 + " dbeta");
+          }
         if (HasFailure()) return;
       }
 }
