@@ -453,6 +453,29 @@ class Backend {
   // dx = y * (dy - sum(dy * y)) per row
   virtual void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows,
                                 std::int64_t cols) = 0;
+  // Softmax with FP32 accumulation whose input (forward: x, format fx;
+  // backward: dy, fdy) is FP32 or codes: decoded exactly into sx / sdy
+  // (rows * cols floats of backend memory, contents undefined after) and
+  // softmax_forward(.., FP32) / softmax_backward is the default; a backend
+  // may decode row blocks as it goes, with the same bits.
+  virtual void softmax_coded_forward(Format fx, const void* x, float* y, std::int64_t rows, std::int64_t cols,
+                                     float* sx) {
+    const float* xf = static_cast<const float*>(x);
+    if (fx != Format::FP32) {
+      convert(fx, x, Format::FP32, sx, rows * cols, {});
+      xf = sx;
+    }
+    softmax_forward(xf, y, rows, cols, Format::FP32);
+  }
+  virtual void softmax_coded_backward(const float* y, Format fdy, const void* dy, float* dx, std::int64_t rows,
+                                      std::int64_t cols, float* sdy) {
+    const float* dyf = static_cast<const float*>(dy);
+    if (fdy != Format::FP32) {
+      convert(fdy, dy, Format::FP32, sdy, rows * cols, {});
+      dyf = sdy;
+    }
+    softmax_backward(y, dyf, dx, rows, cols);
+  }
 
   // --- losses (mean over rows), written to *loss (double, backend memory) ---
   // Softmax cross-entropy over integer labels. probs (rows x classes) is

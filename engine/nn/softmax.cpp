@@ -29,10 +29,16 @@ void Softmax::forward(Backend& be, const Tensor& x, Tensor& y, Context& context)
   auto& ctx = static_cast<SoftmaxContext&>(context);
   const Shape ys = output_shape(x.shape());
   const LayerPrecision& p = m_precision;
-  const std::int64_t cols = x.shape().back();
-  const float* xf = f32_rounded(be, x, p.compute, m_x32, saturates_forward(p.compute));
+  const std::int64_t cols = x.shape().back(), rows = x.numel() / cols;
   float* yf = output_begin(y, ys, p.storage, m_y32);
-  softmax_forward(be, xf, yf, x.numel() / cols, cols, p.accumulate);
+  if (p.compute == Format::FP32 && p.accumulate == Format::FP32 && is_half_format(x.format())) {
+    // FP16/BF16 codes (the attention's scores): decoded as the rows are read.
+    m_x32.resize(x.shape(), Format::FP32);
+    be.softmax_coded_forward(x.format(), x.data(), yf, rows, cols, m_x32.f32());
+  } else {
+    const float* xf = f32_rounded(be, x, p.compute, m_x32, saturates_forward(p.compute));
+    softmax_forward(be, xf, yf, rows, cols, p.accumulate);
+  }
   output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, NonfiniteSlot::Activation));
   ctx.y = &y;
 }
@@ -44,11 +50,17 @@ void Softmax::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& conte
   const Tensor& y = *ctx.y;
   if (dy.shape() != y.shape()) throw_shape(name(), "gradient does not match the output " + shape_string(y.shape()), dy.shape());
   const LayerPrecision& p = m_precision;
-  const std::int64_t cols = y.shape().back();
-  const float* dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
+  const std::int64_t cols = y.shape().back(), rows = y.numel() / cols;
   const float* yf = f32_values(be, y, m_yb32);
   float* dxf = output_begin(*dx, y.shape(), p.grad, m_dx32);
-  softmax_backward(be, yf, dyf, dxf, y.numel() / cols, cols);
+  if (p.grad == Format::FP32 && is_half_format(dy.format())) {
+    // FP16/BF16 gradient codes: decoded as the rows are read.
+    m_dy32.resize(dy.shape(), Format::FP32);
+    be.softmax_coded_backward(yf, dy.format(), dy.data(), dxf, rows, cols, m_dy32.f32());
+  } else {
+    const float* dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
+    softmax_backward(be, yf, dyf, dxf, rows, cols);
+  }
   output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, NonfiniteSlot::ActivationGrad));
 }
 

@@ -220,6 +220,16 @@ class TimingBackend final : public engine::Backend {
   void softmax_forward(const float* x, float* y, std::int64_t r, std::int64_t c, engine::Format acc) override {
     PL_TIMED("softmax_forward", m_in->softmax_forward(x, y, r, c, acc));
   }
+  void softmax_coded_forward(engine::Format fx, const void* x, float* y, std::int64_t r, std::int64_t c,
+                             float* sx) override {
+    PL_TIMED("softmax_coded_forward " + std::string(engine::format_name(fx)),
+             m_in->softmax_coded_forward(fx, x, y, r, c, sx));
+  }
+  void softmax_coded_backward(const float* y, engine::Format fdy, const void* dy, float* dx, std::int64_t r,
+                              std::int64_t c, float* sdy) override {
+    PL_TIMED("softmax_coded_backward " + std::string(engine::format_name(fdy)),
+             m_in->softmax_coded_backward(y, fdy, dy, dx, r, c, sdy));
+  }
   void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t r, std::int64_t c) override {
     PL_TIMED("softmax_backward", m_in->softmax_backward(y, dy, dx, r, c));
   }

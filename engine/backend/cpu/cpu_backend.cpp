@@ -272,6 +272,20 @@ void CpuBackend::softmax_backward(const float* y, const float* dy, float* dx, st
   cpu::softmax_backward(y, dy, dx, rows, cols);
 }
 
+void CpuBackend::softmax_coded_forward(Format fx, const void* x, float* y, std::int64_t rows, std::int64_t cols,
+                                       float* sx) {
+  use_threads();
+  // One pass: code rows decoded on the stack (rows.cpp).
+  if (!cpu::softmax_coded_forward(fx, x, y, rows, cols)) Backend::softmax_coded_forward(fx, x, y, rows, cols, sx);
+}
+
+void CpuBackend::softmax_coded_backward(const float* y, Format fdy, const void* dy, float* dx, std::int64_t rows,
+                                        std::int64_t cols, float* sdy) {
+  use_threads();
+  if (!cpu::softmax_coded_backward(y, fdy, dy, dx, rows, cols))
+    Backend::softmax_coded_backward(y, fdy, dy, dx, rows, cols, sdy);
+}
+
 void CpuBackend::cross_entropy_forward(const float* logits, const std::int32_t* labels, std::int64_t rows,
                                        std::int64_t classes, float* probs, double* loss, std::int64_t* correct) {
   use_threads();

@@ -125,6 +125,10 @@ class CpuBackend final : public Backend {
                        Format accumulate) override;
   void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows,
                         std::int64_t cols) override;
+  void softmax_coded_forward(Format fx, const void* x, float* y, std::int64_t rows, std::int64_t cols,
+                             float* sx) override;
+  void softmax_coded_backward(const float* y, Format fdy, const void* dy, float* dx, std::int64_t rows,
+                              std::int64_t cols, float* sdy) override;
 
   void cross_entropy_forward(const float* logits, const std::int32_t* labels, std::int64_t rows,
                              std::int64_t classes, float* probs, double* loss, std::int64_t* correct) override;

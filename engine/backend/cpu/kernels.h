@@ -67,6 +67,12 @@ void softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t c
                      Format accumulate);
 void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows,
                       std::int64_t cols);
+// FP32 softmax with x (backward: dy) in FP32, FP16, BF16 or FP8 codes,
+// decoded by row blocks; false where the rows do not fit a block or the
+// format is not one of those (the caller falls back).
+bool softmax_coded_forward(Format fx, const void* x, float* y, std::int64_t rows, std::int64_t cols);
+bool softmax_coded_backward(const float* y, Format fdy, const void* dy, float* dx, std::int64_t rows,
+                            std::int64_t cols);
 
 // loss.cpp
 double cross_entropy_forward(const float* logits, const std::int32_t* labels, std::int64_t rows,

@@ -100,4 +100,38 @@ PL_CPU_CLONES void column_accumulate(double* p, const float* r, std::int64_t row
     for (std::int64_t j = 0; j < cols; ++j) p[j] += r[j];
 }
 
+namespace {
+
+// R rows' chains interleave (j outer, r inner), so the compares and adds
+// do not wait on each other; the exponentials of all R rows are one run of
+// exp_row.
+template <int R>
+[[gnu::always_inline]] inline void softmax_block(const float* x, float* y, std::int64_t cols) {
+  float m[R], s[R];
+  for (int r = 0; r < R; ++r) m[r] = -INFINITY;
+  for (std::int64_t j = 0; j < cols; ++j)
+    for (int r = 0; r < R; ++r) {
+      const float v = x[r * cols + j];
+      m[r] = v > m[r] ? v : m[r];
+    }
+  for (int r = 0; r < R; ++r)
+    for (std::int64_t j = 0; j < cols; ++j) y[r * cols + j] = x[r * cols + j] - m[r];
+  exp_row(y, R * cols);
+  for (int r = 0; r < R; ++r) s[r] = 0.0f;
+  for (std::int64_t j = 0; j < cols; ++j)
+    for (int r = 0; r < R; ++r) s[r] += y[r * cols + j];
+  for (int r = 0; r < R; ++r)
+    for (std::int64_t j = 0; j < cols; ++j) y[r * cols + j] = y[r * cols + j] / s[r];
+}
+
+}  // namespace
+
+PL_CPU_CLONES void softmax_rows_f32(const float* x, float* y, std::int64_t count, std::int64_t cols) {
+  if (count == kSoftmaxRows) {
+    softmax_block<kSoftmaxRows>(x, y, cols);
+    return;
+  }
+  for (std::int64_t r = 0; r < count; ++r) softmax_block<1>(x + r * cols, y + r * cols, cols);
+}
+
 }  // namespace engine::cpu

@@ -27,4 +27,14 @@ void layernorm_param_rows(const float* x, const float* dy, std::int64_t count, s
 // p[j] += r[i * cols + j] over `rows` rows, in double, row by row.
 void column_accumulate(double* p, const float* r, std::int64_t rows, std::int64_t cols);
 
+// FP32 softmax of `count` (1 or kSoftmaxRows) consecutive rows of `cols`
+// values (y may not alias x): each row's maximum and sum run over its
+// columns in order, the exponentials are exp_row's. The same bits as one
+// row at a time.
+constexpr std::int64_t kSoftmaxRows = 8;
+void softmax_rows_f32(const float* x, float* y, std::int64_t count, std::int64_t cols);
+// y[j] = exp((double)y[j]) rounded to f32, in place (rows.cpp): libmvec's
+// lanes where the CPU has them, libm's double exp for the rest.
+void exp_row(float* y, std::int64_t n);
+
 }  // namespace engine::cpu

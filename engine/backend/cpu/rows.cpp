@@ -13,10 +13,8 @@
 
 namespace engine::cpu {
 
-namespace {
-
-// y[j] = exp((double)y[j]) rounded to f32, in place: libmvec's vector lanes
-// where the CPU has them, libm's double exp for the rest (the same formula).
+// row_kernels.h. libm's double exp for what the lanes leave: the same
+// formula.
 void exp_row(float* y, std::int64_t n) {
   std::int64_t done = 0;
   switch (mvec_isa()) {
@@ -26,6 +24,8 @@ void exp_row(float* y, std::int64_t n) {
   }
   for (std::int64_t j = done; j < n; ++j) y[j] = static_cast<float>(std::exp(static_cast<double>(y[j])));
 }
+
+namespace {
 
 // What a LayerNorm computed entirely in FP16/BF16 does: the same two-pass
 // algorithm, but every partial sum and every intermediate (sum, mean,
@@ -255,28 +255,43 @@ bool layernorm_coded_backward(Format fdy, const void* dy, Format fx, const void*
 
 namespace {
 
-// FP32 softmax of R consecutive rows (contiguous: R * cols values). Each
-// row's maximum and sum run over its columns in order, as one row alone
-// would, but the R rows' chains interleave (j outer, r inner), so the adds
-// do not wait on each other; the exponentials of all R rows are one run of
-// libmvec's lanes. The same bits as R single-row calls.
-template <int R>
-void softmax_rows_f32(const float* x, float* y, std::int64_t cols) {
-  float m[R], s[R];
-  for (int r = 0; r < R; ++r) m[r] = -INFINITY;
-  for (std::int64_t j = 0; j < cols; ++j)
-    for (int r = 0; r < R; ++r) {
-      const float v = x[r * cols + j];
-      m[r] = v > m[r] ? v : m[r];
+// FP32 softmax over rows read from `x` (F32In or CodesIn), kSoftmaxRows at
+// a time (row_kernels.cpp).
+template <class In>
+void softmax_forward_rows(In x, float* y, std::int64_t rows, std::int64_t cols) {
+  const std::int64_t blocks = rows / kSoftmaxRows;
+#pragma omp parallel for schedule(static) if (blocks > 1 && worth_parallel(rows * cols))
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    alignas(64) float buf[kNormBlock];
+    const std::int64_t i0 = b * kSoftmaxRows;
+    softmax_rows_f32(x.rows(i0, kSoftmaxRows, cols, buf), y + i0 * cols, kSoftmaxRows, cols);
+  }
+  for (std::int64_t i = blocks * kSoftmaxRows; i < rows; ++i) {
+    alignas(64) float buf[kNormBlock];
+    softmax_rows_f32(x.rows(i, 1, cols, buf), y + i * cols, 1, cols);
+  }
+}
+
+// dx = y * (dy - sum_j dy_j y_j) per row, dy read from `dy` (F32In or
+// CodesIn) in blocks of rows.
+template <class Dy>
+void softmax_backward_rows(const float* y, Dy dy, float* dx, std::int64_t rows, std::int64_t cols) {
+  const std::int64_t rb = norm_block_rows(cols), blocks = (rows + rb - 1) / rb;
+#pragma omp parallel for schedule(static) if (rows > 1 && worth_parallel(rows * cols))
+  for (std::int64_t blk = 0; blk < blocks; ++blk) {
+    alignas(64) float buf[kNormBlock];
+    const std::int64_t i0 = blk * rb, count = std::min(rb, rows - i0);
+    const float* dyb = dy.rows(i0, count, cols, buf);
+    for (std::int64_t r = 0; r < count; ++r) {
+      const float* yr = y + (i0 + r) * cols;
+      const float* dyr = dyb + r * cols;
+      float* dxr = dx + (i0 + r) * cols;
+      float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+      for (std::int64_t j = 0; j < cols; ++j) dot += dyr[j] * yr[j];
+      for (std::int64_t j = 0; j < cols; ++j) dxr[j] = yr[j] * (dyr[j] - dot);
     }
-  for (int r = 0; r < R; ++r)
-    for (std::int64_t j = 0; j < cols; ++j) y[r * cols + j] = x[r * cols + j] - m[r];
-  exp_row(y, R * cols);
-  for (int r = 0; r < R; ++r) s[r] = 0.0f;
-  for (std::int64_t j = 0; j < cols; ++j)
-    for (int r = 0; r < R; ++r) s[r] += y[r * cols + j];
-  for (int r = 0; r < R; ++r)
-    for (std::int64_t j = 0; j < cols; ++j) y[r * cols + j] = y[r * cols + j] / s[r];
+  }
 }
 
 }  // namespace
@@ -288,13 +303,8 @@ void softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t c
   // skips it; its shifted value and so the sum are NaN).
   if (accumulate == Format::FP32) {
     // The exponentials on libmvec's vector lanes (double exp, rounded to
-    // f32), 8 rows at a time, then each row's sum in column order.
-    constexpr int kRows = 8;
-    const std::int64_t blocks = rows / kRows;
-#pragma omp parallel for schedule(static) if (blocks > 1 && worth_parallel(rows * cols))
-    for (std::int64_t b = 0; b < blocks; ++b)
-      softmax_rows_f32<kRows>(x + b * kRows * cols, y + b * kRows * cols, cols);
-    for (std::int64_t i = blocks * kRows; i < rows; ++i) softmax_rows_f32<1>(x + i * cols, y + i * cols, cols);
+    // f32), kSoftmaxRows rows at a time, then each row's sum in column order.
+    softmax_forward_rows(F32In{x}, y, rows, cols);
     return;
   }
 #pragma omp parallel for schedule(static) if (rows > 1 && worth_parallel(rows * cols))
@@ -318,16 +328,18 @@ void softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t c
 
 void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows,
                       std::int64_t cols) {
-#pragma omp parallel for schedule(static) if (rows > 1 && worth_parallel(rows * cols))
-  for (std::int64_t i = 0; i < rows; ++i) {
-    const float* yr = y + i * cols;
-    const float* dyr = dy + i * cols;
-    float* dxr = dx + i * cols;
-    float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-    for (std::int64_t j = 0; j < cols; ++j) dot += dyr[j] * yr[j];
-    for (std::int64_t j = 0; j < cols; ++j) dxr[j] = yr[j] * (dyr[j] - dot);
-  }
+  softmax_backward_rows(y, F32In{dy}, dx, rows, cols);
+}
+
+bool softmax_coded_forward(Format fx, const void* x, float* y, std::int64_t rows, std::int64_t cols) {
+  if (cols * kSoftmaxRows > kNormBlock) return false;
+  return with_rows_in(fx, x, [&](auto in) { softmax_forward_rows(in, y, rows, cols); });
+}
+
+bool softmax_coded_backward(const float* y, Format fdy, const void* dy, float* dx, std::int64_t rows,
+                            std::int64_t cols) {
+  if (cols > kNormBlock) return false;
+  return with_rows_in(fdy, dy, [&](auto in) { softmax_backward_rows(y, in, dx, rows, cols); });
 }
 
 }  // namespace engine::cpu

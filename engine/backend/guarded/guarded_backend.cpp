@@ -303,6 +303,16 @@ class GuardedBackend final : public Backend {
     Open o(*this, "softmax_backward", y, dy, dx);
     m_inner->softmax_backward(y, dy, dx, rows, cols);
   }
+  void softmax_coded_forward(Format fx, const void* x, float* y, std::int64_t rows, std::int64_t cols,
+                             float* sx) override {
+    Open o(*this, "softmax_coded_forward", x, y, sx);
+    m_inner->softmax_coded_forward(fx, x, y, rows, cols, sx);
+  }
+  void softmax_coded_backward(const float* y, Format fdy, const void* dy, float* dx, std::int64_t rows,
+                              std::int64_t cols, float* sdy) override {
+    Open o(*this, "softmax_coded_backward", y, dy, dx, sdy);
+    m_inner->softmax_coded_backward(y, fdy, dy, dx, rows, cols, sdy);
+  }
   void cross_entropy_forward(const float* logits, const std::int32_t* labels, std::int64_t rows, std::int64_t classes,
                              float* probs, double* loss, std::int64_t* correct) override {
     Open o(*this, "cross_entropy_forward", logits, labels, probs, loss, correct);

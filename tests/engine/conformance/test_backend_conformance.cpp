@@ -1826,6 +1826,46 @@ TEST_P(Conformance, SoftmaxForwardBackward) {
   expect_close(dx.host(), dx_ref, dx_mag, 2e-5, 1e-12, "softmax backward");
 }
 
+// Softmax over FP16/BF16 codes (the attention's scores and their
+// gradients) gives the bits of decoding and then softmax_forward /
+// softmax_backward through the same backend: the attention's rows, odd
+// shapes, and rows too wide for the CPU's row block (its fallback).
+TEST_P(Conformance, SoftmaxCodedEqualsDecodeThenSoftmax) {
+  struct Shape2 {
+    i64 rows, cols;
+  };
+  for (const Shape2& sh : {Shape2{8192, 16}, Shape2{13, 7}, Shape2{37, 130}, Shape2{3, 300}, Shape2{1, 1}})
+    for (Format f : {Format::BF16, Format::FP16, Format::FP32}) {
+      const auto n = static_cast<std::size_t>(sh.rows * sh.cols);
+      std::vector<float> xv = normal_values(n, 131 + n, 6.0f), dv = normal_values(n, 132 + n, 3.0f);
+      if (n > 40) {
+        xv[5] = NAN;  // poisons row 0
+        xv[sh.cols + 1] = INFINITY;
+        dv[2 * sh.cols + 3] = -INFINITY;
+      }
+      auto stored = [&](const std::vector<float>& v) {
+        std::vector<std::byte> b(n * engine::storage_bytes(f));
+        engine::cast_from_f32(f, v.data(), b.data(), n);
+        return DeviceBuffer<std::byte>(GetParam(), b);
+      };
+      auto xd = stored(xv), dd = stored(dv);
+      const i64 ni = static_cast<i64>(n);
+      const std::string what = std::string("softmax_coded ") + engine::format_name(f) + " " +
+                               std::to_string(sh.rows) + "x" + std::to_string(sh.cols);
+      auto sx = out(n), want = out(n), got = out(n), scratch = out(n);
+      be->convert(f, xd.get(), Format::FP32, sx.get(), ni, {});
+      be->softmax_forward(sx.get(), want.get(), sh.rows, sh.cols, Format::FP32);
+      be->softmax_coded_forward(f, xd.get(), got.get(), sh.rows, sh.cols, scratch.get());
+      expect_bit_equal(got.host(), want.host(), what + " forward");
+      auto sd = out(n), want_dx = out(n), got_dx = out(n);
+      be->convert(f, dd.get(), Format::FP32, sd.get(), ni, {});
+      be->softmax_backward(want.get(), sd.get(), want_dx.get(), sh.rows, sh.cols);
+      be->softmax_coded_backward(want.get(), f, dd.get(), got_dx.get(), sh.rows, sh.cols, scratch.get());
+      expect_bit_equal(got_dx.host(), want_dx.host(), what + " backward");
+      if (HasFailure()) return;
+    }
+}
+
 TEST_P(Conformance, SoftmaxLowPrecisionAccumulateEqualsReferenceAndStalls) {
   const i64 rows = 6, cols = 50;
   const std::vector<float> x = normal_values(static_cast<std::size_t>(rows * cols), 121, 2.0f);
