@@ -357,6 +357,15 @@ class Backend {
     gelu_backward(sx, sdy, sdx, n);
     convert(Format::FP32, sdx, g, dx, n, {});
   }
+  // GELU backward with x and dx in f32 and dy stored as codes of format g
+  // (FP16, BF16, or unscaled E4M3/E5M2: the FP8 recipe's gradients): the
+  // bits of decoding dy into sdy (n floats of backend memory, contents
+  // undefined after) and gelu_backward, the default; a backend may decode
+  // as it goes.
+  virtual void gelu_backward_coded(const float* x, Format g, const void* dy, float* dx, std::int64_t n, float* sdy) {
+    convert(g, dy, Format::FP32, sdy, n, {});
+    gelu_backward(x, sdy, dx, n);
+  }
   // dst[b, t, :] = src[b, :] for t < T (a [B, C] row repeated T times).
   virtual void repeat_rows(const float* src, float* dst, std::int64_t B, std::int64_t T, std::int64_t C) = 0;
   // y = a + b (residual connections); y may alias a or b.

@@ -30,4 +30,10 @@ bool GELU::backward_bits(Backend& be, const Tensor& x, const Tensor& dy, Tensor&
   return true;
 }
 
+bool GELU::backward_coded_dy(Backend& be, const Tensor& x, const Tensor& dy, Tensor& dx) {
+  m_dy32.resize(x.shape(), Format::FP32);
+  if (x.numel()) be.gelu_backward_coded(x.f32(), dy.format(), dy.data(), dx.f32(), x.numel(), m_dy32.f32());
+  return true;
+}
+
 }  // namespace engine

@@ -26,6 +26,8 @@ class GELU : public PointwiseLayer {
   // FP16/BF16 codes in and out: one pass (Backend::gelu16_*).
   bool forward_bits(Backend& be, const Tensor& x, Tensor& y) override;
   bool backward_bits(Backend& be, const Tensor& x, const Tensor& dy, Tensor& dx) override;
+  // FP8 (or FP16/BF16) gradient codes into FP32 math: Backend::gelu_backward_coded.
+  bool backward_coded_dy(Backend& be, const Tensor& x, const Tensor& dy, Tensor& dx) override;
 };
 
 }  // namespace engine

@@ -41,6 +41,11 @@ void PointwiseLayer::backward(Backend& be, const Tensor& dy, Tensor* dx, Context
     dx->resize(x.shape(), p.grad);
     if (backward_bits(be, x, dy, *dx)) return;
   }
+  if (!track_nonfinite && p.grad == Format::FP32 && x.format() == Format::FP32 &&
+      (is_half_format(dy.format()) || dy.format() == Format::E4M3 || dy.format() == Format::E5M2)) {
+    dx->resize(x.shape(), Format::FP32);
+    if (backward_coded_dy(be, x, dy, *dx)) return;
+  }
   const float* dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
   const float* xf = f32_values(be, x, m_x32);
   float* dxf = output_begin(*dx, x.shape(), p.grad, m_dx32);

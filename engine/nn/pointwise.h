@@ -37,6 +37,12 @@ class PointwiseLayer : public Layer {
   // the three passes. Returns false where it does not apply.
   virtual bool forward_bits(Backend& /*be*/, const Tensor& /*x*/, Tensor& /*y*/) { return false; }
   virtual bool backward_bits(Backend& /*be*/, const Tensor& /*x*/, const Tensor& /*dy*/, Tensor& /*dx*/) { return false; }
+  // FP32 x and dx with dy stored as codes of another format (FP16, BF16 or
+  // unscaled FP8): a layer may decode dy as its f32 math reads it. Returns
+  // false where it does not apply.
+  virtual bool backward_coded_dy(Backend& /*be*/, const Tensor& /*x*/, const Tensor& /*dy*/, Tensor& /*dx*/) {
+    return false;
+  }
 
   // The f32 scratch of the generic path (a bits op may hand it to a
   // backend default that decodes into it).

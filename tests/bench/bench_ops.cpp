@@ -220,6 +220,10 @@ class TimingBackend final : public engine::Backend {
   void softmax_forward(const float* x, float* y, std::int64_t r, std::int64_t c, engine::Format acc) override {
     PL_TIMED("softmax_forward", m_in->softmax_forward(x, y, r, c, acc));
   }
+  void gelu_backward_coded(const float* x, engine::Format g, const void* dy, float* dx, std::int64_t n,
+                           float* sdy) override {
+    PL_TIMED("gelu_backward_coded " + std::string(engine::format_name(g)), m_in->gelu_backward_coded(x, g, dy, dx, n, sdy));
+  }
   void softmax_coded_forward(engine::Format fx, const void* x, float* y, std::int64_t r, std::int64_t c,
                              float* sx) override {
     PL_TIMED("softmax_coded_forward " + std::string(engine::format_name(fx)),

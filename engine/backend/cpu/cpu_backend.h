@@ -96,6 +96,7 @@ class CpuBackend final : public Backend {
   void gelu_forward(const float* x, float* y, std::int64_t n) override;
   void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) override;
   void gelu16_forward(Format f, const void* x, void* y, std::int64_t n, float* sx, float* sy) override;
+  void gelu_backward_coded(const float* x, Format g, const void* dy, float* dx, std::int64_t n, float* sdy) override;
   void gelu16_backward(Format f, const void* x, Format g, const void* dy, void* dx, std::int64_t n, float* sx,
                        float* sdy, float* sdx) override;
   void add(const float* a, const float* b, float* y, std::int64_t n) override;

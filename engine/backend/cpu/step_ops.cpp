@@ -335,6 +335,24 @@ void CpuBackend::gelu16_backward(Format f, const void* x, Format g, const void* 
   });
 }
 
+void CpuBackend::gelu_backward_coded(const float* x, Format g, const void* dy, float* dx, std::int64_t n,
+                                     float* sdy) {
+  use_threads();
+  const std::size_t es = storage_bytes(g);
+  if (!(is_half_format(g) || g == Format::E4M3 || g == Format::E5M2)) {
+    Backend::gelu_backward_coded(x, g, dy, dx, n, sdy);
+    return;
+  }
+  // dy decoded chunk by chunk into the stack, then the f32 kernel (element
+  // by element: the same values whatever the chunk).
+  const auto* d = static_cast<const std::byte*>(dy);
+  over_code_chunks(n, [&](std::int64_t i, std::int64_t len) {
+    alignas(64) float b[kCodesChunk];
+    cast_to_f32(g, d + static_cast<std::size_t>(i) * es, b, static_cast<std::size_t>(len));
+    cpu::gelu_backward(x + i, b, dx + i, len);
+  });
+}
+
 void CpuBackend::amax(const float* x, std::int64_t n, float* out) {
   use_threads();
   *out = amax_of(x, n);

@@ -303,6 +303,10 @@ class GuardedBackend final : public Backend {
     Open o(*this, "softmax_backward", y, dy, dx);
     m_inner->softmax_backward(y, dy, dx, rows, cols);
   }
+  void gelu_backward_coded(const float* x, Format g, const void* dy, float* dx, std::int64_t n, float* sdy) override {
+    Open o(*this, "gelu_backward_coded", x, dy, dx, sdy);
+    m_inner->gelu_backward_coded(x, g, dy, dx, n, sdy);
+  }
   void softmax_coded_forward(Format fx, const void* x, float* y, std::int64_t rows, std::int64_t cols,
                              float* sx) override {
     Open o(*this, "softmax_coded_forward", x, y, sx);

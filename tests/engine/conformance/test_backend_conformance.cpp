@@ -1300,6 +1300,33 @@ TEST_P(Conformance, Gelu16EqualsDecodeGeluEncode) {
       }
 }
 
+// GELU backward from gradient codes (FP16, BF16, unscaled FP8: the fp8
+// recipe's E5M2) into f32 gives the bits of decoding dy and gelu_backward,
+// for sizes around the CPU's chunk.
+TEST_P(Conformance, GeluBackwardCodedEqualsDecodeThenBackward) {
+  for (std::size_t n : {std::size_t{10}, std::size_t{2049}, std::size_t{300007}})
+    for (Format g : {Format::BF16, Format::FP16, Format::E5M2, Format::E4M3}) {
+      std::vector<float> xv = normal_values(n, 171 + n, 3.0f), dv = normal_values(n, 172 + n, 50.0f);
+      const float edges[] = {NAN, INFINITY, -INFINITY, -0.0f, 60000.0f, -9.0f, 1e-7f};
+      for (std::size_t i = 0; i < std::size(edges) && 2 * i + 1 < n; ++i) {
+        xv[2 * i] = edges[i];
+        dv[2 * i + 1] = edges[std::size(edges) - 1 - i];
+      }
+      std::vector<std::byte> d8(n * engine::storage_bytes(g));
+      engine::cast_from_f32(g, dv.data(), d8.data(), n);
+      DeviceBuffer<std::byte> dd(GetParam(), d8);
+      auto xd = dev(xv);
+      const i64 ni = static_cast<i64>(n);
+      auto sd = out(n), want = out(n), got = out(n), scratch = out(n);
+      be->convert(g, dd.get(), Format::FP32, sd.get(), ni, {});
+      be->gelu_backward(xd.get(), sd.get(), want.get(), ni);
+      be->gelu_backward_coded(xd.get(), g, dd.get(), got.get(), ni, scratch.get());
+      expect_bit_equal(got.host(), want.host(),
+                       std::string("gelu_backward_coded ") + engine::format_name(g) + " n=" + std::to_string(n));
+      if (HasFailure()) return;
+    }
+}
+
 // Column sums of FP16/BF16 codes give the bits of decode then column_sums
 // through the same backend, for the linear layers' bias shapes and a row
 // wider than the CPU's stack block (its fallback).
