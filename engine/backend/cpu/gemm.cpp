@@ -201,11 +201,22 @@ std::size_t GemmEngine::KeyHash::operator()(const Key& k) const {
   return static_cast<std::size_t>(h);
 }
 
+// Bounded: a caller cycling through many alphas or shapes must not grow the
+// cache without limit (training uses a few dozen entries; a process that
+// trains many models on one backend, with one plan per thread for each
+// sliced GEMM, reaches the bound). Room is made before a call takes its
+// plans, never between them: run_sliced holds one plan per thread, and
+// clearing the cache halfway through its lookups freed the plans it held
+// (a crash inside oneDNN on a 16-thread machine, bench_train's mlp-wide).
+void GemmEngine::make_room(std::size_t plans) {
+  if (m_plans.size() + plans <= kMaxPlans) return;
+  m_plans.clear();
+  m_last_impl = nullptr;
+}
+
 GemmEngine::Plan& GemmEngine::plan_for(const Key& key) {
   if (auto it = m_plans.find(key); it != m_plans.end()) return *it->second;
-  // Bounded: a caller cycling through many alphas or shapes must not grow
-  // the cache without limit. Training uses a few dozen entries.
-  if (m_plans.size() >= 512) m_plans.clear();
+  make_room(1);
 
   const dnnl::engine& eng = m_ctx.engine();
   const dt in = key.bf16 ? dt::bf16 : dt::f32;
@@ -356,6 +367,7 @@ GemmEngine::Plan* GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int6
   if (g.a.trans && needs_decode(g.a.format, bf16) && g.k >= 1024 && !encode) return nullptr;
   while (m_slices.size() < static_cast<std::size_t>(nt))
     m_slices.push_back(std::make_unique<Slice>(m_ctx.engine()));
+  make_room(static_cast<std::size_t>(nt));  // the lookups below then clear nothing
 
   const std::int64_t b_rows = g.b.trans ? g.n : g.k, b_cols = g.b.trans ? g.k : g.n;
   const std::int64_t a_es = static_cast<std::int64_t>(storage_bytes(g.a.format));

@@ -98,6 +98,9 @@ class GemmEngine {
   };
   struct Plan;
   Plan& plan_for(const Key& key);
+  // Clears the plan cache when `plans` more would pass kMaxPlans.
+  static constexpr std::size_t kMaxPlans = 512;
+  void make_room(std::size_t plans);
   // The key of g's primitive (its batch dimensions included when batched);
   // has_bias is the caller's.
   static Key key_of(const GemmArgs& g, std::int64_t lda, std::int64_t ldb, std::int64_t ldc, bool bf16,

@@ -2153,6 +2153,46 @@ TEST(CpuBackend, SteadyStateCreatesNoPrimitives) {
   EXPECT_EQ(be.primitives_created(), after_first);
 }
 
+TEST(CpuBackend, SlicedGemmsKeepTheirPlansWhenTheCacheFills) {
+  // A GEMM sliced over 16 threads looks up one plan per thread, and the
+  // plan cache is bounded: when it filled halfway through those lookups it
+  // was cleared, freeing the plans already taken (a crash inside oneDNN on
+  // a 16-thread Xeon after bench_train had trained many models on one
+  // backend). Here 16 threads on any CPU, a new shape per call, and a small
+  // unsliced call between them so the cache fills mid-lookup; every product
+  // checked (AddressSanitizer sees a freed plan even where it does not
+  // crash).
+  auto be = engine::make_cpu_backend(16);
+  const i64 m = 16 * 32, k = 8, max_n = 72;
+  std::vector<std::uint16_t> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(max_n * k));
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = engine::fp32_to_fp16(static_cast<float>(static_cast<int>(i % 5) - 2));
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = engine::fp32_to_fp16(static_cast<float>(static_cast<int>(i % 3) - 1));
+  std::vector<float> c(static_cast<std::size_t>(m * max_n));
+  auto product = [&](i64 rows, i64 n) {
+    engine::GemmArgs g;
+    g.m = rows;
+    g.n = n;
+    g.k = k;
+    g.a = {a.data(), Format::FP16, false, k};
+    g.b = {b.data(), Format::FP16, true, k};  // B stored n x k
+    g.c = c.data();
+    be->gemm(g);
+    for (i64 i = 0; i < rows; ++i)
+      for (i64 j = 0; j < n; ++j) {
+        float want = 0.0f;
+        for (i64 p = 0; p < k; ++p)
+          want += engine::fp16_to_fp32(a[static_cast<std::size_t>(i * k + p)]) *
+                  engine::fp16_to_fp32(b[static_cast<std::size_t>(j * k + p)]);
+        ASSERT_EQ(c[static_cast<std::size_t>(i * n + j)], want) << rows << "x" << n << " at " << i << "," << j;
+      }
+  };
+  // (16 + 1) plans a round: the 512-plan bound falls inside a sliced call.
+  for (i64 n = 1; n <= max_n; ++n) {
+    product(m, n);
+    product(4, n);
+  }
+}
+
 TEST(CpuBackend, ReductionsDoNotDependOnTheThreadCount) {
   // Reproducible runs: the same bits with 1 thread and with all of them.
   auto one = engine::make_cpu_backend(1);
