@@ -211,7 +211,7 @@ typedef struct PlCudaBackendTable {
   // ---- matmul and convolution ----
   // C[m x n] = alpha * op(A)[m x k] * op(B)[k x n] + beta * C (+ bias[n] per
   // row). A and B in their own formats (row-major, leading dimension
-  // lda/ldb elements before the transpose), multiplied as the format
+  // lda/ldb elements before the transpose; 0: packed), multiplied as the format
   // dictates (FP16/BF16 with FP32 compute, TF32 mode, FP8 on sm_89+);
   // a_block/b_block (optional): block-quantized FP32 operands, alpha
   // multiplied by their tensor_decode. accumulate FP32, or FP16 as the

@@ -428,6 +428,10 @@ PlCudaStatus gemm(PlCudaContext* ctx, std::int64_t m, std::int64_t n, std::int64
     return fail(sink, PL_CUDA_INVALID_ARGUMENT, "gemm: a block-quantized operand must be FP32");
   if ((a_block || b_block) && batch && (batch->count[0] != 1 || batch->count[1] != 1))
     return fail(sink, PL_CUDA_INVALID_ARGUMENT, "gemm: block-quantized operands are not batched");
+  // A leading dimension of 0 means packed rows (the Backend's GemmArgs).
+  if (lda == 0) lda = a_trans ? m : k;
+  if (ldb == 0) ldb = b_trans ? k : n;
+  if (ldc == 0) ldc = n;
   Problem p{m, n, k, a, a_format, a_trans != 0, lda, b, b_format, b_trans != 0, ldb, c, ldc,
             {1, 1}, {0, 0}, {0, 0}, {0, 0}};
   if (batch) {
