@@ -214,8 +214,9 @@ typedef struct PlCudaBackendTable {
   // lda/ldb elements before the transpose; 0: packed), multiplied as the format
   // dictates (FP16/BF16 with FP32 compute, TF32 mode, FP8 on sm_89+);
   // a_block/b_block (optional): block-quantized FP32 operands, alpha
-  // multiplied by their tensor_decode. accumulate FP32, or FP16 as the
-  // hardware does it (CUBLAS_COMPUTE_16F). batch: NULL for one product.
+  // multiplied by their tensor_decode. accumulate FP32, or FP16/BF16
+  // rounded after every addition (the CPU's bits). batch: NULL for one
+  // product.
   PlCudaStatus (*gemm)(PlCudaContext* ctx, int64_t m, int64_t n, int64_t k, const void* a,
                        PlCudaFormat a_format, int32_t a_trans, int64_t lda,
                        const PlCudaBlockQuantized* a_block, const void* b, PlCudaFormat b_format,
