@@ -5,7 +5,12 @@
 // say (oneDNN's JIT code has no symbols, libgomp's spinning hides which op
 // waits) this says directly. Not a benchmark of record: bench_train is.
 //
-//   build/release/tests/bench/bench_ops mlp mixed-bf16 [steps]
+//   build/release/tests/bench/bench_ops mlp mixed-bf16 [steps] [cpu|cuda|cuda-sync]
+//
+// On the GPU, "cuda" times what each call costs the calling thread (the
+// launches are asynchronous: a call that waits for the device or allocates
+// shows here), "cuda-sync" waits for the device after every call, so each
+// op's time is its own (plus one synchronization, about 10 us).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +20,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/registry.h"
 #include "data/dataset.h"
 #include "numeric/format.h"
 #include "train/run.h"
@@ -34,6 +40,8 @@ class TimingBackend final : public engine::Backend {
   explicit TimingBackend(std::unique_ptr<engine::Backend> inner) : m_in(std::move(inner)) {}
   std::map<std::string, Tally> tallies;
   bool on = false;
+  // cuda-sync: a word of backend memory read back after every timed call.
+  void* sync_flag = nullptr;
 
   engine::BackendInfo info() const override { return m_in->info(); }
 
@@ -45,6 +53,7 @@ class TimingBackend final : public engine::Backend {
     }                                                                                \
     const auto t0 = Clock::now();                                                    \
     call;                                                                            \
+    if (sync_flag) m_in->download(&m_sink, sync_flag, sizeof m_sink);                \
     Tally& tl = tallies[name];                                                       \
     tl.seconds += std::chrono::duration<double>(Clock::now() - t0).count();          \
     ++tl.calls;                                                                      \
@@ -255,13 +264,14 @@ class TimingBackend final : public engine::Backend {
 
  private:
   std::unique_ptr<engine::Backend> m_in;
+  float m_sink = 0;
 };
 
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: bench_ops MODEL RECIPE [STEPS]\n");
+    std::fprintf(stderr, "usage: bench_ops MODEL RECIPE [STEPS] [cpu|cuda|cuda-sync]\n");
     return 2;
   }
   const int steps = argc > 3 ? std::atoi(argv[3]) : 300;
@@ -279,7 +289,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_ops: %s\n", e.what());
     return 1;
   }
-  TimingBackend be(engine::make_cpu_backend(0));
+  const std::string backend = argc > 4 ? argv[4] : "cpu";
+  std::unique_ptr<engine::Backend> inner;
+  try {
+    inner = engine::make_backend(backend == "cuda-sync" ? "cuda" : backend).backend;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_ops: backend %s: %s\n", backend.c_str(), e.what());
+    return 1;
+  }
+  TimingBackend be(std::move(inner));
+  if (backend == "cuda-sync") be.sync_flag = be.allocate(sizeof(float));
   engine::Run run(0, c, data, be);
   std::vector<engine::Record> out;
   for (int i = 0; i < 5; ++i) run.step(out);

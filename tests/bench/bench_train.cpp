@@ -17,6 +17,8 @@
 //                                         4096-10, batch 1024): a size where
 //                                         the GPU's advantage shows
 // GPU rows are named train/<model>@cuda/<recipe>.
+//   bench_train --threads=N               the CPU backend on N threads
+//                                         (default: every core)
 //
 // Uses Fashion-MNIST when installed, else a synthetic set of the same shape
 // (the throughput does not depend on the pixel values).
@@ -24,6 +26,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -167,11 +170,13 @@ int main(int argc, char** argv) {
   // Our own flags, taken out before Google Benchmark reads the rest.
   std::string backends = "cpu";
   bool wide = false;
+  int threads = 0;  // the CPU backend's threads; 0: every core
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--backend=", 0) == 0) backends = a.substr(10);
     else if (a == "--wide") wide = true;
+    else if (a.rfind("--threads=", 0) == 0) threads = std::atoi(a.c_str() + 10);
     else argv[kept++] = argv[i];
   }
   argc = kept;
@@ -181,7 +186,7 @@ int main(int argc, char** argv) {
   }
   g_peak = measure_fma_peak();
   g_data = images();
-  if (backends != "cuda") g_cpu = engine::make_cpu_backend(0);
+  if (backends != "cuda") g_cpu = engine::make_cpu_backend(threads);
   if (backends != "cpu") {
     try {
       g_cuda = engine::make_cuda_backend();
