@@ -69,7 +69,6 @@ class DelayedScale {
   bool m_pending = false;
 };
 
-inline bool is_fp8(Format f) { return f == Format::E4M3 || f == Format::E5M2; }
 
 // A layer's delayed scale for FP8 format f: `s` itself, (re)started first
 // when it is inactive or was made for another format (a layer's precision

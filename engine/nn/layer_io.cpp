@@ -136,10 +136,9 @@ GemmOperand gemm_operand(const Tensor& t, std::int64_t offset, std::int64_t ld, 
 
 Format common_compute(Format a, Format b) {
   if (a == b) return a;
-  auto fp8 = [](Format f) { return f == Format::E4M3 || f == Format::E5M2; };
   // Every FP8 value is exactly a BF16 value and an FP16 value.
-  if ((a == Format::BF16 || fp8(a)) && (b == Format::BF16 || fp8(b))) return Format::BF16;
-  if ((a == Format::FP16 || fp8(a)) && (b == Format::FP16 || fp8(b))) return Format::FP16;
+  if ((a == Format::BF16 || is_fp8(a)) && (b == Format::BF16 || is_fp8(b))) return Format::BF16;
+  if ((a == Format::FP16 || is_fp8(a)) && (b == Format::FP16 || is_fp8(b))) return Format::FP16;
   return Format::FP32;
 }
 

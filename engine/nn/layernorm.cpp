@@ -25,7 +25,7 @@ namespace {
 // The formats Backend::layernorm_coded_* take for a tensor; dy may also be
 // FP8 codes (the FP8 recipe's unscaled E5M2 gradients).
 bool coded(Format f) { return f == Format::FP32 || is_half_format(f); }
-bool coded_dy(Format f) { return coded(f) || f == Format::E4M3 || f == Format::E5M2; }
+bool coded_dy(Format f) { return coded(f) || is_fp8(f); }
 
 }  // namespace
 

@@ -42,7 +42,7 @@ void PointwiseLayer::backward(Backend& be, const Tensor& dy, Tensor* dx, Context
     if (backward_bits(be, x, dy, *dx)) return;
   }
   if (!track_nonfinite && p.grad == Format::FP32 && x.format() == Format::FP32 &&
-      (is_half_format(dy.format()) || dy.format() == Format::E4M3 || dy.format() == Format::E5M2)) {
+      (is_half_format(dy.format()) || is_fp8(dy.format()))) {
     dx->resize(x.shape(), Format::FP32);
     if (backward_coded_dy(be, x, dy, *dx)) return;
   }

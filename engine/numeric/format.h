@@ -57,6 +57,8 @@ inline constexpr bool is_block_format(Format f) { return f >= Format::MXFP8; }
 inline constexpr bool is_tensor_format(Format f) { return f <= Format::E4M3; }
 // The 16-bit float formats, whose codes the backends' *16 ops take.
 inline constexpr bool is_half_format(Format f) { return f == Format::FP16 || f == Format::BF16; }
+// The 8-bit float formats (E4M3, E5M2).
+inline constexpr bool is_fp8(Format f) { return f == Format::E4M3 || f == Format::E5M2; }
 
 // For a block format the fields describe its element format (bits, exponent,
 // mantissa, range) except name, storage_bytes (0: never a tensor's storage)

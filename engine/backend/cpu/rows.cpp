@@ -207,7 +207,7 @@ bool with_rows_in(Format f, const void* p, K&& k) {
     k(F32In{static_cast<const float*>(p)});
     return true;
   }
-  if (!is_half_format(f) && f != Format::E4M3 && f != Format::E5M2) return false;
+  if (!is_half_format(f) && !is_fp8(f)) return false;
   k(CodesIn{f, static_cast<const std::byte*>(p), storage_bytes(f)});
   return true;
 }

@@ -338,11 +338,11 @@ void CpuBackend::gelu16_backward(Format f, const void* x, Format g, const void* 
 void CpuBackend::gelu_backward_coded(const float* x, Format g, const void* dy, float* dx, std::int64_t n,
                                      float* sdy) {
   use_threads();
-  const std::size_t es = storage_bytes(g);
-  if (!(is_half_format(g) || g == Format::E4M3 || g == Format::E5M2)) {
+  if (!is_half_format(g) && !is_fp8(g)) {
     Backend::gelu_backward_coded(x, g, dy, dx, n, sdy);
     return;
   }
+  const std::size_t es = storage_bytes(g);
   // dy decoded chunk by chunk into the stack, then the f32 kernel (element
   // by element: the same values whatever the chunk).
   const auto* d = static_cast<const std::byte*>(dy);

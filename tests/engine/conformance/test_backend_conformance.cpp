@@ -377,8 +377,7 @@ void check_gemm_fp32_accumulate(const Target& t, Backend& be, const GemmCase& g,
       mag.push_back(mg);
     }
   double rtol = 1e-6 * (1.0 + std::sqrt(static_cast<double>(g.k)));
-  const auto fp8 = [](Format f) { return f == Format::E4M3 || f == Format::E5M2; };
-  if (fp8(g.fa) && fp8(g.fb)) rtol = std::max(rtol, t.hardware_fp8_rtol);
+  if (engine::is_fp8(g.fa) && engine::is_fp8(g.fb)) rtol = std::max(rtol, t.hardware_fp8_rtol);
   expect_close(got_block, ref, mag, rtol, 1e-30, g.name());
   // Padding columns of C are not part of the result and must be untouched.
   for (i64 i = 0; i < g.m; ++i)
