@@ -76,6 +76,33 @@ struct GemmEncode {
   CastOptions opt;
 };
 
+// Attention's core forward over B x H heads of T tokens, d = C / H columns
+// each (nn/attention.h; all pointers backend memory): from qkv [B, T, 3C]
+// in `format` (both GEMMs' operand format, FP32 sums),
+//   scores [B, H, T, T] = q k^T * alpha, stored in scores_format
+//   probs  [B, H, T, T] = softmax of the stored scores (FP32, FP32 sums)
+//   probs_codes         = probs in `format` (not written when it is FP32)
+//   values [B, T, C]    = probs_codes v, head h in columns h d .. h d + d - 1,
+//                         stored in values_format
+// every store an encode (round to nearest even, saturating as its flag
+// says). The bits are those of the ops one by one: batched gemm, convert,
+// softmax_coded_forward, convert, batched gemm, convert.
+struct AttentionForward {
+  std::int64_t B = 0, T = 0, C = 0, H = 0;
+  Format format = Format::FP32;
+  const void* qkv = nullptr;
+  float alpha = 1.0f;
+  Format scores_format = Format::FP32;
+  void* scores = nullptr;
+  bool scores_saturate = false;
+  float* probs = nullptr;
+  void* probs_codes = nullptr;
+  bool probs_saturate = false;
+  Format values_format = Format::FP32;
+  void* values = nullptr;
+  bool values_saturate = false;
+};
+
 // One gradient of the fused unscale (unscale_grads): `nonfinite` (backend
 // memory) receives the count of its inf/NaN values after the multiply.
 struct GradBuffer {
@@ -290,6 +317,11 @@ class Backend {
     if (e.codes) convert(Format::FP32, args.c, e.format, e.codes, args.m * args.n, e.opt);
     else quantize(e.format, args.c, args.m * args.n, e.opt.saturate);
   }
+  // Attention's core forward (nn/attention.h), fused: false (the default)
+  // where a backend has no fused kernel for these shapes and formats, and
+  // the caller runs the ops one by one; true when it ran them with the bits
+  // of those ops (AttentionForward says which).
+  virtual bool attention_forward(const AttentionForward&) { return false; }
   virtual void conv2d_forward(const ConvShape& s, Format compute, const float* x, const float* w,
                               const float* bias, float* y) = 0;
   virtual void conv2d_backward_data(const ConvShape& s, Format compute, const float* dy,

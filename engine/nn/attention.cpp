@@ -307,17 +307,66 @@ void Attention::forward(Backend& be, const Tensor& x, Tensor& y, Context& contex
   output_shape(x.shape());
   m_qkv.forward(be, x, ctx.qkv, *ctx.qkv_ctx);
   record_output(be, m_qkv, ctx.qkv);
-  m_scores.forward(be, ctx.qkv, ctx.scores, *ctx.scores_ctx);
-  m_softmax.forward(be, ctx.scores, ctx.probs, *ctx.softmax_ctx);
-  // Where both leaves compute in one format, the values leaf reads the
-  // scores leaf's rounded qkv (its own rounding would give the same bits):
-  // one copy, as a device would keep.
-  const Tensor* qkv = &ctx.qkv;
-  if (m_values.precision().compute == m_scores.precision().compute)
-    qkv = static_cast<const AttentionScoresContext&>(*ctx.scores_ctx).qkv;
-  m_values.forward_pair(be, ctx.probs, *qkv, ctx.values, *ctx.values_ctx);
+  if (!forward_fused(be, ctx)) {
+    m_scores.forward(be, ctx.qkv, ctx.scores, *ctx.scores_ctx);
+    m_softmax.forward(be, ctx.scores, ctx.probs, *ctx.softmax_ctx);
+    // Where both leaves compute in one format, the values leaf reads the
+    // scores leaf's rounded qkv (its own rounding would give the same bits):
+    // one copy, as a device would keep.
+    const Tensor* qkv = &ctx.qkv;
+    if (m_values.precision().compute == m_scores.precision().compute)
+      qkv = static_cast<const AttentionScoresContext&>(*ctx.scores_ctx).qkv;
+    m_values.forward_pair(be, ctx.probs, *qkv, ctx.values, *ctx.values_ctx);
+  }
   m_proj.forward(be, ctx.values, y, *ctx.proj_ctx);
   record_output(be, m_proj, y);
+}
+
+bool Attention::forward_fused(Backend& be, AttentionContext& ctx) {
+  const LayerPrecision &ps = m_scores.precision(), &pm = m_softmax.precision(), &pv = m_values.precision();
+  const Format fq = ps.compute;
+  auto f32_or_half = [](Format f) { return f == Format::FP32 || is_half_format(f); };
+  if (pv.compute != fq || ps.accumulate != Format::FP32 || pv.accumulate != Format::FP32) return false;
+  if (pm.compute != Format::FP32 || pm.accumulate != Format::FP32 || pm.storage != Format::FP32) return false;
+  if (!f32_or_half(fq) || !f32_or_half(ps.storage) || !f32_or_half(pv.storage)) return false;
+  if (tracked(m_scores, NonfiniteSlot::Activation) || tracked(m_softmax, NonfiniteSlot::Activation) ||
+      tracked(m_values, NonfiniteSlot::Activation))
+    return false;
+  const Shape ss = m_scores.output_shape(ctx.qkv.shape());
+  if (ctx.qkv.numel() == 0) return false;
+  auto& sctx = static_cast<AttentionScoresContext&>(*ctx.scores_ctx);
+  auto& mctx = static_cast<SoftmaxContext&>(*ctx.softmax_ctx);
+  auto& vctx = static_cast<AttentionValuesContext&>(*ctx.values_ctx);
+  // The scores leaf's rounding of qkv, which the values leaf then shares.
+  const Tensor& qkv = round_to(be, ctx.qkv, fq, sctx.qkv_compute, saturates_forward(fq));
+  const std::int64_t B = qkv.dim(0), T = qkv.dim(1);
+  ctx.scores.resize(ss, ps.storage);
+  ctx.probs.resize(ss, Format::FP32);
+  if (fq != Format::FP32) vctx.probs_compute.resize(ss, fq);
+  ctx.values.resize({B, T, m_dim}, pv.storage);
+  AttentionForward f;
+  f.B = B;
+  f.T = T;
+  f.C = m_dim;
+  f.H = ss[1];
+  f.format = fq;
+  f.qkv = qkv.data();
+  f.alpha = score_scale(m_dim / ss[1]);
+  f.scores_format = ps.storage;
+  f.scores = ctx.scores.data();
+  f.scores_saturate = saturates_forward(ps.storage);
+  f.probs = ctx.probs.f32();
+  f.probs_codes = fq == Format::FP32 ? nullptr : vctx.probs_compute.data();
+  f.probs_saturate = saturates_forward(fq);
+  f.values_format = pv.storage;
+  f.values = ctx.values.data();
+  f.values_saturate = saturates_forward(pv.storage);
+  if (!be.attention_forward(f)) return false;
+  sctx.qkv = &qkv;
+  mctx.y = &ctx.probs;
+  vctx.probs = fq == Format::FP32 ? &ctx.probs : &vctx.probs_compute;
+  vctx.qkv = &qkv;
+  return true;
 }
 
 void Attention::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {

@@ -157,6 +157,12 @@ class Attention : public CompositeLayer {
   // format serves all three (the projection's rounding then has nothing
   // left to do).
   const Tensor& round_dqkv(Backend& be, AttentionContext& ctx);
+  // scores, softmax and values in one Backend::attention_forward, leaving
+  // the leaves' contexts as their own forwards would; false (nothing the
+  // leaves' forwards do not redo) where the precisions or the backend rule
+  // it out: softmax not all FP32, GEMMs in two formats or non-FP32 sums,
+  // a leaf counting non-finite values.
+  bool forward_fused(Backend& be, AttentionContext& ctx);
 
   std::int64_t m_dim;
   Linear m_qkv;

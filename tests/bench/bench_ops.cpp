@@ -114,6 +114,16 @@ class TimingBackend final : public engine::Backend {
     const std::string tail = std::string(e.codes ? " ->" : " round ") + engine::format_name(e.format);
     PL_TIMED(gemm_key(a, tail.c_str()), m_in->gemm_encode(a, e));
   }
+  bool attention_forward(const engine::AttentionForward& f) override {
+    bool done = false;
+    time_call("attention_forward " + std::string(engine::format_name(f.format)), [&] { done = m_in->attention_forward(f); });
+    return done;
+  }
+  // PL_TIMED for a call whose result the caller needs.
+  template <class F>
+  void time_call(const std::string& name, F&& call) {
+    PL_TIMED(name, call());
+  }
   void conv2d_forward(const engine::ConvShape& s, engine::Format c, const float* x, const float* w,
                       const float* b, float* y) override {
     PL_TIMED("conv2d_forward c_in " + std::to_string(s.c_in) + " " + engine::format_name(c), m_in->conv2d_forward(s, c, x, w, b, y));

@@ -69,6 +69,7 @@ CpuBackend::CpuBackend(const CpuBackendOptions& options) {
     throw std::runtime_error(std::string("oneDNN: cannot create the CPU engine: ") + e.what());
   }
   m_native_bf16 = options.allow_native_bf16 && detect_native_bf16(m_dnnl->engine());
+  m_fuse_attention = options.fuse_attention;
   m_device = cpu_model_name();
   m_gemm = std::make_unique<cpu::GemmEngine>(*m_dnnl, m_native_bf16);
   m_conv = std::make_unique<cpu::ConvEngine>(*m_dnnl, m_native_bf16);
@@ -109,6 +110,12 @@ void CpuBackend::gemm_encode(const GemmArgs& args, const GemmEncode& e) {
   }
   use_threads();
   m_gemm->run(args, &e);
+}
+
+bool CpuBackend::attention_forward(const AttentionForward& f) {
+  if (!m_fuse_attention) return false;
+  use_threads();
+  return cpu::attention_forward(f, m_native_bf16);
 }
 
 void CpuBackend::gemm_block(const GemmArgs& args) {

@@ -25,6 +25,9 @@ struct CpuBackendOptions {
   // false forces the decode-to-f32 path (what a CPU without AVX512-BF16
   // runs); the conformance suite runs both.
   bool allow_native_bf16 = true;
+  // Run attention's core as one fused pass where it fits (attention.cpp).
+  // false leaves it to the layers' ops one by one: the tests compare the two.
+  bool fuse_attention = true;
 };
 
 class CpuBackend final : public Backend {
@@ -64,6 +67,7 @@ class CpuBackend final : public Backend {
 
   void gemm(const GemmArgs& args) override;
   void gemm_encode(const GemmArgs& args, const GemmEncode& e) override;
+  bool attention_forward(const AttentionForward& f) override;
   void conv2d_forward(const ConvShape& s, Format compute, const float* x, const float* w,
                       const float* bias, float* y) override;
   void conv2d_backward_data(const ConvShape& s, Format compute, const float* dy, const float* w,
@@ -156,6 +160,7 @@ class CpuBackend final : public Backend {
 
   int m_threads = 1;
   bool m_native_bf16 = false;
+  bool m_fuse_attention = true;
   std::string m_device;
   std::unique_ptr<cpu::DnnlContext> m_dnnl;
   std::unique_ptr<cpu::GemmEngine> m_gemm;

@@ -197,6 +197,11 @@ Source source(const void* data, Format f) {
 
 }  // namespace
 
+void small_product_at(const SmallBatch& s, std::int64_t t) {
+  if (s.native_bf16 && small_bf16_fits(s)) small_product_bf16(s, t);
+  else small_product(s, source(s.a, s.a_format), source(s.b, s.b_format), t, 0, 0);
+}
+
 bool small_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k, Format a, Format b) {
   auto ok = [](Format f) {
     return f == Format::FP32 || f == Format::TF32 || f == Format::BF16 || f == Format::FP16 || f == Format::E4M3 ||

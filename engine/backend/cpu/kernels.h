@@ -10,6 +10,7 @@
 
 namespace engine {
 struct CastOptions;
+struct AttentionForward;
 }
 
 namespace engine::cpu {
@@ -44,6 +45,12 @@ void column_sums(const float* dy, std::int64_t rows, std::int64_t cols, float* d
 // it sums (the same sums in the same order); false, with nothing written,
 // for other formats or rows wider than the stack block.
 bool column_sums16(Format f, const void* dy, std::int64_t rows, std::int64_t cols, float* db, Workspace& ws);
+
+// attention.cpp
+// Backend::attention_forward for products small enough for the small-GEMM
+// kernels (gemm.h) and formats FP32, FP16, BF16; false, with nothing
+// written, otherwise. native_bf16: the backend's (small_product_at).
+bool attention_forward(const AttentionForward& f, bool native_bf16);
 
 // rows.cpp
 void layernorm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean,

@@ -2,6 +2,7 @@
 # Paths are relative to engine/backend/.
 target_sources(engine_cpu PRIVATE
   cpu/cpu_backend.cpp
+  cpu/attention.cpp
   cpu/gemm.cpp
   cpu/gemm_lowp.cpp
   cpu/gemm_small.cpp

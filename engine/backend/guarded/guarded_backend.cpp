@@ -183,6 +183,10 @@ class GuardedBackend final : public Backend {
     Open o(*this, "gemm_encode", g.a.data, g.b.data, g.c, g.bias, g.a.block, g.b.block, e.codes);
     m_inner->gemm_encode(g, e);
   }
+  bool attention_forward(const AttentionForward& f) override {
+    Open o(*this, "attention_forward", f.qkv, f.scores, f.probs, f.probs_codes, f.values);
+    return m_inner->attention_forward(f);
+  }
   void conv2d_forward(const ConvShape& s, Format compute, const float* x, const float* w, const float* bias,
                       float* y) override {
     Open o(*this, "conv2d_forward", x, w, bias, y);

@@ -5,6 +5,7 @@ pl_add_test(test_nn
           engine/nn/test_models.cpp
           engine/nn/test_precision.cpp
           engine/nn/test_loss.cpp
+          engine/nn/test_attention_fused.cpp
   LIBS engine_cpu
   LABELS engine
   TIMEOUT 120)

@@ -1,0 +1,160 @@
+// Attention's fused core forward (Backend::attention_forward on the CPU)
+// against the same layer run op by op: every tensor the forward leaves
+// behind, the output and the gradients after a backward, bit for bit, in
+// the precisions the recipes give attention, with and without the native
+// bf16 kernels, at shapes that do and do not divide into softmax's row
+// blocks.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "engine/nn/gradcheck.h"
+#include "nn/attention.h"
+
+namespace {
+
+using namespace engine;
+
+std::unique_ptr<CpuBackend> cpu(bool fuse, bool native_bf16) {
+  CpuBackendOptions o;
+  o.threads = 2;
+  o.fuse_attention = fuse;
+  o.allow_native_bf16 = native_bf16;
+  return std::make_unique<CpuBackend>(o);
+}
+
+struct Precisions {
+  const char* name;
+  LayerPrecision gemms;    // scores and values leaves
+  LayerPrecision softmax;  // the softmax leaf
+};
+
+constexpr LayerPrecision kF32{Format::FP32, Format::FP32, Format::FP32, Format::FP32};
+const Precisions kCases[] = {
+    {"mixed-bf16", {Format::BF16, Format::BF16, Format::FP32, Format::BF16}, kF32},
+    {"fp8 (BF16 GEMMs, FP32 storage)", {Format::BF16, Format::FP32, Format::FP32, Format::BF16}, kF32},
+    {"mixed-fp16", {Format::FP16, Format::FP16, Format::FP32, Format::FP16}, kF32},
+    {"fp32", kF32, kF32},
+};
+
+struct Shapes {
+  std::int64_t B, T, C, H;
+};
+// The transformer's own (T 16, d 16), a T that is no multiple of softmax's
+// 8-row block with an odd d, and one product per batch row.
+const Shapes kShapes[] = {{3, 16, 64, 4}, {2, 5, 12, 3}, {4, 24, 32, 1}};
+
+void expect_same_bytes(const Tensor& a, const Tensor& b, const std::string& what) {
+  ASSERT_EQ(a.format(), b.format()) << what;
+  ASSERT_EQ(a.shape(), b.shape()) << what;
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0) << what << " differs";
+}
+
+struct Trained {
+  Tensor y, dx;
+  std::unique_ptr<Context> ctx;
+  std::vector<std::vector<float>> grads;
+};
+
+// One forward and backward of an Attention layer on `be`, weights and
+// inputs from `seed`; x scaled by `x_scale` (large values overflow FP16 scores).
+Trained run(Backend& be, const Precisions& p, const Shapes& s, std::uint64_t seed, float x_scale,
+            std::unique_ptr<Attention>& keep) {
+  std::mt19937_64 rng(seed);
+  keep = std::make_unique<Attention>("attn", s.C, s.H);
+  Attention& attn = *keep;
+  test::randomize(attn.parameters(), rng, 0.5f);
+  attn.scores().set_precision(p.gemms);
+  attn.values().set_precision(p.gemms);
+  attn.softmax().set_precision(p.softmax);
+  Trained t;
+  t.ctx = attn.make_context();
+  Tensor x = test::random_tensor({s.B, s.T, s.C}, rng, -x_scale, x_scale);
+  attn.forward(be, x, t.y, *t.ctx);
+  Tensor dy = test::random_tensor(t.y.shape(), rng);
+  attn.backward(be, dy, &t.dx, *t.ctx);
+  for (Parameter* q : attn.parameters()) t.grads.push_back(q->grad.to_f32());
+  return t;
+}
+
+void compare(bool native_bf16, float x_scale) {
+  auto fused = cpu(true, native_bf16), plain = cpu(false, native_bf16);
+  for (const Precisions& p : kCases)
+    for (const Shapes& s : kShapes) {
+      const std::string what = std::string(p.name) + " B" + std::to_string(s.B) + " T" + std::to_string(s.T) + " C" +
+                               std::to_string(s.C) + " H" + std::to_string(s.H);
+      SCOPED_TRACE(what);
+      std::unique_ptr<Attention> la, lb;
+      const Trained a = run(*fused, p, s, 11, x_scale, la), b = run(*plain, p, s, 11, x_scale, lb);
+      const auto& ca = static_cast<const AttentionContext&>(*a.ctx);
+      const auto& cb = static_cast<const AttentionContext&>(*b.ctx);
+      expect_same_bytes(ca.scores, cb.scores, "scores");
+      expect_same_bytes(ca.probs, cb.probs, "probs");
+      expect_same_bytes(ca.values, cb.values, "values");
+      const auto& va = static_cast<const AttentionValuesContext&>(*ca.values_ctx);
+      const auto& vb = static_cast<const AttentionValuesContext&>(*cb.values_ctx);
+      ASSERT_NE(va.probs, nullptr);
+      expect_same_bytes(*va.probs, *vb.probs, "values' probs operand");
+      expect_same_bytes(a.y, b.y, "output");
+      expect_same_bytes(a.dx, b.dx, "dx");
+      ASSERT_EQ(a.grads.size(), b.grads.size());
+      for (std::size_t i = 0; i < a.grads.size(); ++i)
+        EXPECT_EQ(std::memcmp(a.grads[i].data(), b.grads[i].data(), a.grads[i].size() * sizeof(float)), 0)
+            << "parameter gradient " << i;
+    }
+}
+
+TEST(AttentionFused, ForwardAndBackwardMatchTheOpsOneByOne) { compare(true, 1.0f); }
+
+TEST(AttentionFused, MatchesWithoutNativeBf16) { compare(false, 1.0f); }
+
+TEST(AttentionFused, MatchesWhereFp16ScoresOverflow) {
+  // x up to 40: scores past FP16's 65504 (inf, then NaN probabilities),
+  // the same non-finite bits both ways.
+  compare(true, 40.0f);
+}
+
+TEST(AttentionFused, RunsWhereItFitsAndDeclinesElsewhere) {
+  auto fused = cpu(true, true), plain = cpu(false, true);
+  const std::int64_t B = 2, T = 16, C = 64, H = 4;
+  std::vector<std::uint16_t> qkv(static_cast<std::size_t>(B * T * 3 * C), 0x3F80);  // BF16 ones
+  std::vector<std::uint16_t> scores(static_cast<std::size_t>(B * H * T * T)), probs16(scores.size()),
+      values(static_cast<std::size_t>(B * T * C));
+  std::vector<float> probs(scores.size());
+  AttentionForward f;
+  f.B = B;
+  f.T = T;
+  f.C = C;
+  f.H = H;
+  f.format = Format::BF16;
+  f.qkv = qkv.data();
+  f.alpha = 0.25f;
+  f.scores_format = Format::BF16;
+  f.scores = scores.data();
+  f.probs = probs.data();
+  f.probs_codes = probs16.data();
+  f.values_format = Format::BF16;
+  f.values = values.data();
+  EXPECT_FALSE(plain->attention_forward(f));
+  ASSERT_TRUE(fused->attention_forward(f));
+  // All-equal scores (16 * 0.25 = 4): uniform probabilities 1/16, and each
+  // value the mean of ones.
+  EXPECT_EQ(scores[0], 0x4080);  // BF16 4.0
+  EXPECT_EQ(probs[0], 1.0f / 16.0f);
+  EXPECT_EQ(values[0], 0x3F80);
+  // A product past the small kernels (T 65), or TF32 operands: declined.
+  f.T = 65;
+  EXPECT_FALSE(fused->attention_forward(f));
+  f.T = T;
+  f.format = Format::TF32;
+  EXPECT_FALSE(fused->attention_forward(f));
+  // The default Backend has no fused kernel: the layers run the ops.
+  EXPECT_FALSE(test::backend().Backend::attention_forward(f));
+}
+
+}  // namespace
