@@ -103,6 +103,37 @@ struct AttentionForward {
   bool values_saturate = false;
 };
 
+// Attention's core backward, for the same shapes (all pointers backend
+// memory): from qkv and probs_operand (the forward's probs in `format`: its
+// probs_codes, or probs when `format` is FP32), probs (FP32) and dvalues
+// [B, T, C] in dvalues_format,
+//   dprobs  = dvalues v^T                stored in dprobs_format
+//   dscores = softmax backward of the stored dprobs (FP32)
+//   dS      = dscores in dscores_format  (the scores GEMMs' operand; not stored)
+//   dq = alpha dS k, dk = alpha dS^T q, dv = probs_operand^T dvalues
+// into dqkv [B, T, 3C] (f32), or, with dqkv_codes set, encoded to
+// dqkv_format there instead. FP32 sums; every encode rounds to nearest
+// even without saturating. The bits of the ops one by one: two batched
+// gemms, convert, softmax_coded_backward, convert, two batched gemms
+// (and the convert of dqkv).
+struct AttentionBackward {
+  std::int64_t B = 0, T = 0, C = 0, H = 0;
+  Format format = Format::FP32;
+  const void* qkv = nullptr;
+  const void* probs_operand = nullptr;
+  const float* probs = nullptr;
+  float alpha = 1.0f;
+  Format dvalues_format = Format::FP32;
+  const void* dvalues = nullptr;
+  Format dprobs_format = Format::FP32;
+  void* dprobs = nullptr;
+  float* dscores = nullptr;
+  Format dscores_format = Format::FP32;
+  float* dqkv = nullptr;
+  Format dqkv_format = Format::FP32;
+  void* dqkv_codes = nullptr;
+};
+
 // One gradient of the fused unscale (unscale_grads): `nonfinite` (backend
 // memory) receives the count of its inf/NaN values after the multiply.
 struct GradBuffer {
@@ -322,6 +353,7 @@ class Backend {
   // the caller runs the ops one by one; true when it ran them with the bits
   // of those ops (AttentionForward says which).
   virtual bool attention_forward(const AttentionForward&) { return false; }
+  virtual bool attention_backward(const AttentionBackward&) { return false; }
   virtual void conv2d_forward(const ConvShape& s, Format compute, const float* x, const float* w,
                               const float* bias, float* y) = 0;
   virtual void conv2d_backward_data(const ConvShape& s, Format compute, const float* dy,

@@ -376,10 +376,70 @@ void Attention::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& con
   // each is rounded to its own leaf's grad format inside an f32 buffer, and
   // the qkv projection rounds the whole to its grad format.
   ctx.dqkv.resize(ctx.qkv.shape(), Format::FP32);
-  m_values.backward_pair(be, ctx.d_values, ctx.dprobs, ctx.dqkv.f32(), *ctx.values_ctx);
-  m_softmax.backward(be, ctx.dprobs, &ctx.dscores, *ctx.softmax_ctx);
-  m_scores.backward_into(be, ctx.dscores, ctx.dqkv.f32(), *ctx.scores_ctx);
-  m_qkv.backward(be, round_dqkv(be, ctx), dx, *ctx.qkv_ctx);
+  const Tensor* dqkv = backward_fused(be, ctx);
+  if (!dqkv) {
+    m_values.backward_pair(be, ctx.d_values, ctx.dprobs, ctx.dqkv.f32(), *ctx.values_ctx);
+    m_softmax.backward(be, ctx.dprobs, &ctx.dscores, *ctx.softmax_ctx);
+    m_scores.backward_into(be, ctx.dscores, ctx.dqkv.f32(), *ctx.scores_ctx);
+    dqkv = &round_dqkv(be, ctx);
+  }
+  m_qkv.backward(be, *dqkv, dx, *ctx.qkv_ctx);
+}
+
+const Tensor* Attention::backward_fused(Backend& be, AttentionContext& ctx) {
+  const LayerPrecision &ps = m_scores.precision(), &pm = m_softmax.precision(), &pv = m_values.precision();
+  const Format fq = ps.compute, gv = pv.grad, gs = ps.grad;
+  auto f32_or_half = [](Format f) { return f == Format::FP32 || is_half_format(f); };
+  if (pv.compute != fq || ps.accumulate != Format::FP32 || pv.accumulate != Format::FP32) return nullptr;
+  if (pm.grad != Format::FP32 || !f32_or_half(fq) || !f32_or_half(gv) || !f32_or_half(gs)) return nullptr;
+  if (tracked(m_scores, NonfiniteSlot::ActivationGrad) || tracked(m_softmax, NonfiniteSlot::ActivationGrad) ||
+      tracked(m_values, NonfiniteSlot::ActivationGrad))
+    return nullptr;
+  // What the forward left: one qkv and probs in the GEMMs' format, FP32 probs.
+  const auto& sctx = static_cast<const AttentionScoresContext&>(*ctx.scores_ctx);
+  const auto& mctx = static_cast<const SoftmaxContext&>(*ctx.softmax_ctx);
+  const auto& vctx = static_cast<const AttentionValuesContext&>(*ctx.values_ctx);
+  if (!sctx.qkv || sctx.qkv != vctx.qkv || !vctx.probs || !mctx.y) return nullptr;
+  const Tensor &qkv = *sctx.qkv, &probs = *mctx.y, &probs_op = *vctx.probs;
+  if (qkv.format() != fq || probs_op.format() != fq || probs.format() != Format::FP32 || qkv.rank() != 3)
+    return nullptr;
+  const Shape ps_shape = probs.shape();
+  const std::int64_t B = qkv.dim(0), T = qkv.dim(1);
+  if (ctx.d_values.shape() != Shape{B, T, m_dim} || ps_shape.size() != 4 || qkv.numel() == 0) return nullptr;
+  const Tensor& dvalues = round_to(be, ctx.d_values, gv, m_dvalues_grad, false);
+  ctx.dprobs.resize(ps_shape, gv);
+  ctx.dscores.resize(ps_shape, Format::FP32);
+  const bool codes = dqkv_as_codes();
+  if (codes) ctx.dqkv_codes.resize(ctx.dqkv.shape(), gs);
+  AttentionBackward f;
+  f.B = B;
+  f.T = T;
+  f.C = m_dim;
+  f.H = ps_shape[1];
+  f.format = fq;
+  f.qkv = qkv.data();
+  f.probs_operand = probs_op.data();
+  f.probs = probs.f32();
+  f.alpha = score_scale(m_dim / ps_shape[1]);
+  f.dvalues_format = gv;
+  f.dvalues = dvalues.data();
+  f.dprobs_format = gv;
+  f.dprobs = ctx.dprobs.data();
+  f.dscores = ctx.dscores.f32();
+  f.dscores_format = gs;
+  f.dqkv = ctx.dqkv.f32();
+  if (codes) {
+    f.dqkv_format = gs;
+    f.dqkv_codes = ctx.dqkv_codes.data();
+  }
+  if (!be.attention_backward(f)) return nullptr;
+  return codes ? &ctx.dqkv_codes : &round_dqkv(be, ctx);
+}
+
+bool Attention::dqkv_as_codes() {
+  const Format fs = m_scores.precision().grad;
+  return fs == m_values.precision().grad && is_half_format(fs) && m_qkv.precision().grad == fs &&
+         !tracked(m_scores, NonfiniteSlot::ActivationGrad) && !tracked(m_values, NonfiniteSlot::ActivationGrad);
 }
 
 const Tensor& Attention::round_dqkv(Backend& be, AttentionContext& ctx) {
@@ -392,7 +452,7 @@ const Tensor& Attention::round_dqkv(Backend& be, AttentionContext& ctx) {
   const Format fs = m_scores.precision().grad, fv = m_values.precision().grad;
   std::int64_t* count_qk = tracked(m_scores, NonfiniteSlot::ActivationGrad);
   std::int64_t* count_v = tracked(m_values, NonfiniteSlot::ActivationGrad);
-  if (fs == fv && is_half_format(fs) && m_qkv.precision().grad == fs && !count_qk && !count_v) {
+  if (dqkv_as_codes()) {
     // One encode: the codes of the rounded values, which the projection's
     // round_to then passes through (rounding twice to one format is
     // rounding once).

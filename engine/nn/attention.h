@@ -163,6 +163,17 @@ class Attention : public CompositeLayer {
   // it out: softmax not all FP32, GEMMs in two formats or non-FP32 sums,
   // a leaf counting non-finite values.
   bool forward_fused(Backend& be, AttentionContext& ctx);
+  // The same for the backward through values, softmax and scores; returns
+  // what the qkv projection's backward takes (round_dqkv's result), or null
+  // where the backward must run leaf by leaf.
+  const Tensor* backward_fused(Backend& be, AttentionContext& ctx);
+  // round_dqkv's one encode: one FP16/BF16 grad format for q, k, v and the
+  // projection, nothing counted.
+  bool dqkv_as_codes();
+  // backward_fused's copy of dvalues in the values leaf's grad format,
+  // where the projection gave another (FP8's E5M2 to BF16).
+  Tensor m_dvalues_grad;
+  std::size_t workspace_bytes() const override { return m_dvalues_grad.bytes(); }
 
   std::int64_t m_dim;
   Linear m_qkv;

@@ -119,6 +119,11 @@ class TimingBackend final : public engine::Backend {
     time_call("attention_forward " + std::string(engine::format_name(f.format)), [&] { done = m_in->attention_forward(f); });
     return done;
   }
+  bool attention_backward(const engine::AttentionBackward& f) override {
+    bool done = false;
+    time_call("attention_backward " + std::string(engine::format_name(f.format)), [&] { done = m_in->attention_backward(f); });
+    return done;
+  }
   // PL_TIMED for a call whose result the caller needs.
   template <class F>
   void time_call(const std::string& name, F&& call) {

@@ -35,14 +35,31 @@ void store(Format f, const float* src, void* dst, std::int64_t at, std::int64_t 
   cast_from_f32(f, src, d, static_cast<std::size_t>(n), opt);
 }
 
+// Shapes the small-GEMM kernels take (T x T x d and T x d x T products).
+bool fits(std::int64_t B, std::int64_t T, std::int64_t C, std::int64_t H, Format a, Format b) {
+  if (B <= 0 || T <= 0 || H <= 0 || C <= 0 || C % H != 0) return false;
+  const std::int64_t d = C / H;
+  return small_gemm_fits(T, T, d, a, b) && small_gemm_fits(T, d, T, a, b);
+}
+
+// A thread's buffer of at least n values of T, kept between calls.
+template <class T>
+T* scratch(std::vector<T>& v, std::int64_t n) {
+  if (v.size() < static_cast<std::size_t>(n)) v.resize(static_cast<std::size_t>(n));
+  return v.data();
+}
+
+const std::byte* at(const void* p, Format f, std::int64_t elements) {
+  return static_cast<const std::byte*>(p) + static_cast<std::size_t>(elements) * storage_bytes(f);
+}
+
 }  // namespace
 
 bool attention_forward(const AttentionForward& f, bool native_bf16) {
   const std::int64_t B = f.B, T = f.T, C = f.C, H = f.H;
-  if (B <= 0 || T <= 0 || H <= 0 || C <= 0 || C % H != 0) return false;
-  const std::int64_t d = C / H;
   if (!f32_or_half(f.format) || !f32_or_half(f.scores_format) || !f32_or_half(f.values_format)) return false;
-  if (!small_gemm_fits(T, T, d, f.format, f.format) || !small_gemm_fits(T, d, T, f.format, f.format)) return false;
+  if (!fits(B, T, C, H, f.format, f.format)) return false;
+  const std::int64_t d = C / H;
 
   const std::size_t es = storage_bytes(f.format);
   const auto* qkv = static_cast<const std::byte*>(f.qkv);
@@ -90,19 +107,15 @@ bool attention_forward(const AttentionForward& f, bool native_bf16) {
 #pragma omp parallel for schedule(static) if (B > 1 && worth_parallel(B * plane))
   for (std::int64_t b = 0; b < B; ++b) {
     thread_local std::vector<float> s_buf, o_buf;
-    if (s_buf.size() < static_cast<std::size_t>(plane)) s_buf.resize(static_cast<std::size_t>(plane));
-    if (o_buf.size() < static_cast<std::size_t>(T * C)) o_buf.resize(static_cast<std::size_t>(T * C));
-    float* s = s_buf.data();
+    float* s = scratch(s_buf, plane);
+    float* o = scratch(o_buf, T * C);
     SmallBatch scb = sc;
     scb.c = s;
     for (std::int64_t h = 0; h < H; ++h) small_product_at(scb, b * H + h);
     // Stored, and read back as the softmax reads the stored scores.
     store(f.scores_format, s, f.scores, b * plane, plane, f.scores_saturate);
     if (f.scores_format != Format::FP32)
-      cast_to_f32(f.scores_format,
-                  static_cast<const std::byte*>(f.scores) +
-                      static_cast<std::size_t>(b * plane) * storage_bytes(f.scores_format),
-                  s, static_cast<std::size_t>(plane));
+      cast_to_f32(f.scores_format, at(f.scores, f.scores_format, b * plane), s, static_cast<std::size_t>(plane));
     float* probs = f.probs + b * plane;
     const std::int64_t rows = H * T;
     std::int64_t r = 0;
@@ -111,9 +124,119 @@ bool attention_forward(const AttentionForward& f, bool native_bf16) {
     for (; r < rows; ++r) softmax_rows_f32(s + r * T, probs + r * T, 1, T);
     if (f.format != Format::FP32) store(f.format, probs, f.probs_codes, b * plane, plane, f.probs_saturate);
     SmallBatch svb = sv;
-    svb.c = o_buf.data();
+    svb.c = o;
     for (std::int64_t h = 0; h < H; ++h) small_product_at(svb, b * H + h);
-    store(f.values_format, o_buf.data(), f.values, b * T * C, T * C, f.values_saturate);
+    store(f.values_format, o, f.values, b * T * C, T * C, f.values_saturate);
+  }
+  return true;
+}
+
+bool attention_backward(const AttentionBackward& f, bool native_bf16) {
+  const std::int64_t B = f.B, T = f.T, C = f.C, H = f.H;
+  for (Format x : {f.format, f.dvalues_format, f.dprobs_format, f.dscores_format})
+    if (!f32_or_half(x)) return false;
+  if (f.dqkv_codes && !f32_or_half(f.dqkv_format)) return false;
+  // Every product pairs two of format, dvalues_format and dscores_format.
+  if (!fits(B, T, C, H, f.format, f.dvalues_format) || !fits(B, T, C, H, f.dscores_format, f.format)) return false;
+  const std::int64_t d = C / H, plane = H * T * T, ld = 3 * C;
+  const Format fq = f.format, gv = f.dvalues_format, gs = f.dscores_format;
+  const std::size_t es = storage_bytes(fq);
+  const auto* qkv = static_cast<const std::byte*>(f.qkv);
+  auto batch = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
+    SmallBatch s;
+    s.m = m;
+    s.n = n;
+    s.k = k;
+    s.batch0 = B;
+    s.batch1 = H;
+    s.native_bf16 = native_bf16;
+    return s;
+  };
+  // The operands as attention_values_backward and attention_scores_backward
+  // pass them; the outputs (and the rounded dS, which only lives here)
+  // redirected to the thread's buffers.
+  // dP [T, T] = dO [T, d] v^T
+  SmallBatch dp = batch(T, T, d);
+  dp.a = f.dvalues;
+  dp.a_format = gv;
+  dp.lda = C;
+  dp.sa[0] = T * C;
+  dp.sa[1] = d;
+  dp.b = qkv + static_cast<std::size_t>(2 * C) * es;
+  dp.b_format = fq;
+  dp.trans_b = true;
+  dp.ldb = ld;
+  dp.sb[0] = T * ld;
+  dp.sb[1] = d;
+  dp.ldc = T;
+  dp.sc[1] = T * T;
+  // dv [T, d] = P^T dO
+  SmallBatch dv = batch(T, d, T);
+  dv.a = f.probs_operand;
+  dv.a_format = fq;
+  dv.trans_a = true;
+  dv.lda = T;
+  dv.sa[0] = plane;
+  dv.sa[1] = T * T;
+  dv.b = f.dvalues;
+  dv.b_format = gv;
+  dv.ldb = C;
+  dv.sb[0] = T * C;
+  dv.sb[1] = d;
+  dv.ldc = ld;
+  dv.sc[1] = d;
+  // dq [T, d] = alpha dS k, dk = alpha dS^T q
+  SmallBatch dq = batch(T, d, T);
+  dq.a_format = gs;
+  dq.lda = T;
+  dq.sa[1] = T * T;  // dS: the thread's buffer, head h at h T T
+  dq.b = qkv + static_cast<std::size_t>(C) * es;
+  dq.b_format = fq;
+  dq.ldb = ld;
+  dq.sb[0] = T * ld;
+  dq.sb[1] = d;
+  dq.ldc = ld;
+  dq.sc[1] = d;
+  dq.alpha = f.alpha;
+  SmallBatch dk = dq;
+  dk.trans_a = true;
+  dk.b = qkv;
+
+#pragma omp parallel for schedule(static) if (B > 1 && worth_parallel(B * plane))
+  for (std::int64_t b = 0; b < B; ++b) {
+    thread_local std::vector<float> p_buf, s_buf, g_buf;
+    thread_local std::vector<std::uint16_t> q_buf;
+    float* p = scratch(p_buf, plane);
+    float* ds = scratch(s_buf, plane);
+    float* g = scratch(g_buf, T * ld);
+    SmallBatch x = dp;
+    x.c = p;
+    for (std::int64_t h = 0; h < H; ++h) small_product_at(x, b * H + h);
+    x = dv;
+    x.c = g + 2 * C;
+    for (std::int64_t h = 0; h < H; ++h) small_product_at(x, b * H + h);
+    // dprobs stored, and read back as the softmax reads it.
+    store(f.dprobs_format, p, f.dprobs, b * plane, plane, false);
+    if (f.dprobs_format != Format::FP32)
+      cast_to_f32(f.dprobs_format, at(f.dprobs, f.dprobs_format, b * plane), p, static_cast<std::size_t>(plane));
+    softmax_backward_block(f.probs + b * plane, p, ds, H * T, T);
+    std::memcpy(f.dscores + b * plane, ds, static_cast<std::size_t>(plane) * sizeof(float));
+    const void* s_op = ds;
+    if (gs != Format::FP32) {
+      std::uint16_t* q = scratch(q_buf, plane);
+      cast_from_f32(gs, ds, q, static_cast<std::size_t>(plane), CastOptions{});
+      s_op = q;
+    }
+    x = dq;
+    x.a = s_op;
+    x.c = g;
+    for (std::int64_t h = 0; h < H; ++h) small_product_at(x, b * H + h);
+    x = dk;
+    x.a = s_op;
+    x.c = g + C;
+    for (std::int64_t h = 0; h < H; ++h) small_product_at(x, b * H + h);
+    if (f.dqkv_codes) store(f.dqkv_format, g, f.dqkv_codes, b * T * ld, T * ld, false);
+    else std::memcpy(f.dqkv + b * T * ld, g, static_cast<std::size_t>(T * ld) * sizeof(float));
   }
   return true;
 }

@@ -118,6 +118,12 @@ bool CpuBackend::attention_forward(const AttentionForward& f) {
   return cpu::attention_forward(f, m_native_bf16);
 }
 
+bool CpuBackend::attention_backward(const AttentionBackward& f) {
+  if (!m_fuse_attention) return false;
+  use_threads();
+  return cpu::attention_backward(f, m_native_bf16);
+}
+
 void CpuBackend::gemm_block(const GemmArgs& args) {
   // Block-quantized operands: the tensor decode scales join alpha, and an
   // operand whose values are all normal BF16 values runs on the native bf16

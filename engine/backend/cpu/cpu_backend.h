@@ -68,6 +68,7 @@ class CpuBackend final : public Backend {
   void gemm(const GemmArgs& args) override;
   void gemm_encode(const GemmArgs& args, const GemmEncode& e) override;
   bool attention_forward(const AttentionForward& f) override;
+  bool attention_backward(const AttentionBackward& f) override;
   void conv2d_forward(const ConvShape& s, Format compute, const float* x, const float* w,
                       const float* bias, float* y) override;
   void conv2d_backward_data(const ConvShape& s, Format compute, const float* dy, const float* w,

@@ -11,6 +11,7 @@
 namespace engine {
 struct CastOptions;
 struct AttentionForward;
+struct AttentionBackward;
 }
 
 namespace engine::cpu {
@@ -51,8 +52,13 @@ bool column_sums16(Format f, const void* dy, std::int64_t rows, std::int64_t col
 // kernels (gemm.h) and formats FP32, FP16, BF16; false, with nothing
 // written, otherwise. native_bf16: the backend's (small_product_at).
 bool attention_forward(const AttentionForward& f, bool native_bf16);
+// Backend::attention_backward, where attention_forward fits.
+bool attention_backward(const AttentionBackward& f, bool native_bf16);
 
 // rows.cpp
+// dx = y * (dy - sum_j dy_j y_j) for `count` rows of `cols` values: softmax
+// backward's arithmetic, shared by every path that runs it.
+void softmax_backward_block(const float* y, const float* dy, float* dx, std::int64_t count, std::int64_t cols);
 void layernorm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean,
                        float* rstd, std::int64_t rows, std::int64_t cols, float eps,
                        Format accumulate);

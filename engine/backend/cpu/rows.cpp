@@ -25,6 +25,22 @@ void exp_row(float* y, std::int64_t n) {
   for (std::int64_t j = done; j < n; ++j) y[j] = static_cast<float>(std::exp(static_cast<double>(y[j])));
 }
 
+// kernels.h. Not inlined: every caller (softmax_backward_rows, the fused
+// attention) runs this one compiled loop, so the bits cannot differ by call
+// site.
+[[gnu::noinline]] void softmax_backward_block(const float* y, const float* dy, float* dx, std::int64_t count,
+                                              std::int64_t cols) {
+  for (std::int64_t r = 0; r < count; ++r) {
+    const float* yr = y + r * cols;
+    const float* dyr = dy + r * cols;
+    float* dxr = dx + r * cols;
+    float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+    for (std::int64_t j = 0; j < cols; ++j) dot += dyr[j] * yr[j];
+    for (std::int64_t j = 0; j < cols; ++j) dxr[j] = yr[j] * (dyr[j] - dot);
+  }
+}
+
 namespace {
 
 // What a LayerNorm computed entirely in FP16/BF16 does: the same two-pass
@@ -272,7 +288,7 @@ void softmax_forward_rows(In x, float* y, std::int64_t rows, std::int64_t cols) 
   }
 }
 
-// dx = y * (dy - sum_j dy_j y_j) per row, dy read from `dy` (F32In or
+// softmax_backward_block over all rows, dy read from `dy` (F32In or
 // CodesIn) in blocks of rows.
 template <class Dy>
 void softmax_backward_rows(const float* y, Dy dy, float* dx, std::int64_t rows, std::int64_t cols) {
@@ -281,16 +297,7 @@ void softmax_backward_rows(const float* y, Dy dy, float* dx, std::int64_t rows, 
   for (std::int64_t blk = 0; blk < blocks; ++blk) {
     alignas(64) float buf[kNormBlock];
     const std::int64_t i0 = blk * rb, count = std::min(rb, rows - i0);
-    const float* dyb = dy.rows(i0, count, cols, buf);
-    for (std::int64_t r = 0; r < count; ++r) {
-      const float* yr = y + (i0 + r) * cols;
-      const float* dyr = dyb + r * cols;
-      float* dxr = dx + (i0 + r) * cols;
-      float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-      for (std::int64_t j = 0; j < cols; ++j) dot += dyr[j] * yr[j];
-      for (std::int64_t j = 0; j < cols; ++j) dxr[j] = yr[j] * (dyr[j] - dot);
-    }
+    softmax_backward_block(y + i0 * cols, dy.rows(i0, count, cols, buf), dx + i0 * cols, count, cols);
   }
 }
 

@@ -187,6 +187,11 @@ class GuardedBackend final : public Backend {
     Open o(*this, "attention_forward", f.qkv, f.scores, f.probs, f.probs_codes, f.values);
     return m_inner->attention_forward(f);
   }
+  bool attention_backward(const AttentionBackward& f) override {
+    Open o(*this, "attention_backward", f.qkv, f.probs_operand, f.probs, f.dvalues, f.dprobs, f.dscores, f.dqkv,
+           f.dqkv_codes);
+    return m_inner->attention_backward(f);
+  }
   void conv2d_forward(const ConvShape& s, Format compute, const float* x, const float* w, const float* bias,
                       float* y) override {
     Open o(*this, "conv2d_forward", x, w, bias, y);

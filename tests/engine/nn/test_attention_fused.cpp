@@ -1,5 +1,5 @@
-// Attention's fused core forward (Backend::attention_forward on the CPU)
-// against the same layer run op by op: every tensor the forward leaves
+// Attention's fused core (Backend::attention_forward and
+// attention_backward on the CPU) against the same layer run op by op: every tensor the forward leaves
 // behind, the output and the gradients after a backward, bit for bit, in
 // the precisions the recipes give attention, with and without the native
 // bf16 kernels, at shapes that do and do not divide into softmax's row
@@ -32,14 +32,22 @@ struct Precisions {
   const char* name;
   LayerPrecision gemms;    // scores and values leaves
   LayerPrecision softmax;  // the softmax leaf
+  LayerPrecision linears;  // the qkv and output projections
 };
 
 constexpr LayerPrecision kF32{Format::FP32, Format::FP32, Format::FP32, Format::FP32};
+constexpr LayerPrecision kBf16{Format::BF16, Format::BF16, Format::FP32, Format::BF16};
+constexpr LayerPrecision kFp16{Format::FP16, Format::FP16, Format::FP32, Format::FP16};
 const Precisions kCases[] = {
-    {"mixed-bf16", {Format::BF16, Format::BF16, Format::FP32, Format::BF16}, kF32},
-    {"fp8 (BF16 GEMMs, FP32 storage)", {Format::BF16, Format::FP32, Format::FP32, Format::BF16}, kF32},
-    {"mixed-fp16", {Format::FP16, Format::FP16, Format::FP32, Format::FP16}, kF32},
-    {"fp32", kF32, kF32},
+    // dqkv encoded by the fused backward (one grad format throughout).
+    {"mixed-bf16", kBf16, kF32, kBf16},
+    // The projection's E5M2 dvalues rounded to the values leaf's BF16.
+    {"fp8", {Format::BF16, Format::FP32, Format::FP32, Format::BF16}, kF32,
+     {Format::E4M3, Format::FP32, Format::FP32, Format::E5M2}},
+    {"mixed-fp16", kFp16, kF32, kFp16},
+    // dqkv in f32 from the fused backward, rounded after it.
+    {"FP16 GEMMs, FP32 projections", kFp16, kF32, kF32},
+    {"fp32", kF32, kF32, kF32},
 };
 
 struct Shapes {
@@ -72,6 +80,8 @@ Trained run(Backend& be, const Precisions& p, const Shapes& s, std::uint64_t see
   attn.scores().set_precision(p.gemms);
   attn.values().set_precision(p.gemms);
   attn.softmax().set_precision(p.softmax);
+  attn.qkv().set_precision(p.linears);
+  attn.proj().set_precision(p.linears);
   Trained t;
   t.ctx = attn.make_context();
   Tensor x = test::random_tensor({s.B, s.T, s.C}, rng, -x_scale, x_scale);
@@ -101,6 +111,8 @@ void compare(bool native_bf16, float x_scale) {
       ASSERT_NE(va.probs, nullptr);
       expect_same_bytes(*va.probs, *vb.probs, "values' probs operand");
       expect_same_bytes(a.y, b.y, "output");
+      expect_same_bytes(ca.dprobs, cb.dprobs, "dprobs");
+      expect_same_bytes(ca.dscores, cb.dscores, "dscores");
       expect_same_bytes(a.dx, b.dx, "dx");
       ASSERT_EQ(a.grads.size(), b.grads.size());
       for (std::size_t i = 0; i < a.grads.size(); ++i)
@@ -147,14 +159,45 @@ TEST(AttentionFused, RunsWhereItFitsAndDeclinesElsewhere) {
   EXPECT_EQ(scores[0], 0x4080);  // BF16 4.0
   EXPECT_EQ(probs[0], 1.0f / 16.0f);
   EXPECT_EQ(values[0], 0x3F80);
+  // Backward with dvalues all ones: dprobs = 16 everywhere, so the softmax
+  // backward gives dscores 1/16 (16 - 16) = 0 and dq = dk = 0, while
+  // dv = P^T dO = 16 * 1/16 = 1.
+  std::vector<std::uint16_t> dvalues(values.size(), 0x3F80), dprobs(scores.size()),
+      dqkv(qkv.size(), 0xFFFF);
+  std::vector<float> dscores(scores.size(), -1.0f);
+  AttentionBackward g;
+  g.B = B;
+  g.T = T;
+  g.C = C;
+  g.H = H;
+  g.format = Format::BF16;
+  g.qkv = qkv.data();
+  g.probs_operand = probs16.data();
+  g.probs = probs.data();
+  g.alpha = 0.25f;
+  g.dvalues_format = g.dprobs_format = g.dscores_format = g.dqkv_format = Format::BF16;
+  g.dvalues = dvalues.data();
+  g.dprobs = dprobs.data();
+  g.dscores = dscores.data();
+  g.dqkv_codes = dqkv.data();
+  EXPECT_FALSE(plain->attention_backward(g));
+  ASSERT_TRUE(fused->attention_backward(g));
+  EXPECT_EQ(dprobs[0], 0x4180);  // BF16 16.0
+  EXPECT_EQ(dscores[0], 0.0f);
+  EXPECT_EQ(dqkv[0], 0x0000);           // dq
+  EXPECT_EQ(dqkv[C], 0x0000);           // dk
+  EXPECT_EQ(dqkv[2 * C], 0x3F80);       // dv
   // A product past the small kernels (T 65), or TF32 operands: declined.
-  f.T = 65;
+  f.T = g.T = 65;
   EXPECT_FALSE(fused->attention_forward(f));
-  f.T = T;
-  f.format = Format::TF32;
+  EXPECT_FALSE(fused->attention_backward(g));
+  f.T = g.T = T;
+  f.format = g.format = Format::TF32;
   EXPECT_FALSE(fused->attention_forward(f));
+  EXPECT_FALSE(fused->attention_backward(g));
   // The default Backend has no fused kernel: the layers run the ops.
   EXPECT_FALSE(test::backend().Backend::attention_forward(f));
+  EXPECT_FALSE(test::backend().Backend::attention_backward(g));
 }
 
 }  // namespace
