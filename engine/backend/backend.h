@@ -111,11 +111,11 @@ struct AttentionForward {
 //   dscores = softmax backward of the stored dprobs (FP32)
 //   dS      = dscores in dscores_format  (the scores GEMMs' operand; not stored)
 //   dq = alpha dS k, dk = alpha dS^T q, dv = probs_operand^T dvalues
-// into dqkv [B, T, 3C] (f32), or, with dqkv_codes set, encoded to
-// dqkv_format there instead. FP32 sums; every encode rounds to nearest
-// even without saturating. The bits of the ops one by one: two batched
+// into dqkv [B, T, 3C] (f32, rounded to the values of dqkv_format), or,
+// with dqkv_codes set, encoded to dqkv_format there instead. FP32 sums;
+// every rounding to nearest even without saturating. The bits of the ops one by one: two batched
 // gemms, convert, softmax_coded_backward, convert, two batched gemms
-// (and the convert of dqkv).
+// (and the quantize or convert of dqkv).
 struct AttentionBackward {
   std::int64_t B = 0, T = 0, C = 0, H = 0;
   Format format = Format::FP32;

@@ -428,12 +428,14 @@ const Tensor* Attention::backward_fused(Backend& be, AttentionContext& ctx) {
   f.dscores = ctx.dscores.f32();
   f.dscores_format = gs;
   f.dqkv = ctx.dqkv.f32();
-  if (codes) {
-    f.dqkv_format = gs;
-    f.dqkv_codes = ctx.dqkv_codes.data();
-  }
+  // round_dqkv's one rounding, in the kernel: to codes, or (one grad format
+  // for q, k and v) to that format's values in dqkv itself.
+  const bool rounded = codes || gs == gv;
+  if (rounded) f.dqkv_format = gs;
+  if (codes) f.dqkv_codes = ctx.dqkv_codes.data();
   if (!be.attention_backward(f)) return nullptr;
-  return codes ? &ctx.dqkv_codes : &round_dqkv(be, ctx);
+  if (codes) return &ctx.dqkv_codes;
+  return rounded ? &ctx.dqkv : &round_dqkv(be, ctx);
 }
 
 bool Attention::dqkv_as_codes() {

@@ -135,7 +135,7 @@ bool attention_backward(const AttentionBackward& f, bool native_bf16) {
   const std::int64_t B = f.B, T = f.T, C = f.C, H = f.H;
   for (Format x : {f.format, f.dvalues_format, f.dprobs_format, f.dscores_format})
     if (!f32_or_half(x)) return false;
-  if (f.dqkv_codes && !f32_or_half(f.dqkv_format)) return false;
+  if (!f32_or_half(f.dqkv_format)) return false;
   // Every product pairs two of format, dvalues_format and dscores_format.
   if (!fits(B, T, C, H, f.format, f.dvalues_format) || !fits(B, T, C, H, f.dscores_format, f.format)) return false;
   const std::int64_t d = C / H, plane = H * T * T, ld = 3 * C;
@@ -235,8 +235,12 @@ bool attention_backward(const AttentionBackward& f, bool native_bf16) {
     x.a = s_op;
     x.c = g + C;
     for (std::int64_t h = 0; h < H; ++h) small_product_at(x, b * H + h);
-    if (f.dqkv_codes) store(f.dqkv_format, g, f.dqkv_codes, b * T * ld, T * ld, false);
-    else std::memcpy(f.dqkv + b * T * ld, g, static_cast<std::size_t>(T * ld) * sizeof(float));
+    if (f.dqkv_codes) {
+      store(f.dqkv_format, g, f.dqkv_codes, b * T * ld, T * ld, false);
+    } else {
+      if (f.dqkv_format != Format::FP32) quantize_inplace(f.dqkv_format, g, static_cast<std::size_t>(T * ld), {});
+      std::memcpy(f.dqkv + b * T * ld, g, static_cast<std::size_t>(T * ld) * sizeof(float));
+    }
   }
   return true;
 }
