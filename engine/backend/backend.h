@@ -79,21 +79,21 @@ struct GemmEncode {
 // Attention's core forward over B x H heads of T tokens, d = C / H columns
 // each (nn/attention.h; all pointers backend memory): from qkv [B, T, 3C]
 // in `format` (both GEMMs' operand format, FP32 sums),
-//   scores [B, H, T, T] = q k^T * alpha, stored in scores_format
-//   probs  [B, H, T, T] = softmax of the stored scores (FP32, FP32 sums)
+//   scores [B, H, T, T] = q k^T * alpha, rounded to scores_format (its
+//                         storage; not kept: nothing after the softmax reads it)
+//   probs  [B, H, T, T] = softmax of the rounded scores (FP32, FP32 sums)
 //   probs_codes         = probs in `format` (not written when it is FP32)
 //   values [B, T, C]    = probs_codes v, head h in columns h d .. h d + d - 1,
 //                         stored in values_format
-// every store an encode (round to nearest even, saturating as its flag
-// says). The bits are those of the ops one by one: batched gemm, convert,
-// softmax_coded_forward, convert, batched gemm, convert.
+// every rounding to nearest even, saturating as its flag says. The bits are
+// those of the ops one by one: batched gemm, convert, softmax_coded_forward,
+// convert, batched gemm, convert.
 struct AttentionForward {
   std::int64_t B = 0, T = 0, C = 0, H = 0;
   Format format = Format::FP32;
   const void* qkv = nullptr;
   float alpha = 1.0f;
   Format scores_format = Format::FP32;
-  void* scores = nullptr;
   bool scores_saturate = false;
   float* probs = nullptr;
   void* probs_codes = nullptr;
@@ -107,15 +107,16 @@ struct AttentionForward {
 // memory): from qkv and probs_operand (the forward's probs in `format`: its
 // probs_codes, or probs when `format` is FP32), probs (FP32) and dvalues
 // [B, T, C] in dvalues_format,
-//   dprobs  = dvalues v^T                stored in dprobs_format
-//   dscores = softmax backward of the stored dprobs (FP32)
-//   dS      = dscores in dscores_format  (the scores GEMMs' operand; not stored)
+//   dprobs  = dvalues v^T                rounded to dprobs_format
+//   dscores = softmax backward of the rounded dprobs (FP32)
+//   dS      = dscores in dscores_format  (the scores GEMMs' operand)
 //   dq = alpha dS k, dk = alpha dS^T q, dv = probs_operand^T dvalues
 // into dqkv [B, T, 3C] (f32, rounded to the values of dqkv_format), or,
 // with dqkv_codes set, encoded to dqkv_format there instead. FP32 sums;
 // every rounding to nearest even without saturating. The bits of the ops one by one: two batched
 // gemms, convert, softmax_coded_backward, convert, two batched gemms
-// (and the quantize or convert of dqkv).
+// (and the quantize or convert of dqkv). dprobs, dscores and dS are not
+// kept.
 struct AttentionBackward {
   std::int64_t B = 0, T = 0, C = 0, H = 0;
   Format format = Format::FP32;
@@ -126,8 +127,6 @@ struct AttentionBackward {
   Format dvalues_format = Format::FP32;
   const void* dvalues = nullptr;
   Format dprobs_format = Format::FP32;
-  void* dprobs = nullptr;
-  float* dscores = nullptr;
   Format dscores_format = Format::FP32;
   float* dqkv = nullptr;
   Format dqkv_format = Format::FP32;

@@ -340,7 +340,7 @@ bool Attention::forward_fused(Backend& be, AttentionContext& ctx) {
   // The scores leaf's rounding of qkv, which the values leaf then shares.
   const Tensor& qkv = round_to(be, ctx.qkv, fq, sctx.qkv_compute, saturates_forward(fq));
   const std::int64_t B = qkv.dim(0), T = qkv.dim(1);
-  ctx.scores.resize(ss, ps.storage);
+  // The scores live only inside the kernel (ctx.scores stays as it was).
   ctx.probs.resize(ss, Format::FP32);
   if (fq != Format::FP32) vctx.probs_compute.resize(ss, fq);
   ctx.values.resize({B, T, m_dim}, pv.storage);
@@ -353,7 +353,6 @@ bool Attention::forward_fused(Backend& be, AttentionContext& ctx) {
   f.qkv = qkv.data();
   f.alpha = score_scale(m_dim / ss[1]);
   f.scores_format = ps.storage;
-  f.scores = ctx.scores.data();
   f.scores_saturate = saturates_forward(ps.storage);
   f.probs = ctx.probs.f32();
   f.probs_codes = fq == Format::FP32 ? nullptr : vctx.probs_compute.data();
@@ -407,8 +406,7 @@ const Tensor* Attention::backward_fused(Backend& be, AttentionContext& ctx) {
   const std::int64_t B = qkv.dim(0), T = qkv.dim(1);
   if (ctx.d_values.shape() != Shape{B, T, m_dim} || ps_shape.size() != 4 || qkv.numel() == 0) return nullptr;
   const Tensor& dvalues = round_to(be, ctx.d_values, gv, m_dvalues_grad, false);
-  ctx.dprobs.resize(ps_shape, gv);
-  ctx.dscores.resize(ps_shape, Format::FP32);
+  // dprobs and dscores live only inside the kernel.
   const bool codes = dqkv_as_codes();
   if (codes) ctx.dqkv_codes.resize(ctx.dqkv.shape(), gs);
   AttentionBackward f;
@@ -424,8 +422,6 @@ const Tensor* Attention::backward_fused(Backend& be, AttentionContext& ctx) {
   f.dvalues_format = gv;
   f.dvalues = dvalues.data();
   f.dprobs_format = gv;
-  f.dprobs = ctx.dprobs.data();
-  f.dscores = ctx.dscores.f32();
   f.dscores_format = gs;
   f.dqkv = ctx.dqkv.f32();
   // round_dqkv's one rounding, in the kernel: to codes, or (one grad format

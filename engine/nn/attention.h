@@ -119,8 +119,11 @@ class AttentionValues : public Layer {
 // contexts and the intermediate tensors they refer to.
 struct AttentionContext : Context {
   std::unique_ptr<Context> qkv_ctx, scores_ctx, softmax_ctx, values_ctx, proj_ctx;
-  Tensor qkv, scores, probs, values;       // forward intermediates
-  Tensor d_values, dprobs, dscores, dqkv;  // backward intermediates (dqkv: f32)
+  // Forward and backward intermediates (dqkv: f32). scores, dprobs and
+  // dscores are written only where the leaves run one by one: the fused
+  // kernels (Backend::attention_forward/backward) keep them to themselves.
+  Tensor qkv, scores, probs, values;
+  Tensor d_values, dprobs, dscores, dqkv;
   Tensor dqkv_codes;                       // dqkv encoded once for the qkv projection (round_dqkv)
   std::size_t bytes() const override;
   std::size_t emulation_bytes() const override;

@@ -1,10 +1,12 @@
-// Attention's core forward in one pass (Backend::attention_forward): per
-// batch row b, the H heads' scores, softmax, rounded probs and values are
-// computed in thread-local buffers and stored once, instead of six passes
-// over [B, H, T, T] and [B, T, C] tensors with a parallel region each. The
-// arithmetic is the separate ops' own: small_product_at is the batched small
-// GEMM's per-product kernel, softmax_rows_f32 the softmax rows' kernel, and
-// the stores are the library casts, so the bits are the same.
+// Attention's core in one pass each way (Backend::attention_forward and
+// attention_backward): per batch row b, the H heads' products, softmax and
+// roundings run in thread-local buffers, and only what a later step reads
+// is stored (probs, their rounded copy, values; dqkv), instead of passes
+// over [B, H, T, T] and [B, T, C] tensors with a parallel region each and
+// scores, dprobs and dscores written out. The arithmetic is the separate
+// ops' own: small_product_at is the batched small GEMM's per-product
+// kernel, softmax_rows_f32 and softmax_backward_block the softmax kernels,
+// and the roundings are the library casts, so the bits are the same.
 #include <cstddef>
 #include <cstring>
 #include <vector>
@@ -49,8 +51,14 @@ T* scratch(std::vector<T>& v, std::int64_t n) {
   return v.data();
 }
 
-const std::byte* at(const void* p, Format f, std::int64_t elements) {
-  return static_cast<const std::byte*>(p) + static_cast<std::size_t>(elements) * storage_bytes(f);
+// x[0, n) encoded to f (FP16/BF16) in `codes` and decoded back: the values
+// a tensor stored in f gives its next reader. Nothing to do for FP32.
+void round_trip(Format f, float* x, std::uint16_t* codes, std::int64_t n, bool saturate) {
+  if (f == Format::FP32) return;
+  CastOptions opt;
+  opt.saturate = saturate;
+  cast_from_f32(f, x, codes, static_cast<std::size_t>(n), opt);
+  cast_to_f32(f, codes, x, static_cast<std::size_t>(n));
 }
 
 }  // namespace
@@ -107,15 +115,15 @@ bool attention_forward(const AttentionForward& f, bool native_bf16) {
 #pragma omp parallel for schedule(static) if (B > 1 && worth_parallel(B * plane))
   for (std::int64_t b = 0; b < B; ++b) {
     thread_local std::vector<float> s_buf, o_buf;
+    thread_local std::vector<std::uint16_t> c_buf;
     float* s = scratch(s_buf, plane);
     float* o = scratch(o_buf, T * C);
     SmallBatch scb = sc;
     scb.c = s;
     for (std::int64_t h = 0; h < H; ++h) small_product_at(scb, b * H + h);
-    // Stored, and read back as the softmax reads the stored scores.
-    store(f.scores_format, s, f.scores, b * plane, plane, f.scores_saturate);
-    if (f.scores_format != Format::FP32)
-      cast_to_f32(f.scores_format, at(f.scores, f.scores_format, b * plane), s, static_cast<std::size_t>(plane));
+    // Stored (here in the thread's buffer) and read back, as the softmax
+    // reads the stored scores.
+    round_trip(f.scores_format, s, scratch(c_buf, plane), plane, f.scores_saturate);
     float* probs = f.probs + b * plane;
     const std::int64_t rows = H * T;
     std::int64_t r = 0;
@@ -205,7 +213,7 @@ bool attention_backward(const AttentionBackward& f, bool native_bf16) {
 #pragma omp parallel for schedule(static) if (B > 1 && worth_parallel(B * plane))
   for (std::int64_t b = 0; b < B; ++b) {
     thread_local std::vector<float> p_buf, s_buf, g_buf;
-    thread_local std::vector<std::uint16_t> q_buf;
+    thread_local std::vector<std::uint16_t> q_buf, c_buf;
     float* p = scratch(p_buf, plane);
     float* ds = scratch(s_buf, plane);
     float* g = scratch(g_buf, T * ld);
@@ -215,12 +223,9 @@ bool attention_backward(const AttentionBackward& f, bool native_bf16) {
     x = dv;
     x.c = g + 2 * C;
     for (std::int64_t h = 0; h < H; ++h) small_product_at(x, b * H + h);
-    // dprobs stored, and read back as the softmax reads it.
-    store(f.dprobs_format, p, f.dprobs, b * plane, plane, false);
-    if (f.dprobs_format != Format::FP32)
-      cast_to_f32(f.dprobs_format, at(f.dprobs, f.dprobs_format, b * plane), p, static_cast<std::size_t>(plane));
+    // dprobs as stored in its format, read by the softmax backward.
+    round_trip(f.dprobs_format, p, scratch(c_buf, plane), plane, false);
     softmax_backward_block(f.probs + b * plane, p, ds, H * T, T);
-    std::memcpy(f.dscores + b * plane, ds, static_cast<std::size_t>(plane) * sizeof(float));
     const void* s_op = ds;
     if (gs != Format::FP32) {
       std::uint16_t* q = scratch(q_buf, plane);

@@ -184,12 +184,11 @@ class GuardedBackend final : public Backend {
     m_inner->gemm_encode(g, e);
   }
   bool attention_forward(const AttentionForward& f) override {
-    Open o(*this, "attention_forward", f.qkv, f.scores, f.probs, f.probs_codes, f.values);
+    Open o(*this, "attention_forward", f.qkv, f.probs, f.probs_codes, f.values);
     return m_inner->attention_forward(f);
   }
   bool attention_backward(const AttentionBackward& f) override {
-    Open o(*this, "attention_backward", f.qkv, f.probs_operand, f.probs, f.dvalues, f.dprobs, f.dscores, f.dqkv,
-           f.dqkv_codes);
+    Open o(*this, "attention_backward", f.qkv, f.probs_operand, f.probs, f.dvalues, f.dqkv, f.dqkv_codes);
     return m_inner->attention_backward(f);
   }
   void conv2d_forward(const ConvShape& s, Format compute, const float* x, const float* w, const float* bias,

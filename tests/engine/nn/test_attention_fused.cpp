@@ -1,11 +1,13 @@
 // Attention's fused core (Backend::attention_forward and
-// attention_backward on the CPU) against the same layer run op by op: every tensor the forward leaves
-// behind, the output and the gradients after a backward, bit for bit, in
+// attention_backward on the CPU) against the same layer run op by op: every
+// tensor the forward keeps for the backward, the output and the gradients
+// after a backward, bit for bit, in
 // the precisions the recipes give attention, with and without the native
 // bf16 kernels, at shapes that do and do not divide into softmax's row
 // blocks.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -92,7 +94,9 @@ Trained run(Backend& be, const Precisions& p, const Shapes& s, std::uint64_t see
   return t;
 }
 
-void compare(bool native_bf16, float x_scale) {
+// Returns how many non-finite probabilities the FP16 cases produced.
+std::int64_t compare(bool native_bf16, float x_scale) {
+  std::int64_t nonfinite = 0;
   auto fused = cpu(true, native_bf16), plain = cpu(false, native_bf16);
   for (const Precisions& p : kCases)
     for (const Shapes& s : kShapes) {
@@ -103,41 +107,43 @@ void compare(bool native_bf16, float x_scale) {
       const Trained a = run(*fused, p, s, 11, x_scale, la), b = run(*plain, p, s, 11, x_scale, lb);
       const auto& ca = static_cast<const AttentionContext&>(*a.ctx);
       const auto& cb = static_cast<const AttentionContext&>(*b.ctx);
-      expect_same_bytes(ca.scores, cb.scores, "scores");
       expect_same_bytes(ca.probs, cb.probs, "probs");
+      if (p.gemms.storage == Format::FP16)
+        for (float v : ca.probs.to_f32()) nonfinite += std::isfinite(v) ? 0 : 1;
       expect_same_bytes(ca.values, cb.values, "values");
       const auto& va = static_cast<const AttentionValuesContext&>(*ca.values_ctx);
       const auto& vb = static_cast<const AttentionValuesContext&>(*cb.values_ctx);
-      ASSERT_NE(va.probs, nullptr);
+      EXPECT_NE(va.probs, nullptr);
+      if (!va.probs) continue;
       expect_same_bytes(*va.probs, *vb.probs, "values' probs operand");
       expect_same_bytes(a.y, b.y, "output");
-      expect_same_bytes(ca.dprobs, cb.dprobs, "dprobs");
-      expect_same_bytes(ca.dscores, cb.dscores, "dscores");
       expect_same_bytes(a.dx, b.dx, "dx");
-      ASSERT_EQ(a.grads.size(), b.grads.size());
+      EXPECT_EQ(a.grads.size(), b.grads.size());
+      if (a.grads.size() != b.grads.size()) continue;
       for (std::size_t i = 0; i < a.grads.size(); ++i)
         EXPECT_EQ(std::memcmp(a.grads[i].data(), b.grads[i].data(), a.grads[i].size() * sizeof(float)), 0)
             << "parameter gradient " << i;
     }
+  return nonfinite;
 }
 
-TEST(AttentionFused, ForwardAndBackwardMatchTheOpsOneByOne) { compare(true, 1.0f); }
+TEST(AttentionFused, ForwardAndBackwardMatchTheOpsOneByOne) { EXPECT_EQ(compare(true, 1.0f), 0); }
 
-TEST(AttentionFused, MatchesWithoutNativeBf16) { compare(false, 1.0f); }
+TEST(AttentionFused, MatchesWithoutNativeBf16) { EXPECT_EQ(compare(false, 1.0f), 0); }
 
 TEST(AttentionFused, MatchesWhereFp16ScoresOverflow) {
-  // x up to 40: scores past FP16's 65504 (inf, then NaN probabilities),
+  // x up to 400: scores past FP16's 65504 (inf, then NaN probabilities),
   // the same non-finite bits both ways.
-  compare(true, 40.0f);
+  EXPECT_GT(compare(true, 400.0f), 0);
 }
 
 TEST(AttentionFused, RunsWhereItFitsAndDeclinesElsewhere) {
   auto fused = cpu(true, true), plain = cpu(false, true);
   const std::int64_t B = 2, T = 16, C = 64, H = 4;
   std::vector<std::uint16_t> qkv(static_cast<std::size_t>(B * T * 3 * C), 0x3F80);  // BF16 ones
-  std::vector<std::uint16_t> scores(static_cast<std::size_t>(B * H * T * T)), probs16(scores.size()),
-      values(static_cast<std::size_t>(B * T * C));
-  std::vector<float> probs(scores.size());
+  const std::size_t plane = static_cast<std::size_t>(B * H * T * T);
+  std::vector<std::uint16_t> probs16(plane), values(static_cast<std::size_t>(B * T * C));
+  std::vector<float> probs(plane);
   AttentionForward f;
   f.B = B;
   f.T = T;
@@ -147,7 +153,6 @@ TEST(AttentionFused, RunsWhereItFitsAndDeclinesElsewhere) {
   f.qkv = qkv.data();
   f.alpha = 0.25f;
   f.scores_format = Format::BF16;
-  f.scores = scores.data();
   f.probs = probs.data();
   f.probs_codes = probs16.data();
   f.values_format = Format::BF16;
@@ -156,15 +161,13 @@ TEST(AttentionFused, RunsWhereItFitsAndDeclinesElsewhere) {
   ASSERT_TRUE(fused->attention_forward(f));
   // All-equal scores (16 * 0.25 = 4): uniform probabilities 1/16, and each
   // value the mean of ones.
-  EXPECT_EQ(scores[0], 0x4080);  // BF16 4.0
   EXPECT_EQ(probs[0], 1.0f / 16.0f);
+  EXPECT_EQ(probs16[0], 0x3D80);  // BF16 1/16
   EXPECT_EQ(values[0], 0x3F80);
-  // Backward with dvalues all ones: dprobs = 16 everywhere, so the softmax
-  // backward gives dscores 1/16 (16 - 16) = 0 and dq = dk = 0, while
-  // dv = P^T dO = 16 * 1/16 = 1.
-  std::vector<std::uint16_t> dvalues(values.size(), 0x3F80), dprobs(scores.size()),
-      dqkv(qkv.size(), 0xFFFF);
-  std::vector<float> dscores(scores.size(), -1.0f);
+  // Backward with dvalues all ones: dprobs = 16 everywhere (v all ones),
+  // so the softmax backward gives dscores 1/16 (16 - 16) = 0 and
+  // dq = dk = 0, while dv = P^T dO = 16 * 1/16 = 1.
+  std::vector<std::uint16_t> dvalues(values.size(), 0x3F80), dqkv(qkv.size(), 0xFFFF);
   AttentionBackward g;
   g.B = B;
   g.T = T;
@@ -177,13 +180,9 @@ TEST(AttentionFused, RunsWhereItFitsAndDeclinesElsewhere) {
   g.alpha = 0.25f;
   g.dvalues_format = g.dprobs_format = g.dscores_format = g.dqkv_format = Format::BF16;
   g.dvalues = dvalues.data();
-  g.dprobs = dprobs.data();
-  g.dscores = dscores.data();
   g.dqkv_codes = dqkv.data();
   EXPECT_FALSE(plain->attention_backward(g));
   ASSERT_TRUE(fused->attention_backward(g));
-  EXPECT_EQ(dprobs[0], 0x4180);  // BF16 16.0
-  EXPECT_EQ(dscores[0], 0.0f);
   EXPECT_EQ(dqkv[0], 0x0000);           // dq
   EXPECT_EQ(dqkv[C], 0x0000);           // dk
   EXPECT_EQ(dqkv[2 * C], 0x3F80);       // dv
