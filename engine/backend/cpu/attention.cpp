@@ -61,6 +61,33 @@ void round_trip(Format f, float* x, std::uint16_t* codes, std::int64_t n, bool s
   cast_to_f32(f, codes, x, static_cast<std::size_t>(n));
 }
 
+// Batch row b's n values of a [B, n] operand in format f decoded into buf
+// (exact: the values the f32 kernel would decode per product).
+const float* decode_row(Format f, const void* base, std::int64_t b, std::int64_t n, std::vector<float>& buf) {
+  float* out = scratch(buf, n);
+  cast_to_f32(f, static_cast<const std::byte*>(base) + static_cast<std::size_t>(b * n) * storage_bytes(f), out,
+              static_cast<std::size_t>(n));
+  return out;
+}
+
+// A product's operand redirected to batch row b's decoded copy (`row`, its
+// first element the batch row's first): FP32, batch stride 0 along b.
+void use_row_a(SmallBatch& s, const float* row, std::int64_t col0) {
+  s.a = row + col0;
+  s.a_format = Format::FP32;
+  s.sa[0] = 0;
+}
+void use_row_b(SmallBatch& s, const float* row, std::int64_t col0) {
+  s.b = row + col0;
+  s.b_format = Format::FP32;
+  s.sb[0] = 0;
+}
+
+// Whether small_product_at runs s on the AVX512-BF16 kernel (else on the
+// f32 kernel, which decodes each product's operands: those are decoded
+// once per batch row instead, the same values).
+bool on_bf16_kernel(const SmallBatch& s) { return s.native_bf16 && small_bf16_fits(s); }
+
 }  // namespace
 
 bool attention_forward(const AttentionForward& f, bool native_bf16) {
@@ -112,13 +139,20 @@ bool attention_forward(const AttentionForward& f, bool native_bf16) {
   sv.native_bf16 = native_bf16;
 
   const std::int64_t plane = H * T * T;  // one batch row's scores
+  const bool f32_s = f.format != Format::FP32 && !on_bf16_kernel(sc);
+  const bool f32_v = f.format != Format::FP32 && !on_bf16_kernel(sv);
 #pragma omp parallel for schedule(static) if (B > 1 && worth_parallel(B * plane))
   for (std::int64_t b = 0; b < B; ++b) {
-    thread_local std::vector<float> s_buf, o_buf;
+    thread_local std::vector<float> s_buf, o_buf, q_buf, p_buf;
     thread_local std::vector<std::uint16_t> c_buf;
     float* s = scratch(s_buf, plane);
     float* o = scratch(o_buf, T * C);
+    const float* q32 = f32_s || f32_v ? decode_row(f.format, f.qkv, b, T * 3 * C, q_buf) : nullptr;
     SmallBatch scb = sc;
+    if (f32_s) {
+      use_row_a(scb, q32, 0);
+      use_row_b(scb, q32, C);
+    }
     scb.c = s;
     for (std::int64_t h = 0; h < H; ++h) small_product_at(scb, b * H + h);
     // Stored (here in the thread's buffer) and read back, as the softmax
@@ -132,6 +166,10 @@ bool attention_forward(const AttentionForward& f, bool native_bf16) {
     for (; r < rows; ++r) softmax_rows_f32(s + r * T, probs + r * T, 1, T);
     if (f.format != Format::FP32) store(f.format, probs, f.probs_codes, b * plane, plane, f.probs_saturate);
     SmallBatch svb = sv;
+    if (f32_v) {
+      use_row_a(svb, decode_row(f.format, f.probs_codes, b, plane, p_buf), 0);
+      use_row_b(svb, q32, 2 * C);
+    }
     svb.c = o;
     for (std::int64_t h = 0; h < H; ++h) small_product_at(svb, b * H + h);
     store(f.values_format, o, f.values, b * T * C, T * C, f.values_saturate);
@@ -210,36 +248,58 @@ bool attention_backward(const AttentionBackward& f, bool native_bf16) {
   dk.trans_a = true;
   dk.b = qkv;
 
+  // Operands the f32 kernel would decode per product, decoded per batch row.
+  const bool f32_dp = !on_bf16_kernel(dp), f32_dv = !on_bf16_kernel(dv), f32_ds = !on_bf16_kernel(dq);
+  const bool row_qkv = fq != Format::FP32 && (f32_dp || f32_ds);
+  const bool row_do = gv != Format::FP32 && (f32_dp || f32_dv);
+  const bool row_p = fq != Format::FP32 && f32_dv;
 #pragma omp parallel for schedule(static) if (B > 1 && worth_parallel(B * plane))
   for (std::int64_t b = 0; b < B; ++b) {
-    thread_local std::vector<float> p_buf, s_buf, g_buf;
+    thread_local std::vector<float> p_buf, s_buf, g_buf, qkv_buf, do_buf, pr_buf;
     thread_local std::vector<std::uint16_t> q_buf, c_buf;
     float* p = scratch(p_buf, plane);
     float* ds = scratch(s_buf, plane);
     float* g = scratch(g_buf, T * ld);
+    const float* q32 = row_qkv ? decode_row(fq, f.qkv, b, T * ld, qkv_buf) : nullptr;
+    const float* do32 = row_do ? decode_row(gv, f.dvalues, b, T * C, do_buf) : nullptr;
     SmallBatch x = dp;
+    if (f32_dp) {
+      if (do32) use_row_a(x, do32, 0);
+      if (q32) use_row_b(x, q32, 2 * C);
+    }
     x.c = p;
     for (std::int64_t h = 0; h < H; ++h) small_product_at(x, b * H + h);
     x = dv;
+    if (f32_dv) {
+      if (row_p) use_row_a(x, decode_row(fq, f.probs_operand, b, plane, pr_buf), 0);
+      if (do32) use_row_b(x, do32, 0);
+    }
     x.c = g + 2 * C;
     for (std::int64_t h = 0; h < H; ++h) small_product_at(x, b * H + h);
     // dprobs as stored in its format, read by the softmax backward.
     round_trip(f.dprobs_format, p, scratch(c_buf, plane), plane, false);
     softmax_backward_block(f.probs + b * plane, p, ds, H * T, T);
+    // dS: codes for the bf16 kernel, else their values in f32.
     const void* s_op = ds;
+    Format s_format = Format::FP32;
     if (gs != Format::FP32) {
       std::uint16_t* q = scratch(q_buf, plane);
-      cast_from_f32(gs, ds, q, static_cast<std::size_t>(plane), CastOptions{});
-      s_op = q;
+      if (f32_ds) {
+        round_trip(gs, ds, q, plane, false);
+      } else {
+        cast_from_f32(gs, ds, q, static_cast<std::size_t>(plane), CastOptions{});
+        s_op = q;
+        s_format = gs;
+      }
     }
-    x = dq;
-    x.a = s_op;
-    x.c = g;
-    for (std::int64_t h = 0; h < H; ++h) small_product_at(x, b * H + h);
-    x = dk;
-    x.a = s_op;
-    x.c = g + C;
-    for (std::int64_t h = 0; h < H; ++h) small_product_at(x, b * H + h);
+    for (const SmallBatch* prod : {&dq, &dk}) {
+      x = *prod;
+      x.a = s_op;
+      x.a_format = s_format;
+      if (f32_ds && q32) use_row_b(x, q32, prod == &dq ? C : 0);
+      x.c = prod == &dq ? g : g + C;
+      for (std::int64_t h = 0; h < H; ++h) small_product_at(x, b * H + h);
+    }
     if (f.dqkv_codes) {
       store(f.dqkv_format, g, f.dqkv_codes, b * T * ld, T * ld, false);
     } else {
