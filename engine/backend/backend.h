@@ -81,13 +81,17 @@ struct GemmEncode {
 // in `format` (both GEMMs' operand format, FP32 sums),
 //   scores [B, H, T, T] = q k^T * alpha, rounded to scores_format (its
 //                         storage; not kept: nothing after the softmax reads it)
-//   probs  [B, H, T, T] = softmax of the rounded scores (FP32, FP32 sums)
-//   probs_codes         = probs in `format` (not written when it is FP32)
+//                         and then to softmax_format (the softmax's compute
+//                         format, FP32 or FP16/BF16)
+//   probs  [B, H, T, T] = their softmax with FP32 sums, stored in
+//                         probs_format: FP32 (`probs`, and `probs_codes` in
+//                         `format` unless that is FP32 too) or `format`
+//                         (`probs_codes` only)
 //   values [B, T, C]    = probs_codes v, head h in columns h d .. h d + d - 1,
 //                         stored in values_format
 // every rounding to nearest even, saturating as its flag says. The bits are
-// those of the ops one by one: batched gemm, convert, softmax_coded_forward,
-// convert, batched gemm, convert.
+// those of the ops one by one: batched gemm, convert, softmax (its input
+// rounded as the softmax layer rounds it), convert, batched gemm, convert.
 struct AttentionForward {
   std::int64_t B = 0, T = 0, C = 0, H = 0;
   Format format = Format::FP32;
@@ -95,6 +99,9 @@ struct AttentionForward {
   float alpha = 1.0f;
   Format scores_format = Format::FP32;
   bool scores_saturate = false;
+  Format softmax_format = Format::FP32;
+  bool softmax_saturate = false;
+  Format probs_format = Format::FP32;
   float* probs = nullptr;
   void* probs_codes = nullptr;
   bool probs_saturate = false;
@@ -105,28 +112,32 @@ struct AttentionForward {
 
 // Attention's core backward, for the same shapes (all pointers backend
 // memory): from qkv and probs_operand (the forward's probs in `format`: its
-// probs_codes, or probs when `format` is FP32), probs (FP32) and dvalues
-// [B, T, C] in dvalues_format,
-//   dprobs  = dvalues v^T                rounded to dprobs_format
-//   dscores = softmax backward of the rounded dprobs (FP32)
+// probs_codes, or probs when `format` is FP32), probs (the softmax's output
+// in probs_format: FP32 or `format`) and dvalues [B, T, C] in
+// dvalues_format,
+//   dprobs  = dvalues v^T                rounded to dprobs_format, then to
+//                                        softmax_grad_format (FP32 or FP16/BF16)
+//   dscores = softmax backward of those  rounded to softmax_grad_format
 //   dS      = dscores in dscores_format  (the scores GEMMs' operand)
 //   dq = alpha dS k, dk = alpha dS^T q, dv = probs_operand^T dvalues
 // into dqkv [B, T, 3C] (f32, rounded to the values of dqkv_format), or,
 // with dqkv_codes set, encoded to dqkv_format there instead. FP32 sums;
-// every rounding to nearest even without saturating. The bits of the ops one by one: two batched
-// gemms, convert, softmax_coded_backward, convert, two batched gemms
-// (and the quantize or convert of dqkv). dprobs, dscores and dS are not
-// kept.
+// every rounding to nearest even without saturating. The bits of the ops
+// one by one: two batched gemms, convert, softmax backward (its input
+// rounded as the softmax layer rounds it), convert, two batched gemms (and
+// the quantize or convert of dqkv). dprobs, dscores and dS are not kept.
 struct AttentionBackward {
   std::int64_t B = 0, T = 0, C = 0, H = 0;
   Format format = Format::FP32;
   const void* qkv = nullptr;
   const void* probs_operand = nullptr;
-  const float* probs = nullptr;
+  Format probs_format = Format::FP32;
+  const void* probs = nullptr;
   float alpha = 1.0f;
   Format dvalues_format = Format::FP32;
   const void* dvalues = nullptr;
   Format dprobs_format = Format::FP32;
+  Format softmax_grad_format = Format::FP32;
   Format dscores_format = Format::FP32;
   float* dqkv = nullptr;
   Format dqkv_format = Format::FP32;

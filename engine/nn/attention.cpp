@@ -327,8 +327,11 @@ bool Attention::forward_fused(Backend& be, AttentionContext& ctx) {
   const Format fq = ps.compute;
   auto f32_or_half = [](Format f) { return f == Format::FP32 || is_half_format(f); };
   if (pv.compute != fq || ps.accumulate != Format::FP32 || pv.accumulate != Format::FP32) return false;
-  if (pm.compute != Format::FP32 || pm.accumulate != Format::FP32 || pm.storage != Format::FP32) return false;
-  if (!f32_or_half(fq) || !f32_or_half(ps.storage) || !f32_or_half(pv.storage)) return false;
+  // The softmax sums in FP32 and stores FP32 or the GEMMs' format (fp16's
+  // all-FP16 softmax).
+  if (pm.accumulate != Format::FP32 || (pm.storage != Format::FP32 && pm.storage != fq)) return false;
+  if (!f32_or_half(fq) || !f32_or_half(ps.storage) || !f32_or_half(pv.storage) || !f32_or_half(pm.compute))
+    return false;
   if (tracked(m_scores, NonfiniteSlot::Activation) || tracked(m_softmax, NonfiniteSlot::Activation) ||
       tracked(m_values, NonfiniteSlot::Activation))
     return false;
@@ -341,8 +344,11 @@ bool Attention::forward_fused(Backend& be, AttentionContext& ctx) {
   const Tensor& qkv = round_to(be, ctx.qkv, fq, sctx.qkv_compute, saturates_forward(fq));
   const std::int64_t B = qkv.dim(0), T = qkv.dim(1);
   // The scores live only inside the kernel (ctx.scores stays as it was).
-  ctx.probs.resize(ss, Format::FP32);
-  if (fq != Format::FP32) vctx.probs_compute.resize(ss, fq);
+  // Probabilities stored in the GEMMs' format are the values leaf's operand
+  // themselves; stored FP32, they get a copy in that format.
+  const bool probs_f32 = pm.storage == Format::FP32;
+  ctx.probs.resize(ss, pm.storage);
+  if (probs_f32 && fq != Format::FP32) vctx.probs_compute.resize(ss, fq);
   ctx.values.resize({B, T, m_dim}, pv.storage);
   AttentionForward f;
   f.B = B;
@@ -353,9 +359,13 @@ bool Attention::forward_fused(Backend& be, AttentionContext& ctx) {
   f.qkv = qkv.data();
   f.alpha = score_scale(m_dim / ss[1]);
   f.scores_format = ps.storage;
+  f.softmax_format = pm.compute;
+  f.softmax_saturate = saturates_forward(pm.compute);
+  f.probs_format = pm.storage;
   f.scores_saturate = saturates_forward(ps.storage);
-  f.probs = ctx.probs.f32();
-  f.probs_codes = fq == Format::FP32 ? nullptr : vctx.probs_compute.data();
+  f.probs = probs_f32 ? ctx.probs.f32() : nullptr;
+  f.probs_codes = fq == Format::FP32 ? nullptr : probs_f32 ? vctx.probs_compute.data() : ctx.probs.data();
+  // Stored in fq either way: the softmax's encode or the values leaf's.
   f.probs_saturate = saturates_forward(fq);
   f.values_format = pv.storage;
   f.values = ctx.values.data();
@@ -363,7 +373,7 @@ bool Attention::forward_fused(Backend& be, AttentionContext& ctx) {
   if (!be.attention_forward(f)) return false;
   sctx.qkv = &qkv;
   mctx.y = &ctx.probs;
-  vctx.probs = fq == Format::FP32 ? &ctx.probs : &vctx.probs_compute;
+  vctx.probs = fq == Format::FP32 || !probs_f32 ? &ctx.probs : &vctx.probs_compute;
   vctx.qkv = &qkv;
   return true;
 }
@@ -390,17 +400,19 @@ const Tensor* Attention::backward_fused(Backend& be, AttentionContext& ctx) {
   const Format fq = ps.compute, gv = pv.grad, gs = ps.grad;
   auto f32_or_half = [](Format f) { return f == Format::FP32 || is_half_format(f); };
   if (pv.compute != fq || ps.accumulate != Format::FP32 || pv.accumulate != Format::FP32) return nullptr;
-  if (pm.grad != Format::FP32 || !f32_or_half(fq) || !f32_or_half(gv) || !f32_or_half(gs)) return nullptr;
+  if (!f32_or_half(pm.grad) || !f32_or_half(fq) || !f32_or_half(gv) || !f32_or_half(gs)) return nullptr;
   if (tracked(m_scores, NonfiniteSlot::ActivationGrad) || tracked(m_softmax, NonfiniteSlot::ActivationGrad) ||
       tracked(m_values, NonfiniteSlot::ActivationGrad))
     return nullptr;
-  // What the forward left: one qkv and probs in the GEMMs' format, FP32 probs.
+  // What the forward left: one qkv and probs in the GEMMs' format, the
+  // softmax's output in FP32 or that format.
   const auto& sctx = static_cast<const AttentionScoresContext&>(*ctx.scores_ctx);
   const auto& mctx = static_cast<const SoftmaxContext&>(*ctx.softmax_ctx);
   const auto& vctx = static_cast<const AttentionValuesContext&>(*ctx.values_ctx);
   if (!sctx.qkv || sctx.qkv != vctx.qkv || !vctx.probs || !mctx.y) return nullptr;
   const Tensor &qkv = *sctx.qkv, &probs = *mctx.y, &probs_op = *vctx.probs;
-  if (qkv.format() != fq || probs_op.format() != fq || probs.format() != Format::FP32 || qkv.rank() != 3)
+  if (qkv.format() != fq || probs_op.format() != fq || qkv.rank() != 3 ||
+      (probs.format() != Format::FP32 && probs.format() != fq))
     return nullptr;
   const Shape ps_shape = probs.shape();
   const std::int64_t B = qkv.dim(0), T = qkv.dim(1);
@@ -417,11 +429,13 @@ const Tensor* Attention::backward_fused(Backend& be, AttentionContext& ctx) {
   f.format = fq;
   f.qkv = qkv.data();
   f.probs_operand = probs_op.data();
-  f.probs = probs.f32();
+  f.probs_format = probs.format();
+  f.probs = probs.data();
   f.alpha = score_scale(m_dim / ps_shape[1]);
   f.dvalues_format = gv;
   f.dvalues = dvalues.data();
   f.dprobs_format = gv;
+  f.softmax_grad_format = pm.grad;
   f.dscores_format = gs;
   f.dqkv = ctx.dqkv.f32();
   // round_dqkv's one rounding, in the kernel: to codes, or (one grad format

@@ -163,8 +163,8 @@ class Attention : public CompositeLayer {
   // scores, softmax and values in one Backend::attention_forward, leaving
   // the leaves' contexts as their own forwards would; false (nothing the
   // leaves' forwards do not redo) where the precisions or the backend rule
-  // it out: softmax not all FP32, GEMMs in two formats or non-FP32 sums,
-  // a leaf counting non-finite values.
+  // it out: a softmax without FP32 sums or stored in a third format, GEMMs
+  // in two formats or non-FP32 sums, a leaf counting non-finite values.
   bool forward_fused(Backend& be, AttentionContext& ctx);
   // The same for the backward through values, softmax and scores; returns
   // what the qkv projection's backward takes (round_dqkv's result), or null

@@ -92,7 +92,9 @@ bool on_bf16_kernel(const SmallBatch& s) { return s.native_bf16 && small_bf16_fi
 
 bool attention_forward(const AttentionForward& f, bool native_bf16) {
   const std::int64_t B = f.B, T = f.T, C = f.C, H = f.H;
-  if (!f32_or_half(f.format) || !f32_or_half(f.scores_format) || !f32_or_half(f.values_format)) return false;
+  for (Format x : {f.format, f.scores_format, f.softmax_format, f.values_format})
+    if (!f32_or_half(x)) return false;
+  if (f.probs_format != Format::FP32 && f.probs_format != f.format) return false;
   if (!fits(B, T, C, H, f.format, f.format)) return false;
   const std::int64_t d = C / H;
 
@@ -125,7 +127,7 @@ bool attention_forward(const AttentionForward& f, bool native_bf16) {
   sv.k = T;
   sv.batch0 = B;
   sv.batch1 = H;
-  sv.a = f.format == Format::FP32 ? static_cast<const void*>(f.probs) : f.probs_codes;
+  sv.a = f.format == Format::FP32 ? static_cast<const void*>(f.probs) : f.probs_codes;  // probs in `format`
   sv.b = qkv + static_cast<std::size_t>(2 * C) * es;
   sv.a_format = sv.b_format = f.format;
   sv.lda = T;
@@ -143,7 +145,7 @@ bool attention_forward(const AttentionForward& f, bool native_bf16) {
   const bool f32_v = f.format != Format::FP32 && !on_bf16_kernel(sv);
 #pragma omp parallel for schedule(static) if (B > 1 && worth_parallel(B * plane))
   for (std::int64_t b = 0; b < B; ++b) {
-    thread_local std::vector<float> s_buf, o_buf, q_buf, p_buf;
+    thread_local std::vector<float> s_buf, o_buf, q_buf, p_buf, y_buf;
     thread_local std::vector<std::uint16_t> c_buf;
     float* s = scratch(s_buf, plane);
     float* o = scratch(o_buf, T * C);
@@ -158,7 +160,13 @@ bool attention_forward(const AttentionForward& f, bool native_bf16) {
     // Stored (here in the thread's buffer) and read back, as the softmax
     // reads the stored scores.
     round_trip(f.scores_format, s, scratch(c_buf, plane), plane, f.scores_saturate);
-    float* probs = f.probs + b * plane;
+    // The softmax layer's own rounding of its input (f32_rounded's quantize).
+    if (f.softmax_format != Format::FP32 && f.softmax_format != f.scores_format) {
+      CastOptions q;
+      q.saturate = f.softmax_saturate;
+      quantize_inplace(f.softmax_format, s, static_cast<std::size_t>(plane), q);
+    }
+    float* probs = f.probs_format == Format::FP32 ? f.probs + b * plane : scratch(y_buf, plane);
     const std::int64_t rows = H * T;
     std::int64_t r = 0;
     for (; r + kSoftmaxRows <= rows; r += kSoftmaxRows)
@@ -179,13 +187,14 @@ bool attention_forward(const AttentionForward& f, bool native_bf16) {
 
 bool attention_backward(const AttentionBackward& f, bool native_bf16) {
   const std::int64_t B = f.B, T = f.T, C = f.C, H = f.H;
-  for (Format x : {f.format, f.dvalues_format, f.dprobs_format, f.dscores_format})
+  for (Format x : {f.format, f.dvalues_format, f.dprobs_format, f.softmax_grad_format, f.dscores_format})
     if (!f32_or_half(x)) return false;
+  if (f.probs_format != Format::FP32 && f.probs_format != f.format) return false;
   if (!f32_or_half(f.dqkv_format)) return false;
   // Every product pairs two of format, dvalues_format and dscores_format.
   if (!fits(B, T, C, H, f.format, f.dvalues_format) || !fits(B, T, C, H, f.dscores_format, f.format)) return false;
   const std::int64_t d = C / H, plane = H * T * T, ld = 3 * C;
-  const Format fq = f.format, gv = f.dvalues_format, gs = f.dscores_format;
+  const Format fq = f.format, gv = f.dvalues_format, gs = f.dscores_format, fg = f.softmax_grad_format;
   const std::size_t es = storage_bytes(fq);
   const auto* qkv = static_cast<const std::byte*>(f.qkv);
   auto batch = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
@@ -255,7 +264,7 @@ bool attention_backward(const AttentionBackward& f, bool native_bf16) {
   const bool row_p = fq != Format::FP32 && f32_dv;
 #pragma omp parallel for schedule(static) if (B > 1 && worth_parallel(B * plane))
   for (std::int64_t b = 0; b < B; ++b) {
-    thread_local std::vector<float> p_buf, s_buf, g_buf, qkv_buf, do_buf, pr_buf;
+    thread_local std::vector<float> p_buf, s_buf, g_buf, qkv_buf, do_buf, pr_buf, y_buf;
     thread_local std::vector<std::uint16_t> q_buf, c_buf;
     float* p = scratch(p_buf, plane);
     float* ds = scratch(s_buf, plane);
@@ -276,16 +285,22 @@ bool attention_backward(const AttentionBackward& f, bool native_bf16) {
     }
     x.c = g + 2 * C;
     for (std::int64_t h = 0; h < H; ++h) small_product_at(x, b * H + h);
-    // dprobs as stored in its format, read by the softmax backward.
+    // dprobs as stored in its format, read by the softmax backward, which
+    // rounds it to its grad format (f32_rounded's quantize) and stores its
+    // result in that format.
     round_trip(f.dprobs_format, p, scratch(c_buf, plane), plane, false);
-    softmax_backward_block(f.probs + b * plane, p, ds, H * T, T);
+    if (fg != Format::FP32 && fg != f.dprobs_format) quantize_inplace(fg, p, static_cast<std::size_t>(plane), {});
+    const float* y = f.probs_format == Format::FP32 ? static_cast<const float*>(f.probs) + b * plane
+                                                    : decode_row(f.probs_format, f.probs, b, plane, y_buf);
+    softmax_backward_block(y, p, ds, H * T, T);
+    round_trip(fg, ds, scratch(c_buf, plane), plane, false);
     // dS: codes for the bf16 kernel, else their values in f32.
     const void* s_op = ds;
     Format s_format = Format::FP32;
     if (gs != Format::FP32) {
       std::uint16_t* q = scratch(q_buf, plane);
       if (f32_ds) {
-        round_trip(gs, ds, q, plane, false);
+        if (gs != fg) round_trip(gs, ds, q, plane, false);
       } else {
         cast_from_f32(gs, ds, q, static_cast<std::size_t>(plane), CastOptions{});
         s_op = q;
