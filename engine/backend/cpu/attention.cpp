@@ -148,7 +148,8 @@ bool attention_forward(const AttentionForward& f, bool native_bf16) {
     thread_local std::vector<float> s_buf, o_buf, q_buf, p_buf, y_buf;
     thread_local std::vector<std::uint16_t> c_buf;
     float* s = scratch(s_buf, plane);
-    float* o = scratch(o_buf, T * C);
+    // FP32 values go straight to their place; others through the buffer.
+    float* o = f.values_format == Format::FP32 ? static_cast<float*>(f.values) + b * T * C : scratch(o_buf, T * C);
     const float* q32 = f32_s || f32_v ? decode_row(f.format, f.qkv, b, T * 3 * C, q_buf) : nullptr;
     SmallBatch scb = sc;
     if (f32_s) {
@@ -180,7 +181,7 @@ bool attention_forward(const AttentionForward& f, bool native_bf16) {
     }
     svb.c = o;
     for (std::int64_t h = 0; h < H; ++h) small_product_at(svb, b * H + h);
-    store(f.values_format, o, f.values, b * T * C, T * C, f.values_saturate);
+    if (f.values_format != Format::FP32) store(f.values_format, o, f.values, b * T * C, T * C, f.values_saturate);
   }
   return true;
 }
@@ -268,7 +269,8 @@ bool attention_backward(const AttentionBackward& f, bool native_bf16) {
     thread_local std::vector<std::uint16_t> q_buf, c_buf;
     float* p = scratch(p_buf, plane);
     float* ds = scratch(s_buf, plane);
-    float* g = scratch(g_buf, T * ld);
+    // f32 dqkv rows are written in place; codes through the buffer.
+    float* g = f.dqkv_codes ? scratch(g_buf, T * ld) : f.dqkv + b * T * ld;
     const float* q32 = row_qkv ? decode_row(fq, f.qkv, b, T * ld, qkv_buf) : nullptr;
     const float* do32 = row_do ? decode_row(gv, f.dvalues, b, T * C, do_buf) : nullptr;
     SmallBatch x = dp;
@@ -317,9 +319,8 @@ bool attention_backward(const AttentionBackward& f, bool native_bf16) {
     }
     if (f.dqkv_codes) {
       store(f.dqkv_format, g, f.dqkv_codes, b * T * ld, T * ld, false);
-    } else {
-      if (f.dqkv_format != Format::FP32) quantize_inplace(f.dqkv_format, g, static_cast<std::size_t>(T * ld), {});
-      std::memcpy(f.dqkv + b * T * ld, g, static_cast<std::size_t>(T * ld) * sizeof(float));
+    } else if (f.dqkv_format != Format::FP32) {
+      quantize_inplace(f.dqkv_format, g, static_cast<std::size_t>(T * ld), {});
     }
   }
   return true;
