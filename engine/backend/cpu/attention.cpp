@@ -88,6 +88,19 @@ void use_row_b(SmallBatch& s, const float* row, std::int64_t col0) {
 // once per batch row instead, the same values).
 bool on_bf16_kernel(const SmallBatch& s) { return s.native_bf16 && small_bf16_fits(s); }
 
+// A B x H batch of m x n x k products for small_product_at.
+SmallBatch products(std::int64_t B, std::int64_t H, std::int64_t m, std::int64_t n, std::int64_t k,
+                    bool native_bf16) {
+  SmallBatch s;
+  s.m = m;
+  s.n = n;
+  s.k = k;
+  s.batch0 = B;
+  s.batch1 = H;
+  s.native_bf16 = native_bf16;
+  return s;
+}
+
 }  // namespace
 
 bool attention_forward(const AttentionForward& f, bool native_bf16) {
@@ -102,12 +115,7 @@ bool attention_forward(const AttentionForward& f, bool native_bf16) {
   const auto* qkv = static_cast<const std::byte*>(f.qkv);
   // scores[b, h] = q k^T * alpha: the batched GEMM attention_scores_forward
   // makes, its output redirected to the thread's buffer (head h at h T T).
-  SmallBatch sc;
-  sc.m = T;
-  sc.n = T;
-  sc.k = d;
-  sc.batch0 = B;
-  sc.batch1 = H;
+  SmallBatch sc = products(B, H, T, T, d, native_bf16);
   sc.a = qkv;
   sc.b = qkv + static_cast<std::size_t>(C) * es;
   sc.a_format = sc.b_format = f.format;
@@ -118,15 +126,9 @@ bool attention_forward(const AttentionForward& f, bool native_bf16) {
   sc.ldc = T;
   sc.sc[1] = T * T;
   sc.alpha = f.alpha;
-  sc.native_bf16 = native_bf16;
   // values[b, :, h d ..] = probs[b, h] v: attention_values_forward's GEMM,
   // its output the thread's [T, C] buffer.
-  SmallBatch sv;
-  sv.m = T;
-  sv.n = d;
-  sv.k = T;
-  sv.batch0 = B;
-  sv.batch1 = H;
+  SmallBatch sv = products(B, H, T, d, T, native_bf16);
   sv.a = f.format == Format::FP32 ? static_cast<const void*>(f.probs) : f.probs_codes;  // probs in `format`
   sv.b = qkv + static_cast<std::size_t>(2 * C) * es;
   sv.a_format = sv.b_format = f.format;
@@ -138,7 +140,6 @@ bool attention_forward(const AttentionForward& f, bool native_bf16) {
   sv.sb[1] = d;
   sv.ldc = C;
   sv.sc[1] = d;
-  sv.native_bf16 = native_bf16;
 
   const std::int64_t plane = H * T * T;  // one batch row's scores
   const bool f32_s = f.format != Format::FP32 && !on_bf16_kernel(sc);
@@ -198,16 +199,7 @@ bool attention_backward(const AttentionBackward& f, bool native_bf16) {
   const Format fq = f.format, gv = f.dvalues_format, gs = f.dscores_format, fg = f.softmax_grad_format;
   const std::size_t es = storage_bytes(fq);
   const auto* qkv = static_cast<const std::byte*>(f.qkv);
-  auto batch = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
-    SmallBatch s;
-    s.m = m;
-    s.n = n;
-    s.k = k;
-    s.batch0 = B;
-    s.batch1 = H;
-    s.native_bf16 = native_bf16;
-    return s;
-  };
+  auto batch = [&](std::int64_t m, std::int64_t n, std::int64_t k) { return products(B, H, m, n, k, native_bf16); };
   // The operands as attention_values_backward and attention_scores_backward
   // pass them; the outputs (and the rounded dS, which only lives here)
   // redirected to the thread's buffers.
