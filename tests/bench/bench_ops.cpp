@@ -5,7 +5,11 @@
 // say (oneDNN's JIT code has no symbols, libgomp's spinning hides which op
 // waits) this says directly. Not a benchmark of record: bench_train is.
 //
-//   build/release/tests/bench/bench_ops mlp mixed-bf16 [steps] [cpu|cuda|cuda-sync]
+//   build/release/tests/bench/bench_ops mlp mixed-bf16 [steps] [cpu|cpu-unfused|cuda|cuda-sync]
+//
+// "cpu-unfused" is the CPU backend with its fused attention kernels off
+// (CpuBackendOptions::fuse_attention): the layers run attention's ops one
+// by one, for comparing the two.
 //
 // On the GPU, "cuda" times what each call costs the calling thread (the
 // launches are asynchronous: a call that waits for the device or allocates
@@ -20,6 +24,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
 #include "backend/registry.h"
 #include "data/dataset.h"
 #include "numeric/format.h"
@@ -286,7 +291,7 @@ class TimingBackend final : public engine::Backend {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: bench_ops MODEL RECIPE [STEPS] [cpu|cuda|cuda-sync]\n");
+    std::fprintf(stderr, "usage: bench_ops MODEL RECIPE [STEPS] [cpu|cpu-unfused|cuda|cuda-sync]\n");
     return 2;
   }
   const int steps = argc > 3 ? std::atoi(argv[3]) : 300;
@@ -307,7 +312,13 @@ int main(int argc, char** argv) {
   const std::string backend = argc > 4 ? argv[4] : "cpu";
   std::unique_ptr<engine::Backend> inner;
   try {
-    inner = engine::make_backend(backend == "cuda-sync" ? "cuda" : backend).backend;
+    if (backend == "cpu-unfused") {
+      engine::CpuBackendOptions o;
+      o.fuse_attention = false;
+      inner = std::make_unique<engine::CpuBackend>(o);
+    } else {
+      inner = engine::make_backend(backend == "cuda-sync" ? "cuda" : backend).backend;
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_ops: backend %s: %s\n", backend.c_str(), e.what());
     return 1;
