@@ -307,8 +307,11 @@ void Attention::forward(Backend& be, const Tensor& x, Tensor& y, Context& contex
   output_shape(x.shape());
   m_qkv.forward(be, x, ctx.qkv, *ctx.qkv_ctx);
   record_output(be, m_qkv, ctx.qkv);
-  if (!forward_fused(be, ctx)) {
-    m_scores.forward(be, ctx.qkv, ctx.scores, *ctx.scores_ctx);
+  // Where the fused path rounded qkv and then found no kernel, the leaves
+  // take the rounded copy (their own rounding then has nothing to do).
+  const Tensor* qkv_in = &ctx.qkv;
+  if (!forward_fused(be, ctx, qkv_in)) {
+    m_scores.forward(be, *qkv_in, ctx.scores, *ctx.scores_ctx);
     m_softmax.forward(be, ctx.scores, ctx.probs, *ctx.softmax_ctx);
     // Where both leaves compute in one format, the values leaf reads the
     // scores leaf's rounded qkv (its own rounding would give the same bits):
@@ -322,7 +325,7 @@ void Attention::forward(Backend& be, const Tensor& x, Tensor& y, Context& contex
   record_output(be, m_proj, y);
 }
 
-bool Attention::forward_fused(Backend& be, AttentionContext& ctx) {
+bool Attention::forward_fused(Backend& be, AttentionContext& ctx, const Tensor*& qkv_in) {
   const LayerPrecision &ps = m_scores.precision(), &pm = m_softmax.precision(), &pv = m_values.precision();
   const Format fq = ps.compute;
   auto f32_or_half = [](Format f) { return f == Format::FP32 || is_half_format(f); };
@@ -342,6 +345,7 @@ bool Attention::forward_fused(Backend& be, AttentionContext& ctx) {
   auto& vctx = static_cast<AttentionValuesContext&>(*ctx.values_ctx);
   // The scores leaf's rounding of qkv, which the values leaf then shares.
   const Tensor& qkv = round_to(be, ctx.qkv, fq, sctx.qkv_compute, saturates_forward(fq));
+  qkv_in = &qkv;
   const std::int64_t B = qkv.dim(0), T = qkv.dim(1);
   // The scores live only inside the kernel (ctx.scores stays as it was).
   // Probabilities stored in the GEMMs' format are the values leaf's operand
@@ -385,9 +389,12 @@ void Attention::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& con
   // each is rounded to its own leaf's grad format inside an f32 buffer, and
   // the qkv projection rounds the whole to its grad format.
   ctx.dqkv.resize(ctx.qkv.shape(), Format::FP32);
-  const Tensor* dqkv = backward_fused(be, ctx);
+  // As in the forward: dvalues already rounded by the fused path go to the
+  // leaves as they are.
+  const Tensor* dvalues = &ctx.d_values;
+  const Tensor* dqkv = backward_fused(be, ctx, dvalues);
   if (!dqkv) {
-    m_values.backward_pair(be, ctx.d_values, ctx.dprobs, ctx.dqkv.f32(), *ctx.values_ctx);
+    m_values.backward_pair(be, *dvalues, ctx.dprobs, ctx.dqkv.f32(), *ctx.values_ctx);
     m_softmax.backward(be, ctx.dprobs, &ctx.dscores, *ctx.softmax_ctx);
     m_scores.backward_into(be, ctx.dscores, ctx.dqkv.f32(), *ctx.scores_ctx);
     dqkv = &round_dqkv(be, ctx);
@@ -395,7 +402,7 @@ void Attention::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& con
   m_qkv.backward(be, *dqkv, dx, *ctx.qkv_ctx);
 }
 
-const Tensor* Attention::backward_fused(Backend& be, AttentionContext& ctx) {
+const Tensor* Attention::backward_fused(Backend& be, AttentionContext& ctx, const Tensor*& dvalues_in) {
   const LayerPrecision &ps = m_scores.precision(), &pm = m_softmax.precision(), &pv = m_values.precision();
   const Format fq = ps.compute, gv = pv.grad, gs = ps.grad;
   auto f32_or_half = [](Format f) { return f == Format::FP32 || is_half_format(f); };
@@ -418,6 +425,7 @@ const Tensor* Attention::backward_fused(Backend& be, AttentionContext& ctx) {
   const std::int64_t B = qkv.dim(0), T = qkv.dim(1);
   if (ctx.d_values.shape() != Shape{B, T, m_dim} || ps_shape.size() != 4 || qkv.numel() == 0) return nullptr;
   const Tensor& dvalues = round_to(be, ctx.d_values, gv, m_dvalues_grad, false);
+  dvalues_in = &dvalues;
   // dprobs and dscores live only inside the kernel.
   const bool codes = dqkv_as_codes();
   if (codes) ctx.dqkv_codes.resize(ctx.dqkv.shape(), gs);

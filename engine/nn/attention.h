@@ -165,11 +165,13 @@ class Attention : public CompositeLayer {
   // leaves' forwards do not redo) where the precisions or the backend rule
   // it out: a softmax without FP32 sums or stored in a third format, GEMMs
   // in two formats or non-FP32 sums, a leaf counting non-finite values.
-  bool forward_fused(Backend& be, AttentionContext& ctx);
+  // qkv_in becomes qkv rounded to the GEMMs' format where it rounded it,
+  // for the leaves to take if the backend then declines.
+  bool forward_fused(Backend& be, AttentionContext& ctx, const Tensor*& qkv_in);
   // The same for the backward through values, softmax and scores; returns
   // what the qkv projection's backward takes (round_dqkv's result), or null
-  // where the backward must run leaf by leaf.
-  const Tensor* backward_fused(Backend& be, AttentionContext& ctx);
+  // where the backward must run leaf by leaf (dvalues_in then as qkv_in).
+  const Tensor* backward_fused(Backend& be, AttentionContext& ctx, const Tensor*& dvalues_in);
   // round_dqkv's one encode: one FP16/BF16 grad format for q, k, v and the
   // projection, nothing counted.
   bool dqkv_as_codes();
