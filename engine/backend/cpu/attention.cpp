@@ -101,6 +101,11 @@ SmallBatch products(std::int64_t B, std::int64_t H, std::int64_t m, std::int64_t
   return s;
 }
 
+// Head h of batch row b for every h: the products a batch row needs.
+void run_heads(const SmallBatch& s, std::int64_t b) {
+  for (std::int64_t h = 0; h < s.batch1; ++h) small_product_at(s, b * s.batch1 + h);
+}
+
 }  // namespace
 
 bool attention_forward(const AttentionForward& f, bool native_bf16) {
@@ -158,7 +163,7 @@ bool attention_forward(const AttentionForward& f, bool native_bf16) {
       use_row_b(scb, q32, C);
     }
     scb.c = s;
-    for (std::int64_t h = 0; h < H; ++h) small_product_at(scb, b * H + h);
+    run_heads(scb, b);
     // Stored (here in the thread's buffer) and read back, as the softmax
     // reads the stored scores.
     round_trip(f.scores_format, s, scratch(c_buf, plane), plane, f.scores_saturate);
@@ -181,7 +186,7 @@ bool attention_forward(const AttentionForward& f, bool native_bf16) {
       use_row_b(svb, q32, 2 * C);
     }
     svb.c = o;
-    for (std::int64_t h = 0; h < H; ++h) small_product_at(svb, b * H + h);
+    run_heads(svb, b);
     if (f.values_format != Format::FP32) store(f.values_format, o, f.values, b * T * C, T * C, f.values_saturate);
   }
   return true;
@@ -199,12 +204,11 @@ bool attention_backward(const AttentionBackward& f, bool native_bf16) {
   const Format fq = f.format, gv = f.dvalues_format, gs = f.dscores_format, fg = f.softmax_grad_format;
   const std::size_t es = storage_bytes(fq);
   const auto* qkv = static_cast<const std::byte*>(f.qkv);
-  auto batch = [&](std::int64_t m, std::int64_t n, std::int64_t k) { return products(B, H, m, n, k, native_bf16); };
   // The operands as attention_values_backward and attention_scores_backward
   // pass them; the outputs (and the rounded dS, which only lives here)
   // redirected to the thread's buffers.
   // dP [T, T] = dO [T, d] v^T
-  SmallBatch dp = batch(T, T, d);
+  SmallBatch dp = products(B, H, T, T, d, native_bf16);
   dp.a = f.dvalues;
   dp.a_format = gv;
   dp.lda = C;
@@ -219,7 +223,7 @@ bool attention_backward(const AttentionBackward& f, bool native_bf16) {
   dp.ldc = T;
   dp.sc[1] = T * T;
   // dv [T, d] = P^T dO
-  SmallBatch dv = batch(T, d, T);
+  SmallBatch dv = products(B, H, T, d, T, native_bf16);
   dv.a = f.probs_operand;
   dv.a_format = fq;
   dv.trans_a = true;
@@ -234,7 +238,7 @@ bool attention_backward(const AttentionBackward& f, bool native_bf16) {
   dv.ldc = ld;
   dv.sc[1] = d;
   // dq [T, d] = alpha dS k, dk = alpha dS^T q
-  SmallBatch dq = batch(T, d, T);
+  SmallBatch dq = products(B, H, T, d, T, native_bf16);
   dq.a_format = gs;
   dq.lda = T;
   dq.sa[1] = T * T;  // dS: the thread's buffer, head h at h T T
@@ -271,14 +275,14 @@ bool attention_backward(const AttentionBackward& f, bool native_bf16) {
       if (q32) use_row_b(x, q32, 2 * C);
     }
     x.c = p;
-    for (std::int64_t h = 0; h < H; ++h) small_product_at(x, b * H + h);
+    run_heads(x, b);
     x = dv;
     if (f32_dv) {
       if (row_p) use_row_a(x, decode_row(fq, f.probs_operand, b, plane, pr_buf), 0);
       if (do32) use_row_b(x, do32, 0);
     }
     x.c = g + 2 * C;
-    for (std::int64_t h = 0; h < H; ++h) small_product_at(x, b * H + h);
+    run_heads(x, b);
     // dprobs as stored in its format, read by the softmax backward, which
     // rounds it to its grad format (f32_rounded's quantize) and stores its
     // result in that format.
@@ -307,7 +311,7 @@ bool attention_backward(const AttentionBackward& f, bool native_bf16) {
       x.a_format = s_format;
       if (f32_ds && q32) use_row_b(x, q32, prod == &dq ? C : 0);
       x.c = prod == &dq ? g : g + C;
-      for (std::int64_t h = 0; h < H; ++h) small_product_at(x, b * H + h);
+      run_heads(x, b);
     }
     if (f.dqkv_codes) {
       store(f.dqkv_format, g, f.dqkv_codes, b * T * ld, T * ld, false);
