@@ -154,13 +154,18 @@ void CpuBackend::scale_amax(const float* x, float scale, float* y, std::int64_t 
 
 namespace {
 
-// scale_amax_encode over values [b, b + len) (len <= kScaledChunk): scaled
-// into a stack buffer by the pass scale_amax runs, then encoded from there
-// by the cast convert runs (stochastic rounding at the chunk's index
-// offset). Returns the chunk's amax as a bit pattern.
+// scale_amax_encode over values [b, b + len) (len <= kScaledChunk): in one
+// pass by the cast library's fused kernel where it has one, else scaled into
+// a stack buffer by the pass scale_amax runs, then encoded from there by the
+// cast convert runs (stochastic rounding at the chunk's index offset). The
+// same bits either way. Returns the chunk's amax as a bit pattern.
 constexpr std::int64_t kScaledChunk = 4096;
 std::uint32_t scale_amax_encode_chunk(const float* x, float scale, Format f, void* q, std::int64_t b,
                                       std::int64_t len, const CastOptions& opt) {
+  std::uint32_t fused = 0;
+  if (scale_amax_cast_from_f32(f, x + b, scale, static_cast<std::byte*>(q) + static_cast<std::size_t>(b) * storage_bytes(f),
+                               static_cast<std::size_t>(len), opt, &fused))
+    return fused;
   alignas(64) float buf[kScaledChunk];
   const std::uint32_t m = scale_amax_bits(x + b, scale, buf, len);
   CastOptions o = opt;

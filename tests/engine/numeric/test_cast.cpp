@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <xmmintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -280,6 +281,79 @@ TEST_P(CastPaths, StochasticEqualsElementwise) {
       ASSERT_EQ(std::memcmp(q.data(), decoded.data(), n * 4), 0) << engine::format_name(f);
     }
   }
+}
+
+// E5M2 through every FP32 pattern whose bits the encoder's two roundings
+// look at: sign, exponent and the ten fraction bits an FP16 keeps (2^19
+// combinations, so every E5M2 code, tie and overflow), each with the low 13
+// bits an FP16 intermediate drops set to 0, 1, just below, at and above
+// their half, and all ones (the sticky bit the round-to-odd step must not
+// lose), saturating and not.
+TEST_P(CastPaths, E5M2EveryFp16RoundingPattern) {
+  const std::uint32_t lows[] = {0x0000u, 0x0001u, 0x0FFFu, 0x1000u, 0x1001u, 0x1FFFu};
+  std::vector<float> xs;
+  xs.reserve((1u << 19) * std::size(lows));
+  for (std::uint32_t top = 0; top < (1u << 19); ++top)
+    for (std::uint32_t low : lows) xs.push_back(float_of((top << 13) | low));
+  for (bool sat : {false, true}) {
+    CastOptions opt;
+    opt.saturate = sat;
+    std::vector<std::uint8_t> got(xs.size()), want(xs.size());
+    engine::cast_from_f32_path(GetParam(), Format::E5M2, xs.data(), got.data(), xs.size(), opt);
+    engine::cast_from_f32_path(CastPath::Scalar, Format::E5M2, xs.data(), want.data(), xs.size(), opt);
+    for (std::size_t i = 0; i < xs.size(); ++i)
+      ASSERT_EQ(got[i], want[i]) << "sat=" << sat << " x=0x" << std::hex << bits_of(xs[i]);
+  }
+}
+
+// The fused scale + amax + cast of FP8 delayed scaling equals its three
+// steps (FP32 product, max of the unscaled |x| bit patterns, scalar cast)
+// at every length and alignment, for scales that keep values in range,
+// push them past the format's maximum, and 1 (no multiply); paths without a
+// fused kernel say so and write nothing.
+TEST_P(CastPaths, ScaledCastWithAmaxEqualsItsSteps) {
+  const CastPath p = GetParam();
+  const bool fused_path = p == CastPath::AVX512 || p == CastPath::AVX512BF16;
+  for (Format f : {Format::E4M3, Format::E5M2}) {
+    for (float scale : {1.0f, 0.4375f, 3.0f, 1.0e-3f, 1.0e4f}) {
+      for (bool sat : {false, true}) {
+        for (std::size_t n : kLengths) {
+          const std::size_t misalign = n % 5;
+          const std::vector<float> src_all = hostile_floats(n + misalign, static_cast<std::uint32_t>(n * 7 + 1));
+          const float* src = src_all.data() + misalign;
+          std::vector<std::uint8_t> dst(n + misalign + 64, kGuard);
+          CastOptions opt;
+          opt.saturate = sat;
+          std::uint32_t amax = 0xDEADBEEFu;
+          const bool done = engine::scale_amax_cast_from_f32_path(p, f, src, scale, dst.data() + misalign, n, opt, &amax);
+          ASSERT_EQ(done, fused_path) << label(p, f, n);
+          if (!done) {
+            for (std::uint8_t b : dst) ASSERT_EQ(b, kGuard) << label(p, f, n) << ": wrote without a kernel";
+            continue;
+          }
+          std::uint32_t want_amax = 0;
+          for (std::size_t i = 0; i < n; ++i) {
+            want_amax = std::max(want_amax, bits_of(src[i]) & 0x7FFFFFFFu);
+            const std::uint32_t want = engine::encode(f, src[i] * scale, sat);
+            ASSERT_EQ(dst[misalign + i], want) << label(p, f, n) << " scale=" << scale << " sat=" << sat << " i=" << i
+                                               << " x=0x" << std::hex << bits_of(src[i]);
+          }
+          ASSERT_EQ(amax, want_amax) << label(p, f, n) << " scale=" << scale;
+          for (std::size_t b = 0; b < misalign; ++b) ASSERT_EQ(dst[b], kGuard) << label(p, f, n);
+          for (std::size_t b = misalign + n; b < dst.size(); ++b)
+            ASSERT_EQ(dst[b], kGuard) << label(p, f, n) << ": wrote past the end";
+        }
+      }
+    }
+  }
+  // Stochastic rounding has no fused kernel on any path.
+  const float one = 1.0f;
+  std::uint8_t code = kGuard;
+  std::uint32_t amax = 0;
+  CastOptions stochastic;
+  stochastic.stochastic = true;
+  EXPECT_FALSE(engine::scale_amax_cast_from_f32_path(p, Format::E4M3, &one, 2.0f, &code, 1, stochastic, &amax));
+  EXPECT_EQ(code, kGuard);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPaths, CastPaths, ::testing::ValuesIn(kPaths),
