@@ -95,6 +95,8 @@ void bm_gemm(benchmark::State& st, engine::Backend& be, const GemmShape& s, Form
   g.ldc = s.n;
   g.bias = s.bias ? bias.data() : nullptr;
   g.accumulate = acc;
+  // FP8 layers scale their products back by 1 / (scale_a scale_b).
+  if (f == Format::E4M3 || f == Format::E5M2) g.alpha = 0.25f;
   if (products > 1) {
     g.batch[0] = s.batch;
     g.batch[1] = 4;
@@ -207,6 +209,13 @@ int main(int argc, char** argv) {
       {"scores", 16, 16, 16, false, true, false, 128}, {"out", 16, 16, 16, false, false, false, 128},
       {"dv", 16, 16, 16, true, false, false, 128},
   };
+  // The transformer's linear layers (batch 128 x 16 tokens, width 64, MLP
+  // 128): qkv and fc1 forward, their input gradients and weight gradients.
+  static const GemmShape transformer[] = {
+      {"qkv_fwd", 2048, 192, 64, false, true, true},  {"qkv_dx", 2048, 64, 192, false, false, false},
+      {"qkv_dW", 192, 64, 2048, true, false, false},  {"fc1_fwd", 2048, 128, 64, false, true, true},
+      {"fc2_fwd", 2048, 64, 128, false, true, true},  {"fc1_dW", 128, 64, 2048, true, false, false},
+  };
   const Format formats[] = {Format::FP32, Format::BF16, Format::FP16, Format::E4M3};
   auto add_gemm = [](const std::string& group, const GemmShape& s, Format f, Format acc) {
     std::string name = group + "/" + s.name + "/" + engine::format_name(f);
@@ -221,6 +230,8 @@ int main(int argc, char** argv) {
     for (Format f : formats) add_gemm("attention", s, f, Format::FP32);
   for (const GemmShape& s : cnn)
     for (Format f : formats) add_gemm("cnn", s, f, Format::FP32);
+  for (const GemmShape& s : transformer)
+    for (Format f : formats) add_gemm("transformer", s, f, Format::FP32);
   // FP8 (decoded to bf16) and the FP16-accumulation demonstration kernel.
   add_gemm("mlp", mlp[0], Format::E4M3, Format::FP32);
   add_gemm("mlp", mlp[0], Format::FP16, Format::FP16);
