@@ -317,6 +317,15 @@ class Backend {
     scale_amax(x, scale, scratch, n, amax);
     convert(Format::FP32, scratch, f, q, n, opt);
   }
+  // scale_amax_encode of the values of FP16/BF16 codes (format `from`): the
+  // same bits as decoding them into `scratch` (n floats of backend memory,
+  // contents undefined after) and scale_amax_encode of that, which is this
+  // default; a backend may decode as it casts.
+  virtual void scale_amax_encode16(Format from, const void* x, float scale, Format f, void* q, std::int64_t n,
+                                   const CastOptions& opt, float* amax, float* scratch) {
+    convert(from, x, Format::FP32, scratch, n, {});
+    scale_amax_encode(scratch, scale, f, q, n, opt, amax, scratch);
+  }
   // x[i] = value for i in [0, n) (fault injection writes one element).
   virtual void fill(float* x, float value, std::int64_t n) = 0;
 

@@ -457,8 +457,13 @@ const Tensor* Attention::backward_fused(Backend& be, AttentionContext& ctx, cons
 }
 
 bool Attention::dqkv_as_codes() {
-  const Format fs = m_scores.precision().grad;
-  return fs == m_values.precision().grad && is_half_format(fs) && m_qkv.precision().grad == fs &&
+  // The projection takes the codes as they are in its own grad format (the
+  // same rounding), or in FP8, whose scaled cast decodes them to the same
+  // f32 values the rounded dqkv holds (and sums them for the bias as
+  // column_sums16, the same bits as column_sums of those values): half the
+  // bytes written and read, and no rounding pass over an f32 dqkv.
+  const Format fs = m_scores.precision().grad, fq = m_qkv.precision().grad;
+  return fs == m_values.precision().grad && is_half_format(fs) && (fq == fs || is_fp8(fq)) &&
          !tracked(m_scores, NonfiniteSlot::ActivationGrad) && !tracked(m_values, NonfiniteSlot::ActivationGrad);
 }
 

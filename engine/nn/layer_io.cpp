@@ -112,16 +112,21 @@ void round_scaled(Backend& be, const Tensor& x, Format f, float scale, Tensor& q
     be.fill(amax, 0.0f, 1);
     return;
   }
-  const float* src = x.f32();
-  if (!is_f32_container(x.format())) {
-    be.convert(x.format(), x.data(), Format::FP32, ws.f32(), n, {});
-    src = ws.f32();
-  }
   // amax, scale and a saturating encode (RNE, then finite overflow clamps
-  // to the format's max), and a decode only when asked.
+  // to the format's max), and a decode only when asked. FP16/BF16 codes
+  // are decoded by the backend as it casts (their values in f32 the same).
   CastOptions opt;
   opt.saturate = true;
-  be.scale_amax_encode(src, scale, f, q.data(), n, opt, amax, ws.f32());
+  if (is_half_format(x.format())) {
+    be.scale_amax_encode16(x.format(), x.data(), scale, f, q.data(), n, opt, amax, ws.f32());
+  } else {
+    const float* src = x.f32();
+    if (!is_f32_container(x.format())) {
+      be.convert(x.format(), x.data(), Format::FP32, ws.f32(), n, {});
+      src = ws.f32();
+    }
+    be.scale_amax_encode(src, scale, f, q.data(), n, opt, amax, ws.f32());
+  }
   if (rounded_floats) be.convert(f, q.data(), Format::FP32, ws.f32(), n, {});
 }
 

@@ -319,15 +319,15 @@ void quantize_inplace_path(CastPath p, Format f, float* x, std::size_t n, const 
   if (!done) scalar_quantize(f, x, n, opt.saturate);
 }
 
-bool scale_amax_cast_from_f32_path(CastPath p, Format to, const float* src, float scale, void* dst, std::size_t n,
-                                   const CastOptions& opt, std::uint32_t* amax_bits) {
+bool scale_amax_cast_path(CastPath p, Format from, const void* src, float scale, Format to, void* dst, std::size_t n,
+                          const CastOptions& opt, std::uint32_t* amax_bits) {
   if (opt.stochastic || (p != CastPath::AVX512 && p != CastPath::AVX512BF16)) return false;
-  return cast_kernels::avx512_scale_amax_from_f32(to, src, scale, dst, n, opt.saturate, amax_bits);
+  return cast_kernels::avx512_scale_amax_cast(from, src, scale, to, dst, n, opt.saturate, amax_bits);
 }
 
-bool scale_amax_cast_from_f32(Format to, const float* src, float scale, void* dst, std::size_t n,
-                              const CastOptions& opt, std::uint32_t* amax_bits) {
-  return scale_amax_cast_from_f32_path(best_cast_path(), to, src, scale, dst, n, opt, amax_bits);
+bool scale_amax_cast(Format from, const void* src, float scale, Format to, void* dst, std::size_t n,
+                     const CastOptions& opt, std::uint32_t* amax_bits) {
+  return scale_amax_cast_path(best_cast_path(), from, src, scale, to, dst, n, opt, amax_bits);
 }
 
 void cast_from_f32(Format to, const float* src, void* dst, std::size_t n, const CastOptions& opt) {

@@ -42,14 +42,15 @@ void cast_to_f32(Format from, const void* src, float* dst, std::size_t n);
 void quantize_inplace(Format f, float* x, std::size_t n, const CastOptions& opt = {});
 
 // FP8 delayed scaling's cast in one pass: dst = the E4M3/E5M2 codes of
-// src[i] * scale (the FP32 product, then cast_from_f32's rounding), and
-// *amax_bits = the largest |src[i]| as an FP32 bit pattern with the sign
-// cleared (so NaN > inf > finite; 0 for n == 0). Equal to multiplying,
-// taking the max and casting separately. Returns false, doing nothing,
-// where no fused kernel applies (another format, stochastic rounding, a
-// path without one); the caller then does the three steps itself.
-bool scale_amax_cast_from_f32(Format to, const float* src, float scale, void* dst, std::size_t n,
-                              const CastOptions& opt, std::uint32_t* amax_bits);
+// x[i] * scale (the FP32 product, then cast_from_f32's rounding), where x
+// is src's FP32 values (from == FP32) or the values of its BF16/FP16 codes,
+// and *amax_bits = the largest |x[i]| as an FP32 bit pattern with the sign
+// cleared (so NaN > inf > finite; 0 for n == 0). Equal to decoding,
+// multiplying, taking the max and casting separately. Returns false, doing
+// nothing, where no fused kernel applies (another format, stochastic
+// rounding, a path without one); the caller then takes those steps itself.
+bool scale_amax_cast(Format from, const void* src, float scale, Format to, void* dst, std::size_t n,
+                     const CastOptions& opt, std::uint32_t* amax_bits);
 
 // Same, forcing one path (tests and benchmarks). Falls back to Scalar for a
 // (format, direction) the path does not cover; precondition: supported(p).
@@ -58,8 +59,8 @@ void cast_from_f32_path(CastPath p, Format to, const float* src, void* dst, std:
 void cast_to_f32_path(CastPath p, Format from, const void* src, float* dst, std::size_t n);
 void quantize_inplace_path(CastPath p, Format f, float* x, std::size_t n,
                            const CastOptions& opt = {});
-bool scale_amax_cast_from_f32_path(CastPath p, Format to, const float* src, float scale, void* dst, std::size_t n,
-                                   const CastOptions& opt, std::uint32_t* amax_bits);
+bool scale_amax_cast_path(CastPath p, Format from, const void* src, float scale, Format to, void* dst, std::size_t n,
+                          const CastOptions& opt, std::uint32_t* amax_bits);
 // Whether path p has its own kernel for (f, direction); false means it runs
 // the scalar loop for that case (benchmarks report it).
 bool cast_path_covers(CastPath p, Format f, bool from_f32);

@@ -277,12 +277,25 @@ inline __m256i e4m3_encode32(__m512 x0, __m512 x1, bool saturate) {
   return _mm256_inserti128_si256(_mm256_castsi128_si256(b0), b1, 1);
 }
 
-// FP8 codes of src[i] * scale (scale == 1: no multiply) through enc (32
-// floats -> 32 bytes), 32 at a time, and the max of the unscaled |src[i]|
-// bit patterns in *amax_bits when it is given.
-template <typename Enc>
-void fp8_scaled_from_f32(const float* src, std::uint8_t* d, std::size_t n, float scale, std::uint32_t* amax_bits,
-                         Enc enc) {
+// 16 source values from element i (FP32, or BF16/FP16 codes decoded: exact)
+// as FP32 lanes, the lanes outside mask k zero.
+template <Format From>
+inline __m512 load_values(const void* src, std::size_t i, __mmask16 k) {
+  if constexpr (From == Format::FP32) {
+    return _mm512_maskz_loadu_ps(k, static_cast<const float*>(src) + i);
+  } else {
+    const __m256i c = _mm256_maskz_loadu_epi16(k, static_cast<const std::uint16_t*>(src) + i);
+    if constexpr (From == Format::BF16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(c), 16));
+    else return _mm512_cvtph_ps(c);
+  }
+}
+
+// FP8 codes of x[i] * scale (scale == 1: no multiply), x the source values,
+// through enc (32 floats -> 32 bytes), 32 at a time, and the max of the
+// unscaled |x[i]| bit patterns in *amax_bits when it is given.
+template <Format From, typename Enc>
+void fp8_scaled_from(const void* src, std::uint8_t* d, std::size_t n, float scale, std::uint32_t* amax_bits,
+                     Enc enc) {
   const __m512 vs = _mm512_set1_ps(scale);
   const bool scaled = scale != 1.0f;
   __m512i m = _mm512_setzero_si512();
@@ -290,16 +303,34 @@ void fp8_scaled_from_f32(const float* src, std::uint8_t* d, std::size_t n, float
     if (amax_bits) m = _mm512_max_epu32(m, _mm512_and_si512(_mm512_castps_si512(x), c32(0x7FFFFFFFu)));
     return scaled ? _mm512_mul_ps(x, vs) : x;
   };
+  constexpr __mmask16 kAll = 0xFFFF;
   for_each_block<32>(n, d, 1, [&](std::size_t i) {
-    const __m512 x0 = prep(_mm512_loadu_ps(src + i));
-    const __m512 x1 = prep(_mm512_loadu_ps(src + i + 16));
+    const __m512 x0 = prep(load_values<From>(src, i, kAll));
+    const __m512 x1 = prep(load_values<From>(src, i + 16, kAll));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), enc(x0, x1));
   }, [&](std::size_t i, __mmask16 k) {
     // Masked-off lanes load 0, which changes no max.
-    const __m512 x0 = prep(_mm512_maskz_loadu_ps(k, src + i));
+    const __m512 x0 = prep(load_values<From>(src, i, k));
     _mm_mask_storeu_epi8(d + i, k, _mm256_castsi256_si128(enc(x0, _mm512_setzero_ps())));
   });
   if (amax_bits) *amax_bits = static_cast<std::uint32_t>(_mm512_reduce_max_epu32(m));
+}
+
+template <Format From>
+bool fp8_scaled(Format to, const void* src, float scale, void* dst, std::size_t n, bool saturate,
+                std::uint32_t* amax_bits) {
+  auto* d = static_cast<std::uint8_t*>(dst);
+  if (to == Format::E5M2) {
+    fp8_scaled_from<From>(src, d, n, scale, amax_bits,
+                          [saturate](__m512 x0, __m512 x1) { return e5m2_encode32(x0, x1, saturate); });
+    return true;
+  }
+  if (to == Format::E4M3) {
+    fp8_scaled_from<From>(src, d, n, scale, amax_bits,
+                          [saturate](__m512 x0, __m512 x1) { return e4m3_encode32(x0, x1, saturate); });
+    return true;
+  }
+  return false;
 }
 
 // Loads 16 codes (8 or 16 bits) into 32-bit lanes, decodes them with op
@@ -361,8 +392,8 @@ bool avx512_from_f32(Format to, const float* src, void* dst, std::size_t n, bool
       return true;
     }
     case Format::E5M2:
-      fp8_scaled_from_f32(src, static_cast<std::uint8_t*>(dst), n, 1.0f, nullptr,
-                          [saturate](__m512 x0, __m512 x1) { return e5m2_encode32(x0, x1, saturate); });
+      fp8_scaled_from<Format::FP32>(src, static_cast<std::uint8_t*>(dst), n, 1.0f, nullptr,
+                                    [saturate](__m512 x0, __m512 x1) { return e5m2_encode32(x0, x1, saturate); });
       return true;
     case Format::E4M3:
       fp8_from_f32(src, static_cast<std::uint8_t*>(dst), n,
@@ -373,20 +404,14 @@ bool avx512_from_f32(Format to, const float* src, void* dst, std::size_t n, bool
   return false;
 }
 
-bool avx512_scale_amax_from_f32(Format to, const float* src, float scale, void* dst, std::size_t n, bool saturate,
-                                std::uint32_t* amax_bits) {
-  auto* d = static_cast<std::uint8_t*>(dst);
-  if (to == Format::E5M2) {
-    fp8_scaled_from_f32(src, d, n, scale, amax_bits,
-                        [saturate](__m512 x0, __m512 x1) { return e5m2_encode32(x0, x1, saturate); });
-    return true;
+bool avx512_scale_amax_cast(Format from, const void* src, float scale, Format to, void* dst, std::size_t n,
+                            bool saturate, std::uint32_t* amax_bits) {
+  switch (from) {
+    case Format::FP32: return fp8_scaled<Format::FP32>(to, src, scale, dst, n, saturate, amax_bits);
+    case Format::BF16: return fp8_scaled<Format::BF16>(to, src, scale, dst, n, saturate, amax_bits);
+    case Format::FP16: return fp8_scaled<Format::FP16>(to, src, scale, dst, n, saturate, amax_bits);
+    default: return false;
   }
-  if (to == Format::E4M3) {
-    fp8_scaled_from_f32(src, d, n, scale, amax_bits,
-                        [saturate](__m512 x0, __m512 x1) { return e4m3_encode32(x0, x1, saturate); });
-    return true;
-  }
-  return false;
 }
 
 bool avx512_to_f32(Format from, const void* src, float* dst, std::size_t n) {

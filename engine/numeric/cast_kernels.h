@@ -24,10 +24,11 @@ bool avx512_from_f32(Format to, const float* src, void* dst, std::size_t n, bool
                      bool use_bf16_insn);
 bool avx512_to_f32(Format from, const void* src, float* dst, std::size_t n);
 bool avx512_quantize(Format f, float* x, std::size_t n, bool saturate);
-// E4M3/E5M2 codes of src[i] * scale (no multiply for scale 1), RNE, and the
-// max of the unscaled |src[i]| as FP32 bit patterns (sign cleared) in
-// *amax_bits; false for other formats.
-bool avx512_scale_amax_from_f32(Format to, const float* src, float scale, void* dst, std::size_t n, bool saturate,
-                                std::uint32_t* amax_bits);
+// E4M3/E5M2 codes of x[i] * scale (no multiply for scale 1), RNE, with x
+// the FP32 values or BF16/FP16 codes (`from`) at src, and the max of the
+// unscaled |x[i]| as FP32 bit patterns (sign cleared) in *amax_bits; false
+// for other formats.
+bool avx512_scale_amax_cast(Format from, const void* src, float scale, Format to, void* dst, std::size_t n,
+                            bool saturate, std::uint32_t* amax_bits);
 
 }  // namespace engine::cast_kernels

@@ -90,6 +90,12 @@ class TimingBackend final : public engine::Backend {
     PL_TIMED("scale_amax_encode " + std::string(engine::format_name(f)) + " " + std::to_string(n),
              m_in->scale_amax_encode(x, s, f, q, n, o, a, scratch));
   }
+  void scale_amax_encode16(engine::Format from, const void* x, float s, engine::Format f, void* q, std::int64_t n,
+                           const engine::CastOptions& o, float* a, float* scratch) override {
+    PL_TIMED("scale_amax_encode16 " + std::string(engine::format_name(from)) + "->" + engine::format_name(f) + " " +
+                 std::to_string(n),
+             m_in->scale_amax_encode16(from, x, s, f, q, n, o, a, scratch));
+  }
   void fill(float* x, float v, std::int64_t n) override { PL_TIMED("fill", m_in->fill(x, v, n)); }
   void unscale_grads(const engine::GradBuffer* g, std::size_t c, float s, double* q) override {
     PL_TIMED("unscale_grads", m_in->unscale_grads(g, c, s, q));

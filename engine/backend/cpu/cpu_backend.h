@@ -56,6 +56,8 @@ class CpuBackend final : public Backend {
   void scale_amax(const float* x, float scale, float* y, std::int64_t n, float* amax) override;
   void scale_amax_encode(const float* x, float scale, Format f, void* q, std::int64_t n, const CastOptions& opt,
                          float* amax, float* scratch) override;
+  void scale_amax_encode16(Format from, const void* x, float scale, Format f, void* q, std::int64_t n,
+                           const CastOptions& opt, float* amax, float* scratch) override;
   void fill(float* x, float value, std::int64_t n) override;
   void unscale_grads(const GradBuffer* grads, std::size_t count, float inv_scale,
                      double* sum_squares) override;

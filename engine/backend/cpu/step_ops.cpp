@@ -163,8 +163,8 @@ constexpr std::int64_t kScaledChunk = 4096;
 std::uint32_t scale_amax_encode_chunk(const float* x, float scale, Format f, void* q, std::int64_t b,
                                       std::int64_t len, const CastOptions& opt) {
   std::uint32_t fused = 0;
-  if (scale_amax_cast_from_f32(f, x + b, scale, static_cast<std::byte*>(q) + static_cast<std::size_t>(b) * storage_bytes(f),
-                               static_cast<std::size_t>(len), opt, &fused))
+  if (scale_amax_cast(Format::FP32, x + b, scale, f, static_cast<std::byte*>(q) + static_cast<std::size_t>(b) * storage_bytes(f),
+                      static_cast<std::size_t>(len), opt, &fused))
     return fused;
   alignas(64) float buf[kScaledChunk];
   const std::uint32_t m = scale_amax_bits(x + b, scale, buf, len);
@@ -194,6 +194,30 @@ void CpuBackend::scale_amax_encode(const float* x, float scale, Format f, void* 
   for (std::int64_t c = 0; c < chunks; ++c) {
     const std::int64_t b = c * kScaledChunk;
     m = std::max(m, scale_amax_encode_chunk(x, scale, f, q, b, std::min(kScaledChunk, n - b), opt));
+  }
+  *amax = amax_from_bits(m);
+}
+
+void CpuBackend::scale_amax_encode16(Format from, const void* x, float scale, Format f, void* q, std::int64_t n,
+                                     const CastOptions& opt, float* amax, float* scratch) {
+  use_threads();
+  std::uint32_t probe = 0;
+  // The cast library decodes as it casts (FP8 on AVX-512; an empty call
+  // says whether it can); otherwise decode into scratch first.
+  if (n <= 0 || !scale_amax_cast(from, x, scale, f, q, 0, opt, &probe)) {
+    Backend::scale_amax_encode16(from, x, scale, f, q, n, opt, amax, scratch);
+    return;
+  }
+  const std::size_t xs = storage_bytes(from), qs = storage_bytes(f);
+  const std::int64_t chunks = (n + kScaledChunk - 1) / kScaledChunk;
+  std::uint32_t m = 0;
+#pragma omp parallel for schedule(static) reduction(max : m) if (cpu::worth_parallel(n))
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const std::size_t b = static_cast<std::size_t>(c * kScaledChunk);
+    std::uint32_t cm = 0;
+    scale_amax_cast(from, static_cast<const std::byte*>(x) + b * xs, scale, f, static_cast<std::byte*>(q) + b * qs,
+                    static_cast<std::size_t>(std::min(kScaledChunk, n - c * kScaledChunk)), opt, &cm);
+    m = std::max(m, cm);
   }
   *amax = amax_from_bits(m);
 }

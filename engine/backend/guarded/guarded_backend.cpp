@@ -141,6 +141,11 @@ class GuardedBackend final : public Backend {
     Open o(*this, "scale_amax_encode", x, q, amax, scratch);
     m_inner->scale_amax_encode(x, scale, f, q, n, opt, amax, scratch);
   }
+  void scale_amax_encode16(Format from, const void* x, float scale, Format f, void* q, std::int64_t n,
+                           const CastOptions& opt, float* amax, float* scratch) override {
+    Open o(*this, "scale_amax_encode16", x, q, amax, scratch);
+    m_inner->scale_amax_encode16(from, x, scale, f, q, n, opt, amax, scratch);
+  }
   void fill(float* x, float value, std::int64_t n) override {
     Open o(*this, "fill", x);
     m_inner->fill(x, value, n);

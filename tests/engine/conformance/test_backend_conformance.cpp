@@ -1187,6 +1187,54 @@ TEST_P(Conformance, ScaleAmaxEncodeEqualsScalarReference) {
     }
 }
 
+// The same cast from FP16/BF16 codes (Backend::scale_amax_encode16, the
+// CPU decoding as it casts): the bits of decoding and casting, with the
+// codes' infinities, a NaN and values the scale pushes past FP8's range.
+TEST_P(Conformance, ScaleAmaxEncode16EqualsDecodeThenCast) {
+  for (Format from : {Format::BF16, Format::FP16})
+    for (std::size_t n : {std::size_t{10}, std::size_t{4099}, std::size_t{300007}})
+      for (bool nan : {false, true}) {
+        std::vector<float> v = normal_values(n, 71 + n, 3.0f);
+        const float edges[] = {1e-9f, -0.0f, 500.0f, -60000.0f, INFINITY, -INFINITY, 1e-5f};
+        for (std::size_t i = 0; i < std::size(edges) && i * 3 < n; ++i) v[i * 3] = edges[i];
+        if (nan) v[n / 2] = std::numeric_limits<float>::quiet_NaN();
+        std::vector<std::uint16_t> codes(n);
+        std::vector<float> x(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          codes[i] = static_cast<std::uint16_t>(engine::encode(from, v[i]));
+          x[i] = engine::decode(from, codes[i]);
+        }
+        for (Format f : {Format::E4M3, Format::E5M2})
+          for (bool saturate : {true, false}) {
+            const float scale = 8.0f;
+            std::vector<std::uint8_t> want(n);
+            std::uint32_t m = 0;
+            for (std::size_t i = 0; i < n; ++i) {
+              want[i] = static_cast<std::uint8_t>(engine::encode(f, x[i] * scale, saturate));
+              m = std::max(m, std::bit_cast<std::uint32_t>(x[i]) & 0x7FFFFFFFu);
+            }
+            DeviceBuffer<std::uint16_t> cd(GetParam(), codes);
+            DeviceBuffer<std::uint8_t> q(GetParam(), std::vector<std::uint8_t>(n, 0xAB));
+            auto amax = out(1);
+            auto scratch = out(n);
+            engine::CastOptions opt;
+            opt.saturate = saturate;
+            be->scale_amax_encode16(from, cd.get(), scale, f, q.get(), static_cast<i64>(n), opt, amax.get(),
+                                    scratch.get());
+            const std::string what = std::string("scale_amax_encode16 ") + engine::format_name(from) + "->" +
+                                     engine::format_name(f) + (saturate ? " saturate" : "") + " n=" +
+                                     std::to_string(n) + (nan ? " NaN" : "");
+            EXPECT_EQ(q.host(), want) << what;
+            const float got = amax.host()[0];
+            if (m > 0x7F800000u) {
+              EXPECT_TRUE(std::isnan(got)) << what;
+            } else {
+              EXPECT_EQ(std::bit_cast<std::uint32_t>(got), m) << what;
+            }
+          }
+      }
+}
+
 // The residual add on FP16/BF16 codes gives the bits of decode, add,
 // encode through the same backend, with the specials of both formats,
 // values that overflow FP16 when added (saturating and not) and sizes

@@ -306,53 +306,76 @@ TEST_P(CastPaths, E5M2EveryFp16RoundingPattern) {
   }
 }
 
-// The fused scale + amax + cast of FP8 delayed scaling equals its three
-// steps (FP32 product, max of the unscaled |x| bit patterns, scalar cast)
-// at every length and alignment, for scales that keep values in range,
-// push them past the format's maximum, and 1 (no multiply); paths without a
-// fused kernel say so and write nothing.
+// The fused scale + amax + cast of FP8 delayed scaling equals its steps
+// (decode, FP32 product, max of the unscaled |x| bit patterns, scalar cast)
+// at every length and alignment, from FP32 values and from BF16 and FP16
+// codes (every class: random patterns), for scales that keep values in
+// range, push them past the format's maximum, and 1 (no multiply); paths
+// without a fused kernel say so and write nothing.
 TEST_P(CastPaths, ScaledCastWithAmaxEqualsItsSteps) {
   const CastPath p = GetParam();
   const bool fused_path = p == CastPath::AVX512 || p == CastPath::AVX512BF16;
-  for (Format f : {Format::E4M3, Format::E5M2}) {
-    for (float scale : {1.0f, 0.4375f, 3.0f, 1.0e-3f, 1.0e4f}) {
-      for (bool sat : {false, true}) {
-        for (std::size_t n : kLengths) {
-          const std::size_t misalign = n % 5;
-          const std::vector<float> src_all = hostile_floats(n + misalign, static_cast<std::uint32_t>(n * 7 + 1));
-          const float* src = src_all.data() + misalign;
-          std::vector<std::uint8_t> dst(n + misalign + 64, kGuard);
-          CastOptions opt;
-          opt.saturate = sat;
-          std::uint32_t amax = 0xDEADBEEFu;
-          const bool done = engine::scale_amax_cast_from_f32_path(p, f, src, scale, dst.data() + misalign, n, opt, &amax);
-          ASSERT_EQ(done, fused_path) << label(p, f, n);
-          if (!done) {
-            for (std::uint8_t b : dst) ASSERT_EQ(b, kGuard) << label(p, f, n) << ": wrote without a kernel";
-            continue;
+  for (Format from : {Format::FP32, Format::BF16, Format::FP16}) {
+    const std::size_t ws = engine::storage_bytes(from);
+    for (Format f : {Format::E4M3, Format::E5M2}) {
+      for (float scale : {1.0f, 0.4375f, 3.0f, 1.0e-3f, 1.0e4f}) {
+        for (bool sat : {false, true}) {
+          for (std::size_t n : kLengths) {
+            const std::size_t misalign = n % 5;
+            const std::uint32_t seed = static_cast<std::uint32_t>(n * 7 + 1);
+            // The source: FP32 values, or random 16-bit codes.
+            std::vector<float> values = hostile_floats(n + misalign, seed);
+            std::vector<std::uint8_t> src_all((n + misalign) * ws);
+            if (from == Format::FP32) {
+              std::memcpy(src_all.data(), values.data(), src_all.size());
+            } else {
+              std::mt19937 rng(seed);
+              for (auto& b : src_all) b = static_cast<std::uint8_t>(rng());
+              for (std::size_t i = 0; i < n + misalign; ++i) {
+                std::uint16_t c = 0;
+                std::memcpy(&c, &src_all[i * ws], 2);
+                values[i] = engine::decode(from, c);
+              }
+            }
+            std::vector<std::uint8_t> dst(n + misalign + 64, kGuard);
+            CastOptions opt;
+            opt.saturate = sat;
+            std::uint32_t amax = 0xDEADBEEFu;
+            const bool done = engine::scale_amax_cast_path(p, from, src_all.data() + misalign * ws, scale, f,
+                                                           dst.data() + misalign, n, opt, &amax);
+            const std::string what = label(p, f, n) + " from " + engine::format_name(from);
+            ASSERT_EQ(done, fused_path) << what;
+            if (!done) {
+              for (std::uint8_t b : dst) ASSERT_EQ(b, kGuard) << what << ": wrote without a kernel";
+              continue;
+            }
+            std::uint32_t want_amax = 0;
+            for (std::size_t i = 0; i < n; ++i) {
+              const float x = values[misalign + i];
+              want_amax = std::max(want_amax, bits_of(x) & 0x7FFFFFFFu);
+              const std::uint32_t want = engine::encode(f, x * scale, sat);
+              ASSERT_EQ(dst[misalign + i], want) << what << " scale=" << scale << " sat=" << sat << " i=" << i
+                                                 << " x=0x" << std::hex << bits_of(x);
+            }
+            ASSERT_EQ(amax, want_amax) << what << " scale=" << scale;
+            for (std::size_t b = 0; b < misalign; ++b) ASSERT_EQ(dst[b], kGuard) << what;
+            for (std::size_t b = misalign + n; b < dst.size(); ++b)
+              ASSERT_EQ(dst[b], kGuard) << what << ": wrote past the end";
           }
-          std::uint32_t want_amax = 0;
-          for (std::size_t i = 0; i < n; ++i) {
-            want_amax = std::max(want_amax, bits_of(src[i]) & 0x7FFFFFFFu);
-            const std::uint32_t want = engine::encode(f, src[i] * scale, sat);
-            ASSERT_EQ(dst[misalign + i], want) << label(p, f, n) << " scale=" << scale << " sat=" << sat << " i=" << i
-                                               << " x=0x" << std::hex << bits_of(src[i]);
-          }
-          ASSERT_EQ(amax, want_amax) << label(p, f, n) << " scale=" << scale;
-          for (std::size_t b = 0; b < misalign; ++b) ASSERT_EQ(dst[b], kGuard) << label(p, f, n);
-          for (std::size_t b = misalign + n; b < dst.size(); ++b)
-            ASSERT_EQ(dst[b], kGuard) << label(p, f, n) << ": wrote past the end";
         }
       }
     }
   }
-  // Stochastic rounding has no fused kernel on any path.
+  // Stochastic rounding has no fused kernel on any path, nor has a source
+  // format other than FP32, BF16 and FP16.
   const float one = 1.0f;
   std::uint8_t code = kGuard;
   std::uint32_t amax = 0;
   CastOptions stochastic;
   stochastic.stochastic = true;
-  EXPECT_FALSE(engine::scale_amax_cast_from_f32_path(p, Format::E4M3, &one, 2.0f, &code, 1, stochastic, &amax));
+  EXPECT_FALSE(engine::scale_amax_cast_path(p, Format::FP32, &one, 2.0f, Format::E4M3, &code, 1, stochastic, &amax));
+  const std::uint8_t e4m3_one = 0x38;
+  EXPECT_FALSE(engine::scale_amax_cast_path(p, Format::E4M3, &e4m3_one, 2.0f, Format::E5M2, &code, 1, {}, &amax));
   EXPECT_EQ(code, kGuard);
 }
 
