@@ -76,6 +76,13 @@ struct GemmEncode {
   CastOptions opt;
 };
 
+// A convolution input as stored: FP32 values or BF16 codes (format), in
+// backend memory.
+struct ConvInput {
+  Format format = Format::FP32;
+  const void* data = nullptr;
+};
+
 // Attention's core forward over B x H heads of T tokens, d = C / H columns
 // each (nn/attention.h; all pointers backend memory): from qkv [B, T, 3C]
 // in `format` (both GEMMs' operand format, FP32 sums),
@@ -373,6 +380,18 @@ class Backend {
   // of those ops (AttentionForward says which).
   virtual bool attention_forward(const AttentionForward&) { return false; }
   virtual bool attention_backward(const AttentionBackward&) { return false; }
+  // The convolutions with an input (x, dy) given as stored BF16 codes
+  // instead of f32 values (ConvInput; FP32 allowed too): the bits of
+  // decoding it and calling conv2d_forward / _backward_data /
+  // _backward_weights. false (the default) where a backend has no such
+  // path, and the caller decodes and calls those.
+  virtual bool conv2d_forward_coded(const ConvShape&, Format, ConvInput, const float*, const float*, float*) {
+    return false;
+  }
+  virtual bool conv2d_backward_data_coded(const ConvShape&, Format, ConvInput, const float*, float*) { return false; }
+  virtual bool conv2d_backward_weights_coded(const ConvShape&, Format, ConvInput, ConvInput, float*, float*) {
+    return false;
+  }
   virtual void conv2d_forward(const ConvShape& s, Format compute, const float* x, const float* w,
                               const float* bias, float* y) = 0;
   virtual void conv2d_backward_data(const ConvShape& s, Format compute, const float* dy,

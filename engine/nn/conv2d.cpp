@@ -16,12 +16,6 @@ void conv2d_forward(Backend& be, const ConvShape& s, Format compute, const float
   be.conv2d_forward(s, compute, x, w, bias, y);
 }
 
-void conv2d_backward(Backend& be, const ConvShape& s, Format data_compute, Format weight_compute,
-                     const float* dy, const float* x, const float* w, float* dx, float* dw, float* db) {
-  if (dx) be.conv2d_backward_data(s, data_compute, dy, w, dx);
-  be.conv2d_backward_weights(s, weight_compute, x, dy, dw, db);
-}
-
 Conv2d::Conv2d(std::string name, std::int64_t c_in, std::int64_t c_out, std::int64_t kernel,
                std::int64_t pad, std::int64_t stride, bool bias)
     : Layer(std::move(name)), m_c_in(c_in), m_c_out(c_out), m_kernel(kernel), m_pad(pad),
@@ -226,13 +220,17 @@ void Conv2d::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) 
   } else {
     const Tensor& xc = round_to(be, x, p.compute, ctx.x_compute, sat);
     ctx.x = &xc;
-    const float* xf = f32_values(be, xc, m_x32);
     const float* wf = weight_f32(be, m_weight, p.compute, m_w32);
     const float* bf = m_has_bias ? f32_rounded(be, m_bias.weight, p.compute, m_b32, sat) : nullptr;
     // A scaled FP8 weight divided by its scale may leave the FP8 grid: only
     // the f32 path is exact for it then.
     const Format wfmt = m_weight.weight_scale == 1.0f ? p.compute : Format::FP32;
-    conv2d_forward(be, conv_shape(x.shape()), common_compute(p.compute, wfmt), xf, wf, bf, yf);
+    const ConvShape cs = conv_shape(x.shape());
+    const Format cc = common_compute(p.compute, wfmt);
+    // BF16 activations go to the backend as codes where it takes them (no
+    // f32 copy); otherwise decoded here.
+    if (xc.format() != Format::BF16 || !be.conv2d_forward_coded(cs, cc, {Format::BF16, xc.data()}, wf, bf, yf))
+      conv2d_forward(be, cs, cc, f32_values(be, xc, m_x32), wf, bf, yf);
   }
   output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, NonfiniteSlot::Activation));
 }
@@ -254,12 +252,23 @@ void Conv2d::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
   const ConvShape cs = conv_shape(x.shape());
   const bool fp8_forward = is_fp8(p.compute);
   if (!fp8_forward && !is_fp8(p.grad)) {
-    const float* dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
-    const float* xf = f32_values(be, x, m_x32);
     const float* wf = weight_f32(be, m_weight, p.compute, m_w32);
     const Format wfmt = m_weight.weight_scale == 1.0f ? p.compute : Format::FP32;
-    conv2d_backward(be, cs, common_compute(p.grad, wfmt), common_compute(p.grad, p.compute), dyf, xf, wf, dxf,
-                    dw, db);
+    const Format data_c = common_compute(p.grad, wfmt), weight_c = common_compute(p.grad, p.compute);
+    // x and dy as BF16 codes where the backend takes them and rounding dy to
+    // the grad format changes nothing; f32 copies only where it declines.
+    const float* dyf = nullptr;
+    const float* xf = nullptr;
+    auto dy_f32 = [&] { return dyf ? dyf : (dyf = f32_rounded(be, dy, p.grad, m_dy32, false)); };
+    auto x_f32 = [&] { return xf ? xf : (xf = f32_values(be, x, m_x32)); };
+    const bool dy_codes = dy.format() == Format::BF16 && (p.grad == Format::BF16 || p.grad == Format::FP32);
+    const ConvInput dy_in = dy_codes ? ConvInput{Format::BF16, dy.data()} : ConvInput{Format::FP32, dy_f32()};
+    const ConvInput x_in = x.format() == Format::BF16 ? ConvInput{Format::BF16, x.data()}
+                                                      : ConvInput{Format::FP32, x_f32()};
+    if (dxf && !be.conv2d_backward_data_coded(cs, data_c, dy_in, wf, dxf))
+      be.conv2d_backward_data(cs, data_c, dy_f32(), wf, dxf);
+    if (!be.conv2d_backward_weights_coded(cs, weight_c, x_in, dy_in, dw, db))
+      be.conv2d_backward_weights(cs, weight_c, x_f32(), dy_f32(), dw, db);
   } else {
     // FP8: dy (grad format FP8) holds dy * s_dy, x holds x * s_x, w holds
     // w * s_w; the results are multiplied by 1/(s_dy s_w) and 1/(s_dy s_x).

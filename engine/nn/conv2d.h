@@ -17,11 +17,6 @@ namespace engine {
 // bias may be null. y is overwritten.
 void conv2d_forward(Backend& be, const ConvShape& s, Format compute, const float* x, const float* w,
                     const float* bias, float* y);
-// dx (null: not needed), dw and db (null: no bias) are overwritten.
-// `data_compute` is the format dy and w are both exact in, `weight_compute`
-// the one x and dy are.
-void conv2d_backward(Backend& be, const ConvShape& s, Format data_compute, Format weight_compute,
-                     const float* dy, const float* x, const float* w, float* dx, float* dw, float* db);
 
 // What Conv2d saves: its input in the compute format (the caller's tensor
 // when it already was, else an owned copy). Decoded again in backward, so

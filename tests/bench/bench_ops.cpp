@@ -152,6 +152,30 @@ class TimingBackend final : public engine::Backend {
                                float* dw, float* db) override {
     PL_TIMED("conv2d_backward_weights c_in " + std::to_string(s.c_in) + " " + engine::format_name(c), m_in->conv2d_backward_weights(s, c, x, dy, dw, db));
   }
+  bool conv2d_forward_coded(const engine::ConvShape& s, engine::Format c, engine::ConvInput x, const float* w,
+                            const float* b, float* y) override {
+    bool done = false;
+    time_call("conv2d_forward c_in " + std::to_string(s.c_in) + " " + engine::format_name(c) + " from " +
+                  engine::format_name(x.format),
+              [&] { done = m_in->conv2d_forward_coded(s, c, x, w, b, y); });
+    return done;
+  }
+  bool conv2d_backward_data_coded(const engine::ConvShape& s, engine::Format c, engine::ConvInput dy, const float* w,
+                                  float* dx) override {
+    bool done = false;
+    time_call("conv2d_backward_data c_in " + std::to_string(s.c_in) + " " + engine::format_name(c) + " from " +
+                  engine::format_name(dy.format),
+              [&] { done = m_in->conv2d_backward_data_coded(s, c, dy, w, dx); });
+    return done;
+  }
+  bool conv2d_backward_weights_coded(const engine::ConvShape& s, engine::Format c, engine::ConvInput x,
+                                     engine::ConvInput dy, float* dw, float* db) override {
+    bool done = false;
+    time_call("conv2d_backward_weights c_in " + std::to_string(s.c_in) + " " + engine::format_name(c) + " from " +
+                  engine::format_name(x.format) + "/" + engine::format_name(dy.format),
+              [&] { done = m_in->conv2d_backward_weights_coded(s, c, x, dy, dw, db); });
+    return done;
+  }
   void conv2d_block(const engine::ConvBlockArgs& a) override { PL_TIMED("conv2d_block", m_in->conv2d_block(a)); }
   void bias_add_channels(float* y, const float* b, std::int64_t n, std::int64_t c, std::int64_t hw) override {
     PL_TIMED("bias_add_channels", m_in->bias_add_channels(y, b, n, c, hw));

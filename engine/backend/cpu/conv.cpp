@@ -44,7 +44,8 @@ std::size_t ConvEngine::KeyHash::operator()(const Key& k) const {
   auto mix = [&h](std::uint64_t v) { h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2); };
   for (std::int64_t v : {k.n, k.c_in, k.h, k.w, k.c_out, k.kh, k.kw, k.stride, k.pad})
     mix(static_cast<std::uint64_t>(v));
-  mix(static_cast<std::uint64_t>(k.dir) | (k.bf16 ? 8u : 0u) | (k.has_bias ? 16u : 0u));
+  mix(static_cast<std::uint64_t>(k.dir) | (k.bf16 ? 8u : 0u) | (k.has_bias ? 16u : 0u) | (k.x_bf16 ? 32u : 0u) |
+      (k.dy_bf16 ? 64u : 0u));
   return static_cast<std::size_t>(h);
 }
 
@@ -79,8 +80,11 @@ ConvEngine::Plan& ConvEngine::plan_for(const Key& k) {
   auto choose = [plain](const dims& d, dt t, tag plain_tag) {
     return md_t(d, t, plain ? plain_tag : tag::any);
   };
-  const md_t x_user(xs, dt::f32, tag::nchw), w_user(ws, dt::f32, tag::oihw),
-      y_user(ys, dt::f32, tag::nchw), b_user(bs, dt::f32, tag::x);
+  // The caller's memory: f32, or BF16 codes for x (forward, weights) and
+  // dy (backward); y and dx are always f32.
+  const md_t x_user(xs, k.x_bf16 ? dt::bf16 : dt::f32, tag::nchw), w_user(ws, dt::f32, tag::oihw),
+      y_user(ys, dt::f32, tag::nchw), dy_user(ys, k.dy_bf16 ? dt::bf16 : dt::f32, tag::nchw),
+      dx_user(xs, dt::f32, tag::nchw), b_user(bs, dt::f32, tag::x);
   const md_t x_lo = choose(xs, lo, tag::nchw), w_lo = choose(ws, lo, tag::oihw),
              y_lo = choose(ys, lo, tag::nchw);
   const md_t x_f32 = choose(xs, dt::f32, tag::nchw), w_f32 = choose(ws, dt::f32, tag::oihw),
@@ -124,9 +128,9 @@ ConvEngine::Plan& ConvEngine::plan_for(const Key& k) {
       plan->prim = dnnl::convolution_backward_data(pd);
       plan->impl = pd.impl_info_str();
       scratch_md = pd.scratchpad_desc();
-      specs = {{DNNL_ARG_DIFF_DST, y_user, pd.diff_dst_desc(), false},
+      specs = {{DNNL_ARG_DIFF_DST, dy_user, pd.diff_dst_desc(), false},
                {DNNL_ARG_WEIGHTS, w_user, pd.weights_desc(), false},
-               {DNNL_ARG_DIFF_SRC, x_user, pd.diff_src_desc(), true}};
+               {DNNL_ARG_DIFF_SRC, dx_user, pd.diff_src_desc(), true}};
     } else {
       const auto hd = k.has_bias ? dnnl::convolution_forward::desc(fwd_prop, alg, x_lo, w_lo, b_user,
                                                                   y_lo, strides, pads, pads)
@@ -142,7 +146,7 @@ ConvEngine::Plan& ConvEngine::plan_for(const Key& k) {
       plan->impl = pd.impl_info_str();
       scratch_md = pd.scratchpad_desc();
       specs = {{DNNL_ARG_SRC, x_user, pd.src_desc(), false},
-               {DNNL_ARG_DIFF_DST, y_user, pd.diff_dst_desc(), false},
+               {DNNL_ARG_DIFF_DST, dy_user, pd.diff_dst_desc(), false},
                {DNNL_ARG_DIFF_WEIGHTS, w_user, pd.diff_weights_desc(), true}};
       if (k.has_bias) specs.push_back({DNNL_ARG_DIFF_BIAS, b_user, pd.diff_bias_desc(), true});
     }
@@ -202,29 +206,35 @@ void ConvEngine::run(Plan& p, const void* const* user_ptrs) {
   m_last_impl = &p.impl;
 }
 
-void ConvEngine::forward(const ConvShape& s, Format compute, const float* x, const float* w,
-                         const float* bias, float* y) {
-  Plan& p = plan_for(key_of(s, Dir::Forward, compute, bias != nullptr));
+void ConvEngine::forward(const ConvShape& s, Format compute, ConvInput x, const float* w, const float* bias,
+                         float* y) {
+  Key k = key_of(s, Dir::Forward, compute, bias != nullptr);
+  k.x_bf16 = x.format == Format::BF16;
+  Plan& p = plan_for(k);
   const void* ptrs[4];
   int i = 0;
-  ptrs[i++] = x;
+  ptrs[i++] = x.data;
   ptrs[i++] = w;
   if (bias) ptrs[i++] = bias;
   ptrs[i++] = y;
   run(p, ptrs);
 }
 
-void ConvEngine::backward_data(const ConvShape& s, Format compute, const float* dy, const float* w,
-                               float* dx) {
-  Plan& p = plan_for(key_of(s, Dir::BackwardData, compute, false));
-  const void* ptrs[3] = {dy, w, dx};
+void ConvEngine::backward_data(const ConvShape& s, Format compute, ConvInput dy, const float* w, float* dx) {
+  Key k = key_of(s, Dir::BackwardData, compute, false);
+  k.dy_bf16 = dy.format == Format::BF16;
+  Plan& p = plan_for(k);
+  const void* ptrs[3] = {dy.data, w, dx};
   run(p, ptrs);
 }
 
-void ConvEngine::backward_weights(const ConvShape& s, Format compute, const float* x,
-                                  const float* dy, float* dw, float* db) {
-  Plan& p = plan_for(key_of(s, Dir::BackwardWeights, compute, db != nullptr));
-  const void* ptrs[4] = {x, dy, dw, db};
+void ConvEngine::backward_weights(const ConvShape& s, Format compute, ConvInput x, ConvInput dy, float* dw,
+                                  float* db) {
+  Key k = key_of(s, Dir::BackwardWeights, compute, db != nullptr);
+  k.x_bf16 = x.format == Format::BF16;
+  k.dy_bf16 = dy.format == Format::BF16;
+  Plan& p = plan_for(k);
+  const void* ptrs[4] = {x.data, dy.data, dw, db};
   run(p, ptrs);
 }
 

@@ -20,12 +20,12 @@ class ConvEngine {
   ConvEngine(const ConvEngine&) = delete;
   ConvEngine& operator=(const ConvEngine&) = delete;
 
-  // The backend's calling thread. Arguments as in Backend.
-  void forward(const ConvShape& s, Format compute, const float* x, const float* w,
-               const float* bias, float* y);
-  void backward_data(const ConvShape& s, Format compute, const float* dy, const float* w, float* dx);
-  void backward_weights(const ConvShape& s, Format compute, const float* x, const float* dy,
-                        float* dw, float* db);
+  // The backend's calling thread. Arguments as in Backend; x and dy as
+  // FP32 values or BF16 codes (the primitive's reorder from the caller's
+  // memory decodes them: its own copy holds the same values either way).
+  void forward(const ConvShape& s, Format compute, ConvInput x, const float* w, const float* bias, float* y);
+  void backward_data(const ConvShape& s, Format compute, ConvInput dy, const float* w, float* dx);
+  void backward_weights(const ConvShape& s, Format compute, ConvInput x, ConvInput dy, float* dw, float* db);
   std::string last_impl() const { return m_last_impl ? *m_last_impl : std::string(); }
 
  private:
@@ -34,6 +34,7 @@ class ConvEngine {
     std::int64_t n, c_in, h, w, c_out, kh, kw, stride, pad;
     Dir dir;
     bool bf16, has_bias;
+    bool x_bf16 = false, dy_bf16 = false;  // the caller's x / dy are BF16 codes
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {

@@ -151,19 +151,47 @@ void CpuBackend::gemm_block(const GemmArgs& args) {
 void CpuBackend::conv2d_forward(const ConvShape& s, Format compute, const float* x, const float* w,
                                 const float* bias, float* y) {
   use_threads();
-  m_conv->forward(s, compute, x, w, bias, y);
+  m_conv->forward(s, compute, {Format::FP32, x}, w, bias, y);
 }
 
 void CpuBackend::conv2d_backward_data(const ConvShape& s, Format compute, const float* dy,
                                       const float* w, float* dx) {
   use_threads();
-  m_conv->backward_data(s, compute, dy, w, dx);
+  m_conv->backward_data(s, compute, {Format::FP32, dy}, w, dx);
 }
 
 void CpuBackend::conv2d_backward_weights(const ConvShape& s, Format compute, const float* x,
                                          const float* dy, float* dw, float* db) {
   use_threads();
+  m_conv->backward_weights(s, compute, {Format::FP32, x}, {Format::FP32, dy}, dw, db);
+}
+
+namespace {
+bool f32_or_bf16(ConvInput in) { return in.format == Format::FP32 || in.format == Format::BF16; }
+}  // namespace
+
+bool CpuBackend::conv2d_forward_coded(const ConvShape& s, Format compute, ConvInput x, const float* w,
+                                      const float* bias, float* y) {
+  if (!f32_or_bf16(x)) return false;
+  use_threads();
+  m_conv->forward(s, compute, x, w, bias, y);
+  return true;
+}
+
+bool CpuBackend::conv2d_backward_data_coded(const ConvShape& s, Format compute, ConvInput dy, const float* w,
+                                            float* dx) {
+  if (!f32_or_bf16(dy)) return false;
+  use_threads();
+  m_conv->backward_data(s, compute, dy, w, dx);
+  return true;
+}
+
+bool CpuBackend::conv2d_backward_weights_coded(const ConvShape& s, Format compute, ConvInput x, ConvInput dy,
+                                               float* dw, float* db) {
+  if (!f32_or_bf16(x) || !f32_or_bf16(dy)) return false;
+  use_threads();
   m_conv->backward_weights(s, compute, x, dy, dw, db);
+  return true;
 }
 
 void CpuBackend::maxpool2d_forward(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,

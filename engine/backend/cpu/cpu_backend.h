@@ -78,6 +78,12 @@ class CpuBackend final : public Backend {
   void conv2d_backward_weights(const ConvShape& s, Format compute, const float* x,
                                const float* dy, float* dw, float* db) override;
 
+  bool conv2d_forward_coded(const ConvShape& s, Format compute, ConvInput x, const float* w, const float* bias,
+                            float* y) override;
+  bool conv2d_backward_data_coded(const ConvShape& s, Format compute, ConvInput dy, const float* w,
+                                  float* dx) override;
+  bool conv2d_backward_weights_coded(const ConvShape& s, Format compute, ConvInput x, ConvInput dy, float* dw,
+                                     float* db) override;
   void conv2d_block(const ConvBlockArgs& args) override;
   void bias_add_channels(float* y, const float* bias, std::int64_t n, std::int64_t c, std::int64_t hw) override;
   void channel_sums(const float* dy, float* db, std::int64_t n, std::int64_t c, std::int64_t hw) override;

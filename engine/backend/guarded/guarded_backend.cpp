@@ -210,6 +210,21 @@ class GuardedBackend final : public Backend {
     Open o(*this, "conv2d_backward_weights", x, dy, dw, db);
     m_inner->conv2d_backward_weights(s, compute, x, dy, dw, db);
   }
+  bool conv2d_forward_coded(const ConvShape& s, Format compute, ConvInput x, const float* w, const float* bias,
+                            float* y) override {
+    Open o(*this, "conv2d_forward_coded", x.data, w, bias, y);
+    return m_inner->conv2d_forward_coded(s, compute, x, w, bias, y);
+  }
+  bool conv2d_backward_data_coded(const ConvShape& s, Format compute, ConvInput dy, const float* w,
+                                  float* dx) override {
+    Open o(*this, "conv2d_backward_data_coded", dy.data, w, dx);
+    return m_inner->conv2d_backward_data_coded(s, compute, dy, w, dx);
+  }
+  bool conv2d_backward_weights_coded(const ConvShape& s, Format compute, ConvInput x, ConvInput dy, float* dw,
+                                     float* db) override {
+    Open o(*this, "conv2d_backward_weights_coded", x.data, dy.data, dw, db);
+    return m_inner->conv2d_backward_weights_coded(s, compute, x, dy, dw, db);
+  }
   void maxpool2d_forward(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
                          const float* x, float* y, std::int32_t* argmax) override {
     Open o(*this, "maxpool2d_forward", x, y, argmax);

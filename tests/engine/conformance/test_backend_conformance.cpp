@@ -939,6 +939,37 @@ TEST_P(Conformance, Conv2dForwardAndBackwardMatchDirectReference) {
       auto dw2 = out(nw);
       be->conv2d_backward_weights(s, f, xd.get(), dyd.get(), dw2.get(), nullptr);
       expect_close(dw2.host(), dw_ref, dw_mag, tol(s.n * oh * ow), 1e-30, name.str() + " backward weights, no db");
+      // The same convolutions from BF16 codes of x and dy (and FP32 given
+      // as a ConvInput): where the backend takes them, the bits of the f32
+      // calls above; a backend may decline (false) and write nothing.
+      if (f == Format::BF16 || f == Format::FP32) {
+        auto codes = [&](const std::vector<float>& v) {
+          std::vector<std::uint16_t> c(v.size());
+          for (std::size_t i = 0; i < v.size(); ++i) c[i] = static_cast<std::uint16_t>(engine::encode(Format::BF16, v[i]));
+          return c;
+        };
+        DeviceBuffer<std::uint16_t> xc(GetParam(), codes(x)), dyc(GetParam(), codes(dy));
+        const engine::ConvInput x_in = f == Format::BF16 ? engine::ConvInput{Format::BF16, xc.get()}
+                                                         : engine::ConvInput{Format::FP32, xd.get()};
+        const engine::ConvInput dy_in = f == Format::BF16 ? engine::ConvInput{Format::BF16, dyc.get()}
+                                                          : engine::ConvInput{Format::FP32, dyd.get()};
+        be->conv2d_forward(s, f, xd.get(), wd.get(), bd.get(), y.get());
+        const std::vector<float> y_f32 = y.host(), dx_f32 = dx.host(), dw_f32 = dw.host(), db_f32 = db.host();
+        auto y2 = out(ny), dx2 = out(nx), dw3 = out(nw), db2 = out(static_cast<std::size_t>(s.c_out));
+        const std::string coded = name.str() + " from " + engine::format_name(x_in.format);
+        if (be->conv2d_forward_coded(s, f, x_in, wd.get(), bd.get(), y2.get()))
+          expect_bit_equal(y2.host(), y_f32, coded + " forward");
+        if (be->conv2d_backward_data_coded(s, f, dy_in, wd.get(), dx2.get()))
+          expect_bit_equal(dx2.host(), dx_f32, coded + " backward data");
+        if (be->conv2d_backward_weights_coded(s, f, x_in, dy_in, dw3.get(), db2.get())) {
+          expect_bit_equal(dw3.host(), dw_f32, coded + " backward weights");
+          expect_bit_equal(db2.host(), db_f32, coded + " backward bias");
+        }
+        // The CPU backend has this path for every shape.
+        if (GetParam().name.rfind("cpu", 0) == 0) {
+          EXPECT_TRUE(be->conv2d_forward_coded(s, f, x_in, wd.get(), nullptr, y2.get())) << coded;
+        }
+      }
       if (HasFailure()) return;
     }
 }
