@@ -1179,60 +1179,23 @@ TEST_P(Conformance, QuantizeEqualsScalarReferenceForEveryFormat) {
 }
 
 // FP8 delayed scaling's cast (Backend::scale_amax_encode, the CPU's one
-// pass): amax of x before scaling, and x * scale encoded with or without
-// saturation, against the scalar encoders; NaN anywhere makes amax NaN.
+// pass) and the same from FP16/BF16 codes (scale_amax_encode16, the CPU
+// decoding as it casts): amax of the values before scaling, and value *
+// scale encoded with or without saturation, against the scalar encoders,
+// with infinities, values the scale pushes past FP8's range and FP32
+// subnormals; NaN anywhere makes amax NaN.
 TEST_P(Conformance, ScaleAmaxEncodeEqualsScalarReference) {
-  for (std::size_t n : {std::size_t{10}, std::size_t{4099}, std::size_t{300007}})
-    for (bool nan : {false, true}) {
-      std::vector<float> x = normal_values(n, 51 + n, 3.0f);
-      const float edges[] = {1e-9f, -0.0f, 500.0f, -70000.0f, INFINITY, -INFINITY, 1e-30f};
-      for (std::size_t i = 0; i < std::size(edges) && i * 3 < n; ++i) x[i * 3] = edges[i];
-      if (nan) x[n / 2] = std::numeric_limits<float>::quiet_NaN();
-      for (Format f : {Format::E4M3, Format::E5M2})
-        for (bool saturate : {true, false}) {
-          const float scale = 8.0f;
-          std::vector<std::uint8_t> want(n);
-          std::uint32_t m = 0;
-          for (std::size_t i = 0; i < n; ++i) {
-            const float v = x[i] * scale;
-            want[i] = f == Format::E4M3 ? engine::fp32_to_e4m3(v, saturate) : engine::fp32_to_e5m2(v, saturate);
-            m = std::max(m, std::bit_cast<std::uint32_t>(x[i]) & 0x7FFFFFFFu);
-          }
-          auto xd = dev(x);
-          DeviceBuffer<std::uint8_t> q(GetParam(), std::vector<std::uint8_t>(n, 0xAB));
-          auto amax = out(1);
-          auto scratch = out(n);
-          engine::CastOptions opt;
-          opt.saturate = saturate;
-          be->scale_amax_encode(xd.get(), scale, f, q.get(), static_cast<i64>(n), opt, amax.get(), scratch.get());
-          const std::string what = std::string("scale_amax_encode ") + engine::format_name(f) +
-                                   (saturate ? " saturate" : "") + " n=" + std::to_string(n) + (nan ? " NaN" : "");
-          EXPECT_EQ(q.host(), want) << what;
-          const float got = amax.host()[0];
-          if (m > 0x7F800000u) {
-            EXPECT_TRUE(std::isnan(got)) << what;
-          } else {
-            EXPECT_EQ(std::bit_cast<std::uint32_t>(got), m) << what;
-          }
-        }
-    }
-}
-
-// The same cast from FP16/BF16 codes (Backend::scale_amax_encode16, the
-// CPU decoding as it casts): the bits of decoding and casting, with the
-// codes' infinities, a NaN and values the scale pushes past FP8's range.
-TEST_P(Conformance, ScaleAmaxEncode16EqualsDecodeThenCast) {
-  for (Format from : {Format::BF16, Format::FP16})
+  for (Format from : {Format::FP32, Format::BF16, Format::FP16})
     for (std::size_t n : {std::size_t{10}, std::size_t{4099}, std::size_t{300007}})
       for (bool nan : {false, true}) {
-        std::vector<float> v = normal_values(n, 71 + n, 3.0f);
-        const float edges[] = {1e-9f, -0.0f, 500.0f, -60000.0f, INFINITY, -INFINITY, 1e-5f};
-        for (std::size_t i = 0; i < std::size(edges) && i * 3 < n; ++i) v[i * 3] = edges[i];
-        if (nan) v[n / 2] = std::numeric_limits<float>::quiet_NaN();
-        std::vector<std::uint16_t> codes(n);
-        std::vector<float> x(n);
-        for (std::size_t i = 0; i < n; ++i) {
-          codes[i] = static_cast<std::uint16_t>(engine::encode(from, v[i]));
+        std::vector<float> x = normal_values(n, 51 + n, 3.0f);
+        const float edges[] = {1e-9f, -0.0f, 500.0f, -70000.0f, INFINITY, -INFINITY, 1e-30f, 1e-5f, -1e-40f};
+        for (std::size_t i = 0; i < std::size(edges) && i * 3 < n; ++i) x[i * 3] = edges[i];
+        if (nan) x[n / 2] = std::numeric_limits<float>::quiet_NaN();
+        // 16-bit sources: the codes of those values, and x their values.
+        std::vector<std::uint16_t> codes(from == Format::FP32 ? 0 : n);
+        for (std::size_t i = 0; i < codes.size(); ++i) {
+          codes[i] = static_cast<std::uint16_t>(engine::encode(from, x[i]));
           x[i] = engine::decode(from, codes[i]);
         }
         for (Format f : {Format::E4M3, Format::E5M2})
@@ -1244,15 +1207,20 @@ TEST_P(Conformance, ScaleAmaxEncode16EqualsDecodeThenCast) {
               want[i] = static_cast<std::uint8_t>(engine::encode(f, x[i] * scale, saturate));
               m = std::max(m, std::bit_cast<std::uint32_t>(x[i]) & 0x7FFFFFFFu);
             }
-            DeviceBuffer<std::uint16_t> cd(GetParam(), codes);
             DeviceBuffer<std::uint8_t> q(GetParam(), std::vector<std::uint8_t>(n, 0xAB));
             auto amax = out(1);
             auto scratch = out(n);
             engine::CastOptions opt;
             opt.saturate = saturate;
-            be->scale_amax_encode16(from, cd.get(), scale, f, q.get(), static_cast<i64>(n), opt, amax.get(),
-                                    scratch.get());
-            const std::string what = std::string("scale_amax_encode16 ") + engine::format_name(from) + "->" +
+            if (from == Format::FP32) {
+              auto xd = dev(x);
+              be->scale_amax_encode(xd.get(), scale, f, q.get(), static_cast<i64>(n), opt, amax.get(), scratch.get());
+            } else {
+              DeviceBuffer<std::uint16_t> cd(GetParam(), codes);
+              be->scale_amax_encode16(from, cd.get(), scale, f, q.get(), static_cast<i64>(n), opt, amax.get(),
+                                      scratch.get());
+            }
+            const std::string what = std::string("scale_amax_encode from ") + engine::format_name(from) + " to " +
                                      engine::format_name(f) + (saturate ? " saturate" : "") + " n=" +
                                      std::to_string(n) + (nan ? " NaN" : "");
             EXPECT_EQ(q.host(), want) << what;
