@@ -93,8 +93,9 @@ inline __m512i e5m2_encode(__m512i u, bool saturate) {
 // one kept. Toward zero never overflows to infinity: a finite |x| >= 65520
 // becomes 65504 | 1, which rounds to infinity as RNE from FP32 does (or to
 // the largest finite code, saturating). The rounding itself runs on 32
-// 16-bit lanes at once: about half the instructions of the FP32 integer
-// path (e5m2_encode above, kept for quantize).
+// 16-bit lanes at once: fewer instructions than the FP32 integer path
+// (e5m2_encode above, kept for quantize), about 10% faster alone
+// (bench_cast) and more inside the scaled cast below.
 inline __m256i e5m2_encode32(__m512 x0, __m512 x1, bool saturate) {
   constexpr int kRz = _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC;
   const __m256i h0 = _mm512_cvt_roundps_ph(x0, kRz);
@@ -391,10 +392,7 @@ bool avx512_from_f32(Format to, const float* src, void* dst, std::size_t n, bool
       });
       return true;
     }
-    case Format::E5M2:
-      fp8_scaled_from<Format::FP32>(src, static_cast<std::uint8_t*>(dst), n, 1.0f, nullptr,
-                                    [saturate](__m512 x0, __m512 x1) { return e5m2_encode32(x0, x1, saturate); });
-      return true;
+    case Format::E5M2: return fp8_scaled<Format::FP32>(to, src, 1.0f, dst, n, saturate, nullptr);
     case Format::E4M3:
       fp8_from_f32(src, static_cast<std::uint8_t*>(dst), n,
                    [saturate](__m512i u) { return e4m3_encode(u, saturate); });
