@@ -34,6 +34,9 @@ struct ConvEngine::Plan {
   dnnl::memory scratch;
   std::size_t scratch_bytes = 0;
   std::string impl;
+  // A BF16-coded input's reorder is oneDNN's reference loop ("simple:any":
+  // on CPUs without AVX-512, about 4x slower than decoding first).
+  bool slow_codes = false;
 };
 
 ConvEngine::ConvEngine(DnnlContext& ctx, bool native_bf16) : m_ctx(ctx), m_native_bf16(native_bf16) {}
@@ -161,7 +164,14 @@ ConvEngine::Plan& ConvEngine::plan_for(const Key& k) {
       if (a.reordered) {
         // The primitive's copy lives as long as the plan (allocated once).
         a.inner = dnnl::memory(s.inner, eng);
-        a.reorder = s.output ? dnnl::reorder(a.inner, a.user) : dnnl::reorder(a.user, a.inner);
+        if (s.output) {
+          a.reorder = dnnl::reorder(a.inner, a.user);
+        } else {
+          const dnnl::reorder::primitive_desc rpd(a.user, a.inner);
+          if (s.user.data_type() == dt::bf16 && std::string(rpd.impl_info_str()).rfind("simple", 0) == 0)
+            plan->slow_codes = true;
+          a.reorder = dnnl::reorder(rpd);
+        }
         m_ctx.count_primitive();
       }
       plan->args.push_back(std::move(a));
@@ -206,11 +216,12 @@ void ConvEngine::run(Plan& p, const void* const* user_ptrs) {
   m_last_impl = &p.impl;
 }
 
-void ConvEngine::forward(const ConvShape& s, Format compute, ConvInput x, const float* w, const float* bias,
+bool ConvEngine::forward(const ConvShape& s, Format compute, ConvInput x, const float* w, const float* bias,
                          float* y) {
   Key k = key_of(s, Dir::Forward, compute, bias != nullptr);
   k.x_bf16 = x.format == Format::BF16;
   Plan& p = plan_for(k);
+  if (p.slow_codes) return false;
   const void* ptrs[4];
   int i = 0;
   ptrs[i++] = x.data;
@@ -218,24 +229,29 @@ void ConvEngine::forward(const ConvShape& s, Format compute, ConvInput x, const 
   if (bias) ptrs[i++] = bias;
   ptrs[i++] = y;
   run(p, ptrs);
+  return true;
 }
 
-void ConvEngine::backward_data(const ConvShape& s, Format compute, ConvInput dy, const float* w, float* dx) {
+bool ConvEngine::backward_data(const ConvShape& s, Format compute, ConvInput dy, const float* w, float* dx) {
   Key k = key_of(s, Dir::BackwardData, compute, false);
   k.dy_bf16 = dy.format == Format::BF16;
   Plan& p = plan_for(k);
+  if (p.slow_codes) return false;
   const void* ptrs[3] = {dy.data, w, dx};
   run(p, ptrs);
+  return true;
 }
 
-void ConvEngine::backward_weights(const ConvShape& s, Format compute, ConvInput x, ConvInput dy, float* dw,
+bool ConvEngine::backward_weights(const ConvShape& s, Format compute, ConvInput x, ConvInput dy, float* dw,
                                   float* db) {
   Key k = key_of(s, Dir::BackwardWeights, compute, db != nullptr);
   k.x_bf16 = x.format == Format::BF16;
   k.dy_bf16 = dy.format == Format::BF16;
   Plan& p = plan_for(k);
+  if (p.slow_codes) return false;
   const void* ptrs[4] = {x.data, dy.data, dw, db};
   run(p, ptrs);
+  return true;
 }
 
 }  // namespace engine::cpu

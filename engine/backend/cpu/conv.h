@@ -23,9 +23,11 @@ class ConvEngine {
   // The backend's calling thread. Arguments as in Backend; x and dy as
   // FP32 values or BF16 codes (the primitive's reorder from the caller's
   // memory decodes them: its own copy holds the same values either way).
-  void forward(const ConvShape& s, Format compute, ConvInput x, const float* w, const float* bias, float* y);
-  void backward_data(const ConvShape& s, Format compute, ConvInput dy, const float* w, float* dx);
-  void backward_weights(const ConvShape& s, Format compute, ConvInput x, ConvInput dy, float* dw, float* db);
+  // false, running nothing, where oneDNN has only its reference reorder
+  // for the codes (no AVX-512): the caller decodes them first, faster.
+  bool forward(const ConvShape& s, Format compute, ConvInput x, const float* w, const float* bias, float* y);
+  bool backward_data(const ConvShape& s, Format compute, ConvInput dy, const float* w, float* dx);
+  bool backward_weights(const ConvShape& s, Format compute, ConvInput x, ConvInput dy, float* dw, float* db);
   std::string last_impl() const { return m_last_impl ? *m_last_impl : std::string(); }
 
  private:

@@ -174,24 +174,21 @@ bool CpuBackend::conv2d_forward_coded(const ConvShape& s, Format compute, ConvIn
                                       const float* bias, float* y) {
   if (!f32_or_bf16(x)) return false;
   use_threads();
-  m_conv->forward(s, compute, x, w, bias, y);
-  return true;
+  return m_conv->forward(s, compute, x, w, bias, y);
 }
 
 bool CpuBackend::conv2d_backward_data_coded(const ConvShape& s, Format compute, ConvInput dy, const float* w,
                                             float* dx) {
   if (!f32_or_bf16(dy)) return false;
   use_threads();
-  m_conv->backward_data(s, compute, dy, w, dx);
-  return true;
+  return m_conv->backward_data(s, compute, dy, w, dx);
 }
 
 bool CpuBackend::conv2d_backward_weights_coded(const ConvShape& s, Format compute, ConvInput x, ConvInput dy,
                                                float* dw, float* db) {
   if (!f32_or_bf16(x) || !f32_or_bf16(dy)) return false;
   use_threads();
-  m_conv->backward_weights(s, compute, x, dy, dw, db);
-  return true;
+  return m_conv->backward_weights(s, compute, x, dy, dw, db);
 }
 
 void CpuBackend::maxpool2d_forward(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
