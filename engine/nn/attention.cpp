@@ -427,7 +427,7 @@ const Tensor* Attention::backward_fused(Backend& be, AttentionContext& ctx, cons
   const Tensor& dvalues = round_to(be, ctx.d_values, gv, m_dvalues_grad, false);
   dvalues_in = &dvalues;
   // dprobs and dscores live only inside the kernel.
-  const bool codes = dqkv_as_codes();
+  const bool codes = dqkv_as_codes(true);
   if (codes) ctx.dqkv_codes.resize(ctx.dqkv.shape(), gs);
   AttentionBackward f;
   f.B = B;
@@ -456,14 +456,17 @@ const Tensor* Attention::backward_fused(Backend& be, AttentionContext& ctx, cons
   return rounded ? &ctx.dqkv : &round_dqkv(be, ctx);
 }
 
-bool Attention::dqkv_as_codes() {
+bool Attention::dqkv_as_codes(bool fused) {
   // The projection takes the codes as they are in its own grad format (the
-  // same rounding), or in FP8, whose scaled cast decodes them to the same
-  // f32 values the rounded dqkv holds (and sums them for the bias as
-  // column_sums16, the same bits as column_sums of those values): half the
-  // bytes written and read, and no rounding pass over an f32 dqkv.
+  // same rounding), or, from the fused kernel, in FP8, whose scaled cast
+  // decodes them to the same f32 values the rounded dqkv holds (and sums
+  // them for the bias as column_sums16, the same bits as column_sums of
+  // those values): half the bytes written and read, and no rounding pass
+  // over an f32 dqkv. Leaf by leaf (a backend without the fused kernel),
+  // FP8 keeps the f32 dqkv rounded in place: encoding it would be a pass
+  // more, and decoding it another.
   const Format fs = m_scores.precision().grad, fq = m_qkv.precision().grad;
-  return fs == m_values.precision().grad && is_half_format(fs) && (fq == fs || is_fp8(fq)) &&
+  return fs == m_values.precision().grad && is_half_format(fs) && (fq == fs || (fused && is_fp8(fq))) &&
          !tracked(m_scores, NonfiniteSlot::ActivationGrad) && !tracked(m_values, NonfiniteSlot::ActivationGrad);
 }
 
@@ -477,7 +480,7 @@ const Tensor& Attention::round_dqkv(Backend& be, AttentionContext& ctx) {
   const Format fs = m_scores.precision().grad, fv = m_values.precision().grad;
   std::int64_t* count_qk = tracked(m_scores, NonfiniteSlot::ActivationGrad);
   std::int64_t* count_v = tracked(m_values, NonfiniteSlot::ActivationGrad);
-  if (dqkv_as_codes()) {
+  if (dqkv_as_codes(false)) {
     // One encode: the codes of the rounded values, which the projection's
     // round_to then passes through (rounding twice to one format is
     // rounding once).

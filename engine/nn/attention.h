@@ -173,8 +173,8 @@ class Attention : public CompositeLayer {
   // where the backward must run leaf by leaf (dvalues_in then as qkv_in).
   const Tensor* backward_fused(Backend& be, AttentionContext& ctx, const Tensor*& dvalues_in);
   // round_dqkv's one encode: one FP16/BF16 grad format for q, k, v and the
-  // projection (or an FP8 projection), nothing counted.
-  bool dqkv_as_codes();
+  // projection (or, fused, an FP8 projection), nothing counted.
+  bool dqkv_as_codes(bool fused);
   // backward_fused's copy of dvalues in the values leaf's grad format,
   // where the projection gave another (FP8's E5M2 to BF16).
   Tensor m_dvalues_grad;
