@@ -252,25 +252,6 @@ void bf16_from_f32(const float* src, std::uint16_t* d, std::size_t n, bool use_b
   }
 }
 
-// Applies op (16 x u32 FP32 patterns -> 16 x u32 codes) to src and stores the
-// low byte of each code; full blocks of 64 go out in one 64-byte store.
-template <typename Op>
-void fp8_from_f32(const float* src, std::uint8_t* d, std::size_t n, Op op) {
-  for_each_block<64>(n, d, 1, [&](std::size_t i) {
-    const __m128i b0 = _mm512_cvtepi32_epi8(op(_mm512_loadu_si512(src + i)));
-    const __m128i b1 = _mm512_cvtepi32_epi8(op(_mm512_loadu_si512(src + i + 16)));
-    const __m128i b2 = _mm512_cvtepi32_epi8(op(_mm512_loadu_si512(src + i + 32)));
-    const __m128i b3 = _mm512_cvtepi32_epi8(op(_mm512_loadu_si512(src + i + 48)));
-    __m512i all = _mm512_castsi128_si512(b0);
-    all = _mm512_inserti32x4(all, b1, 1);
-    all = _mm512_inserti32x4(all, b2, 2);
-    all = _mm512_inserti32x4(all, b3, 3);
-    _mm512_storeu_si512(d + i, all);
-  }, [&](std::size_t i, __mmask16 k) {
-    _mm512_mask_cvtepi32_storeu_epi8(d + i, k, op(_mm512_maskz_loadu_epi32(k, src + i)));
-  });
-}
-
 // 32 FP32 values -> 32 E4M3 codes, the 16-lane encoder twice.
 inline __m256i e4m3_encode32(__m512 x0, __m512 x1, bool saturate) {
   const __m128i b0 = _mm512_cvtepi32_epi8(e4m3_encode(_mm512_castps_si512(x0), saturate));
@@ -393,10 +374,7 @@ bool avx512_from_f32(Format to, const float* src, void* dst, std::size_t n, bool
       return true;
     }
     case Format::E5M2: return fp8_scaled<Format::FP32>(to, src, 1.0f, dst, n, saturate, nullptr);
-    case Format::E4M3:
-      fp8_from_f32(src, static_cast<std::uint8_t*>(dst), n,
-                   [saturate](__m512i u) { return e4m3_encode(u, saturate); });
-      return true;
+    case Format::E4M3: return fp8_scaled<Format::FP32>(to, src, 1.0f, dst, n, saturate, nullptr);
     default: return false;  // FP6/FP4/E8M0: the scalar loop
   }
   return false;

@@ -175,6 +175,21 @@ std::uint32_t scale_amax_encode_chunk(const float* x, float scale, Format f, voi
   return m;
 }
 
+// The max over the chunks [b, b + len) of [0, n) (len <= kScaledChunk) of
+// chunk(b, len), over the threads: the chunks' amaxes combine as bit
+// patterns, so the bits do not depend on the split.
+template <class Chunk>
+std::uint32_t max_over_scaled_chunks(std::int64_t n, Chunk&& chunk) {
+  const std::int64_t chunks = (n + kScaledChunk - 1) / kScaledChunk;
+  std::uint32_t m = 0;
+#pragma omp parallel for schedule(static) reduction(max : m) if (cpu::worth_parallel(n))
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const std::int64_t b = c * kScaledChunk;
+    m = std::max(m, chunk(b, std::min(kScaledChunk, n - b)));
+  }
+  return m;
+}
+
 }  // namespace
 
 void CpuBackend::scale_amax_encode(const float* x, float scale, Format f, void* q, std::int64_t n,
@@ -186,16 +201,10 @@ void CpuBackend::scale_amax_encode(const float* x, float scale, Format f, void* 
     convert(Format::FP32, scratch, f, q, n, opt);
     return;
   }
-  // One pass instead of two, chunk by chunk; the chunks' amaxes combine as
-  // bit patterns. The same bits whatever the split.
-  const std::int64_t chunks = (n + kScaledChunk - 1) / kScaledChunk;
-  std::uint32_t m = 0;
-#pragma omp parallel for schedule(static) reduction(max : m) if (cpu::worth_parallel(n))
-  for (std::int64_t c = 0; c < chunks; ++c) {
-    const std::int64_t b = c * kScaledChunk;
-    m = std::max(m, scale_amax_encode_chunk(x, scale, f, q, b, std::min(kScaledChunk, n - b), opt));
-  }
-  *amax = amax_from_bits(m);
+  // One pass instead of two, chunk by chunk.
+  *amax = amax_from_bits(max_over_scaled_chunks(n, [&](std::int64_t b, std::int64_t len) {
+    return scale_amax_encode_chunk(x, scale, f, q, b, len, opt);
+  }));
 }
 
 void CpuBackend::scale_amax_encode16(Format from, const void* x, float scale, Format f, void* q, std::int64_t n,
@@ -209,17 +218,13 @@ void CpuBackend::scale_amax_encode16(Format from, const void* x, float scale, Fo
     return;
   }
   const std::size_t xs = storage_bytes(from), qs = storage_bytes(f);
-  const std::int64_t chunks = (n + kScaledChunk - 1) / kScaledChunk;
-  std::uint32_t m = 0;
-#pragma omp parallel for schedule(static) reduction(max : m) if (cpu::worth_parallel(n))
-  for (std::int64_t c = 0; c < chunks; ++c) {
-    const std::size_t b = static_cast<std::size_t>(c * kScaledChunk);
-    std::uint32_t cm = 0;
-    scale_amax_cast(from, static_cast<const std::byte*>(x) + b * xs, scale, f, static_cast<std::byte*>(q) + b * qs,
-                    static_cast<std::size_t>(std::min(kScaledChunk, n - c * kScaledChunk)), opt, &cm);
-    m = std::max(m, cm);
-  }
-  *amax = amax_from_bits(m);
+  *amax = amax_from_bits(max_over_scaled_chunks(n, [&](std::int64_t b, std::int64_t len) {
+    std::uint32_t m = 0;
+    const auto at = static_cast<std::size_t>(b);
+    scale_amax_cast(from, static_cast<const std::byte*>(x) + at * xs, scale, f, static_cast<std::byte*>(q) + at * qs,
+                    static_cast<std::size_t>(len), opt, &m);
+    return m;
+  }));
 }
 
 namespace {
