@@ -22,6 +22,7 @@ template <class V, class S>
   v16f acc = {};
   std::int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) acc += vec(j);
+  if (j == n) return fold_lanes(acc);
   float a[kLanes];
   std::memcpy(a, &acc, sizeof a);
   // A tail value joins its partial sum last, as the next block would have.
