@@ -246,7 +246,10 @@ void gemm_small_batched(const SmallBatch& s) {
   // product.
   const std::int64_t a_ext = ((s.trans_a ? s.k : s.m) - 1) * s.lda + (s.trans_a ? s.m : s.k);
   const std::int64_t b_ext = ((s.trans_b ? s.n : s.k) - 1) * s.ldb + (s.trans_b ? s.k : s.n);
-#pragma omp parallel if (work >= 8 * kParallelMin)
+  // The decodes are work too: the transformer's mean pooling of BF16 codes
+  // (128 products of 1 x 64 x 16) decodes as many values as it multiplies.
+  const std::int64_t decoded = count * ((decode_a ? s.m * s.k : 0) + (decode_b ? s.k * s.n : 0));
+#pragma omp parallel if (work >= 8 * kParallelMin || decoded >= kParallelMin)
   {
     const auto th = static_cast<std::int64_t>(omp_get_thread_num());
     const auto nth = static_cast<std::int64_t>(omp_get_num_threads());
