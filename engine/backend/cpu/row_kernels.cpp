@@ -83,8 +83,55 @@ PL_CPU_CLONES void layernorm_dx_rows_f32(const float* x, const float* dy, float*
   }
 }
 
+namespace {
+
+// Columns summed in double 64 at a time in registers: the chunk's running
+// sums would otherwise go through memory once a row, each row's add waiting
+// on the store of the row before (store forwarding: column_sums of a
+// 2048 x 64 gradient took 10 us hot). Per column the same adds in the same
+// order (rows in order, from the value in p), so the same bits.
+constexpr std::int64_t kSumCols = 64;
+constexpr int kSumVecs = kSumCols / 8;
+
+[[gnu::always_inline]] inline v8d widen8(const float* p) {
+  v8f v;
+  std::memcpy(&v, p, sizeof v);
+  return __builtin_convertvector(v, v8d);
+}
+
+[[gnu::always_inline]] inline void load_sums(v8d* acc, const double* p) {
+  for (int v = 0; v < kSumVecs; ++v) std::memcpy(&acc[v], p + 8 * v, sizeof(v8d));
+}
+
+[[gnu::always_inline]] inline void store_sums(double* p, const v8d* acc) {
+  for (int v = 0; v < kSumVecs; ++v) std::memcpy(p + 8 * v, &acc[v], sizeof(v8d));
+}
+
+}  // namespace
+
 PL_CPU_CLONES void layernorm_param_rows(const float* x, const float* dy, std::int64_t count, std::int64_t cols,
                                         const float* mean, const float* rstd, double* pg, double* pb) {
+  if (cols == kSumCols) {
+    v8d g[kSumVecs], b[kSumVecs];
+    load_sums(g, pg);
+    load_sums(b, pb);
+    for (std::int64_t r = 0; r < count; ++r) {
+      const float* xr = x + r * cols;
+      const float* dyr = dy + r * cols;
+      const float mu = mean[r], rs = rstd[r];
+      for (int v = 0; v < kSumVecs; ++v) {
+        v8f xv, dv;
+        std::memcpy(&xv, xr + 8 * v, sizeof xv);
+        std::memcpy(&dv, dyr + 8 * v, sizeof dv);
+        const v8f xhat = (xv - mu) * rs;
+        g[v] += __builtin_convertvector(dv, v8d) * __builtin_convertvector(xhat, v8d);
+        b[v] += __builtin_convertvector(dv, v8d);
+      }
+    }
+    store_sums(pg, g);
+    store_sums(pb, b);
+    return;
+  }
   for (std::int64_t r = 0; r < count; ++r) {
     const float* xr = x + r * cols;
     const float* dyr = dy + r * cols;
@@ -97,8 +144,21 @@ PL_CPU_CLONES void layernorm_param_rows(const float* x, const float* dy, std::in
 }
 
 PL_CPU_CLONES void column_accumulate(double* p, const float* r, std::int64_t rows, std::int64_t cols) {
+  std::int64_t j0 = 0;
+  for (; j0 + kSumCols <= cols; j0 += kSumCols) {
+    v8d acc[kSumVecs];
+    load_sums(acc, p + j0);
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (int v = 0; v < kSumVecs; ++v) acc[v] += widen8(r + i * cols + j0 + 8 * v);
+    store_sums(p + j0, acc);
+  }
+  if (j0 == cols) return;
+  // The columns past the last whole 64 (all of them when cols < 64).
+  const std::int64_t w = cols - j0;
+  p += j0;
+  r += j0;
   for (std::int64_t i = 0; i < rows; ++i, r += cols)
-    for (std::int64_t j = 0; j < cols; ++j) p[j] += r[j];
+    for (std::int64_t j = 0; j < w; ++j) p[j] += r[j];
 }
 
 namespace {
