@@ -8,6 +8,7 @@
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/parallel.h"
 #include "backend/cpu/row_kernels.h"
+#include "backend/cpu/step_kernels.h"
 #include "numeric/cast.h"
 
 namespace engine::cpu {
@@ -74,15 +75,11 @@ void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) {
 }
 
 void add(const float* a, const float* b, float* y, std::int64_t n) {
-  for_chunks(n, [=](std::int64_t s, std::int64_t e) {
-    for (std::int64_t i = s; i < e; ++i) y[i] = a[i] + b[i];
-  });
+  for_chunks(n, [=](std::int64_t s, std::int64_t e) { add_run(a + s, b + s, y + s, e - s); });
 }
 
 void scale(float* x, float s, std::int64_t n) {
-  for_chunks(n, [=](std::int64_t b, std::int64_t e) {
-    for (std::int64_t i = b; i < e; ++i) x[i] *= s;
-  });
+  for_chunks(n, [=](std::int64_t b, std::int64_t e) { scale_run(x + b, s, e - b); });
 }
 
 void quantize(Format f, float* x, std::int64_t n, bool saturate) {

@@ -9,6 +9,7 @@
 
 #include "backend/cpu/fp8_bf16.h"
 #include "backend/cpu/parallel.h"
+#include "backend/cpu/step_kernels.h"
 #include "numeric/cast.h"
 #include "numeric/convert.h"
 
@@ -116,13 +117,6 @@ void scale_block(float* c, std::int64_t m, std::int64_t n, std::int64_t ldc, flo
     for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] *= beta;
 }
 
-// One row of C: r = alpha * r (+ bias[j]), or r += bias.
-inline void scale_and_bias_row(float* r, std::int64_t n, float alpha, const float* bias) {
-  if (bias)
-    for (std::int64_t j = 0; j < n; ++j) r[j] = alpha * r[j] + bias[j];
-  else
-    for (std::int64_t j = 0; j < n; ++j) r[j] = alpha * r[j];
-}
 inline void add_bias_row(float* r, std::int64_t n, const float* bias) {
   for (std::int64_t j = 0; j < n; ++j) r[j] += bias[j];
 }
@@ -131,7 +125,7 @@ inline void add_bias_row(float* r, std::int64_t n, const float* bias) {
 void scale_and_bias(float* c, std::int64_t m, std::int64_t n, std::int64_t ldc, float alpha,
                     const float* bias) {
 #pragma omp parallel for schedule(static) if (worth_parallel(m * n))
-  for (std::int64_t i = 0; i < m; ++i) scale_and_bias_row(c + i * ldc, n, alpha, bias);
+  for (std::int64_t i = 0; i < m; ++i) scale_bias_rows(c + i * ldc, 1, n, ldc, alpha, bias);
 }
 
 void add_bias_rows(float* c, std::int64_t m, std::int64_t n, std::int64_t ldc, const float* bias) {
@@ -417,11 +411,9 @@ GemmEngine::Plan* GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int6
       execute_on(*sl.plan, a_data, pb.data, c, g.bias, sl.stream, sl.scratch);
       // This thread's rows finished as the unsliced path finishes all of C
       // (alpha and bias), and encoded, while in its cache (ldc == n then).
-      if (alpha_pass || sl.plan->manual_bias)
-        for (std::int64_t i = 0; i < rows; ++i) {
-          if (alpha_pass) scale_and_bias_row(c + i * ldc, g.n, g.alpha, g.bias);
-          else add_bias_row(c + i * ldc, g.n, g.bias);
-        }
+      if (alpha_pass) scale_bias_rows(c, rows, g.n, ldc, g.alpha, g.bias);
+      else if (sl.plan->manual_bias)
+        for (std::int64_t i = 0; i < rows; ++i) add_bias_row(c + i * ldc, g.n, g.bias);
       if (encode) encode_rows(*encode, g.c, m0, rows, g.n);
     } catch (...) {
 #pragma omp critical(pl_gemm_sliced)

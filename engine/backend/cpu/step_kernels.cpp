@@ -54,6 +54,25 @@ template <bool write>
 
 }  // namespace
 
+PL_CPU_CLONES void add_run(const float* a, const float* b, float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+}
+
+PL_CPU_CLONES void scale_run(float* x, float s, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+PL_CPU_CLONES void scale_bias_rows(float* c, std::int64_t rows, std::int64_t n, std::int64_t ldc, float alpha,
+                                   const float* bias) {
+  for (std::int64_t i = 0; i < rows; ++i) {
+    float* r = c + i * ldc;
+    if (bias)
+      for (std::int64_t j = 0; j < n; ++j) r[j] = alpha * r[j] + bias[j];
+    else
+      for (std::int64_t j = 0; j < n; ++j) r[j] = alpha * r[j];
+  }
+}
+
 PL_CPU_CLONES double sum_squares_run(const float* x, std::int64_t n, std::int64_t* nonfinite) {
   return squares<false>(const_cast<float*>(x), n, 1.0f, nonfinite);
 }

@@ -16,6 +16,13 @@ double sum_squares_run(const float* x, std::int64_t n, std::int64_t* nonfinite);
 // x[i] *= inv, then sum_squares_run's sum and count of the new values.
 double unscale_run(float* x, std::int64_t n, float inv, std::int64_t* nonfinite);
 
+// y[i] = a[i] + b[i] and x[i] *= s: the elementwise ops' loops, one range.
+void add_run(const float* a, const float* b, float* y, std::int64_t n);
+void scale_run(float* x, float s, std::int64_t n);
+// Rows of a GEMM's C (leading dimension ldc): c = alpha * c (+ bias[j]) --
+// a product, then a sum, each rounded, as oneDNN's output scale and bias.
+void scale_bias_rows(float* c, std::int64_t rows, std::int64_t n, std::int64_t ldc, float alpha, const float* bias);
+
 struct SgdCoeffs {
   float lr, momentum, keep, weight_decay;
 };
