@@ -48,6 +48,20 @@ Shape LayerNorm::output_shape(const Shape& in) const {
 std::unique_ptr<Context> LayerNorm::make_context() const { return std::make_unique<LayerNormContext>(); }
 
 void LayerNorm::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
+  forward_as(be, x, y, context, m_precision.storage, saturates_forward(m_precision.storage), true);
+}
+
+bool LayerNorm::forward_codes(Backend& be, const Tensor& x, Tensor& y, Context& context, Format out,
+                              bool saturate) {
+  const LayerPrecision& p = m_precision;
+  if (!is_half_format(out) || p.storage != Format::FP32 || p.accumulate != Format::FP32 || capture_output ||
+      fault_output || tracked(*this, NonfiniteSlot::Activation))
+    return false;
+  return forward_as(be, x, y, context, out, saturate, false);
+}
+
+bool LayerNorm::forward_as(Backend& be, const Tensor& x, Tensor& y, Context& context, Format out,
+                           bool out_saturate, bool required) {
   auto& ctx = static_cast<LayerNormContext&>(context);
   const Shape ys = output_shape(x.shape());
   const LayerPrecision& p = m_precision;
@@ -56,7 +70,14 @@ void LayerNorm::forward(Backend& be, const Tensor& x, Tensor& y, Context& contex
   // FP32 compute of FP16/BF16 codes: the coded kernels read the codes (their
   // decode is exact), so the input is saved as it is, not copied to FP32.
   const bool read_codes = p.compute == Format::FP32 && is_half_format(x.format()) &&
-                          p.accumulate == Format::FP32 && coded(p.storage) && !nonfinite;
+                          p.accumulate == Format::FP32 && coded(out) && !nonfinite;
+  // The format of xc below (round_to keeps TF32 values for FP32 compute).
+  const Format xcf = read_codes || x.format() == p.compute || (p.compute == Format::FP32 && x.format() == Format::TF32)
+                         ? x.format()
+                         : p.compute;
+  const bool one_pass = p.accumulate == Format::FP32 && coded(xcf) && coded(out) &&
+                        (is_half_format(xcf) || is_half_format(out)) && !nonfinite;
+  if (!required && !one_pass) return false;
   const Tensor& xc = read_codes ? x : round_to(be, x, p.compute, ctx.x_compute, sat);
   ctx.x = &xc;
   const std::int64_t rows = x.numel() / m_dim;
@@ -64,24 +85,24 @@ void LayerNorm::forward(Backend& be, const Tensor& x, Tensor& y, Context& contex
   ctx.rstd.resize({rows}, Format::FP32);
   const float* g = f32_rounded(be, m_gamma.weight, p.compute, m_g32, sat);
   const float* b = f32_rounded(be, m_beta.weight, p.compute, m_b32, sat);
-  if (p.accumulate == Format::FP32 && coded(xc.format()) && coded(p.storage) &&
-      (is_half_format(xc.format()) || is_half_format(p.storage)) && !nonfinite) {
+  if (one_pass) {
     // FP16/BF16 codes in or out: one pass (Backend::layernorm_coded_forward;
     // the f32 scratch is only its default's).
     if (xc.format() != Format::FP32) m_x32.resize(x.shape(), Format::FP32);
-    if (p.storage != Format::FP32) m_y32.resize(ys, Format::FP32);
-    y.resize(ys, p.storage);
+    if (out != Format::FP32) m_y32.resize(ys, Format::FP32);
+    y.resize(ys, out);
     CastOptions opt;
-    opt.saturate = saturates_forward(p.storage);
+    opt.saturate = out_saturate;
     if (x.numel())
-      be.layernorm_coded_forward(xc.format(), xc.data(), g, b, p.storage, y.data(), ctx.mean.f32(), ctx.rstd.f32(),
-                                 rows, m_dim, m_eps, opt, m_x32.f32(), m_y32.f32());
-    return;
+      be.layernorm_coded_forward(xc.format(), xc.data(), g, b, out, y.data(), ctx.mean.f32(), ctx.rstd.f32(), rows,
+                                 m_dim, m_eps, opt, m_x32.f32(), m_y32.f32());
+    return true;
   }
   const float* xf = f32_values(be, xc, m_x32);
-  float* yf = output_begin(y, ys, p.storage, m_y32);
+  float* yf = output_begin(y, ys, out, m_y32);
   layernorm_forward(be, xf, g, b, yf, ctx.mean.f32(), ctx.rstd.f32(), rows, m_dim, m_eps, p.accumulate);
-  output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), nonfinite);
+  output_end(be, y, out, m_y32, out_saturate, nonfinite);
+  return true;
 }
 
 void LayerNorm::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {

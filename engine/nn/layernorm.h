@@ -44,6 +44,13 @@ class LayerNorm : public Layer {
   std::unique_ptr<Context> make_context() const override;
   void forward(Backend& be, const Tensor& x, Tensor& y, Context& ctx) override;
   void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) override;
+  // forward() for a reader that rounds the FP32 output to `out` (FP16 or
+  // BF16, saturating as `saturate` says) before anything else: the output
+  // is encoded to `out` as the kernel writes it, the bits of that rounding,
+  // one pass instead of two. Only for an FP32-stored output with FP32
+  // accumulation, no overflow count, capture or injected fault; false, and
+  // nothing done, otherwise (then forward()).
+  bool forward_codes(Backend& be, const Tensor& x, Tensor& y, Context& ctx, Format out, bool saturate);
   std::vector<Parameter*> parameters() override { return {&m_gamma, &m_beta}; }
 
   Parameter& gamma() { return m_gamma; }
@@ -53,6 +60,10 @@ class LayerNorm : public Layer {
   std::int64_t m_dim;
   float m_eps;
   Parameter m_gamma, m_beta;
+  // forward() with the output stored in `out`; false where the one-pass
+  // kernel does not apply and `required` is false.
+  bool forward_as(Backend& be, const Tensor& x, Tensor& y, Context& ctx, Format out, bool out_saturate,
+                  bool required);
   Tensor m_x32, m_g32, m_b32, m_y32, m_dy32, m_dx32, m_dg32, m_db32;
   std::size_t workspace_bytes() const override {
     return tensors_bytes({&m_x32, &m_g32, &m_b32, &m_y32, &m_dy32, &m_dx32, &m_dg32, &m_db32});

@@ -101,16 +101,28 @@ void TransformerBlock::leaf_shapes(const Shape& in, std::vector<std::pair<Layer*
   out.emplace_back(&m_fc2, in);
 }
 
+namespace {
+
+// A LayerNorm whose output only the Linear `next` reads: where next computes
+// in FP16/BF16, the norm writes that format itself (the rounding next would
+// make, in the same pass; next then uses the codes as they are).
+void norm_for(Backend& be, LayerNorm& ln, const Tensor& x, Tensor& y, Context& ctx, const Linear& next) {
+  const Format f = next.precision().compute;
+  if (!ln.forward_codes(be, x, y, ctx, f, saturates_forward(f))) ln.forward(be, x, y, ctx);
+}
+
+}  // namespace
+
 void TransformerBlock::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
   auto& ctx = static_cast<TransformerBlockContext&>(context);
   output_shape(x.shape());
-  m_ln1.forward(be, x, ctx.ln1_out, *ctx.ln1_ctx);
+  norm_for(be, m_ln1, x, ctx.ln1_out, *ctx.ln1_ctx, m_attn.qkv());
   record_output(be, m_ln1, ctx.ln1_out);
   m_attn.forward(be, ctx.ln1_out, ctx.attn_out, *ctx.attn_ctx);
   Linear& proj = m_attn.proj();
   residual_add(be, x, ctx.attn_out, ctx.h, m_ws_a, m_ws_b, m_ws_y, saturates_forward(ctx.attn_out.format()),
                tracked(proj, NonfiniteSlot::Activation));
-  m_ln2.forward(be, ctx.h, ctx.ln2_out, *ctx.ln2_ctx);
+  norm_for(be, m_ln2, ctx.h, ctx.ln2_out, *ctx.ln2_ctx, m_fc1);
   record_output(be, m_ln2, ctx.ln2_out);
   m_fc1.forward(be, ctx.ln2_out, ctx.fc1_out, *ctx.fc1_ctx);
   record_output(be, m_fc1, ctx.fc1_out);

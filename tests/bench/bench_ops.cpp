@@ -5,7 +5,10 @@
 // say (oneDNN's JIT code has no symbols, libgomp's spinning hides which op
 // waits) this says directly. Not a benchmark of record: bench_train is.
 //
-//   build/release/tests/bench/bench_ops mlp mixed-bf16 [steps] [cpu|cpu-unfused|cuda|cuda-sync]
+//   build/release/tests/bench/bench_ops mlp mixed-bf16 [steps] [cpu|cpu-unfused|cuda|cuda-sync] [--trace]
+//
+// --trace then lists one more step's calls in order, each with its time:
+// which op feeds which, for finding passes to fuse.
 //
 // "cpu-unfused" is the CPU backend with its fused attention kernels off
 // (CpuBackendOptions::fuse_attention): the layers run attention's ops one
@@ -45,6 +48,8 @@ class TimingBackend final : public engine::Backend {
   explicit TimingBackend(std::unique_ptr<engine::Backend> inner) : m_in(std::move(inner)) {}
   std::map<std::string, Tally> tallies;
   bool on = false;
+  // --trace: every call of one step, in order.
+  std::vector<std::pair<std::string, double>>* trace = nullptr;
   // cuda-sync: a word of backend memory read back after every timed call.
   void* sync_flag = nullptr;
 
@@ -59,8 +64,13 @@ class TimingBackend final : public engine::Backend {
     const auto t0 = Clock::now();                                                    \
     call;                                                                            \
     if (sync_flag) m_in->download(&m_sink, sync_flag, sizeof m_sink);                \
+    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();      \
+    if (trace) {                                                                     \
+      trace->emplace_back(name, dt);                                                 \
+      return;                                                                        \
+    }                                                                                \
     Tally& tl = tallies[name];                                                       \
-    tl.seconds += std::chrono::duration<double>(Clock::now() - t0).count();          \
+    tl.seconds += dt;                                                                \
     ++tl.calls;                                                                      \
   } while (0)
 
@@ -320,8 +330,10 @@ class TimingBackend final : public engine::Backend {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool trace = argc > 3 && std::string(argv[argc - 1]) == "--trace";
+  if (trace) --argc;
   if (argc < 3) {
-    std::fprintf(stderr, "usage: bench_ops MODEL RECIPE [STEPS] [cpu|cpu-unfused|cuda|cuda-sync]\n");
+    std::fprintf(stderr, "usage: bench_ops MODEL RECIPE [STEPS] [cpu|cpu-unfused|cuda|cuda-sync] [--trace]\n");
     return 2;
   }
   const int steps = argc > 3 ? std::atoi(argv[3]) : 300;
@@ -374,5 +386,14 @@ int main(int argc, char** argv) {
   for (auto& [k, t] : rows)
     std::printf("  %7.1f us %5.1f%%  x%-4.1f %s\n", t.seconds / steps * 1e6, 100.0 * t.seconds / total,
                 static_cast<double>(t.calls) / steps, k.c_str());
+  if (trace) {
+    std::vector<std::pair<std::string, double>> calls;
+    be.trace = &calls;
+    out.clear();
+    run.step(out);
+    be.trace = nullptr;
+    std::printf("one step's calls in order:\n");
+    for (const auto& [k, t] : calls) std::printf("  %7.1f us  %s\n", t * 1e6, k.c_str());
+  }
   return 0;
 }
