@@ -305,12 +305,21 @@ void Attention::leaf_shapes(const Shape& in, std::vector<std::pair<Layer*, Shape
 void Attention::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
   auto& ctx = static_cast<AttentionContext&>(context);
   output_shape(x.shape());
-  m_qkv.forward(be, x, ctx.qkv, *ctx.qkv_ctx);
+  // An FP32 qkv that the fused path rounds to FP16/BF16 anyway: the
+  // projection's GEMM writes that copy as it finishes its rows (not where a
+  // fault is injected into qkv afterwards).
+  const Format fq = m_scores.precision().compute;
+  auto& sctx = static_cast<AttentionScoresContext&>(*ctx.scores_ctx);
+  bool copied = false;
+  if (fused_forward_applies() && !m_qkv.fault_output)  // runs the forward either way
+    copied = m_qkv.forward_copy(be, x, ctx.qkv, *ctx.qkv_ctx, fq, saturates_forward(fq), sctx.qkv_compute);
+  else
+    m_qkv.forward(be, x, ctx.qkv, *ctx.qkv_ctx);
   record_output(be, m_qkv, ctx.qkv);
   // Where the fused path rounded qkv and then found no kernel, the leaves
   // take the rounded copy (their own rounding then has nothing to do).
   const Tensor* qkv_in = &ctx.qkv;
-  if (!forward_fused(be, ctx, qkv_in)) {
+  if (!forward_fused(be, ctx, qkv_in, copied)) {
     m_scores.forward(be, *qkv_in, ctx.scores, *ctx.scores_ctx);
     m_softmax.forward(be, ctx.scores, ctx.probs, *ctx.softmax_ctx);
     // Where both leaves compute in one format, the values leaf reads the
@@ -325,7 +334,7 @@ void Attention::forward(Backend& be, const Tensor& x, Tensor& y, Context& contex
   record_output(be, m_proj, y);
 }
 
-bool Attention::forward_fused(Backend& be, AttentionContext& ctx, const Tensor*& qkv_in) {
+bool Attention::fused_forward_applies() {
   const LayerPrecision &ps = m_scores.precision(), &pm = m_softmax.precision(), &pv = m_values.precision();
   const Format fq = ps.compute;
   auto f32_or_half = [](Format f) { return f == Format::FP32 || is_half_format(f); };
@@ -335,16 +344,22 @@ bool Attention::forward_fused(Backend& be, AttentionContext& ctx, const Tensor*&
   if (pm.accumulate != Format::FP32 || (pm.storage != Format::FP32 && pm.storage != fq)) return false;
   if (!f32_or_half(fq) || !f32_or_half(ps.storage) || !f32_or_half(pv.storage) || !f32_or_half(pm.compute))
     return false;
-  if (tracked(m_scores, NonfiniteSlot::Activation) || tracked(m_softmax, NonfiniteSlot::Activation) ||
-      tracked(m_values, NonfiniteSlot::Activation))
-    return false;
+  return !tracked(m_scores, NonfiniteSlot::Activation) && !tracked(m_softmax, NonfiniteSlot::Activation) &&
+         !tracked(m_values, NonfiniteSlot::Activation);
+}
+
+bool Attention::forward_fused(Backend& be, AttentionContext& ctx, const Tensor*& qkv_in, bool copied) {
+  const LayerPrecision &ps = m_scores.precision(), &pm = m_softmax.precision(), &pv = m_values.precision();
+  const Format fq = ps.compute;
+  if (!fused_forward_applies()) return false;
   const Shape ss = m_scores.output_shape(ctx.qkv.shape());
   if (ctx.qkv.numel() == 0) return false;
   auto& sctx = static_cast<AttentionScoresContext&>(*ctx.scores_ctx);
   auto& mctx = static_cast<SoftmaxContext&>(*ctx.softmax_ctx);
   auto& vctx = static_cast<AttentionValuesContext&>(*ctx.values_ctx);
-  // The scores leaf's rounding of qkv, which the values leaf then shares.
-  const Tensor& qkv = round_to(be, ctx.qkv, fq, sctx.qkv_compute, saturates_forward(fq));
+  // The scores leaf's rounding of qkv, which the values leaf then shares
+  // (made by the projection where `copied`).
+  const Tensor& qkv = copied ? sctx.qkv_compute : round_to(be, ctx.qkv, fq, sctx.qkv_compute, saturates_forward(fq));
   qkv_in = &qkv;
   const std::int64_t B = qkv.dim(0), T = qkv.dim(1);
   // The scores live only inside the kernel (ctx.scores stays as it was).

@@ -167,7 +167,11 @@ class Attention : public CompositeLayer {
   // in two formats or non-FP32 sums, a leaf counting non-finite values.
   // qkv_in becomes qkv rounded to the GEMMs' format where it rounded it,
   // for the leaves to take if the backend then declines.
-  bool forward_fused(Backend& be, AttentionContext& ctx, const Tensor*& qkv_in);
+  // Whether the precisions and overflow counts let forward_fused run.
+  bool fused_forward_applies();
+  // `copied`: the projection already left qkv rounded in the scores leaf's
+  // qkv_compute (Linear::forward_copy).
+  bool forward_fused(Backend& be, AttentionContext& ctx, const Tensor*& qkv_in, bool copied);
   // The same for the backward through values, softmax and scores; returns
   // what the qkv projection's backward takes (round_dqkv's result), or null
   // where the backward must run leaf by leaf (dvalues_in then as qkv_in).

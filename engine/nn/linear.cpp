@@ -136,11 +136,28 @@ void Linear::backward_block(Backend& be, const Tensor& dy, Tensor* dx, LinearCon
 }
 
 void Linear::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) {
+  forward_into(be, x, y, static_cast<LinearContext&>(context), nullptr);
+}
+
+bool Linear::forward_copy(Backend& be, const Tensor& x, Tensor& y, Context& context, Format f, bool saturate,
+                          Tensor& copy) {
   auto& ctx = static_cast<LinearContext&>(context);
+  if (!is_half_format(f) || m_precision.storage != Format::FP32 || is_block_format(m_precision.compute) ||
+      tracked(*this, NonfiniteSlot::Activation) || x.numel() == 0) {
+    forward_into(be, x, y, ctx, nullptr);
+    return false;
+  }
+  copy.resize(output_shape(x.shape()), f);
+  GemmEncode e{f, copy.data(), {}};
+  e.opt.saturate = saturate;
+  return forward_into(be, x, y, ctx, &e);
+}
+
+bool Linear::forward_into(Backend& be, const Tensor& x, Tensor& y, LinearContext& ctx, const GemmEncode* copy) {
   ctx.block = false;
   if (is_block_format(m_precision.compute)) {
     forward_block(be, x, y, ctx);
-    return;
+    return false;
   }
   const Shape ys = output_shape(x.shape());
   const LayerPrecision& p = m_precision;
@@ -181,9 +198,11 @@ void Linear::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) 
     y_codes = {p.storage, y.data(), {}};
     y_codes.opt.saturate = saturates_forward(p.storage);
   }
-  linear_forward(be, xc, wc, {ctx.x_scale, ctx.w_scale, 1.0f}, b, yf, rows, m_in, m_out, p.accumulate,
-                 y_codes.codes ? &y_codes : nullptr);
+  // An FP32 output's copy (forward_copy): C stays in y, the codes go there.
+  const GemmEncode* encode = y_codes.codes ? &y_codes : copy;
+  linear_forward(be, xc, wc, {ctx.x_scale, ctx.w_scale, 1.0f}, b, yf, rows, m_in, m_out, p.accumulate, encode);
   if (!y_codes.codes) output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), nonfinite);
+  return encode == copy && copy;
 }
 
 void Linear::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {

@@ -74,6 +74,13 @@ class Linear : public Layer {
   Shape output_shape(const Shape& in) const override;
   std::unique_ptr<Context> make_context() const override;
   void forward(Backend& be, const Tensor& x, Tensor& y, Context& ctx) override;
+  // forward() of an FP32-stored output that also leaves `copy` holding it
+  // encoded to `f` (FP16/BF16, saturating as `saturate` says), the GEMM
+  // encoding its rows as it finishes them: what round_to(y, f) would give,
+  // without the pass over y. True when `copy` was made; false where it does
+  // not apply (another storage format, an overflow count, block formats),
+  // and then forward() ran as usual.
+  bool forward_copy(Backend& be, const Tensor& x, Tensor& y, Context& ctx, Format f, bool saturate, Tensor& copy);
   void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) override;
   std::vector<Parameter*> parameters() override;
   bool is_matmul() const override { return true; }
@@ -107,6 +114,8 @@ class Linear : public Layer {
            m_block.workspace_bytes();
   }
   void forward_block(Backend& be, const Tensor& x, Tensor& y, LinearContext& ctx);
+  // forward(), with `copy` (when not null) filled as forward_copy says.
+  bool forward_into(Backend& be, const Tensor& x, Tensor& y, LinearContext& ctx, const GemmEncode* copy);
   void backward_block(Backend& be, const Tensor& dy, Tensor* dx, LinearContext& ctx);
 };
 
