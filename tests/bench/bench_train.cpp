@@ -19,12 +19,22 @@
 // GPU rows are named train/<model>@cuda/<recipe>.
 //   bench_train --threads=N               the CPU backend on N threads
 //                                         (default: every core)
+//   bench_train --paired[=ROUNDS]         ratios robust to a VM's speed
+//       [--models=mlp,cnn,transformer]    changing over minutes: every
+//                                         recipe's Run is built first, then
+//                                         each round times a slice of steps
+//                                         (about 0.1 s) of every recipe in
+//                                         turn; printed are each recipe's
+//                                         median step and the median and
+//                                         quartiles of its per-round ratio
+//                                         to fp32 (default 15 rounds)
 //
 // Uses Fashion-MNIST when installed, else a synthetic set of the same shape
 // (the throughput does not depend on the pixel values).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -107,6 +117,64 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
 }
 
+// The q-quantile (0..1) of v, nearest rank.
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
+}
+
+// --paired: recipes of one model timed in alternating slices, so that a
+// change in the machine's speed falls on all of them alike.
+void paired(engine::Backend& backend, const std::vector<std::string>& models, int rounds) {
+  using Clock = std::chrono::steady_clock;
+  const std::vector<std::string> recipes = {"fp32", "mixed-bf16", "fp8", "fp16", "mixed-fp16"};
+  std::printf("\npaired rounds (%d): ms per step (median round), ratio to fp32 per round: median [quartiles]\n",
+              rounds);
+  for (const std::string& model : models) {
+    std::vector<std::unique_ptr<engine::Run>> runs;
+    std::vector<engine::Record> out;
+    for (const std::string& r : recipes) {
+      engine::RunConfig c;
+      c.model = model;
+      c.recipe = r;
+      c.dataset = "fashion-mnist";
+      c.batch = 128;
+      c.epochs = 1000;
+      c.seed = 0;
+      runs.push_back(std::make_unique<engine::Run>(0, c, g_data, backend));
+      for (int i = 0; i < 3; ++i) {  // warm-up: primitives created, buffers sized
+        runs.back()->step(out);
+        out.clear();
+      }
+    }
+    // Steps per slice: about 0.1 s of the slowest recipe, measured once.
+    const auto t0 = Clock::now();
+    runs[0]->step(out);
+    out.clear();
+    const double one = std::chrono::duration<double>(Clock::now() - t0).count();
+    const int slice = std::max(2, static_cast<int>(0.1 / std::max(one, 1e-6)));
+    std::vector<std::vector<double>> ms(recipes.size());
+    for (int round = 0; round < rounds; ++round)
+      for (std::size_t k = 0; k < recipes.size(); ++k) {
+        // Rotated order: no recipe always follows the same one.
+        const std::size_t i = (k + static_cast<std::size_t>(round)) % recipes.size();
+        const auto s0 = Clock::now();
+        for (int j = 0; j < slice; ++j) {
+          runs[i]->step(out);
+          out.clear();
+        }
+        ms[i].push_back(std::chrono::duration<double, std::milli>(Clock::now() - s0).count() / slice);
+      }
+    for (std::size_t i = 0; i < recipes.size(); ++i) {
+      std::vector<double> ratio;
+      for (int round = 0; round < rounds; ++round) ratio.push_back(ms[0][round] / ms[i][round]);
+      std::printf("  %-12s %-11s %8.3f ms  %5.2fx fp32 [%4.2f %4.2f]\n", model.c_str(), recipes[i].c_str(),
+                  median(ms[i]), median(ratio), quantile(ratio, 0.25), quantile(ratio, 0.75));
+    }
+  }
+}
+
 void summary() {
   // Best and median repetition: a VM whose speed changes between (or
   // within) processes can hand one benchmark a fast spell the others did
@@ -171,13 +239,25 @@ int main(int argc, char** argv) {
   std::string backends = "cpu";
   bool wide = false;
   int threads = 0;  // the CPU backend's threads; 0: every core
+  int paired_rounds = 0;
+  std::vector<std::string> paired_models = {"mlp", "cnn", "transformer"};
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--backend=", 0) == 0) backends = a.substr(10);
     else if (a == "--wide") wide = true;
     else if (a.rfind("--threads=", 0) == 0) threads = std::atoi(a.c_str() + 10);
-    else argv[kept++] = argv[i];
+    else if (a == "--paired") paired_rounds = 15;
+    else if (a.rfind("--paired=", 0) == 0) paired_rounds = std::max(1, std::atoi(a.c_str() + 9));
+    else if (a.rfind("--models=", 0) == 0) {
+      paired_models.clear();
+      std::string list = a.substr(9);
+      for (std::size_t at = 0; at <= list.size();) {
+        const std::size_t comma = std::min(list.find(',', at), list.size());
+        if (comma > at) paired_models.push_back(list.substr(at, comma - at));
+        at = comma + 1;
+      }
+    } else argv[kept++] = argv[i];
   }
   argc = kept;
   if (backends != "cpu" && backends != "cuda" && backends != "both") {
@@ -201,6 +281,16 @@ int main(int argc, char** argv) {
     std::printf("FMA peak (%s): 1 thread %.1f GFLOP/s, %d threads %.1f GFLOP/s; %s: %s, %d threads, native bf16: %s; data: %s\n",
                 g_peak.isa, g_peak.one, g_peak.threads, g_peak.all, info.name.c_str(), info.device.c_str(),
                 info.threads, info.native_bf16 ? "yes" : "no", g_data->train.name.c_str());
+  }
+  if (paired_rounds > 0) {
+    engine::Backend* be = g_cpu ? g_cpu.get() : g_cuda.get();
+    try {
+      paired(*be, paired_models, paired_rounds);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_train: --paired: %s\n", e.what());
+      return 1;
+    }
+    return 0;
   }
   std::vector<std::string> models = {"mlp", "cnn", "transformer"};
   if (wide) models.push_back("mlp-wide");
