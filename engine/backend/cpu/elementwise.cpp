@@ -164,6 +164,16 @@ void column_sums(const float* dy, std::int64_t rows, std::int64_t cols, float* d
                    [dy, cols](std::int64_t i0, std::int64_t) { return dy + i0 * cols; });
 }
 
+void column_sums_visiting(const float* dy, std::int64_t rows, std::int64_t cols, float* db, Workspace& ws,
+                          std::int64_t block_rows, void (*visit)(void* ctx, std::int64_t i0, std::int64_t i1),
+                          void* ctx) {
+  column_sums_with(rows, cols, std::max<std::int64_t>(block_rows, 1), db, ws,
+                   [=](std::int64_t i0, std::int64_t i1) {
+                     visit(ctx, i0, i1);
+                     return dy + i0 * cols;
+                   });
+}
+
 bool column_sums16(Format f, const void* dy, std::int64_t rows, std::int64_t cols, float* db, Workspace& ws) {
   if (!is_half_format(f) || cols > kRowsBlockFloats) return false;
   const auto* codes = static_cast<const std::uint16_t*>(dy);

@@ -46,6 +46,12 @@ void column_sums(const float* dy, std::int64_t rows, std::int64_t cols, float* d
 // it sums (the same sums in the same order); false, with nothing written,
 // for other formats or rows wider than the stack block.
 bool column_sums16(Format f, const void* dy, std::int64_t rows, std::int64_t cols, float* db, Workspace& ws);
+// column_sums that hands each block of at most block_rows rows [i0, i1) to
+// visit(ctx, i0, i1) on the thread about to sum it, the rows then still in
+// its cache (the same sums in the same order).
+void column_sums_visiting(const float* dy, std::int64_t rows, std::int64_t cols, float* db, Workspace& ws,
+                          std::int64_t block_rows, void (*visit)(void* ctx, std::int64_t i0, std::int64_t i1),
+                          void* ctx);
 
 // attention.cpp
 // Backend::attention_forward for products small enough for the small-GEMM

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
@@ -205,6 +206,41 @@ void CpuBackend::scale_amax_encode(const float* x, float scale, Format f, void* 
   *amax = amax_from_bits(max_over_scaled_chunks(n, [&](std::int64_t b, std::int64_t len) {
     return scale_amax_encode_chunk(x, scale, f, q, b, len, opt);
   }));
+}
+
+void CpuBackend::scale_amax_encode_sums(const float* x, std::int64_t rows, std::int64_t cols, float scale, Format f,
+                                        void* q, const CastOptions& opt, float* amax, float* db, float* scratch) {
+  use_threads();
+  const std::int64_t n = rows * cols;
+  if (n <= 0 || storage_bytes(f) == 0 || f32_container(f)) {
+    Backend::scale_amax_encode_sums(x, rows, cols, scale, f, q, opt, amax, db, scratch);
+    return;
+  }
+  // column_sums' chunks of rows, each block of rows cast (in pieces of at
+  // most kScaledChunk values) just before it is summed. The amax combines
+  // as bit patterns, so neither the blocks nor the threads change it.
+  struct Visit {
+    const float* x;
+    float scale;
+    Format f;
+    void* q;
+    const CastOptions* opt;
+    std::int64_t cols;
+    std::atomic<std::uint32_t> m{0};
+  } v{x, scale, f, q, &opt, cols};
+  cpu::column_sums_visiting(
+      x, rows, cols, db, m_reduce_ws, kScaledChunk / cols,
+      [](void* ctx, std::int64_t i0, std::int64_t i1) {
+        auto& s = *static_cast<Visit*>(ctx);
+        std::uint32_t m = 0;
+        for (std::int64_t b = i0 * s.cols, e = i1 * s.cols; b < e; b += kScaledChunk)
+          m = std::max(m, scale_amax_encode_chunk(s.x, s.scale, s.f, s.q, b, std::min(kScaledChunk, e - b), *s.opt));
+        std::uint32_t seen = s.m.load(std::memory_order_relaxed);
+        while (seen < m && !s.m.compare_exchange_weak(seen, m, std::memory_order_relaxed)) {
+        }
+      },
+      &v);
+  *amax = amax_from_bits(v.m.load(std::memory_order_relaxed));
 }
 
 void CpuBackend::scale_amax_encode16(Format from, const void* x, float scale, Format f, void* q, std::int64_t n,
