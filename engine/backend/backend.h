@@ -333,15 +333,22 @@ class Backend {
     convert(from, x, Format::FP32, scratch, n, {});
     scale_amax_encode(scratch, scale, f, q, n, opt, amax, scratch);
   }
-  // scale_amax_encode of a rows x cols matrix that also writes db, the
-  // column sums of the unscaled x, as column_sums(x, rows, cols, db): an
-  // FP8 layer's dy cast and its bias gradient (Transformer Engine's fused
-  // cast and dbias). The two calls are this default; a backend may read x
-  // once for both, with the same bits.
-  virtual void scale_amax_encode_sums(const float* x, std::int64_t rows, std::int64_t cols, float scale, Format f,
-                                      void* q, const CastOptions& opt, float* amax, float* db, float* scratch) {
-    scale_amax_encode(x, scale, f, q, rows * cols, opt, amax, scratch);
-    column_sums(x, rows, cols, db);
+  // scale_amax_encode of a rows x cols matrix x (FP32, or FP16/BF16 codes
+  // as scale_amax_encode16 takes them: format `from`) that also writes db,
+  // the column sums of the unscaled values, as column_sums (column_sums16)
+  // gives them: an FP8 layer's dy cast and its bias gradient (Transformer
+  // Engine's fused cast and dbias). The two calls are this default (scratch:
+  // rows * cols floats); a backend may read x once for both, same bits.
+  virtual void scale_amax_encode_sums(Format from, const void* x, std::int64_t rows, std::int64_t cols, float scale,
+                                      Format f, void* q, const CastOptions& opt, float* amax, float* db,
+                                      float* scratch) {
+    if (from == Format::FP32) {
+      scale_amax_encode(static_cast<const float*>(x), scale, f, q, rows * cols, opt, amax, scratch);
+      column_sums(static_cast<const float*>(x), rows, cols, db);
+      return;
+    }
+    scale_amax_encode16(from, x, scale, f, q, rows * cols, opt, amax, scratch);
+    column_sums16(from, x, rows, cols, db, scratch);
   }
   // x[i] = value for i in [0, n) (fault injection writes one element).
   virtual void fill(float* x, float value, std::int64_t n) = 0;

@@ -222,19 +222,20 @@ void Linear::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
   // The bias gradient sums the unscaled, unrounded dy for FP8 (TE's fused
   // dbias), the rounded dy otherwise.
   const Tensor* dy_sum;
-  // FP8 dy in FP32 with a bias: its cast and the bias sums in one pass
-  // (Backend::scale_amax_encode_sums), db done before the GEMMs.
+  // FP8 dy (FP32, or the fused attention's BF16 codes) with a bias: its
+  // cast and the bias sums in one pass (Backend::scale_amax_encode_sums),
+  // db done before the GEMMs.
   bool db_done = false;
   if (is_fp8(p.grad)) {
     DelayedScale& ds = delayed_scale_for(m_dy_scale, p.grad, m_scaling);
     s.dy = ds.scale();
-    if (m_has_bias && dy.format() == Format::FP32 && dy.numel() > 0) {
+    if (m_has_bias && (dy.format() == Format::FP32 || is_half_format(dy.format())) && dy.numel() > 0) {
       m_dy_grad.resize(dy.shape(), p.grad);
       m_fp8_ws.resize(dy.shape(), Format::FP32);
       CastOptions opt;
       opt.saturate = true;  // round_scaled's encode
-      be.scale_amax_encode_sums(dy.f32(), rows, m_out, s.dy, p.grad, m_dy_grad.data(), opt, ds.amax_slot(),
-                                grad_begin(m_bias, m_db32), m_fp8_ws.f32());
+      be.scale_amax_encode_sums(dy.format(), dy.data(), rows, m_out, s.dy, p.grad, m_dy_grad.data(), opt,
+                                ds.amax_slot(), grad_begin(m_bias, m_db32), m_fp8_ws.f32());
       db_done = true;
     } else {
       round_scaled(be, dy, p.grad, s.dy, m_dy_grad, m_fp8_ws, false, ds.amax_slot());

@@ -106,10 +106,12 @@ class TimingBackend final : public engine::Backend {
                  std::to_string(n),
              m_in->scale_amax_encode16(from, x, s, f, q, n, o, a, scratch));
   }
-  void scale_amax_encode_sums(const float* x, std::int64_t rows, std::int64_t cols, float s, engine::Format f, void* q,
-                              const engine::CastOptions& o, float* a, float* db, float* scratch) override {
-    PL_TIMED("scale_amax_encode_sums " + std::string(engine::format_name(f)) + " " + std::to_string(rows * cols),
-             m_in->scale_amax_encode_sums(x, rows, cols, s, f, q, o, a, db, scratch));
+  void scale_amax_encode_sums(engine::Format from, const void* x, std::int64_t rows, std::int64_t cols, float s,
+                              engine::Format f, void* q, const engine::CastOptions& o, float* a, float* db,
+                              float* scratch) override {
+    PL_TIMED("scale_amax_encode_sums " + std::string(engine::format_name(from)) + "->" + engine::format_name(f) + " " +
+                 std::to_string(rows * cols),
+             m_in->scale_amax_encode_sums(from, x, rows, cols, s, f, q, o, a, db, scratch));
   }
   void fill(float* x, float v, std::int64_t n) override { PL_TIMED("fill", m_in->fill(x, v, n)); }
   void unscale_grads(const engine::GradBuffer* g, std::size_t c, float s, double* q) override {

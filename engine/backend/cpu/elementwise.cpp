@@ -164,14 +164,27 @@ void column_sums(const float* dy, std::int64_t rows, std::int64_t cols, float* d
                    [dy, cols](std::int64_t i0, std::int64_t) { return dy + i0 * cols; });
 }
 
-void column_sums_visiting(const float* dy, std::int64_t rows, std::int64_t cols, float* db, Workspace& ws,
-                          std::int64_t block_rows, void (*visit)(void* ctx, std::int64_t i0, std::int64_t i1),
+bool column_sums_visiting(Format f, const void* dy, std::int64_t rows, std::int64_t cols, float* db, Workspace& ws,
+                          void (*visit)(void* ctx, std::int64_t i0, std::int64_t i1, const float* values),
                           void* ctx) {
-  column_sums_with(rows, cols, std::max<std::int64_t>(block_rows, 1), db, ws,
-                   [=](std::int64_t i0, std::int64_t i1) {
-                     visit(ctx, i0, i1);
-                     return dy + i0 * cols;
-                   });
+  const std::int64_t block = std::max<std::int64_t>(1, kRowsBlockFloats / std::max<std::int64_t>(cols, 1));
+  if (f == Format::FP32) {
+    const auto* x = static_cast<const float*>(dy);
+    column_sums_with(rows, cols, block, db, ws, [=](std::int64_t i0, std::int64_t i1) {
+      visit(ctx, i0, i1, x + i0 * cols);
+      return x + i0 * cols;
+    });
+    return true;
+  }
+  if (!is_half_format(f) || cols > kRowsBlockFloats) return false;
+  const auto* codes = static_cast<const std::uint16_t*>(dy);
+  column_sums_with(rows, cols, block, db, ws, [=](std::int64_t i0, std::int64_t i1) {
+    thread_local float buf[kRowsBlockFloats];
+    cast_to_f32(f, codes + i0 * cols, buf, static_cast<std::size_t>((i1 - i0) * cols));
+    visit(ctx, i0, i1, buf);
+    return static_cast<const float*>(buf);
+  });
+  return true;
 }
 
 bool column_sums16(Format f, const void* dy, std::int64_t rows, std::int64_t cols, float* db, Workspace& ws) {

@@ -46,11 +46,13 @@ void column_sums(const float* dy, std::int64_t rows, std::int64_t cols, float* d
 // it sums (the same sums in the same order); false, with nothing written,
 // for other formats or rows wider than the stack block.
 bool column_sums16(Format f, const void* dy, std::int64_t rows, std::int64_t cols, float* db, Workspace& ws);
-// column_sums that hands each block of at most block_rows rows [i0, i1) to
-// visit(ctx, i0, i1) on the thread about to sum it, the rows then still in
-// its cache (the same sums in the same order).
-void column_sums_visiting(const float* dy, std::int64_t rows, std::int64_t cols, float* db, Workspace& ws,
-                          std::int64_t block_rows, void (*visit)(void* ctx, std::int64_t i0, std::int64_t i1),
+// column_sums (f FP32) or column_sums16 (FP16/BF16 codes) that hands each
+// block of rows [i0, i1) (at most 4096 values) as f32 values to
+// visit(ctx, i0, i1, values) on the thread about to sum it, the values
+// then in its cache (the same sums in the same order). false, with nothing
+// done, for other formats or code rows wider than a block.
+bool column_sums_visiting(Format f, const void* dy, std::int64_t rows, std::int64_t cols, float* db, Workspace& ws,
+                          void (*visit)(void* ctx, std::int64_t i0, std::int64_t i1, const float* values),
                           void* ctx);
 
 // attention.cpp

@@ -161,19 +161,23 @@ namespace {
 // cast convert runs (stochastic rounding at the chunk's index offset). The
 // same bits either way. Returns the chunk's amax as a bit pattern.
 constexpr std::int64_t kScaledChunk = 4096;
+// The chunk's len values at x, encoded to q; `at`: the first value's index
+// in the whole (stochastic rounding).
+std::uint32_t scale_amax_encode_span(const float* x, float scale, Format f, std::byte* q, std::int64_t len,
+                                     const CastOptions& opt, std::int64_t at) {
+  std::uint32_t fused = 0;
+  if (scale_amax_cast(Format::FP32, x, scale, f, q, static_cast<std::size_t>(len), opt, &fused)) return fused;
+  alignas(64) float buf[kScaledChunk];
+  const std::uint32_t m = scale_amax_bits(x, scale, buf, len);
+  CastOptions o = opt;
+  o.index_offset += static_cast<std::uint64_t>(at);
+  cast_from_f32(f, buf, q, static_cast<std::size_t>(len), o);
+  return m;
+}
 std::uint32_t scale_amax_encode_chunk(const float* x, float scale, Format f, void* q, std::int64_t b,
                                       std::int64_t len, const CastOptions& opt) {
-  std::uint32_t fused = 0;
-  if (scale_amax_cast(Format::FP32, x + b, scale, f, static_cast<std::byte*>(q) + static_cast<std::size_t>(b) * storage_bytes(f),
-                      static_cast<std::size_t>(len), opt, &fused))
-    return fused;
-  alignas(64) float buf[kScaledChunk];
-  const std::uint32_t m = scale_amax_bits(x + b, scale, buf, len);
-  CastOptions o = opt;
-  o.index_offset += static_cast<std::uint64_t>(b);
-  cast_from_f32(f, buf, static_cast<std::byte*>(q) + static_cast<std::size_t>(b) * storage_bytes(f),
-                static_cast<std::size_t>(len), o);
-  return m;
+  return scale_amax_encode_span(x + b, scale, f, static_cast<std::byte*>(q) + static_cast<std::size_t>(b) * storage_bytes(f),
+                                len, opt, b);
 }
 
 // The max over the chunks [b, b + len) of [0, n) (len <= kScaledChunk) of
@@ -208,38 +212,46 @@ void CpuBackend::scale_amax_encode(const float* x, float scale, Format f, void* 
   }));
 }
 
-void CpuBackend::scale_amax_encode_sums(const float* x, std::int64_t rows, std::int64_t cols, float scale, Format f,
-                                        void* q, const CastOptions& opt, float* amax, float* db, float* scratch) {
+void CpuBackend::scale_amax_encode_sums(Format from, const void* x, std::int64_t rows, std::int64_t cols, float scale,
+                                        Format f, void* q, const CastOptions& opt, float* amax, float* db,
+                                        float* scratch) {
   use_threads();
-  const std::int64_t n = rows * cols;
-  if (n <= 0 || storage_bytes(f) == 0 || f32_container(f)) {
-    Backend::scale_amax_encode_sums(x, rows, cols, scale, f, q, opt, amax, db, scratch);
-    return;
-  }
-  // column_sums' chunks of rows, each block of rows cast (in pieces of at
-  // most kScaledChunk values) just before it is summed. The amax combines
-  // as bit patterns, so neither the blocks nor the threads change it.
+  const std::size_t qs = storage_bytes(f);
+  // column_sums' chunks of rows (codes decoded block by block, as
+  // column_sums16 does), each block of rows cast from its f32 values (the
+  // decode is exact) in pieces of at most kScaledChunk just before it is
+  // summed. The amax combines as bit patterns, so neither the blocks nor
+  // the threads change it.
   struct Visit {
-    const float* x;
     float scale;
     Format f;
-    void* q;
+    std::byte* q;
+    std::size_t qs;
     const CastOptions* opt;
     std::int64_t cols;
     std::atomic<std::uint32_t> m{0};
-  } v{x, scale, f, q, &opt, cols};
-  cpu::column_sums_visiting(
-      x, rows, cols, db, m_reduce_ws, kScaledChunk / cols,
-      [](void* ctx, std::int64_t i0, std::int64_t i1) {
-        auto& s = *static_cast<Visit*>(ctx);
-        std::uint32_t m = 0;
-        for (std::int64_t b = i0 * s.cols, e = i1 * s.cols; b < e; b += kScaledChunk)
-          m = std::max(m, scale_amax_encode_chunk(s.x, s.scale, s.f, s.q, b, std::min(kScaledChunk, e - b), *s.opt));
-        std::uint32_t seen = s.m.load(std::memory_order_relaxed);
-        while (seen < m && !s.m.compare_exchange_weak(seen, m, std::memory_order_relaxed)) {
-        }
-      },
-      &v);
+  } v{scale, f, static_cast<std::byte*>(q), qs, &opt, cols};
+  const bool done =
+      rows * cols > 0 && qs > 0 && !f32_container(f) &&
+      cpu::column_sums_visiting(
+          from, x, rows, cols, db, m_reduce_ws,
+          [](void* ctx, std::int64_t i0, std::int64_t i1, const float* values) {
+            auto& s = *static_cast<Visit*>(ctx);
+            std::uint32_t m = 0;
+            for (std::int64_t o = 0, e = (i1 - i0) * s.cols; o < e; o += kScaledChunk) {
+              const std::int64_t at = i0 * s.cols + o;
+              m = std::max(m, scale_amax_encode_span(values + o, s.scale, s.f, s.q + static_cast<std::size_t>(at) * s.qs,
+                                                     std::min(kScaledChunk, e - o), *s.opt, at));
+            }
+            std::uint32_t seen = s.m.load(std::memory_order_relaxed);
+            while (seen < m && !s.m.compare_exchange_weak(seen, m, std::memory_order_relaxed)) {
+            }
+          },
+          &v);
+  if (!done) {
+    Backend::scale_amax_encode_sums(from, x, rows, cols, scale, f, q, opt, amax, db, scratch);
+    return;
+  }
   *amax = amax_from_bits(v.m.load(std::memory_order_relaxed));
 }
 

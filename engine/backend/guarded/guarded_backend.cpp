@@ -146,10 +146,10 @@ class GuardedBackend final : public Backend {
     Open o(*this, "scale_amax_encode16", x, q, amax, scratch);
     m_inner->scale_amax_encode16(from, x, scale, f, q, n, opt, amax, scratch);
   }
-  void scale_amax_encode_sums(const float* x, std::int64_t rows, std::int64_t cols, float scale, Format f, void* q,
-                              const CastOptions& opt, float* amax, float* db, float* scratch) override {
+  void scale_amax_encode_sums(Format from, const void* x, std::int64_t rows, std::int64_t cols, float scale, Format f,
+                              void* q, const CastOptions& opt, float* amax, float* db, float* scratch) override {
     Open o(*this, "scale_amax_encode_sums", x, q, amax, db, scratch);
-    m_inner->scale_amax_encode_sums(x, rows, cols, scale, f, q, opt, amax, db, scratch);
+    m_inner->scale_amax_encode_sums(from, x, rows, cols, scale, f, q, opt, amax, db, scratch);
   }
   void fill(float* x, float value, std::int64_t n) override {
     Open o(*this, "fill", x);

@@ -1240,13 +1240,15 @@ TEST_P(Conformance, ScaleAmaxEncodeEqualsScalarReference) {
 }
 
 // The FP8 layers' fused dy cast and bias sums give the bits of
-// scale_amax_encode and column_sums of the same backend: codes, amax and
-// sums, for shapes around the CPU's blocks and rows wider than them.
+// scale_amax_encode and column_sums (scale_amax_encode16 and column_sums16
+// for FP16/BF16 codes) of the same backend: codes, amax and sums, for
+// shapes around the CPU's blocks and rows wider than them.
 TEST_P(Conformance, ScaleAmaxEncodeSumsEqualsItsTwoCalls) {
   const std::pair<i64, i64> shapes[] = {{1, 10}, {128, 10}, {2048, 64}, {2048, 192}, {700, 129}, {3, 5000}};
-  for (const auto& [rows, cols] : shapes)
-    for (bool special : {false, true})
-      for (Format f : {Format::E4M3, Format::E5M2}) {
+  for (Format from : {Format::FP32, Format::BF16, Format::FP16})
+    for (const auto& [rows, cols] : shapes)
+      for (bool special : {false, true})
+        for (Format f : {Format::E4M3, Format::E5M2}) {
         const auto n = static_cast<std::size_t>(rows * cols);
         std::vector<float> x = normal_values(n, 71 + n, 40.0f);
         if (special) {
@@ -1254,19 +1256,30 @@ TEST_P(Conformance, ScaleAmaxEncodeSumsEqualsItsTwoCalls) {
           x[n - 1] = -1e-40f;
           if (n > 2) x[1] = std::numeric_limits<float>::quiet_NaN();
         }
+        std::vector<std::uint16_t> codes(from == Format::FP32 ? 0 : n);
+        if (!codes.empty()) engine::cast_from_f32(from, x.data(), codes.data(), n);
         const float scale = 2.5f;
         engine::CastOptions opt;
         opt.saturate = true;
         auto xd = dev(x);
+        DeviceBuffer<std::uint16_t> cd(GetParam(), codes);
         DeviceBuffer<std::uint8_t> q1(GetParam(), std::vector<std::uint8_t>(n, 0xAB));
         DeviceBuffer<std::uint8_t> q2(GetParam(), std::vector<std::uint8_t>(n, 0xCD));
         auto a1 = out(1), a2 = out(1), db1 = out(static_cast<std::size_t>(cols)), db2 = out(static_cast<std::size_t>(cols));
         auto scratch = out(n);
-        be->scale_amax_encode(xd.get(), scale, f, q1.get(), rows * cols, opt, a1.get(), scratch.get());
-        be->column_sums(xd.get(), rows, cols, db1.get());
-        be->scale_amax_encode_sums(xd.get(), rows, cols, scale, f, q2.get(), opt, a2.get(), db2.get(), scratch.get());
-        const std::string what = std::string(engine::format_name(f)) + " " + std::to_string(rows) + "x" +
-                                 std::to_string(cols) + (special ? " specials" : "");
+        if (from == Format::FP32) {
+          be->scale_amax_encode(xd.get(), scale, f, q1.get(), rows * cols, opt, a1.get(), scratch.get());
+          be->column_sums(xd.get(), rows, cols, db1.get());
+          be->scale_amax_encode_sums(from, xd.get(), rows, cols, scale, f, q2.get(), opt, a2.get(), db2.get(),
+                                     scratch.get());
+        } else {
+          be->scale_amax_encode16(from, cd.get(), scale, f, q1.get(), rows * cols, opt, a1.get(), scratch.get());
+          be->column_sums16(from, cd.get(), rows, cols, db1.get(), scratch.get());
+          be->scale_amax_encode_sums(from, cd.get(), rows, cols, scale, f, q2.get(), opt, a2.get(), db2.get(),
+                                     scratch.get());
+        }
+        const std::string what = std::string(engine::format_name(from)) + "->" + engine::format_name(f) + " " +
+                                 std::to_string(rows) + "x" + std::to_string(cols) + (special ? " specials" : "");
         EXPECT_EQ(q2.host(), q1.host()) << what;
         EXPECT_EQ(std::bit_cast<std::uint32_t>(a2.host()[0]), std::bit_cast<std::uint32_t>(a1.host()[0])) << what;
         const std::vector<float> s1 = db1.host(), s2 = db2.host();
