@@ -82,7 +82,9 @@ std::shared_ptr<const engine::DatasetPair> images() {
 constexpr double kMlpFlopsPerSample =
     2.0 * (784 * 256 + 256 * 128 + 128 * 10) * 2.0 + 2.0 * (256 * 128 + 128 * 10);
 
-void BM_Train(benchmark::State& st, engine::Backend& backend, const std::string& model, const std::string& recipe) {
+// A Run of one benchmarked model and recipe, warmed up: primitives
+// created, buffers sized.
+std::unique_ptr<engine::Run> warm_run(engine::Backend& backend, const std::string& model, const std::string& recipe) {
   engine::RunConfig c;
   c.model = model;
   c.recipe = recipe;
@@ -95,12 +97,20 @@ void BM_Train(benchmark::State& st, engine::Backend& backend, const std::string&
     c.widths = {4096, 4096, 4096};
     c.batch = 1024;
   }
-  engine::Run run(0, c, g_data, backend);
+  auto run = std::make_unique<engine::Run>(0, c, g_data, backend);
   std::vector<engine::Record> out;
-  for (int i = 0; i < 3; ++i) {  // warm-up: primitives created, buffers sized
-    run.step(out);
+  for (int i = 0; i < 3; ++i) {
+    run->step(out);
     out.clear();
   }
+  return run;
+}
+
+void BM_Train(benchmark::State& st, engine::Backend& backend, const std::string& model, const std::string& recipe) {
+  const std::unique_ptr<engine::Run> owned = warm_run(backend, model, recipe);
+  engine::Run& run = *owned;
+  const engine::RunConfig& c = run.config();
+  std::vector<engine::Record> out;
   for (auto _ : st) {
     run.step(out);
     out.clear();
@@ -134,20 +144,7 @@ void paired(engine::Backend& backend, const std::vector<std::string>& models, in
   for (const std::string& model : models) {
     std::vector<std::unique_ptr<engine::Run>> runs;
     std::vector<engine::Record> out;
-    for (const std::string& r : recipes) {
-      engine::RunConfig c;
-      c.model = model;
-      c.recipe = r;
-      c.dataset = "fashion-mnist";
-      c.batch = 128;
-      c.epochs = 1000;
-      c.seed = 0;
-      runs.push_back(std::make_unique<engine::Run>(0, c, g_data, backend));
-      for (int i = 0; i < 3; ++i) {  // warm-up: primitives created, buffers sized
-        runs.back()->step(out);
-        out.clear();
-      }
-    }
+    for (const std::string& r : recipes) runs.push_back(warm_run(backend, model, r));
     // Steps per slice: about 0.1 s of the slowest recipe, measured once.
     const auto t0 = Clock::now();
     runs[0]->step(out);
