@@ -58,6 +58,43 @@ inline void rows_block(const code_pair* a, std::int64_t a_row, std::int64_t a_pa
   }
 }
 
+// The 8 x 16 transpose of 16 rows' first 8 pair words: bv[q] lane j = word q
+// of row j (row j at b + j * ldb), for a full n == 16. Three rounds of
+// two-source permutes in registers instead of one gather per pair (the
+// gathers were a fifth of attention's q k^T products).
+inline void transpose_pairs16(const std::uint16_t* b, std::int64_t ldb, __m512i* bv) {
+  __m512i z[8];
+  for (int i = 0; i < 8; ++i)
+    z[i] = _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2 * i * ldb))),
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + (2 * i + 1) * ldb)), 1);
+  // Round 1: four rows (two z) -> words 0-3 and 4-7 of those rows, word-major.
+  const __m512i a_lo_idx = _mm512_set_epi32(27, 19, 11, 3, 26, 18, 10, 2, 25, 17, 9, 1, 24, 16, 8, 0);
+  const __m512i a_hi_idx = _mm512_set_epi32(31, 23, 15, 7, 30, 22, 14, 6, 29, 21, 13, 5, 28, 20, 12, 4);
+  __m512i lo[4], hi[4];
+  for (int i = 0; i < 4; ++i) {
+    lo[i] = _mm512_permutex2var_epi32(z[2 * i], a_lo_idx, z[2 * i + 1]);
+    hi[i] = _mm512_permutex2var_epi32(z[2 * i], a_hi_idx, z[2 * i + 1]);
+  }
+  // Round 2: eight rows, two words each (words w, w + 1 of rows 0-7 or 8-15).
+  const __m512i b0_idx = _mm512_set_epi32(23, 22, 21, 20, 7, 6, 5, 4, 19, 18, 17, 16, 3, 2, 1, 0);
+  const __m512i b1_idx = _mm512_set_epi32(31, 30, 29, 28, 15, 14, 13, 12, 27, 26, 25, 24, 11, 10, 9, 8);
+  // Round 3: sixteen rows of one word.
+  const __m512i c0_idx = _mm512_set_epi32(23, 22, 21, 20, 19, 18, 17, 16, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i c1_idx = _mm512_set_epi32(31, 30, 29, 28, 27, 26, 25, 24, 15, 14, 13, 12, 11, 10, 9, 8);
+  for (int h = 0; h < 2; ++h) {
+    const __m512i* src = h ? hi : lo;  // words 0-3 or 4-7
+    const __m512i r01 = _mm512_permutex2var_epi32(src[0], b0_idx, src[1]);  // words 0,1 of rows 0-7
+    const __m512i r23 = _mm512_permutex2var_epi32(src[0], b1_idx, src[1]);  // words 2,3 of rows 0-7
+    const __m512i s01 = _mm512_permutex2var_epi32(src[2], b0_idx, src[3]);  // words 0,1 of rows 8-15
+    const __m512i s23 = _mm512_permutex2var_epi32(src[2], b1_idx, src[3]);  // words 2,3 of rows 8-15
+    bv[4 * h + 0] = _mm512_permutex2var_epi32(r01, c0_idx, s01);
+    bv[4 * h + 1] = _mm512_permutex2var_epi32(r01, c1_idx, s01);
+    bv[4 * h + 2] = _mm512_permutex2var_epi32(r23, c0_idx, s23);
+    bv[4 * h + 3] = _mm512_permutex2var_epi32(r23, c1_idx, s23);
+  }
+}
+
 // Two stored rows of m (<= 16) bf16 values interleaved into words:
 // word i = r0[i] | r1[i] << 16.
 inline __m512i interleave(const std::uint16_t* r0, const std::uint16_t* r1, __mmask16 m) {
@@ -87,7 +124,10 @@ void small_product_bf16(const SmallBatch& s, std::int64_t t) {
     // is the pair (B(2q, j), B(2q + 1, j)).
     const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                                             _mm512_set1_epi32(static_cast<int>(s.ldb * 2)));
-    for (std::int64_t q = 0; q < pairs; ++q)
+    std::int64_t q = 0;
+    if (n == 16)
+      for (; q + 8 <= pairs; q += 8) transpose_pairs16(b + 2 * q, s.ldb, bv + q);
+    for (; q < pairs; ++q)
       bv[q] = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), nm, rows, b + 2 * q, 1);
   } else {
     for (std::int64_t q = 0; q < pairs; ++q) bv[q] = interleave(b + 2 * q * s.ldb, b + (2 * q + 1) * s.ldb, nm);
