@@ -19,6 +19,11 @@
 // GPU rows are named train/<model>@cuda/<recipe>.
 //   bench_train --threads=N               the CPU backend on N threads
 //                                         (default: every core)
+//   bench_train --no-native-bf16          the CPU backend without its native
+//                                         bf16 kernels (BF16 and FP8 GEMMs
+//                                         decode to f32), as on a CPU without
+//                                         AVX512-BF16; with DNNL_MAX_CPU_ISA=AVX2
+//                                         close to an AVX2 machine
 //   bench_train --paired[=ROUNDS]         ratios robust to a VM's speed
 //       [--models=mlp,cnn,transformer]    changing over minutes: every
 //                                         recipe's Run is built first, then
@@ -44,6 +49,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
 #include "backend/cuda_backend.h"
 #include "data/dataset.h"
 #include "fma_peak.h"
@@ -237,6 +243,7 @@ int main(int argc, char** argv) {
   bool wide = false;
   int threads = 0;  // the CPU backend's threads; 0: every core
   int paired_rounds = 0;
+  bool native_bf16 = true;
   std::vector<std::string> paired_models = {"mlp", "cnn", "transformer"};
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
@@ -244,6 +251,7 @@ int main(int argc, char** argv) {
     if (a.rfind("--backend=", 0) == 0) backends = a.substr(10);
     else if (a == "--wide") wide = true;
     else if (a.rfind("--threads=", 0) == 0) threads = std::atoi(a.c_str() + 10);
+    else if (a == "--no-native-bf16") native_bf16 = false;
     else if (a == "--paired") paired_rounds = 15;
     else if (a.rfind("--paired=", 0) == 0) paired_rounds = std::max(1, std::atoi(a.c_str() + 9));
     else if (a.rfind("--models=", 0) == 0) {
@@ -263,7 +271,12 @@ int main(int argc, char** argv) {
   }
   g_peak = measure_fma_peak();
   g_data = images();
-  if (backends != "cuda") g_cpu = engine::make_cpu_backend(threads);
+  if (backends != "cuda") {
+    engine::CpuBackendOptions o;
+    o.threads = threads;
+    o.allow_native_bf16 = native_bf16;
+    g_cpu = std::make_unique<engine::CpuBackend>(o);
+  }
   if (backends != "cpu") {
     try {
       g_cuda = engine::make_cuda_backend();
