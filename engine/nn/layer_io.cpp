@@ -104,12 +104,13 @@ const float* weight_f32(Backend& be, const Parameter& p, Format compute, Tensor&
 }
 
 void round_scaled(Backend& be, const Tensor& x, Format f, float scale, Tensor& q, Tensor& ws, bool rounded_floats,
-                  float* amax) {
+                  float* amax, float* sums, std::int64_t cols) {
   const std::int64_t n = x.numel();
   ws.resize(x.shape(), Format::FP32);
   q.resize(x.shape(), f);
   if (n == 0) {
     be.fill(amax, 0.0f, 1);
+    if (sums && cols > 0) be.fill(sums, 0.0f, cols);
     return;
   }
   // amax, scale and a saturating encode (RNE, then finite overflow clamps
@@ -117,14 +118,19 @@ void round_scaled(Backend& be, const Tensor& x, Format f, float scale, Tensor& q
   // are decoded by the backend as it casts (their values in f32 the same).
   CastOptions opt;
   opt.saturate = true;
-  if (is_half_format(x.format())) {
+  const bool f32_values = is_f32_container(x.format());
+  if (sums && (f32_values || is_half_format(x.format()))) {
+    be.scale_amax_encode_sums(f32_values ? Format::FP32 : x.format(), x.data(), n / cols, cols, scale, f, q.data(),
+                              opt, amax, sums, ws.f32());
+  } else if (is_half_format(x.format())) {
     be.scale_amax_encode16(x.format(), x.data(), scale, f, q.data(), n, opt, amax, ws.f32());
   } else {
     const float* src = x.f32();
-    if (!is_f32_container(x.format())) {
+    if (!f32_values) {
       be.convert(x.format(), x.data(), Format::FP32, ws.f32(), n, {});
       src = ws.f32();
     }
+    if (sums) be.column_sums(src, n / cols, cols, sums);  // other codes: from their decode
     be.scale_amax_encode(src, scale, f, q.data(), n, opt, amax, ws.f32());
   }
   if (rounded_floats) be.convert(f, q.data(), Format::FP32, ws.f32(), n, {});

@@ -67,9 +67,12 @@ const float* weight_f32(Backend& be, const Parameter& p, Format compute, Tensor&
 // scratch; with `rounded_floats` it holds the same rounded values as floats
 // afterwards (for the conv kernels). `amax` (backend memory: a DelayedScale's
 // pending slot) receives max|x| before scaling (NaN/inf propagate), recorded
-// with the step's one read.
+// with the step's one read. With `sums` (backend memory, cols floats) x is
+// a rows x cols matrix whose column sums of the unscaled values are written
+// there too, in the same pass (an FP8 layer's bias gradient:
+// Backend::scale_amax_encode_sums), as column_sums would give them.
 void round_scaled(Backend& be, const Tensor& x, Format f, float scale, Tensor& q, Tensor& ws, bool rounded_floats,
-                  float* amax);
+                  float* amax, float* sums = nullptr, std::int64_t cols = 0);
 
 // The alpha of a GEMM whose operands hold value * scale_a and value *
 // scale_b: 1/scale_a * 1/scale_b (each reciprocal rounded to float, as

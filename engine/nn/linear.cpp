@@ -220,36 +220,21 @@ void Linear::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
   GemmScales s{ctx.x_scale, ctx.w_scale, 1.0f};
   const Tensor* dyg;
   // The bias gradient sums the unscaled, unrounded dy for FP8 (TE's fused
-  // dbias), the rounded dy otherwise.
-  const Tensor* dy_sum;
-  // FP8 dy (FP32, or the fused attention's BF16 codes) with a bias: its
-  // cast and the bias sums in one pass (Backend::scale_amax_encode_sums),
-  // db done before the GEMMs.
-  bool db_done = false;
-  if (is_fp8(p.grad)) {
+  // dbias, in the same pass as dy's cast: round_scaled's sums), the
+  // rounded dy otherwise (below).
+  const bool fp8 = is_fp8(p.grad);
+  if (fp8) {
     DelayedScale& ds = delayed_scale_for(m_dy_scale, p.grad, m_scaling);
     s.dy = ds.scale();
-    if (m_has_bias && (dy.format() == Format::FP32 || is_half_format(dy.format())) && dy.numel() > 0) {
-      m_dy_grad.resize(dy.shape(), p.grad);
-      m_fp8_ws.resize(dy.shape(), Format::FP32);
-      CastOptions opt;
-      opt.saturate = true;  // round_scaled's encode
-      be.scale_amax_encode_sums(dy.format(), dy.data(), rows, m_out, s.dy, p.grad, m_dy_grad.data(), opt,
-                                ds.amax_slot(), grad_begin(m_bias, m_db32), m_fp8_ws.f32());
-      db_done = true;
-    } else {
-      round_scaled(be, dy, p.grad, s.dy, m_dy_grad, m_fp8_ws, false, ds.amax_slot());
-    }
+    round_scaled(be, dy, p.grad, s.dy, m_dy_grad, m_fp8_ws, false, ds.amax_slot(),
+                 m_has_bias ? grad_begin(m_bias, m_db32) : nullptr, m_out);
     dyg = &m_dy_grad;
-    dy_sum = &dy;
   } else {
     dyg = &round_to(be, dy, p.grad, m_dy_grad, false);
-    dy_sum = dyg;
   }
   // FP16/BF16 codes are summed as they are decoded (Backend::column_sums16).
-  const Format sf = dy_sum->format();
-  const bool sum_codes = m_has_bias && !db_done && is_half_format(sf);
-  const float* dy32 = m_has_bias && !sum_codes && !db_done ? f32_values(be, *dy_sum, m_dy32) : nullptr;
+  const bool sum_codes = m_has_bias && !fp8 && is_half_format(dyg->format());
+  const float* dy32 = m_has_bias && !fp8 && !sum_codes ? f32_values(be, *dyg, m_dy32) : nullptr;
   float* dxf = dx ? output_begin(*dx, x.shape(), p.grad, m_dx32) : nullptr;
   float* dw = grad_begin(m_weight, m_dw32);
   float* db = m_has_bias ? grad_begin(m_bias, m_db32) : nullptr;
@@ -270,12 +255,11 @@ void Linear::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
   const bool dw_done = is_half_format(gf) && !dw_nonfinite && m_weight.grad.numel() &&
                        (dw_storage == Format::FP32 || dw_storage == gf);
   const GemmEncode dw_codes{gf, dw_storage == Format::FP32 ? nullptr : m_weight.grad.data(), {}};
-  linear_backward(be, *dyg, dy32, x, *ctx.w, s, dxf, dw, sum_codes || db_done ? nullptr : db, rows, m_in, m_out,
-                  p.accumulate,
+  linear_backward(be, *dyg, dy32, x, *ctx.w, s, dxf, dw, dy32 ? db : nullptr, rows, m_in, m_out, p.accumulate,
                   dx_codes.codes ? &dx_codes : nullptr, dw_done ? &dw_codes : nullptr);
   if (sum_codes) {
-    m_dy32.resize(dy_sum->shape(), Format::FP32);
-    be.column_sums16(sf, dy_sum->data(), rows, m_out, db, m_dy32.f32());
+    m_dy32.resize(dyg->shape(), Format::FP32);
+    be.column_sums16(dyg->format(), dyg->data(), rows, m_out, db, m_dy32.f32());
   }
   if (dx && !dx_codes.codes) output_end(be, *dx, p.grad, m_dx32, false, dx_nonfinite);
   if (!dw_done) grad_end(be, m_weight, gf, m_dw32, dw_nonfinite);

@@ -179,6 +179,7 @@ bool column_sums_visiting(Format f, const void* dy, std::int64_t rows, std::int6
   if (!is_half_format(f) || cols > kRowsBlockFloats) return false;
   const auto* codes = static_cast<const std::uint16_t*>(dy);
   column_sums_with(rows, cols, block, db, ws, [=](std::int64_t i0, std::int64_t i1) {
+    // One buffer per thread: the rows are summed before the next block.
     thread_local float buf[kRowsBlockFloats];
     cast_to_f32(f, codes + i0 * cols, buf, static_cast<std::size_t>((i1 - i0) * cols));
     visit(ctx, i0, i1, buf);
@@ -188,16 +189,8 @@ bool column_sums_visiting(Format f, const void* dy, std::int64_t rows, std::int6
 }
 
 bool column_sums16(Format f, const void* dy, std::int64_t rows, std::int64_t cols, float* db, Workspace& ws) {
-  if (!is_half_format(f) || cols > kRowsBlockFloats) return false;
-  const auto* codes = static_cast<const std::uint16_t*>(dy);
-  const std::int64_t block = std::max<std::int64_t>(1, kRowsBlockFloats / std::max<std::int64_t>(cols, 1));
-  column_sums_with(rows, cols, block, db, ws, [=](std::int64_t i0, std::int64_t i1) {
-    // One buffer per thread: the rows are summed before the next block.
-    thread_local float buf[kRowsBlockFloats];
-    cast_to_f32(f, codes + i0 * cols, buf, static_cast<std::size_t>((i1 - i0) * cols));
-    return static_cast<const float*>(buf);
-  });
-  return true;
+  return is_half_format(f) &&
+         column_sums_visiting(f, dy, rows, cols, db, ws, [](void*, std::int64_t, std::int64_t, const float*) {}, nullptr);
 }
 
 }  // namespace engine::cpu

@@ -111,13 +111,16 @@ constexpr int kSumVecs = kSumCols / 8;
 
 PL_CPU_CLONES void layernorm_param_rows(const float* x, const float* dy, std::int64_t count, std::int64_t cols,
                                         const float* mean, const float* rstd, double* pg, double* pb) {
-  if (cols == kSumCols) {
+  // Whole blocks of 64 columns in registers (as column_accumulate), then
+  // the columns past them.
+  std::int64_t j0 = 0;
+  for (; j0 + kSumCols <= cols; j0 += kSumCols) {
     v8d g[kSumVecs], b[kSumVecs];
-    load_sums(g, pg);
-    load_sums(b, pb);
+    load_sums(g, pg + j0);
+    load_sums(b, pb + j0);
     for (std::int64_t r = 0; r < count; ++r) {
-      const float* xr = x + r * cols;
-      const float* dyr = dy + r * cols;
+      const float* xr = x + r * cols + j0;
+      const float* dyr = dy + r * cols + j0;
       const float mu = mean[r], rs = rstd[r];
       for (int v = 0; v < kSumVecs; ++v) {
         v8f xv, dv;
@@ -128,15 +131,14 @@ PL_CPU_CLONES void layernorm_param_rows(const float* x, const float* dy, std::in
         b[v] += __builtin_convertvector(dv, v8d);
       }
     }
-    store_sums(pg, g);
-    store_sums(pb, b);
-    return;
+    store_sums(pg + j0, g);
+    store_sums(pb + j0, b);
   }
-  for (std::int64_t r = 0; r < count; ++r) {
+  for (std::int64_t r = 0; r < count && j0 < cols; ++r) {
     const float* xr = x + r * cols;
     const float* dyr = dy + r * cols;
     const float mu = mean[r], rs = rstd[r];
-    for (std::int64_t j = 0; j < cols; ++j) {
+    for (std::int64_t j = j0; j < cols; ++j) {
       pg[j] += static_cast<double>(dyr[j]) * static_cast<double>((xr[j] - mu) * rs);
       pb[j] += dyr[j];
     }
