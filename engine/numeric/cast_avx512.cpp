@@ -373,7 +373,7 @@ bool avx512_from_f32(Format to, const float* src, void* dst, std::size_t n, bool
       });
       return true;
     }
-    case Format::E5M2: return fp8_scaled<Format::FP32>(to, src, 1.0f, dst, n, saturate, nullptr);
+    case Format::E5M2:
     case Format::E4M3: return fp8_scaled<Format::FP32>(to, src, 1.0f, dst, n, saturate, nullptr);
     default: return false;  // FP6/FP4/E8M0: the scalar loop
   }
