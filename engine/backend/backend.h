@@ -574,6 +574,23 @@ class Backend {
     layernorm_backward(dyf, xf, mean, rstd, gamma, dxf, dgamma, dbeta, rows, cols);
     if (fdx != Format::FP32) convert(Format::FP32, sdx, fdx, dx, n, {});
   }
+  // A pre-norm block's LayerNorm backward meeting its residual connection:
+  // dx (FP32) = r + the LayerNorm's dx, where r (FP32, rows * cols) is the
+  // gradient arriving through the skip path, and, where `codes` is not
+  // null, that sum also encoded to fc (FP16 or BF16, RNE) there: the next
+  // Linear's rounded dy. The bits of layernorm_coded_backward with an FP32
+  // dx, add(r, dx, dx) and convert(FP32, dx, fc, codes), which is this
+  // default (sdy, sx as that op takes them); a backend may add and encode
+  // each block of rows as it finishes it.
+  virtual void layernorm_backward_add(Format fdy, const void* dy, Format fx, const void* x, const float* mean,
+                                      const float* rstd, const float* gamma, const float* r, float* dx, Format fc,
+                                      void* codes, float* dgamma, float* dbeta, std::int64_t rows, std::int64_t cols,
+                                      float* sdy, float* sx) {
+    layernorm_coded_backward(fdy, dy, fx, x, mean, rstd, gamma, Format::FP32, dx, dgamma, dbeta, rows, cols, sdy, sx,
+                             nullptr);
+    add(r, dx, dx, rows * cols);
+    if (codes) convert(Format::FP32, dx, fc, codes, rows * cols, {});
+  }
   // Numerically stable softmax (max subtracted) over each row; FP16/BF16
   // accumulate rounds the exponentials' running sum after every addition.
   virtual void softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t cols,

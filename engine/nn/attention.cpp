@@ -398,8 +398,17 @@ bool Attention::forward_fused(Backend& be, AttentionContext& ctx, const Tensor*&
 }
 
 void Attention::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
+  backward_from(be, dy, nullptr, dx, context);
+}
+
+void Attention::backward_rounded(Backend& be, const Tensor& dy, const Tensor& rounded, Tensor* dx, Context& context) {
+  backward_from(be, dy, &rounded, dx, context);
+}
+
+void Attention::backward_from(Backend& be, const Tensor& dy, const Tensor* rounded, Tensor* dx, Context& context) {
   auto& ctx = static_cast<AttentionContext&>(context);
-  m_proj.backward(be, dy, &ctx.d_values, *ctx.proj_ctx);
+  if (rounded) m_proj.backward_rounded(be, dy, *rounded, &ctx.d_values, *ctx.proj_ctx);
+  else m_proj.backward(be, dy, &ctx.d_values, *ctx.proj_ctx);
   // q and k gradients come from the scores GEMMs, v's from the values GEMMs;
   // each is rounded to its own leaf's grad format inside an f32 buffer, and
   // the qkv projection rounds the whole to its grad format.

@@ -143,6 +143,9 @@ class Attention : public CompositeLayer {
   std::unique_ptr<Context> make_context() const override;
   void forward(Backend& be, const Tensor& x, Tensor& y, Context& ctx) override;
   void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) override;
+  // backward() with dy already rounded to the output projection's grad
+  // format (Linear::backward_rounded).
+  void backward_rounded(Backend& be, const Tensor& dy, const Tensor& rounded, Tensor* dx, Context& ctx);
   std::vector<Parameter*> parameters() override;
   std::vector<Layer*> leaves() override;
   bool is_matmul() const override { return true; }
@@ -155,6 +158,7 @@ class Attention : public CompositeLayer {
   Linear& proj() { return m_proj; }
 
  private:
+  void backward_from(Backend& be, const Tensor& dy, const Tensor* rounded, Tensor* dx, Context& ctx);
   // Rounds dqkv to the leaves' grad formats; returns the tensor the qkv
   // projection's backward takes: dqkv, or its codes when one FP16/BF16
   // format serves all three (the projection's rounding then has nothing

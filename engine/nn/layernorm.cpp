@@ -105,6 +105,33 @@ bool LayerNorm::forward_as(Backend& be, const Tensor& x, Tensor& y, Context& con
   return true;
 }
 
+bool LayerNorm::backward_add(Backend& be, const Tensor& dy, const Tensor& r, Tensor& dx, Tensor* codes,
+                             Context& context) {
+  auto& ctx = static_cast<LayerNormContext&>(context);
+  if (!ctx.x) throw std::logic_error(name() + ": backward before forward");
+  const Tensor& x = *ctx.x;
+  const LayerPrecision& p = m_precision;
+  if (p.grad != Format::FP32 || p.accumulate != Format::FP32 || tracked(*this, NonfiniteSlot::ActivationGrad) ||
+      dy.shape() != x.shape() || r.shape() != x.shape() || r.format() != Format::FP32 || !coded_dy(dy.format()) ||
+      !coded(x.format()) || (codes && !is_half_format(codes->format())))
+    return false;
+  const std::int64_t rows = x.numel() / m_dim;
+  const float* g = f32_rounded(be, m_gamma.weight, p.compute, m_g32, saturates_forward(p.compute));
+  float* dg = grad_begin(m_gamma, m_dg32);
+  float* db = grad_begin(m_beta, m_db32);
+  if (dy.format() != Format::FP32) m_dy32.resize(x.shape(), Format::FP32);
+  if (x.format() != Format::FP32) m_x32.resize(x.shape(), Format::FP32);
+  dx.resize(x.shape(), Format::FP32);
+  if (codes) codes->resize(x.shape(), codes->format());
+  if (x.numel())
+    be.layernorm_backward_add(dy.format(), dy.data(), x.format(), x.data(), ctx.mean.f32(), ctx.rstd.f32(), g,
+                              r.f32(), dx.f32(), codes ? codes->format() : Format::FP32,
+                              codes ? codes->data() : nullptr, dg, db, rows, m_dim, m_dy32.f32(), m_x32.f32());
+  grad_end(be, m_gamma, p.grad, m_dg32, tracked(*this, NonfiniteSlot::WeightGrad));
+  grad_end(be, m_beta, p.grad, m_db32, tracked(*this, NonfiniteSlot::WeightGrad));
+  return true;
+}
+
 void LayerNorm::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
   auto& ctx = static_cast<LayerNormContext&>(context);
   if (!ctx.x) throw std::logic_error(name() + ": backward before forward");

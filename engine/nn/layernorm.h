@@ -51,6 +51,13 @@ class LayerNorm : public Layer {
   // accumulation, no overflow count, capture or injected fault; false, and
   // nothing done, otherwise (then forward()).
   bool forward_codes(Backend& be, const Tensor& x, Tensor& y, Context& ctx, Format out, bool saturate);
+  // backward() of a pre-norm block's norm whose dx meets the residual r
+  // (FP32, dx's shape): dx = r + this norm's dx, and with `codes` (format
+  // codes->format(): FP16 or BF16) that sum also encoded there, the
+  // rounding the next Linear's backward would make. One pass
+  // (Backend::layernorm_backward_add) where the gradient is FP32 with FP32
+  // accumulation and no overflow count; false, and nothing done, otherwise.
+  bool backward_add(Backend& be, const Tensor& dy, const Tensor& r, Tensor& dx, Tensor* codes, Context& ctx);
   std::vector<Parameter*> parameters() override { return {&m_gamma, &m_beta}; }
 
   Parameter& gamma() { return m_gamma; }

@@ -205,8 +205,22 @@ bool Linear::forward_into(Backend& be, const Tensor& x, Tensor& y, LinearContext
   return encode == copy && copy;
 }
 
+Format Linear::dy_codes_format() const {
+  const Format g = m_precision.grad;
+  return is_half_format(g) && !is_block_format(m_precision.compute) ? g : Format::FP32;
+}
+
 void Linear::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
-  auto& ctx = static_cast<LinearContext&>(context);
+  backward_from(be, dy, nullptr, dx, static_cast<LinearContext&>(context));
+}
+
+void Linear::backward_rounded(Backend& be, const Tensor& dy, const Tensor& rounded, Tensor* dx, Context& context) {
+  if (rounded.format() != dy_codes_format() || rounded.shape() != dy.shape())
+    throw std::logic_error(name() + ": rounded gradient of the wrong format or shape");
+  backward_from(be, dy, &rounded, dx, static_cast<LinearContext&>(context));
+}
+
+void Linear::backward_from(Backend& be, const Tensor& dy, const Tensor* rounded, Tensor* dx, LinearContext& ctx) {
   if (!ctx.x) throw std::logic_error(name() + ": backward before forward");
   const Tensor& x = *ctx.x;
   const std::int64_t rows = x.numel() / m_in;
@@ -230,7 +244,7 @@ void Linear::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
                  m_has_bias ? grad_begin(m_bias, m_db32) : nullptr, m_out);
     dyg = &m_dy_grad;
   } else {
-    dyg = &round_to(be, dy, p.grad, m_dy_grad, false);
+    dyg = rounded ? rounded : &round_to(be, dy, p.grad, m_dy_grad, false);
   }
   // FP16/BF16 codes are summed as they are decoded (Backend::column_sums16).
   const bool sum_codes = m_has_bias && !fp8 && is_half_format(dyg->format());

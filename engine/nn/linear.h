@@ -82,6 +82,13 @@ class Linear : public Layer {
   // and then forward() ran as usual.
   bool forward_copy(Backend& be, const Tensor& x, Tensor& y, Context& ctx, Format f, bool saturate, Tensor& copy);
   void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) override;
+  // The FP16/BF16 format backward() rounds dy to (its grad format), which
+  // the layer computing dy may encode itself in the same pass; FP32 when
+  // there is none such (FP32, FP8 and block grad formats).
+  Format dy_codes_format() const;
+  // backward() with that rounding already made: `rounded` holds dy's codes
+  // in dy_codes_format(), the bits round_to would give.
+  void backward_rounded(Backend& be, const Tensor& dy, const Tensor& rounded, Tensor* dx, Context& ctx);
   std::vector<Parameter*> parameters() override;
   bool is_matmul() const override { return true; }
   std::vector<DelayedScale*> delayed_scales() override { return {&m_x_scale, &m_dy_scale, &m_w_scale}; }
@@ -114,6 +121,8 @@ class Linear : public Layer {
            m_block.workspace_bytes();
   }
   void forward_block(Backend& be, const Tensor& x, Tensor& y, LinearContext& ctx);
+  // backward(), with dy's rounding to the grad format given (not null).
+  void backward_from(Backend& be, const Tensor& dy, const Tensor* rounded, Tensor* dx, LinearContext& ctx);
   // forward(), with `copy` (when not null) filled as forward_copy says.
   bool forward_into(Backend& be, const Tensor& x, Tensor& y, LinearContext& ctx, const GemmEncode* copy);
   void backward_block(Backend& be, const Tensor& dy, Tensor* dx, LinearContext& ctx);

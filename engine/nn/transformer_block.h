@@ -32,6 +32,7 @@ struct TransformerBlockContext : Context {
   std::unique_ptr<Context> ln1_ctx, attn_ctx, ln2_ctx, fc1_ctx, gelu_ctx, fc2_ctx;
   Tensor ln1_out, attn_out, h, ln2_out, fc1_out, gelu_out, fc2_out;  // forward
   Tensor d_gelu_out, d_fc1_out, d_ln2_out, d_h_mlp, dh, d_ln1_out, d_x_attn;  // backward
+  Tensor dh_codes;  // dh rounded for the attention's projection (LayerNorm::backward_add)
   std::size_t bytes() const override;
   std::size_t emulation_bytes() const override;
 };

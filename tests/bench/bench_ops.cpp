@@ -268,6 +268,13 @@ class TimingBackend final : public engine::Backend {
     PL_TIMED("layernorm_coded_forward " + std::string(engine::format_name(fy)),
              m_in->layernorm_coded_forward(fx, x, g, b, fy, y, mean, rstd, r, c, eps, opt, sx, sy));
   }
+  void layernorm_backward_add(engine::Format fdy, const void* dy, engine::Format fx, const void* x, const float* mean,
+                              const float* rstd, const float* g, const float* r, float* dx, engine::Format fc,
+                              void* codes, float* dg, float* db, std::int64_t rows, std::int64_t cols, float* sdy,
+                              float* sx) override {
+    PL_TIMED("layernorm_backward_add" + std::string(codes ? " ->" : "") + (codes ? engine::format_name(fc) : ""),
+             m_in->layernorm_backward_add(fdy, dy, fx, x, mean, rstd, g, r, dx, fc, codes, dg, db, rows, cols, sdy, sx));
+  }
   void layernorm_coded_backward(engine::Format fdy, const void* dy, engine::Format fx, const void* x, const float* mean,
                             const float* rstd, const float* g, engine::Format fdx, void* dx, float* dg, float* db,
                             std::int64_t r, std::int64_t c, float* sdy, float* sx, float* sdx) override {

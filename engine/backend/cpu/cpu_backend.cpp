@@ -287,6 +287,17 @@ void CpuBackend::layernorm_coded_forward(Format fx, const void* x, const float* 
     Backend::layernorm_coded_forward(fx, x, gamma, beta, fy, y, mean, rstd, rows, cols, eps, opt, sx, sy);
 }
 
+void CpuBackend::layernorm_backward_add(Format fdy, const void* dy, Format fx, const void* x, const float* mean,
+                                        const float* rstd, const float* gamma, const float* r, float* dx, Format fc,
+                                        void* codes, float* dgamma, float* dbeta, std::int64_t rows,
+                                        std::int64_t cols, float* sdy, float* sx) {
+  use_threads();
+  if (!cpu::layernorm_backward_add(fdy, dy, fx, x, mean, rstd, gamma, r, dx, fc, codes, dgamma, dbeta, rows, cols,
+                                   m_reduce_ws))
+    Backend::layernorm_backward_add(fdy, dy, fx, x, mean, rstd, gamma, r, dx, fc, codes, dgamma, dbeta, rows, cols,
+                                    sdy, sx);
+}
+
 void CpuBackend::layernorm_coded_backward(Format fdy, const void* dy, Format fx, const void* x, const float* mean,
                                       const float* rstd, const float* gamma, Format fdx, void* dx, float* dgamma,
                                       float* dbeta, std::int64_t rows, std::int64_t cols, float* sdy, float* sx,

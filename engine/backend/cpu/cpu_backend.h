@@ -125,6 +125,10 @@ class CpuBackend final : public Backend {
   void layernorm_coded_forward(Format fx, const void* x, const float* gamma, const float* beta, Format fy, void* y,
                            float* mean, float* rstd, std::int64_t rows, std::int64_t cols, float eps,
                            const CastOptions& opt, float* sx, float* sy) override;
+  void layernorm_backward_add(Format fdy, const void* dy, Format fx, const void* x, const float* mean,
+                              const float* rstd, const float* gamma, const float* r, float* dx, Format fc, void* codes,
+                              float* dgamma, float* dbeta, std::int64_t rows, std::int64_t cols, float* sdy,
+                              float* sx) override;
   void layernorm_coded_backward(Format fdy, const void* dy, Format fx, const void* x, const float* mean, const float* rstd,
                             const float* gamma, Format fdx, void* dx, float* dgamma, float* dbeta, std::int64_t rows,
                             std::int64_t cols, float* sdy, float* sx, float* sdx) override;

@@ -81,6 +81,12 @@ void layernorm_backward(const float* dy, const float* x, const float* mean, cons
 bool layernorm_coded_forward(Format fx, const void* x, const float* gamma, const float* beta, Format fy, void* y,
                          float* mean, float* rstd, std::int64_t rows, std::int64_t cols, float eps,
                          const CastOptions& opt);
+// Backend::layernorm_backward_add in one pass: each block of rows' dx
+// plus r, and encoded to fc where codes is not null, as it is finished.
+// false, with nothing done, where layernorm_coded_backward would be.
+bool layernorm_backward_add(Format fdy, const void* dy, Format fx, const void* x, const float* mean, const float* rstd,
+                            const float* gamma, const float* r, float* dx, Format fc, void* codes, float* dgamma,
+                            float* dbeta, std::int64_t rows, std::int64_t cols, Workspace& ws);
 bool layernorm_coded_backward(Format fdy, const void* dy, Format fx, const void* x, const float* mean, const float* rstd,
                           const float* gamma, Format fdx, void* dx, float* dgamma, float* dbeta, std::int64_t rows,
                           std::int64_t cols, Workspace& ws);

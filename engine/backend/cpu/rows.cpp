@@ -8,6 +8,7 @@
 #include "backend/cpu/lowp.h"
 #include "backend/cpu/parallel.h"
 #include "backend/cpu/row_kernels.h"
+#include "backend/cpu/step_kernels.h"
 #include "numeric/cast.h"
 #include "numeric/format.h"
 
@@ -111,6 +112,22 @@ struct CodesOut {
     CastOptions o = opt;
     o.index_offset += static_cast<std::uint64_t>(i0 * cols);
     cast_from_f32(f, buf, p + i0 * cols, static_cast<std::size_t>(count * cols), o);
+  }
+};
+
+// LayerNorm's dx meeting a residual: the block's dx written to f32 memory,
+// then r added (add()'s kernel: r + dx) and the sum encoded to codes (RNE,
+// convert's cast) while the block is in L1.
+struct F32AddOut {
+  float* p;
+  const float* r;
+  Format f;
+  std::uint16_t* codes;
+  float* rows(std::int64_t i0, std::int64_t, std::int64_t cols, float*) const { return p + i0 * cols; }
+  void done(std::int64_t i0, std::int64_t count, std::int64_t cols, const float*) const {
+    float* d = p + i0 * cols;
+    add_run(r + i0 * cols, d, d, count * cols);
+    if (codes) cast_from_f32(f, d, codes + i0 * cols, static_cast<std::size_t>(count * cols), {});
   }
 };
 
@@ -264,6 +281,20 @@ bool layernorm_coded_backward(Format fdy, const void* dy, Format fx, const void*
       ok = with_rows_out(fdx, dx, {}, [&](auto out) {
         layernorm_backward_rows(dyin, xin, mean, rstd, gamma, &out, dgamma, dbeta, rows, cols, ws);
       });
+    });
+  });
+  return ok;
+}
+
+bool layernorm_backward_add(Format fdy, const void* dy, Format fx, const void* x, const float* mean, const float* rstd,
+                            const float* gamma, const float* r, float* dx, Format fc, void* codes, float* dgamma,
+                            float* dbeta, std::int64_t rows, std::int64_t cols, Workspace& ws) {
+  if (cols > kNormBlock || !dx || !r || (codes && !is_half_format(fc))) return false;
+  bool ok = false;
+  with_rows_in(fdy, dy, [&](auto dyin) {
+    ok = with_rows_in(fx, x, [&](auto xin) {
+      F32AddOut out{dx, r, fc, static_cast<std::uint16_t*>(codes)};
+      layernorm_backward_rows(dyin, xin, mean, rstd, gamma, &out, dgamma, dbeta, rows, cols, ws);
     });
   });
   return ok;

@@ -320,6 +320,14 @@ class GuardedBackend final : public Backend {
     Open o(*this, "layernorm_coded_forward", x, gamma, beta, y, mean, rstd, sx, sy);
     m_inner->layernorm_coded_forward(fx, x, gamma, beta, fy, y, mean, rstd, rows, cols, eps, opt, sx, sy);
   }
+  void layernorm_backward_add(Format fdy, const void* dy, Format fx, const void* x, const float* mean,
+                              const float* rstd, const float* gamma, const float* r, float* dx, Format fc, void* codes,
+                              float* dgamma, float* dbeta, std::int64_t rows, std::int64_t cols, float* sdy,
+                              float* sx) override {
+    Open o(*this, "layernorm_backward_add", dy, x, mean, rstd, gamma, r, dx, codes, dgamma, dbeta, sdy, sx);
+    m_inner->layernorm_backward_add(fdy, dy, fx, x, mean, rstd, gamma, r, dx, fc, codes, dgamma, dbeta, rows, cols,
+                                    sdy, sx);
+  }
   void layernorm_coded_backward(Format fdy, const void* dy, Format fx, const void* x, const float* mean,
                                 const float* rstd, const float* gamma, Format fdx, void* dx, float* dgamma,
                                 float* dbeta, std::int64_t rows, std::int64_t cols, float* sdy, float* sx,

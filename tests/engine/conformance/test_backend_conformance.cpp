@@ -1612,6 +1612,76 @@ TEST_P(Conformance, LayerNormCodedEqualsDecodeNormEncode) {
       }
 }
 
+// A block's LayerNorm backward meeting its residual gives the bits of its
+// three calls (coded backward into an FP32 dx, add, convert) through the
+// same backend: dy as f32 values, codes or unscaled FP8, x as f32 or codes,
+// the sum also encoded to BF16 and FP16 (values that overflow FP16 in the
+// sum only), with specials in dy, x and the residual.
+TEST_P(Conformance, LayerNormBackwardAddEqualsItsThreeCalls) {
+  struct Case {
+    Format dy, x, codes;  // codes FP32: no codes
+  };
+  const Case cases[] = {{Format::FP32, Format::FP32, Format::FP32}, {Format::FP32, Format::BF16, Format::BF16},
+                        {Format::BF16, Format::BF16, Format::BF16}, {Format::FP16, Format::FP32, Format::FP16},
+                        {Format::E5M2, Format::FP32, Format::FP32}, {Format::FP32, Format::FP32, Format::FP16}};
+  const std::pair<i64, i64> shapes[] = {{1, 1}, {2048, 64}, {37, 300}, {3, 2100}};
+  for (const auto& [rows, cols] : shapes)
+    for (const Case& c : cases) {
+      const auto n = static_cast<std::size_t>(rows * cols), nc = static_cast<std::size_t>(cols),
+                 nr = static_cast<std::size_t>(rows);
+      std::vector<float> xv = normal_values(n, 95 + n, 4.0f, 2.0f), dv = normal_values(n, 96 + n, 30.0f),
+                         rv = normal_values(n, 97 + n, 3000.0f);
+      const float edges[] = {NAN, INFINITY, -INFINITY, -0.0f, 60000.0f, 1e-7f, -1e-40f};
+      for (std::size_t i = 0; i < std::size(edges) && (i + 1) * nc < n; ++i) {
+        xv[(i + 1) * nc - 1] = edges[i];
+        dv[i * nc] = edges[std::size(edges) - 1 - i];
+        rv[i * nc + nc / 2] = edges[i];
+      }
+      // In the last row (free of specials): with dx, past FP16's rounding
+      // to infinity (65520), which a saturating cast would clamp instead.
+      if (rows > 1) rv[n - nc / 2 - 1] = 70000.0f;
+      const std::vector<float> gamma = normal_values(nc, 98, 50.0f);
+      auto stored = [&](Format f, const std::vector<float>& v) {
+        std::vector<std::byte> b(n * engine::storage_bytes(f));
+        engine::cast_from_f32(f, v.data(), b.data(), n);
+        return DeviceBuffer<std::byte>(GetParam(), b);
+      };
+      auto xd = stored(c.x, xv), dd = stored(c.dy, dv);
+      auto gd = dev(gamma), rd = dev(rv);
+      const i64 ni = static_cast<i64>(n);
+      const std::string what = std::string("layernorm_backward_add dy ") + engine::format_name(c.dy) + " x " +
+                               engine::format_name(c.x) + " codes " + engine::format_name(c.codes) + " " +
+                               std::to_string(rows) + "x" + std::to_string(cols);
+      // mean and rstd of the forward.
+      auto sx = out(n), sy = out(n), mean = out(nr), rstd = out(nr);
+      be->convert(c.x, xd.get(), Format::FP32, sx.get(), ni, {});
+      be->layernorm_forward(sx.get(), gd.get(), gd.get(), sy.get(), mean.get(), rstd.get(), rows, cols, 1e-5f,
+                            Format::FP32);
+      const bool codes = c.codes != Format::FP32;
+      const std::size_t cbytes = codes ? n * engine::storage_bytes(c.codes) : 1;
+      // The three calls.
+      auto s1 = out(n), s2 = out(n), s3 = out(n), want = out(n), dg_w = out(nc), db_w = out(nc);
+      be->layernorm_coded_backward(c.dy, dd.get(), c.x, xd.get(), mean.get(), rstd.get(), gd.get(), Format::FP32,
+                                   want.get(), dg_w.get(), db_w.get(), rows, cols, s1.get(), s2.get(), s3.get());
+      be->add(rd.get(), want.get(), want.get(), ni);
+      DeviceBuffer<std::byte> want_c(GetParam(), std::vector<std::byte>(cbytes, std::byte{0xAB}));
+      if (codes) be->convert(Format::FP32, want.get(), c.codes, want_c.get(), ni, {});
+      // The one.
+      auto got = out(n), dg_g = out(nc), db_g = out(nc);
+      DeviceBuffer<std::byte> got_c(GetParam(), std::vector<std::byte>(cbytes, std::byte{0xAB}));
+      be->layernorm_backward_add(c.dy, dd.get(), c.x, xd.get(), mean.get(), rstd.get(), gd.get(), rd.get(), got.get(),
+                                 c.codes, codes ? got_c.get() : nullptr, dg_g.get(), db_g.get(), rows, cols, s1.get(),
+                                 s2.get());
+      expect_bit_equal(got.host(), want.host(), what + " dx");
+      if (codes) {
+        EXPECT_EQ(got_c.host(), want_c.host()) << what << " codes";
+      }
+      expect_bit_equal(dg_g.host(), dg_w.host(), what + " dgamma");
+      expect_bit_equal(db_g.host(), db_w.host(), what + " dbeta");
+      if (HasFailure()) return;
+    }
+}
+
 TEST_P(Conformance, CountNonfiniteFindsPlantedInfAndNan) {
   for (std::size_t n : {std::size_t{10}, std::size_t{1000003}}) {
     std::vector<float> x = normal_values(n, 41, 1e30f);  // large but finite (no inf from squaring)
