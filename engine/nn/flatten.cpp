@@ -34,6 +34,19 @@ void Flatten::forward(Backend& be, const Tensor& x, Tensor& y, Context& context)
   flatten_forward(be, x, y);
 }
 
+void Flatten::forward_as(Backend& be, const Tensor& x, Tensor& y, Context& context, Format f, bool saturate) {
+  if (x.format() != Format::FP32 || !is_half_format(f)) {
+    forward(be, x, y, context);
+    return;
+  }
+  auto& ctx = static_cast<FlattenContext&>(context);
+  y.resize(output_shape(x.shape()), f);
+  ctx.x_shape = x.shape();
+  CastOptions opt;
+  opt.saturate = saturate;
+  if (x.numel()) be.convert(Format::FP32, x.data(), f, y.data(), x.numel(), opt);
+}
+
 void Flatten::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
   auto& ctx = static_cast<FlattenContext&>(context);
   if (ctx.x_shape.empty()) throw std::logic_error(name() + ": backward before forward");

@@ -9,7 +9,9 @@
 namespace engine {
 
 // The values are copied unchanged (same bytes, same format): a reshape does
-// no arithmetic, so no rounding happens here whatever precision() says.
+// no arithmetic, so no rounding happens here whatever precision() says. In a
+// Model, a Flatten whose next layer rounds its input first writes that
+// rounding instead of the copy (Flatten::forward_as; the same bits).
 void flatten_forward(Backend& be, const Tensor& x, Tensor& y);
 // dx gets dy's values in dy's format with x's shape.
 void flatten_backward(Backend& be, const Tensor& dy, const Shape& x_shape, Tensor& dx);
@@ -30,6 +32,10 @@ class Flatten : public Layer {
   std::unique_ptr<Context> make_context() const override;
   void forward(Backend& be, const Tensor& x, Tensor& y, Context& ctx) override;
   void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) override;
+  // forward() with an FP32 input written in format f (FP16/BF16, saturating
+  // as `saturate` says): what the next layer would round it to
+  // (Layer::input_rounding), in the copy's pass. Other inputs: forward().
+  void forward_as(Backend& be, const Tensor& x, Tensor& y, Context& ctx, Format f, bool saturate);
 };
 
 }  // namespace engine

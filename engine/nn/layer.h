@@ -61,6 +61,11 @@ class Layer {
   virtual void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) = 0;
 
   virtual std::vector<Parameter*> parameters() { return {}; }
+  // The FP16/BF16 format this layer rounds an FP32 input to before
+  // anything else reads it, and whether that cast saturates: a layer before
+  // it that only moves values (Flatten) may write that format itself, the
+  // same bits, one pass fewer. false where there is no such rounding.
+  virtual bool input_rounding(Format& /*f*/, bool& /*saturate*/) const { return false; }
   // Leaf layers for the precision table; a composite (a transformer block)
   // returns its children, a leaf returns {this}.
   virtual std::vector<Layer*> leaves() { return {this}; }

@@ -205,6 +205,15 @@ bool Linear::forward_into(Backend& be, const Tensor& x, Tensor& y, LinearContext
   return encode == copy && copy;
 }
 
+bool Linear::input_rounding(Format& f, bool& saturate) const {
+  // forward_into's round_to (FP8 scales and block formats quantize instead).
+  const Format c = m_precision.compute;
+  if (!is_half_format(c) || is_block_format(c)) return false;
+  f = c;
+  saturate = saturates_forward(c);
+  return true;
+}
+
 Format Linear::dy_codes_format() const {
   const Format g = m_precision.grad;
   return is_half_format(g) && !is_block_format(m_precision.compute) ? g : Format::FP32;

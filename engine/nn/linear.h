@@ -86,6 +86,7 @@ class Linear : public Layer {
   // the layer computing dy may encode itself in the same pass; FP32 when
   // there is none such (FP32, FP8 and block grad formats).
   Format dy_codes_format() const;
+  bool input_rounding(Format& f, bool& saturate) const override;
   // backward() with that rounding already made: `rounded` holds dy's codes
   // in dy_codes_format(), the bits round_to would give.
   void backward_rounded(Backend& be, const Tensor& dy, const Tensor& rounded, Tensor* dx, Context& ctx);

@@ -127,6 +127,17 @@ const Tensor& Model::forward(Backend& be, const Tensor& x) {
   for (Layer* l : leaves())
     if (l->track_nonfinite) l->set_track_nonfinite(true);
   for (std::size_t i = 0; i < m_layers.size(); ++i) {
+    // A Flatten writes what the next layer would round its input to.
+    Format f;
+    bool saturate = false;
+    auto* flatten = dynamic_cast<Flatten*>(m_layers[i].get());
+    if (flatten && i + 1 < m_layers.size() && !flatten->fault_output &&
+        m_layers[i + 1]->input_rounding(f, saturate)) {
+      flatten->forward_as(be, *in, m_activations[i], *m_contexts[i], f, saturate);
+      record_output(be, *m_layers[i], m_activations[i]);
+      in = &m_activations[i];
+      continue;
+    }
     m_layers[i]->forward(be, *in, m_activations[i], *m_contexts[i]);
     record_output(be, *m_layers[i], m_activations[i]);
     in = &m_activations[i];

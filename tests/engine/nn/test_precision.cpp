@@ -248,6 +248,38 @@ TEST(LowPrecision, SavedActivationBytesHalve) {
   }
 }
 
+// The mlp's Flatten writes its FP32 input as the FP16 the first Linear
+// rounds it to (Layer::input_rounding): the model's output keeps the bits
+// of running the layers one by one, where Flatten only copies.
+TEST(LowPrecision, FlattenWritesTheNextLayersRounding) {
+  std::mt19937_64 rng(35);
+  Tensor x = test::random_tensor({8, 1, 28, 28}, rng, -3.0f, 3.0f);
+  auto m = build_model("mlp", {1, 28, 28}, 10);
+  m->init(1);
+  m->set_precision(kFp16);
+  Format f = Format::FP32;
+  bool saturate = true;
+  ASSERT_EQ(std::string(m->layers()[0]->kind()), "flatten");
+  ASSERT_TRUE(m->layers()[1]->input_rounding(f, saturate));
+  EXPECT_EQ(f, Format::FP16);
+  EXPECT_FALSE(saturate);
+  const std::vector<float> fused = m->forward(test::backend(), x).to_f32();
+  // One by one: Flatten copies FP32, the Linear rounds.
+  const Tensor* in = &x;
+  std::vector<Tensor> outs(m->layers().size());
+  std::vector<std::unique_ptr<Context>> ctxs;
+  for (std::size_t i = 0; i < m->layers().size(); ++i) {
+    ctxs.push_back(m->layers()[i]->make_context());
+    m->layers()[i]->forward(test::backend(), *in, outs[i], *ctxs.back());
+    in = &outs[i];
+  }
+  EXPECT_EQ(outs[0].format(), Format::FP32);
+  EXPECT_EQ(in->to_f32(), fused);
+  // FP32 layers round nothing: the Flatten copies.
+  Linear fc("fc", 4, 2);
+  EXPECT_FALSE(fc.input_rounding(f, saturate));
+}
+
 TEST(LowPrecision, SoftmaxLeafTakesItsOwnPrecision) {
   // Custom recipe: only the attention softmax in FP16 (compute, storage,
   // accumulate). The logits move, slightly; everything else stays FP32.
