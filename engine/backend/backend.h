@@ -151,6 +151,14 @@ struct AttentionBackward {
   void* dqkv_codes = nullptr;
 };
 
+// Where unscale_grads_coded reads a gradient stored in a narrower format:
+// `data` (n codes of `format`, backend memory), or nothing (FP32: the
+// GradBuffer's own values).
+struct GradCodes {
+  Format format = Format::FP32;
+  const void* data = nullptr;
+};
+
 // One gradient of the fused unscale (unscale_grads): `nonfinite` (backend
 // memory) receives the count of its inf/NaN values after the multiply.
 struct GradBuffer {
@@ -359,6 +367,18 @@ class Backend {
   // all unscaled gradients (double) into *sum_squares.
   virtual void unscale_grads(const GradBuffer* grads, std::size_t count, float inv_scale,
                              double* sum_squares) = 0;
+  // unscale_grads of gradients kept as codes (FP16 weights' gradients):
+  // where codes[k].data is set, grads[k].data (n floats) first receives
+  // its values decoded. The same values, counts and sum as those decodes
+  // and unscale_grads, which is this default; a backend may decode each
+  // part as it reaches it.
+  virtual void unscale_grads_coded(const GradBuffer* grads, const GradCodes* codes, std::size_t count,
+                                   float inv_scale, double* sum_squares) {
+    for (std::size_t k = 0; k < count; ++k)
+      if (codes[k].data && grads[k].n > 0)
+        convert(codes[k].format, codes[k].data, Format::FP32, grads[k].data, grads[k].n, {});
+    unscale_grads(grads, count, inv_scale, sum_squares);
+  }
   virtual void sgd_update(const SgdUpdate& u) = 0;
   // sgd_update, then the updated values encoded as e says: the default is
   // those calls (encode_updated); a backend may encode each part as it
@@ -366,6 +386,15 @@ class Backend {
   virtual void sgd_update_encode(const SgdUpdate& u, const UpdateEncode& e) {
     sgd_update(u);
     encode_updated(u.value, u.n, e);
+  }
+  // sgd_update_encode of weights kept only as e's codes (unscaled: e.amax
+  // null), which hold the values to update: u.value (n floats) first
+  // receives them decoded, then the update and its encode back into the
+  // codes. Those calls are this default; a backend may decode each part as
+  // it reaches it.
+  virtual void sgd_update_coded(const SgdUpdate& u, const UpdateEncode& e) {
+    if (u.n > 0) convert(e.format, e.codes, Format::FP32, u.value, u.n, {});
+    sgd_update_encode(u, e);
   }
   // value[0, n) encoded as e says: scale_amax_encode when scaled, else
   // convert (a copy for FP32).

@@ -47,6 +47,8 @@ void Adam::update(Backend& be, std::span<const ParamSlot> slots, double lr, std:
     u.exp_avg = state_data(s, 0);
     u.exp_avg_sq = state_data(s, 1);
     u.n = static_cast<std::int64_t>(slot.n);
+    if (slot.encode && slot.value_in_codes && u.n > 0)
+      be.convert(slot.encode->format, slot.encode->codes, Format::FP32, u.value, u.n, {});
     be.adam_update(u);
     if (slot.encode) be.encode_updated(u.value, u.n, *slot.encode);
   }

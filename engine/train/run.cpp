@@ -66,6 +66,7 @@ struct Run::Impl {
   std::vector<LossScaler::GradSpan> scaler_spans;
   std::vector<GradSpan> clip_spans;
   std::vector<GradBuffer> unscale_views;
+  std::vector<GradCodes> grad_codes;  // the coded gradients unscale_grads_coded decodes
   // The step's results, read back in one transfer (see step()).
   Buffer results;
   std::vector<std::int64_t> results_host;
@@ -321,28 +322,35 @@ void Run::step(std::vector<Record>& out) {
   // --- gradients as f32 spans; unscale in FP32 and find inf/NaN (one fused pass) ---
   s.grad_scratch.resize(P);
   s.weight_scratch.resize(P);
-  auto gradient_spans = [&] {
+  // decode false: coded gradients get their f32 scratch sized, and
+  // s.grad_codes says where the unscale pass decodes them from.
+  auto gradient_spans = [&](bool decode) {
     s.scaler_spans.clear();
     s.clip_spans.clear();
+    s.grad_codes.assign(P, GradCodes{});
     for (std::size_t i = 0; i < P; ++i) {
       Parameter& p = *params[i];
       float* g;
       if (p.grad.format() == Format::FP32) {
         g = p.grad.f32();
-      } else {
+      } else if (decode) {
         decode_to(be, p.grad, s.grad_scratch[i]);
         g = s.grad_scratch[i].f32();
+      } else {
+        s.grad_scratch[i].resize(p.grad.shape(), Format::FP32);
+        g = s.grad_scratch[i].f32();
+        s.grad_codes[i] = {p.grad.format(), p.grad.data()};
       }
       s.scaler_spans.push_back({g, p.grad.numel()});
       s.clip_spans.push_back({g, static_cast<std::size_t>(p.grad.numel())});
     }
   };
-  gradient_spans();
+  gradient_spans(false);
   s.unscale_views.clear();
   for (std::size_t i = 0; i < P; ++i)
     s.unscale_views.push_back({s.clip_spans[i].data, s.scaler_spans[i].n, results + kCountsSlot + i});
-  be.unscale_grads(s.unscale_views.data(), P, s.scaler.inverse_scale(),
-                   reinterpret_cast<double*>(results + kSumSquaresSlot));
+  be.unscale_grads_coded(s.unscale_views.data(), s.grad_codes.data(), P, s.scaler.inverse_scale(),
+                         reinterpret_cast<double*>(results + kSumSquaresSlot));
   // This step's FP8 amaxes join the read.
   s.pending = pending_amaxes(*m_model);
   const std::size_t n_slots = kCountsSlot + P + s.pending.size();
@@ -375,7 +383,7 @@ void Run::step(std::vector<Record>& out) {
     forward_backward();
     record_overflow_events(step_no, out);
     if (!inspect) m_model->set_track_nonfinite(false);
-    gradient_spans();
+    gradient_spans(true);
     LossScaler::multiply_by_inverse(be, s.scaler_spans, loss_scale);
   }
   StepInspection inspection;
@@ -439,11 +447,15 @@ void Run::step(std::vector<Record>& out) {
       Tensor& u = p.updated();
       float* value;
       const UpdateEncode* encode = nullptr;
+      bool in_codes = false;
       if (u.format() == Format::FP32 || u.format() == Format::TF32) {
         value = u.f32();
       } else {
-        decode_to(be, u, s.weight_scratch[i]);
+        // The update decodes the weights from their codes as it goes
+        // (ParamSlot::value_in_codes); the scratch takes the values.
+        s.weight_scratch[i].resize(u.shape(), Format::FP32);
         value = s.weight_scratch[i].f32();
+        in_codes = true;
         // Updates smaller than half an ulp of the stored weight vanish here
         // under round-to-nearest; stochastic rounding keeps them on average
         // (seeded per run, step and parameter: a run repeats bit for bit).
@@ -460,8 +472,10 @@ void Run::step(std::vector<Record>& out) {
       if (p.has_master()) {
         s.encodes[i] = refresh_encode(p, scaled > 0 ? s.fp8_scratch.f32() : nullptr);
         encode = &s.encodes[i];
+        in_codes = false;
       }
-      s.slots.push_back({value, s.clip_spans[i].data, static_cast<std::size_t>(p.grad.numel()), p.decay, encode});
+      s.slots.push_back(
+          {value, s.clip_spans[i].data, static_cast<std::size_t>(p.grad.numel()), p.decay, encode, in_codes});
     }
     s.optimizer->step(be, s.slots, lr);
     for (std::size_t i = 0; i < P; ++i) {

@@ -118,6 +118,13 @@ class TimingBackend final : public engine::Backend {
     PL_TIMED("unscale_grads", m_in->unscale_grads(g, c, s, q));
   }
   void sgd_update(const engine::SgdUpdate& u) override { PL_TIMED("sgd_update", m_in->sgd_update(u)); }
+  void unscale_grads_coded(const engine::GradBuffer* g, const engine::GradCodes* c, std::size_t n, float s,
+                           double* q) override {
+    PL_TIMED("unscale_grads_coded", m_in->unscale_grads_coded(g, c, n, s, q));
+  }
+  void sgd_update_coded(const engine::SgdUpdate& u, const engine::UpdateEncode& e) override {
+    PL_TIMED(std::string("sgd_update_coded ") + engine::format_name(e.format), m_in->sgd_update_coded(u, e));
+  }
   void sgd_update_encode(const engine::SgdUpdate& u, const engine::UpdateEncode& e) override {
     PL_TIMED(std::string("sgd_update ->") + engine::format_name(e.format), m_in->sgd_update_encode(u, e));
   }

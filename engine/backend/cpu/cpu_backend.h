@@ -65,6 +65,9 @@ class CpuBackend final : public Backend {
                      double* sum_squares) override;
   void sgd_update(const SgdUpdate& u) override;
   void sgd_update_encode(const SgdUpdate& u, const UpdateEncode& e) override;
+  void unscale_grads_coded(const GradBuffer* grads, const GradCodes* codes, std::size_t count, float inv_scale,
+                           double* sum_squares) override;
+  void sgd_update_coded(const SgdUpdate& u, const UpdateEncode& e) override;
   void adam_update(const AdamUpdate& u) override;
   void gradient_census(const GradCensus& c) override;
   void error_sums(const float* a, const float* b, std::int64_t n, double* out) override;
@@ -182,6 +185,9 @@ class CpuBackend final : public Backend {
   std::unique_ptr<cpu::ConvEngine> m_conv;
   cpu::Workspace m_reduce_ws;
   std::vector<std::uint16_t> m_block_bf16[2];  // gemm_block's BF16 operands
+  // sgd_update_encode's blocks, each decoded from e's codes first where
+  // decode_first (sgd_update_coded).
+  void sgd_encode_blocks(const SgdUpdate& u, const UpdateEncode& e, bool decode_first);
   std::vector<double> m_partial_sums;          // unscale_grads' fixed blocks
   std::vector<std::int64_t> m_partial_counts;  // column_sums / layernorm partial sums
 };

@@ -441,6 +441,11 @@ void CpuBackend::amax(const float* x, std::int64_t n, float* out) {
 }
 
 void CpuBackend::unscale_grads(const GradBuffer* grads, std::size_t count, float inv, double* sum_squares) {
+  unscale_grads_coded(grads, nullptr, count, inv, sum_squares);
+}
+
+void CpuBackend::unscale_grads_coded(const GradBuffer* grads, const GradCodes* codes, std::size_t count, float inv,
+                                     double* sum_squares) {
   use_threads();
   // Fixed blocks, whatever the thread count: the sum of squares (the
   // gradient norm, clipping) is the same bits on any machine.
@@ -459,9 +464,15 @@ void CpuBackend::unscale_grads(const GradBuffer* grads, std::size_t count, float
     // pass only reads; a block holding inf or NaN is written after all (the
     // multiply quiets a signalling NaN, as with any other scale).
     const bool write = inv != 1.0f;
+    // Codes are decoded block by block, each just before its pass.
+    const GradCodes src = codes ? codes[k] : GradCodes{};
+    const auto* src_bytes = static_cast<const std::byte*>(src.data);
+    const std::size_t src_es = src.data ? storage_bytes(src.format) : 0;
 #pragma omp parallel for schedule(static) if (n >= 65536)
     for (std::int64_t b = 0; b < blocks; ++b) {
       const std::int64_t i0 = b * kBlock, len = std::min(n, i0 + kBlock) - i0;
+      if (src_bytes)
+        cast_to_f32(src.format, src_bytes + static_cast<std::size_t>(i0) * src_es, p + i0, static_cast<std::size_t>(len));
       std::int64_t local = 0;
       double local_sq = 0.0;
       if (!write) local_sq = cpu::sum_squares_run(p + i0, len, &local);
@@ -514,10 +525,21 @@ void CpuBackend::sgd_update(const SgdUpdate& u) {
                            [&](std::size_t i0, std::size_t i1) { sgd_block(u, c, i0, i1); });
 }
 
-void CpuBackend::sgd_update_encode(const SgdUpdate& u, const UpdateEncode& e) {
+void CpuBackend::sgd_update_encode(const SgdUpdate& u, const UpdateEncode& e) { sgd_encode_blocks(u, e, false); }
+
+void CpuBackend::sgd_update_coded(const SgdUpdate& u, const UpdateEncode& e) {
+  if (e.amax || f32_container(e.format)) {
+    Backend::sgd_update_coded(u, e);
+    return;
+  }
+  sgd_encode_blocks(u, e, true);
+}
+
+void CpuBackend::sgd_encode_blocks(const SgdUpdate& u, const UpdateEncode& e, bool decode_first) {
   const std::size_t es = storage_bytes(e.format);
   if (u.n <= 0 || es == 0 || (e.amax && f32_container(e.format))) {
-    Backend::sgd_update_encode(u, e);
+    if (decode_first) Backend::sgd_update_coded(u, e);
+    else Backend::sgd_update_encode(u, e);
     return;
   }
   use_threads();
@@ -533,6 +555,9 @@ void CpuBackend::sgd_update_encode(const SgdUpdate& u, const UpdateEncode& e) {
 #pragma omp parallel for schedule(static) reduction(max : m) if (n >= static_cast<std::int64_t>(optim_detail::kParallelMin))
   for (std::int64_t b = 0; b < blocks; ++b) {
     const std::int64_t i0 = b * kBlock, len = std::min(kBlock, n - i0);
+    // Weights kept only as codes: this block's values decoded first.
+    if (decode_first)
+      cast_to_f32(e.format, codes + static_cast<std::size_t>(i0) * es, u.value + i0, static_cast<std::size_t>(len));
     sgd_block(u, c, static_cast<std::size_t>(i0), static_cast<std::size_t>(i0 + len));
     if (e.amax) {
       m = std::max(m, scale_amax_encode_chunk(u.value, e.scale, e.format, e.codes, i0, len, e.opt));

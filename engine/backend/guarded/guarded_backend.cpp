@@ -167,6 +167,20 @@ class GuardedBackend final : public Backend {
     Open o(*this, "sgd_update", u.value, u.grad, u.momentum_buf);
     m_inner->sgd_update(u);
   }
+  void unscale_grads_coded(const GradBuffer* grads, const GradCodes* codes, std::size_t count, float inv_scale,
+                           double* sum_squares) override {
+    Open o(*this, "unscale_grads_coded", sum_squares);
+    for (std::size_t k = 0; k < count; ++k) {
+      check("unscale_grads_coded", grads[k].data);
+      check("unscale_grads_coded", grads[k].nonfinite);
+      check("unscale_grads_coded", codes[k].data);
+    }
+    m_inner->unscale_grads_coded(grads, codes, count, inv_scale, sum_squares);
+  }
+  void sgd_update_coded(const SgdUpdate& u, const UpdateEncode& e) override {
+    Open o(*this, "sgd_update_coded", u.value, u.grad, u.momentum_buf, e.codes, e.amax, e.scratch);
+    m_inner->sgd_update_coded(u, e);
+  }
   void sgd_update_encode(const SgdUpdate& u, const UpdateEncode& e) override {
     Open o(*this, "sgd_update_encode", u.value, u.grad, u.momentum_buf, e.codes, e.amax, e.scratch);
     m_inner->sgd_update_encode(u, e);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <deque>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -1519,6 +1520,107 @@ TEST_P(Conformance, SgdUpdateEncodeEqualsUpdateThenEncode) {
         EXPECT_EQ(got.host(), want.host()) << what << ": codes";
         if (t.scaled) expect_bit_equal(amax_got.host(), amax_want.host(), what + ": amax");
       }
+}
+
+// Weights kept only as codes: the update that decodes them as it goes
+// gives the bits of decoding them and sgd_update_encode, with momentum,
+// FP16 saturation (a weight near 7e4) and stochastic rounding.
+TEST_P(Conformance, SgdUpdateCodedEqualsDecodeThenUpdate) {
+  std::uint64_t seed = 950;
+  for (i64 n : {i64{1}, i64{2049}, i64{70001}})
+    for (Format f : {Format::FP16, Format::BF16, Format::E5M2})
+      for (bool stochastic : {false, true})
+        for (float momentum : {0.0f, 0.9f}) {
+          const auto un = static_cast<std::size_t>(n);
+          std::vector<float> w = normal_values(un, ++seed, 300.0f), g = normal_values(un, ++seed, 2.0f),
+                             m = normal_values(un, ++seed, 1.0f);
+          w[un / 2] = 6.0e4f;
+          std::vector<std::uint8_t> codes(un * engine::storage_bytes(f));
+          engine::cast_from_f32(f, w.data(), codes.data(), un);
+          const std::string what = std::string("sgd_update_coded n=") + std::to_string(n) + " " +
+                                   engine::format_name(f) + (stochastic ? " stochastic" : "") + " momentum " +
+                                   std::to_string(momentum);
+          DeviceBuffer<std::uint8_t> c1(GetParam(), codes), c2(GetParam(), codes);
+          auto v1 = dev(std::vector<float>(un, 123.0f)), v2 = out(un), gd = dev(g), m1 = dev(m), m2 = dev(m);
+          engine::SgdUpdate u;
+          u.grad = gd.get();
+          u.n = n;
+          u.lr = 0.013f;
+          u.momentum = momentum;
+          u.keep = 0.75f;
+          u.weight_decay = 0.01f;
+          u.state_format = Format::FP16;
+          engine::UpdateEncode e;
+          e.format = f;
+          e.opt.stochastic = stochastic;
+          e.opt.seed = 43;
+          // The one call, value scratch holding junk.
+          u.value = v1.get();
+          u.momentum_buf = momentum != 0.0f ? m1.get() : nullptr;
+          e.codes = c1.get();
+          be->sgd_update_coded(u, e);
+          // Decode, then the update.
+          be->convert(f, c2.get(), Format::FP32, v2.get(), n, {});
+          u.value = v2.get();
+          u.momentum_buf = momentum != 0.0f ? m2.get() : nullptr;
+          e.codes = c2.get();
+          be->sgd_update_encode(u, e);
+          EXPECT_EQ(c1.host(), c2.host()) << what << ": codes";
+          if (n > 1) {
+            EXPECT_NE(c1.host(), codes) << what << ": the update changed nothing";
+          }
+          expect_bit_equal(v1.host(), v2.host(), what + ": values");
+          expect_bit_equal(m1.host(), m2.host(), what + ": momentum");
+          if (HasFailure()) return;
+        }
+}
+
+// Gradients kept as codes: the unscale that decodes them as it goes gives
+// the values, counts and sum of squares of decoding them and unscale_grads,
+// beside an FP32 gradient, with and without a loss scale, inf and NaN.
+TEST_P(Conformance, UnscaleGradsCodedEqualsDecodeThenUnscale) {
+  for (float inv : {1.0f, 1.0f / 1024.0f})
+    for (Format f : {Format::FP16, Format::BF16, Format::E5M2}) {
+      const std::size_t sizes[] = {1, 70001, 16384, 3};
+      std::vector<std::vector<float>> vals;
+      std::uint64_t seed = 970;
+      for (std::size_t n : sizes) vals.push_back(normal_values(n, ++seed, 40.0f));
+      vals[1][100] = INFINITY;
+      vals[2][7] = NAN;
+      const std::string what = std::string("unscale_grads_coded ") + engine::format_name(f) + " inv " +
+                               std::to_string(inv);
+      // Buffers 0-2 coded, buffer 3 FP32.
+      // (deque: the buffers are built in place, never moved.)
+      std::deque<DeviceBuffer<std::uint8_t>> codes;
+      std::deque<DeviceBuffer<float>> d1, d2;
+      for (std::size_t k = 0; k < std::size(sizes); ++k) {
+        std::vector<std::uint8_t> c(sizes[k] * engine::storage_bytes(f));
+        engine::cast_from_f32(f, vals[k].data(), c.data(), sizes[k]);
+        codes.emplace_back(GetParam(), c);
+        d1.emplace_back(GetParam(), k == 3 ? vals[k] : std::vector<float>(sizes[k], 5.0f));
+        d2.emplace_back(GetParam(), k == 3 ? vals[k] : std::vector<float>(sizes[k], NAN));
+      }
+      auto counts1 = DeviceBuffer<std::int64_t>(GetParam(), std::vector<std::int64_t>(4, -1));
+      auto counts2 = DeviceBuffer<std::int64_t>(GetParam(), std::vector<std::int64_t>(4, -2));
+      auto sum1 = DeviceBuffer<double>(GetParam(), {0.0}), sum2 = DeviceBuffer<double>(GetParam(), {1.0});
+      std::vector<engine::GradBuffer> g1, g2;
+      std::vector<engine::GradCodes> gc;
+      for (std::size_t k = 0; k < std::size(sizes); ++k) {
+        const auto n = static_cast<i64>(sizes[k]);
+        g1.push_back({d1[k].get(), n, counts1.get() + k});
+        g2.push_back({d2[k].get(), n, counts2.get() + k});
+        gc.push_back(k == 3 ? engine::GradCodes{} : engine::GradCodes{f, codes[k].get()});
+        if (k != 3) be->convert(f, codes[k].get(), Format::FP32, d2[k].get(), n, {});
+      }
+      be->unscale_grads_coded(g1.data(), gc.data(), g1.size(), inv, sum1.get());
+      be->unscale_grads(g2.data(), g2.size(), inv, sum2.get());
+      for (std::size_t k = 0; k < std::size(sizes); ++k)
+        expect_bit_equal(d1[k].host(), d2[k].host(), what + " buffer " + std::to_string(k));
+      EXPECT_EQ(counts1.host(), counts2.host()) << what;
+      EXPECT_EQ(counts1.host()[1], 1) << what;
+      EXPECT_EQ(std::bit_cast<std::uint64_t>(sum1.host()[0]), std::bit_cast<std::uint64_t>(sum2.host()[0])) << what;
+      if (HasFailure()) return;
+    }
 }
 
 TEST_P(Conformance, LayerNormCodedEqualsDecodeNormEncode) {
