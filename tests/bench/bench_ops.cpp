@@ -5,14 +5,16 @@
 // say (oneDNN's JIT code has no symbols, libgomp's spinning hides which op
 // waits) this says directly. Not a benchmark of record: bench_train is.
 //
-//   build/release/tests/bench/bench_ops mlp mixed-bf16 [steps] [cpu|cpu-unfused|cuda|cuda-sync] [--trace]
+//   build/release/tests/bench/bench_ops mlp mixed-bf16 [steps] [cpu|cpu-unfused|cpu-no-bf16|cuda|cuda-sync] [--trace]
 //
 // --trace then lists one more step's calls in order, each with its time:
 // which op feeds which, for finding passes to fuse.
 //
 // "cpu-unfused" is the CPU backend with its fused attention kernels off
 // (CpuBackendOptions::fuse_attention): the layers run attention's ops one
-// by one, for comparing the two.
+// by one, for comparing the two. "cpu-no-bf16" is the CPU backend without
+// its native bf16 kernels (CpuBackendOptions::allow_native_bf16): BF16 and
+// FP8 GEMMs decode to f32, as on a CPU without AVX512-BF16.
 //
 // On the GPU, "cuda" times what each call costs the calling thread (the
 // launches are asynchronous: a call that waits for the device or allocates
@@ -354,7 +356,7 @@ int main(int argc, char** argv) {
   const bool trace = argc > 3 && std::string(argv[argc - 1]) == "--trace";
   if (trace) --argc;
   if (argc < 3) {
-    std::fprintf(stderr, "usage: bench_ops MODEL RECIPE [STEPS] [cpu|cpu-unfused|cuda|cuda-sync] [--trace]\n");
+    std::fprintf(stderr, "usage: bench_ops MODEL RECIPE [STEPS] [cpu|cpu-unfused|cpu-no-bf16|cuda|cuda-sync] [--trace]\n");
     return 2;
   }
   const int steps = argc > 3 ? std::atoi(argv[3]) : 300;
@@ -375,9 +377,10 @@ int main(int argc, char** argv) {
   const std::string backend = argc > 4 ? argv[4] : "cpu";
   std::unique_ptr<engine::Backend> inner;
   try {
-    if (backend == "cpu-unfused") {
+    if (backend == "cpu-unfused" || backend == "cpu-no-bf16") {
       engine::CpuBackendOptions o;
-      o.fuse_attention = false;
+      o.fuse_attention = backend != "cpu-unfused";
+      o.allow_native_bf16 = backend != "cpu-no-bf16";
       inner = std::make_unique<engine::CpuBackend>(o);
     } else {
       inner = engine::make_backend(backend == "cuda-sync" ? "cuda" : backend).backend;
