@@ -47,6 +47,20 @@ void Flatten::forward_as(Backend& be, const Tensor& x, Tensor& y, Context& conte
   if (x.numel()) be.convert(Format::FP32, x.data(), f, y.data(), x.numel(), opt);
 }
 
+bool Flatten::forward_fp8(Backend& be, const Tensor& x, Tensor& y, Context& context, const InputCast& c) {
+  if (x.format() != Format::FP32 || !is_fp8(c.format) || !c.amax || !c.scratch) return false;
+  auto& ctx = static_cast<FlattenContext&>(context);
+  output_shape(x.shape());
+  ctx.x_shape = x.shape();
+  // round_scaled's cast (saturating, the amax of the unscaled values).
+  y.resize(output_shape(x.shape()), c.format);
+  CastOptions opt;
+  opt.saturate = true;
+  if (x.numel()) be.scale_amax_encode(x.f32(), c.scale, c.format, y.data(), x.numel(), opt, c.amax, c.scratch);
+  else be.fill(c.amax, 0.0f, 1);
+  return true;
+}
+
 void Flatten::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
   auto& ctx = static_cast<FlattenContext&>(context);
   if (ctx.x_shape.empty()) throw std::logic_error(name() + ": backward before forward");

@@ -36,6 +36,10 @@ class Flatten : public Layer {
   // as `saturate` says): what the next layer would round it to
   // (Layer::input_rounding), in the copy's pass. Other inputs: forward().
   void forward_as(Backend& be, const Tensor& x, Tensor& y, Context& ctx, Format f, bool saturate);
+  // forward() with an FP32 input written as the next layer's FP8 cast
+  // (Layer::input_cast): round_scaled's encode and amax, in the copy's
+  // pass. Other inputs: false, nothing done.
+  bool forward_fp8(Backend& be, const Tensor& x, Tensor& y, Context& ctx, const InputCast& c);
 };
 
 }  // namespace engine

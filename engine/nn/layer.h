@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,24 @@ class Layer {
   // it that only moves values (Flatten) may write that format itself, the
   // same bits, one pass fewer. false where there is no such rounding.
   virtual bool input_rounding(Format& /*f*/, bool& /*saturate*/) const { return false; }
+  // The same for an FP8 layer's delayed-scaled cast of its FP32 input of
+  // shape x (saturating encode of x * scale, max |x| recorded in amax):
+  // true, with `c` filled for this forward, where the layer makes one; the
+  // layer before then writes those codes and calls forward_cast() instead
+  // of forward().
+  struct InputCast {
+    Format format = Format::FP32;
+    float scale = 1.0f;
+    float* amax = nullptr;     // backend memory
+    float* scratch = nullptr;  // x's numel floats: the cast's scratch (Backend::scale_amax_encode)
+  };
+  virtual bool input_cast(const Shape& /*x*/, InputCast& /*c*/) { return false; }
+  // forward() from the input cast as input_cast() said (codes of the
+  // input's shape, kept alive by the caller until backward).
+  virtual void forward_cast(Backend& /*be*/, const Tensor& /*codes*/, float /*scale*/, Tensor& /*y*/,
+                            Context& /*ctx*/) {
+    throw std::logic_error(name() + ": forward_cast without an input cast");
+  }
   // Leaf layers for the precision table; a composite (a transformer block)
   // returns its children, a leaf returns {this}.
   virtual std::vector<Layer*> leaves() { return {this}; }

@@ -153,7 +153,8 @@ bool Linear::forward_copy(Backend& be, const Tensor& x, Tensor& y, Context& cont
   return forward_into(be, x, y, ctx, &e);
 }
 
-bool Linear::forward_into(Backend& be, const Tensor& x, Tensor& y, LinearContext& ctx, const GemmEncode* copy) {
+bool Linear::forward_into(Backend& be, const Tensor& x, Tensor& y, LinearContext& ctx, const GemmEncode* copy,
+                          float x_scale) {
   ctx.block = false;
   if (is_block_format(m_precision.compute)) {
     forward_block(be, x, y, ctx);
@@ -164,7 +165,11 @@ bool Linear::forward_into(Backend& be, const Tensor& x, Tensor& y, LinearContext
   const bool sat = saturates_forward(p.compute);
   const bool fp8 = is_fp8(p.compute);
   ctx.x_scale = 1.0f;
-  if (fp8) {
+  if (x_scale > 0.0f) {
+    // Cast by the layer before (input_cast, forward_cast).
+    ctx.x_scale = x_scale;
+    ctx.x = &x;
+  } else if (fp8) {
     // Delayed scaling: this step's scale comes from earlier steps' amaxes;
     // this step's amax is recorded after the cast.
     DelayedScale& ds = delayed_scale_for(m_x_scale, p.compute, m_scaling);
@@ -212,6 +217,25 @@ bool Linear::input_rounding(Format& f, bool& saturate) const {
   f = c;
   saturate = saturates_forward(c);
   return true;
+}
+
+bool Linear::input_cast(const Shape& x, InputCast& c) {
+  // forward_into's round_scaled of x, with its scratch.
+  const Format f = m_precision.compute;
+  if (!is_fp8(f)) return false;
+  DelayedScale& ds = delayed_scale_for(m_x_scale, f, m_scaling);
+  c.format = f;
+  c.scale = ds.scale();
+  c.amax = ds.amax_slot();
+  m_fp8_ws.resize(x, Format::FP32);
+  c.scratch = m_fp8_ws.f32();
+  return true;
+}
+
+void Linear::forward_cast(Backend& be, const Tensor& codes, float scale, Tensor& y, Context& context) {
+  if (!is_fp8(m_precision.compute) || codes.format() != m_precision.compute || !(scale > 0.0f))
+    throw std::logic_error(name() + ": forward_cast of codes not cast as input_cast said");
+  forward_into(be, codes, y, static_cast<LinearContext&>(context), nullptr, scale);
 }
 
 Format Linear::dy_codes_format() const {

@@ -87,6 +87,8 @@ class Linear : public Layer {
   // there is none such (FP32, FP8 and block grad formats).
   Format dy_codes_format() const;
   bool input_rounding(Format& f, bool& saturate) const override;
+  bool input_cast(const Shape& x, InputCast& c) override;
+  void forward_cast(Backend& be, const Tensor& codes, float scale, Tensor& y, Context& ctx) override;
   // backward() with that rounding already made: `rounded` holds dy's codes
   // in dy_codes_format(), the bits round_to would give.
   void backward_rounded(Backend& be, const Tensor& dy, const Tensor& rounded, Tensor* dx, Context& ctx);
@@ -124,8 +126,10 @@ class Linear : public Layer {
   void forward_block(Backend& be, const Tensor& x, Tensor& y, LinearContext& ctx);
   // backward(), with dy's rounding to the grad format given (not null).
   void backward_from(Backend& be, const Tensor& dy, const Tensor* rounded, Tensor* dx, LinearContext& ctx);
-  // forward(), with `copy` (when not null) filled as forward_copy says.
-  bool forward_into(Backend& be, const Tensor& x, Tensor& y, LinearContext& ctx, const GemmEncode* copy);
+  // forward(), with `copy` (when not null) filled as forward_copy says;
+  // x_scale > 0: x is already cast (forward_cast) with that scale.
+  bool forward_into(Backend& be, const Tensor& x, Tensor& y, LinearContext& ctx, const GemmEncode* copy,
+                    float x_scale = 0.0f);
   void backward_block(Backend& be, const Tensor& dy, Tensor* dx, LinearContext& ctx);
 };
 

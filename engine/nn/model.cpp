@@ -138,6 +138,17 @@ const Tensor& Model::forward(Backend& be, const Tensor& x) {
       in = &m_activations[i];
       continue;
     }
+    // Or the next layer's FP8 cast: then that layer runs here too.
+    Layer::InputCast cast;
+    if (flatten && i + 1 < m_layers.size() && !flatten->fault_output && m_layers[i + 1]->input_cast(flatten->output_shape(in->shape()), cast) &&
+        flatten->forward_fp8(be, *in, m_activations[i], *m_contexts[i], cast)) {
+      record_output(be, *m_layers[i], m_activations[i]);
+      ++i;
+      m_layers[i]->forward_cast(be, m_activations[i - 1], cast.scale, m_activations[i], *m_contexts[i]);
+      record_output(be, *m_layers[i], m_activations[i]);
+      in = &m_activations[i];
+      continue;
+    }
     m_layers[i]->forward(be, *in, m_activations[i], *m_contexts[i]);
     record_output(be, *m_layers[i], m_activations[i]);
     in = &m_activations[i];

@@ -278,6 +278,39 @@ TEST(LowPrecision, FlattenWritesTheNextLayersRounding) {
   // FP32 layers round nothing: the Flatten copies.
   Linear fc("fc", 4, 2);
   EXPECT_FALSE(fc.input_rounding(f, saturate));
+  Layer::InputCast cast;
+  EXPECT_FALSE(fc.input_cast({2, 4}, cast));
+}
+
+// With FP8 layers the Flatten writes the first Linear's delayed-scaled
+// cast (Layer::input_cast) and that Linear takes the codes: the model's
+// output and the recorded amax keep the bits of the layers one by one.
+TEST(LowPrecision, FlattenWritesTheNextLayersFp8Cast) {
+  std::mt19937_64 rng(36);
+  Tensor x = test::random_tensor({8, 1, 28, 28}, rng, -3.0f, 3.0f);
+  auto m = build_model("mlp", {1, 28, 28}, 10);
+  m->init(1);
+  m->set_precision({Format::E4M3, Format::FP32, Format::FP32, Format::E5M2});
+  auto* fc1 = dynamic_cast<Linear*>(m->layers()[1].get());
+  ASSERT_NE(fc1, nullptr);
+  const std::vector<float> fused = m->forward(test::backend(), x).to_f32();
+  std::vector<float> amax_fused(1);
+  test::backend().download(amax_fused.data(), fc1->x_scale().pending_slot(), sizeof(float));
+  // One by one: Flatten copies FP32, the Linear casts.
+  const Tensor* in = &x;
+  std::vector<Tensor> outs(m->layers().size());
+  std::vector<std::unique_ptr<Context>> ctxs;
+  for (std::size_t i = 0; i < m->layers().size(); ++i) {
+    ctxs.push_back(m->layers()[i]->make_context());
+    m->layers()[i]->forward(test::backend(), *in, outs[i], *ctxs.back());
+    in = &outs[i];
+  }
+  EXPECT_EQ(outs[0].format(), Format::FP32);
+  EXPECT_EQ(in->to_f32(), fused);
+  std::vector<float> amax(1);
+  test::backend().download(amax.data(), fc1->x_scale().pending_slot(), sizeof(float));
+  EXPECT_EQ(amax, amax_fused);
+  EXPECT_GT(amax[0], 2.5f);  // the input's max |x| (uniform in [-3, 3])
 }
 
 TEST(LowPrecision, SoftmaxLeafTakesItsOwnPrecision) {
