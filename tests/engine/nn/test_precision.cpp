@@ -248,6 +248,22 @@ TEST(LowPrecision, SavedActivationBytesHalve) {
   }
 }
 
+// The model's layers run one by one on fresh contexts, outside
+// Model::forward (where a Flatten only copies): the output's values, and
+// the Flatten's output format in *flat.
+std::vector<float> layer_by_layer(Model& m, const Tensor& x, Format* flat) {
+  const Tensor* in = &x;
+  std::vector<Tensor> outs(m.layers().size());
+  std::vector<std::unique_ptr<Context>> ctxs;
+  for (std::size_t i = 0; i < m.layers().size(); ++i) {
+    ctxs.push_back(m.layers()[i]->make_context());
+    m.layers()[i]->forward(test::backend(), *in, outs[i], *ctxs.back());
+    in = &outs[i];
+  }
+  if (flat) *flat = outs[0].format();
+  return in->to_f32();
+}
+
 // The mlp's Flatten writes its FP32 input as the FP16 the first Linear
 // rounds it to (Layer::input_rounding): the model's output keeps the bits
 // of running the layers one by one, where Flatten only copies.
@@ -265,16 +281,9 @@ TEST(LowPrecision, FlattenWritesTheNextLayersRounding) {
   EXPECT_FALSE(saturate);
   const std::vector<float> fused = m->forward(test::backend(), x).to_f32();
   // One by one: Flatten copies FP32, the Linear rounds.
-  const Tensor* in = &x;
-  std::vector<Tensor> outs(m->layers().size());
-  std::vector<std::unique_ptr<Context>> ctxs;
-  for (std::size_t i = 0; i < m->layers().size(); ++i) {
-    ctxs.push_back(m->layers()[i]->make_context());
-    m->layers()[i]->forward(test::backend(), *in, outs[i], *ctxs.back());
-    in = &outs[i];
-  }
-  EXPECT_EQ(outs[0].format(), Format::FP32);
-  EXPECT_EQ(in->to_f32(), fused);
+  Format flat = Format::E5M2;
+  EXPECT_EQ(layer_by_layer(*m, x, &flat), fused);
+  EXPECT_EQ(flat, Format::FP32);
   // FP32 layers round nothing: the Flatten copies.
   Linear fc("fc", 4, 2);
   EXPECT_FALSE(fc.input_rounding(f, saturate));
@@ -297,16 +306,9 @@ TEST(LowPrecision, FlattenWritesTheNextLayersFp8Cast) {
   std::vector<float> amax_fused(1);
   test::backend().download(amax_fused.data(), fc1->x_scale().pending_slot(), sizeof(float));
   // One by one: Flatten copies FP32, the Linear casts.
-  const Tensor* in = &x;
-  std::vector<Tensor> outs(m->layers().size());
-  std::vector<std::unique_ptr<Context>> ctxs;
-  for (std::size_t i = 0; i < m->layers().size(); ++i) {
-    ctxs.push_back(m->layers()[i]->make_context());
-    m->layers()[i]->forward(test::backend(), *in, outs[i], *ctxs.back());
-    in = &outs[i];
-  }
-  EXPECT_EQ(outs[0].format(), Format::FP32);
-  EXPECT_EQ(in->to_f32(), fused);
+  Format flat = Format::E5M2;
+  EXPECT_EQ(layer_by_layer(*m, x, &flat), fused);
+  EXPECT_EQ(flat, Format::FP32);
   std::vector<float> amax(1);
   test::backend().download(amax.data(), fc1->x_scale().pending_slot(), sizeof(float));
   EXPECT_EQ(amax, amax_fused);
