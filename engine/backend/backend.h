@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "numeric/block.h"
@@ -393,6 +394,7 @@ class Backend {
   // codes. Those calls are this default; a backend may decode each part as
   // it reaches it.
   virtual void sgd_update_coded(const SgdUpdate& u, const UpdateEncode& e) {
+    if (e.amax) throw std::logic_error("sgd_update_coded: scaled codes hold value * scale, not the values");
     if (u.n > 0) convert(e.format, e.codes, Format::FP32, u.value, u.n, {});
     sgd_update_encode(u, e);
   }
