@@ -34,30 +34,21 @@ void Flatten::forward(Backend& be, const Tensor& x, Tensor& y, Context& context)
   flatten_forward(be, x, y);
 }
 
-void Flatten::forward_as(Backend& be, const Tensor& x, Tensor& y, Context& context, Format f, bool saturate) {
-  if (x.format() != Format::FP32 || !is_half_format(f)) {
-    forward(be, x, y, context);
-    return;
-  }
+bool Flatten::forward_cast_for(Backend& be, const Tensor& x, Tensor& y, Context& context, const InputCast& c) {
+  const bool scaled = c.amax != nullptr;
+  if (x.format() != Format::FP32 || !(scaled ? is_fp8(c.format) && c.scratch : is_half_format(c.format))) return false;
   auto& ctx = static_cast<FlattenContext&>(context);
-  y.resize(output_shape(x.shape()), f);
-  ctx.x_shape = x.shape();
-  CastOptions opt;
-  opt.saturate = saturate;
-  if (x.numel()) be.convert(Format::FP32, x.data(), f, y.data(), x.numel(), opt);
-}
-
-bool Flatten::forward_fp8(Backend& be, const Tensor& x, Tensor& y, Context& context, const InputCast& c) {
-  if (x.format() != Format::FP32 || !is_fp8(c.format) || !c.amax || !c.scratch) return false;
-  auto& ctx = static_cast<FlattenContext&>(context);
-  output_shape(x.shape());
-  ctx.x_shape = x.shape();
-  // round_scaled's cast (saturating, the amax of the unscaled values).
   y.resize(output_shape(x.shape()), c.format);
+  ctx.x_shape = x.shape();
   CastOptions opt;
-  opt.saturate = true;
-  if (x.numel()) be.scale_amax_encode(x.f32(), c.scale, c.format, y.data(), x.numel(), opt, c.amax, c.scratch);
-  else be.fill(c.amax, 0.0f, 1);
+  opt.saturate = scaled || c.saturate;  // round_scaled always saturates
+  if (!scaled) {
+    if (x.numel()) be.convert(Format::FP32, x.data(), c.format, y.data(), x.numel(), opt);
+  } else if (x.numel()) {
+    be.scale_amax_encode(x.f32(), c.scale, c.format, y.data(), x.numel(), opt, c.amax, c.scratch);
+  } else {
+    be.fill(c.amax, 0.0f, 1);
+  }
   return true;
 }
 

@@ -10,8 +10,8 @@ namespace engine {
 
 // The values are copied unchanged (same bytes, same format): a reshape does
 // no arithmetic, so no rounding happens here whatever precision() says. In a
-// Model, a Flatten whose next layer rounds its input first writes that
-// rounding instead of the copy (Flatten::forward_as; the same bits).
+// Model, a Flatten whose next layer casts its input first writes that cast
+// instead of the copy (Flatten::forward_cast_for; the same bits).
 void flatten_forward(Backend& be, const Tensor& x, Tensor& y);
 // dx gets dy's values in dy's format with x's shape.
 void flatten_backward(Backend& be, const Tensor& dy, const Shape& x_shape, Tensor& dx);
@@ -32,14 +32,10 @@ class Flatten : public Layer {
   std::unique_ptr<Context> make_context() const override;
   void forward(Backend& be, const Tensor& x, Tensor& y, Context& ctx) override;
   void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) override;
-  // forward() with an FP32 input written in format f (FP16/BF16, saturating
-  // as `saturate` says): what the next layer would round it to
-  // (Layer::input_rounding), in the copy's pass. Other inputs: forward().
-  void forward_as(Backend& be, const Tensor& x, Tensor& y, Context& ctx, Format f, bool saturate);
-  // forward() with an FP32 input written as the next layer's FP8 cast
-  // (Layer::input_cast): round_scaled's encode and amax, in the copy's
-  // pass. Other inputs: false, nothing done.
-  bool forward_fp8(Backend& be, const Tensor& x, Tensor& y, Context& ctx, const InputCast& c);
+  // forward() with an FP32 input written as the next layer's cast
+  // (Layer::input_cast says it: a rounding, or round_scaled's encode and
+  // amax) in the copy's pass. Other inputs: false, nothing done.
+  bool forward_cast_for(Backend& be, const Tensor& x, Tensor& y, Context& ctx, const InputCast& c);
 };
 
 }  // namespace engine

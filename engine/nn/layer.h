@@ -62,25 +62,23 @@ class Layer {
   virtual void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) = 0;
 
   virtual std::vector<Parameter*> parameters() { return {}; }
-  // The FP16/BF16 format this layer rounds an FP32 input to before
-  // anything else reads it, and whether that cast saturates: a layer before
-  // it that only moves values (Flatten) may write that format itself, the
-  // same bits, one pass fewer. false where there is no such rounding.
-  virtual bool input_rounding(Format& /*f*/, bool& /*saturate*/) const { return false; }
-  // The same for an FP8 layer's delayed-scaled cast of its FP32 input of
-  // shape x (saturating encode of x * scale, max |x| recorded in amax):
-  // true, with `c` filled for this forward, where the layer makes one; the
-  // layer before then writes those codes and calls forward_cast() instead
-  // of forward().
+  // The cast this layer makes first of an FP32 input of shape x, which a
+  // layer before it that only moves values (Flatten) may write instead, the
+  // same bits, one pass fewer: true, with `c` filled for this forward,
+  // where there is one. Either a rounding to FP16/BF16 (amax null; the
+  // layer then takes the codes through forward(), as they are), or FP8's
+  // delayed-scaled cast (saturating encode of x * scale, max |x| into amax;
+  // the layer then takes the codes through forward_cast()).
   struct InputCast {
     Format format = Format::FP32;
+    bool saturate = false;     // the rounding's (the FP8 cast always saturates)
     float scale = 1.0f;
     float* amax = nullptr;     // backend memory
-    float* scratch = nullptr;  // x's numel floats: the cast's scratch (Backend::scale_amax_encode)
+    float* scratch = nullptr;  // x's numel floats: the FP8 cast's scratch (Backend::scale_amax_encode)
   };
   virtual bool input_cast(const Shape& /*x*/, InputCast& /*c*/) { return false; }
-  // forward() from the input cast as input_cast() said (codes of the
-  // input's shape, kept alive by the caller until backward).
+  // forward() from the input cast as input_cast() said with an amax (codes
+  // of the input's shape, kept alive by the caller until backward).
   virtual void forward_cast(Backend& /*be*/, const Tensor& /*codes*/, float /*scale*/, Tensor& /*y*/,
                             Context& /*ctx*/) {
     throw std::logic_error(name() + ": forward_cast without an input cast");

@@ -210,21 +210,18 @@ bool Linear::forward_into(Backend& be, const Tensor& x, Tensor& y, LinearContext
   return encode == copy && copy;
 }
 
-bool Linear::input_rounding(Format& f, bool& saturate) const {
-  // forward_into's round_to (FP8 scales and block formats quantize instead).
-  const Format c = m_precision.compute;
-  if (!is_half_format(c) || is_block_format(c)) return false;
-  f = c;
-  saturate = saturates_forward(c);
-  return true;
-}
-
 bool Linear::input_cast(const Shape& x, InputCast& c) {
-  // forward_into's round_scaled of x, with its scratch.
+  // forward_into's round_to, or its round_scaled with its scratch (block
+  // formats quantize instead).
   const Format f = m_precision.compute;
+  c = {};
+  c.format = f;
+  if (is_half_format(f)) {
+    c.saturate = saturates_forward(f);
+    return true;
+  }
   if (!is_fp8(f)) return false;
   DelayedScale& ds = delayed_scale_for(m_x_scale, f, m_scaling);
-  c.format = f;
   c.scale = ds.scale();
   c.amax = ds.amax_slot();
   m_fp8_ws.resize(x, Format::FP32);

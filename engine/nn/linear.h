@@ -86,7 +86,6 @@ class Linear : public Layer {
   // the layer computing dy may encode itself in the same pass; FP32 when
   // there is none such (FP32, FP8 and block grad formats).
   Format dy_codes_format() const;
-  bool input_rounding(Format& f, bool& saturate) const override;
   bool input_cast(const Shape& x, InputCast& c) override;
   void forward_cast(Backend& be, const Tensor& codes, float scale, Tensor& y, Context& ctx) override;
   // backward() with that rounding already made: `rounded` holds dy's codes

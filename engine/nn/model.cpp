@@ -127,24 +127,18 @@ const Tensor& Model::forward(Backend& be, const Tensor& x) {
   for (Layer* l : leaves())
     if (l->track_nonfinite) l->set_track_nonfinite(true);
   for (std::size_t i = 0; i < m_layers.size(); ++i) {
-    // A Flatten writes what the next layer would round its input to.
-    Format f;
-    bool saturate = false;
+    // A Flatten writes the cast the next layer makes of its input first; a
+    // scaled (FP8) one that layer then takes through forward_cast.
     auto* flatten = dynamic_cast<Flatten*>(m_layers[i].get());
+    Layer::InputCast cast;
     if (flatten && i + 1 < m_layers.size() && !flatten->fault_output &&
-        m_layers[i + 1]->input_rounding(f, saturate)) {
-      flatten->forward_as(be, *in, m_activations[i], *m_contexts[i], f, saturate);
+        m_layers[i + 1]->input_cast(flatten->output_shape(in->shape()), cast) &&
+        flatten->forward_cast_for(be, *in, m_activations[i], *m_contexts[i], cast)) {
       record_output(be, *m_layers[i], m_activations[i]);
       in = &m_activations[i];
-      continue;
-    }
-    // Or the next layer's FP8 cast: then that layer runs here too.
-    Layer::InputCast cast;
-    if (flatten && i + 1 < m_layers.size() && !flatten->fault_output && m_layers[i + 1]->input_cast(flatten->output_shape(in->shape()), cast) &&
-        flatten->forward_fp8(be, *in, m_activations[i], *m_contexts[i], cast)) {
-      record_output(be, *m_layers[i], m_activations[i]);
+      if (!cast.amax) continue;
       ++i;
-      m_layers[i]->forward_cast(be, m_activations[i - 1], cast.scale, m_activations[i], *m_contexts[i]);
+      m_layers[i]->forward_cast(be, *in, cast.scale, m_activations[i], *m_contexts[i]);
       record_output(be, *m_layers[i], m_activations[i]);
       in = &m_activations[i];
       continue;

@@ -141,10 +141,12 @@ void TransformerBlock::backward(Backend& be, const Tensor& dy, Tensor* dx, Conte
   m_fc1.backward(be, ctx.d_fc1_out, &ctx.d_ln2_out, *ctx.fc1_ctx);
   // In one pass where the norm's gradient is FP32 (LayerNorm::backward_add),
   // dh also rounded there for the projection's backward.
-  const Format dh_codes = m_attn.proj().dy_codes_format();
-  if (dy.format() == Format::FP32 && dh_codes != Format::FP32) ctx.dh_codes.resize(dy.shape(), dh_codes);
-  Tensor* codes = dy.format() == Format::FP32 && dh_codes != Format::FP32 ? &ctx.dh_codes : nullptr;
-  if (dy.format() == Format::FP32 && m_ln2.backward_add(be, ctx.d_ln2_out, dy, ctx.dh, codes, *ctx.ln2_ctx)) {
+  Tensor* codes = nullptr;
+  if (const Format f = m_attn.proj().dy_codes_format(); f != Format::FP32 && dy.format() == Format::FP32) {
+    ctx.dh_codes.resize(dy.shape(), f);
+    codes = &ctx.dh_codes;
+  }
+  if (m_ln2.backward_add(be, ctx.d_ln2_out, dy, ctx.dh, codes, *ctx.ln2_ctx)) {
     if (codes) m_attn.backward_rounded(be, ctx.dh, *codes, &ctx.d_ln1_out, *ctx.attn_ctx);
     else m_attn.backward(be, ctx.dh, &ctx.d_ln1_out, *ctx.attn_ctx);
   } else {
@@ -156,7 +158,7 @@ void TransformerBlock::backward(Backend& be, const Tensor& dy, Tensor* dx, Conte
   // Attention branch, then the residual: dx = dh + d(attention branch)/dx.
   if (!dx) {
     m_ln1.backward(be, ctx.d_ln1_out, nullptr, *ctx.ln1_ctx);
-  } else if (ctx.dh.format() != Format::FP32 || !m_ln1.backward_add(be, ctx.d_ln1_out, ctx.dh, *dx, nullptr, *ctx.ln1_ctx)) {
+  } else if (!m_ln1.backward_add(be, ctx.d_ln1_out, ctx.dh, *dx, nullptr, *ctx.ln1_ctx)) {
     m_ln1.backward(be, ctx.d_ln1_out, &ctx.d_x_attn, *ctx.ln1_ctx);
     residual_add(be, ctx.dh, ctx.d_x_attn, *dx, m_ws_a, m_ws_b, m_ws_y, false,
                  tracked(m_ln1, NonfiniteSlot::ActivationGrad));

@@ -472,7 +472,6 @@ void Run::step(std::vector<Record>& out) {
       if (p.has_master()) {
         s.encodes[i] = refresh_encode(p, scaled > 0 ? s.fp8_scratch.f32() : nullptr);
         encode = &s.encodes[i];
-        in_codes = false;
       }
       s.slots.push_back(
           {value, s.clip_spans[i].data, static_cast<std::size_t>(p.grad.numel()), p.decay, encode, in_codes});

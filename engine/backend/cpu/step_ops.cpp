@@ -527,17 +527,14 @@ void CpuBackend::sgd_update(const SgdUpdate& u) {
 
 void CpuBackend::sgd_update_encode(const SgdUpdate& u, const UpdateEncode& e) { sgd_encode_blocks(u, e, false); }
 
-void CpuBackend::sgd_update_coded(const SgdUpdate& u, const UpdateEncode& e) {
-  if (e.amax || f32_container(e.format)) {
-    Backend::sgd_update_coded(u, e);
-    return;
-  }
-  sgd_encode_blocks(u, e, true);
-}
+void CpuBackend::sgd_update_coded(const SgdUpdate& u, const UpdateEncode& e) { sgd_encode_blocks(u, e, true); }
 
 void CpuBackend::sgd_encode_blocks(const SgdUpdate& u, const UpdateEncode& e, bool decode_first) {
   const std::size_t es = storage_bytes(e.format);
-  if (u.n <= 0 || es == 0 || (e.amax && f32_container(e.format))) {
+  // The default: the empty, the f32-container and (for codes to decode) the
+  // scaled cases.
+  if (u.n <= 0 || es == 0 || (e.amax && f32_container(e.format)) ||
+      (decode_first && (e.amax || f32_container(e.format)))) {
     if (decode_first) Backend::sgd_update_coded(u, e);
     else Backend::sgd_update_encode(u, e);
     return;

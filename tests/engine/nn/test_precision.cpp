@@ -265,7 +265,7 @@ std::vector<float> layer_by_layer(Model& m, const Tensor& x, Format* flat) {
 }
 
 // The mlp's Flatten writes its FP32 input as the FP16 the first Linear
-// rounds it to (Layer::input_rounding): the model's output keeps the bits
+// rounds it to (Layer::input_cast): the model's output keeps the bits
 // of running the layers one by one, where Flatten only copies.
 TEST(LowPrecision, FlattenWritesTheNextLayersRounding) {
   std::mt19937_64 rng(35);
@@ -273,12 +273,13 @@ TEST(LowPrecision, FlattenWritesTheNextLayersRounding) {
   auto m = build_model("mlp", {1, 28, 28}, 10);
   m->init(1);
   m->set_precision(kFp16);
-  Format f = Format::FP32;
-  bool saturate = true;
+  Layer::InputCast rounding;
+  rounding.saturate = true;
   ASSERT_EQ(std::string(m->layers()[0]->kind()), "flatten");
-  ASSERT_TRUE(m->layers()[1]->input_rounding(f, saturate));
-  EXPECT_EQ(f, Format::FP16);
-  EXPECT_FALSE(saturate);
+  ASSERT_TRUE(m->layers()[1]->input_cast({8, 784}, rounding));
+  EXPECT_EQ(rounding.format, Format::FP16);
+  EXPECT_FALSE(rounding.saturate);
+  EXPECT_EQ(rounding.amax, nullptr);
   const std::vector<float> fused = m->forward(test::backend(), x).to_f32();
   // One by one: Flatten copies FP32, the Linear rounds.
   Format flat = Format::E5M2;
@@ -286,7 +287,6 @@ TEST(LowPrecision, FlattenWritesTheNextLayersRounding) {
   EXPECT_EQ(flat, Format::FP32);
   // FP32 layers round nothing: the Flatten copies.
   Linear fc("fc", 4, 2);
-  EXPECT_FALSE(fc.input_rounding(f, saturate));
   Layer::InputCast cast;
   EXPECT_FALSE(fc.input_cast({2, 4}, cast));
 }
