@@ -516,6 +516,18 @@ class Backend {
     convert(g, dy, Format::FP32, sdy, n, {});
     gelu_backward(x, sdy, dx, n);
   }
+  // GELU forward straight into an FP8 layer's delayed-scaled input cast: q
+  // and *amax as gelu_forward into `scratch` (n floats of backend memory,
+  // contents undefined after) and scale_amax_encode of that give them; this
+  // default runs those steps (scale_amax in place, then convert). y itself
+  // is not kept, so a backend may compute it only as exactly as the cast
+  // can tell.
+  virtual void gelu_forward_encode(const float* x, std::int64_t n, float scale, Format f, void* q,
+                                   const CastOptions& opt, float* amax, float* scratch) {
+    gelu_forward(x, scratch, n);
+    scale_amax(scratch, scale, scratch, n, amax);
+    convert(Format::FP32, scratch, f, q, n, opt);
+  }
   // dst[b, t, :] = src[b, :] for t < T (a [B, C] row repeated T times).
   virtual void repeat_rows(const float* src, float* dst, std::int64_t B, std::int64_t T, std::int64_t C) = 0;
   // y = a + b (residual connections); y may alias a or b.

@@ -19,6 +19,24 @@ bool GELU::forward_bits(Backend& be, const Tensor& x, Tensor& y) {
   return true;
 }
 
+bool GELU::forward_cast_for(Backend& be, const Tensor& x, Tensor& y, Context& context, const InputCast& c) {
+  const LayerPrecision& p = m_precision;
+  if (!c.amax || !is_fp8(c.format) || !c.scratch || track_nonfinite || x.format() != Format::FP32 ||
+      p.compute != Format::FP32 || p.storage != Format::FP32)
+    return false;
+  auto& ctx = static_cast<PointwiseContext&>(context);
+  ctx.x = &x;  // forward()'s rounding to FP32 keeps x as it is
+  y.resize(output_shape(x.shape()), c.format);
+  if (!x.numel()) {
+    be.fill(c.amax, 0.0f, 1);
+    return true;
+  }
+  CastOptions opt;
+  opt.saturate = true;  // round_scaled's
+  be.gelu_forward_encode(x.f32(), x.numel(), c.scale, c.format, y.data(), opt, c.amax, c.scratch);
+  return true;
+}
+
 bool GELU::backward_bits(Backend& be, const Tensor& x, const Tensor& dy, Tensor& dx) {
   if (!is_half_format(x.format()) || !is_half_format(dy.format()) || dx.format() != dy.format()) return false;
   m_x32.resize(x.shape(), Format::FP32);

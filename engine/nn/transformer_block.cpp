@@ -126,8 +126,16 @@ void TransformerBlock::forward(Backend& be, const Tensor& x, Tensor& y, Context&
   record_output(be, m_ln2, ctx.ln2_out);
   m_fc1.forward(be, ctx.ln2_out, ctx.fc1_out, *ctx.fc1_ctx);
   record_output(be, m_fc1, ctx.fc1_out);
-  m_gelu.forward(be, ctx.fc1_out, ctx.gelu_out, *ctx.gelu_ctx);
-  m_fc2.forward(be, ctx.gelu_out, ctx.fc2_out, *ctx.fc2_ctx);
+  // Where fc2 casts its input to FP8 with a delayed scale, the GELU writes
+  // that cast itself (GELU::forward_cast_for) and fc2 takes the codes.
+  Layer::InputCast cast;
+  if (m_fc2.input_cast(ctx.fc1_out.shape(), cast) && cast.amax &&
+      m_gelu.forward_cast_for(be, ctx.fc1_out, ctx.gelu_out, *ctx.gelu_ctx, cast)) {
+    m_fc2.forward_cast(be, ctx.gelu_out, cast.scale, ctx.fc2_out, *ctx.fc2_ctx);
+  } else {
+    m_gelu.forward(be, ctx.fc1_out, ctx.gelu_out, *ctx.gelu_ctx);
+    m_fc2.forward(be, ctx.gelu_out, ctx.fc2_out, *ctx.fc2_ctx);
+  }
   record_output(be, m_fc2, ctx.fc2_out);
   residual_add(be, ctx.h, ctx.fc2_out, y, m_ws_a, m_ws_b, m_ws_y, saturates_forward(ctx.fc2_out.format()),
                tracked(m_fc2, NonfiniteSlot::Activation));

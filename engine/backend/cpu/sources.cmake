@@ -15,6 +15,7 @@ target_sources(engine_cpu PRIVATE
   cpu/elementwise.cpp
   cpu/gelu_avx512.cpp
   cpu/gelu_avx2.cpp
+  cpu/gelu_cast_avx512.cpp
   cpu/rows.cpp
   cpu/row_kernels.cpp
   cpu/loss.cpp
@@ -42,5 +43,9 @@ set_source_files_properties(cpu/gelu_avx512.cpp PROPERTIES COMPILE_OPTIONS
 # -fno-trapping-math: without it GCC 12 keeps the selects of gelu_parts as
 # branches under AVX2 (no masked vector ops) and leaves the loops scalar; the
 # values are the same either way (no code reads the FP exception flags).
+# The FP8 cast's GELU: its exact lanes round as gelu_avx512.cpp's (no
+# contraction); its approximation is in explicit intrinsics.
+set_source_files_properties(cpu/gelu_cast_avx512.cpp PROPERTIES COMPILE_OPTIONS
+                            "-mavx512f;-ffp-contract=off;$<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>;$<$<CXX_COMPILER_ID:GNU>:-Wno-uninitialized>")
 set_source_files_properties(cpu/gelu_avx2.cpp PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-ffp-contract=off;-fno-trapping-math")
 target_link_libraries(engine_cpu PRIVATE mvec)

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/gelu_simd.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/parallel.h"
 #include "backend/cpu/step_kernels.h"
@@ -209,6 +210,27 @@ void CpuBackend::scale_amax_encode(const float* x, float scale, Format f, void* 
   // One pass instead of two, chunk by chunk.
   *amax = amax_from_bits(max_over_scaled_chunks(n, [&](std::int64_t b, std::int64_t len) {
     return scale_amax_encode_chunk(x, scale, f, q, b, len, opt);
+  }));
+}
+
+void CpuBackend::gelu_forward_encode(const float* x, std::int64_t n, float scale, Format f, void* q,
+                                     const CastOptions& opt, float* amax, float* scratch) {
+  use_threads();
+  // The approximation's argument needs round-to-nearest codes, a scale
+  // whose products stay in range, and the AVX-512 lanes; else the two calls.
+  if (n <= 0 || !is_fp8(f) || opt.stochastic || !(scale >= 0x1p-60f && scale <= 0x1p60f) ||
+      cpu::mvec_isa() != cpu::MvecIsa::Avx512) {
+    Backend::gelu_forward_encode(x, n, scale, f, q, opt, amax, scratch);
+    return;
+  }
+  const int mantissa = f == Format::E4M3 ? 3 : 2;
+  const float min_normal = f == Format::E4M3 ? 0x1p-6f : 0x1p-14f;
+  // Chunk by chunk: the values the cast cannot tell from the exact GELU's
+  // (gelu_cast_values_avx512) in a stack buffer, cast from there.
+  *amax = amax_from_bits(max_over_scaled_chunks(n, [&](std::int64_t b, std::int64_t len) {
+    alignas(64) float y[kScaledChunk];
+    cpu::gelu_cast_values_avx512(x + b, y, len, scale, mantissa, min_normal);
+    return scale_amax_encode_span(y, scale, f, static_cast<std::byte*>(q) + b, len, opt, b);
   }));
 }
 

@@ -8,6 +8,7 @@
 #include <map>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -20,6 +21,7 @@
 #include "backend/backend.h"
 #include "data/dataset.h"
 #include "nn/conv2d.h"
+#include "nn/gelu.h"
 #include "nn/layer.h"
 #include "nn/linear.h"
 #include "nn/model.h"
@@ -412,6 +414,67 @@ TEST(DelayedScaling, Conv2dOnTinyInputsMatchesFp32WithinE4M3Precision) {
     else EXPECT_GT(max_rel, 0.05) << "plain E4M3 was expected to flush inputs of 1e-3";
   }
   EXPECT_GT(conv->x_scale().scale(), 4.0e5f);
+}
+
+// In the fp8 recipe a transformer block's GELU writes fc2's delayed-scaled
+// E4M3 cast itself (GELU::forward_cast_for, Backend::gelu_forward_encode):
+// logits and fc2's amaxes keep the bits of the GELU's own FP32 output cast
+// by fc2, step after step as the scales move (a GELU that counts
+// non-finite outputs takes that path).
+TEST(DelayedScaling, GeluWritesFc2sCastWithTheSameBits) {
+  auto fused = build_model("transformer", {1, 28, 28}, 10);
+  auto apart = build_model("transformer", {1, 28, 28}, 10);
+  for (auto* m : {fused.get(), apart.get()}) {
+    m->init(5);
+    apply_recipe(backend(), *m, make_recipe("fp8"));
+  }
+  auto leaf = [](Model& m, const std::string& name) -> Layer* {
+    for (Layer* l : m.leaves())
+      if (l->name() == name) return l;
+    return nullptr;
+  };
+  Layer* gelu = leaf(*apart, "block0.gelu");
+  ASSERT_NE(gelu, nullptr);
+  gelu->set_track_nonfinite(true);
+  // The fused path applies where it should: an E4M3 cast with an amax.
+  auto* fc2 = static_cast<Linear*>(leaf(*fused, "block0.fc2"));
+  ASSERT_NE(fc2, nullptr);
+  Layer::InputCast cast;
+  ASSERT_TRUE(fc2->input_cast({4, 16, 128}, cast));
+  EXPECT_EQ(cast.format, Format::E4M3);
+  EXPECT_NE(cast.amax, nullptr);
+  std::mt19937_64 rng(8);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  {
+    std::vector<float> h(4 * 16 * 128);
+    for (auto& v : h) v = d(rng);
+    Tensor ht = Tensor::from_values({4, 16, 128}, Format::FP32, h), codes;
+    auto* g = static_cast<GELU*>(leaf(*fused, "block0.gelu"));
+    auto ctx = g->make_context();
+    EXPECT_TRUE(g->forward_cast_for(backend(), ht, codes, *ctx, cast));
+    EXPECT_EQ(codes.format(), Format::E4M3);
+    EXPECT_FALSE(static_cast<GELU*>(gelu)->forward_cast_for(backend(), ht, codes, *ctx, cast));
+  }
+  for (int step = 0; step < 4; ++step) {
+    std::vector<float> x(4 * 28 * 28);
+    for (auto& v : x) v = d(rng) * static_cast<float>(step + 1);
+    Tensor xt = Tensor::from_values({4, 1, 28, 28}, Format::FP32, x);
+    const std::vector<float> a = fused->forward(backend(), xt).to_f32();
+    const std::vector<float> b = apart->forward(backend(), xt).to_f32();
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << "step " << step;
+    for (const char* name : {"block0.fc2", "block1.fc2"}) {
+      float amax[2];
+      backend().download(&amax[0], static_cast<Linear*>(leaf(*fused, name))->x_scale().pending_slot(), sizeof(float));
+      backend().download(&amax[1], static_cast<Linear*>(leaf(*apart, name))->x_scale().pending_slot(), sizeof(float));
+      EXPECT_GT(amax[0], 0.0f) << name;
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(amax[0]), std::bit_cast<std::uint32_t>(amax[1])) << name << " step " << step;
+    }
+    EXPECT_EQ(fc2->x_scale().scale(), static_cast<Linear*>(leaf(*apart, "block0.fc2"))->x_scale().scale());
+    record_pending_amaxes(backend(), *fused);
+    record_pending_amaxes(backend(), *apart);
+  }
+  EXPECT_NE(fc2->x_scale().scale(), 1.0f);  // the scales moved
 }
 
 TEST(DelayedScaling, RefreshEncodesWithThePreviousScaleThenRecords) {

@@ -1406,6 +1406,85 @@ TEST_P(Conformance, GeluBackwardCodedEqualsDecodeThenBackward) {
     }
 }
 
+// GELU straight into the FP8 cast gives the codes and amax of gelu_forward
+// then scale_amax_encode through the same backend: activations of several
+// widths, specials, inputs around the approximation's seams (x = -4, 4,
+// 8, its pieces every 1/4), a sweep of consecutive f32 patterns (values
+// on every side of the FP8 rounding boundaries), ties for the maximum,
+// and scales from tiny to huge, saturating or not.
+TEST_P(Conformance, GeluForwardEncodeEqualsGeluThenCast) {
+  struct Input {
+    std::string name;
+    std::vector<float> x;
+  };
+  std::vector<Input> inputs;
+  // Plain: the maximum where the approximation is off by the most (x near
+  // 4.4 for the narrowest, whose GELU the exact lane gives 2e-5 below x).
+  for (float width : {1.0f, 3.0f, 40.0f})
+    inputs.push_back({"normal*" + std::to_string(width),
+                      normal_values(300007, 181 + static_cast<std::uint64_t>(width), width)});
+  {
+    std::vector<float> x = normal_values(300007, 184, 3.0f);
+    const float edges[] = {NAN, INFINITY, -INFINITY, -0.0f, 0.0f, -4.0f, std::nextafter(-4.0f, 0.0f),
+                           std::nextafter(-4.0f, -5.0f), 4.0f, std::nextafter(4.0f, 0.0f), 8.0f, 5.9f,
+                           1e-30f, -1e-30f, -1e-40f, 1e30f, -1e30f, 3e38f, -3e38f, 0.125f, 3.875f, -3.875f};
+    for (std::size_t i = 0; i < std::size(edges); ++i) x[i * 7 + 3] = edges[i];
+    inputs.push_back({"specials", x});
+    x[3] = 0.0f;  // no NaN: the infinite maximum
+    inputs.push_back({"infinities", std::move(x)});
+  }
+  {
+    // Consecutive patterns from -4.5 up and from 0.5 up (every 13th), and
+    // every piece's ends.
+    std::vector<float> x;
+    for (float start : {-4.5f, -1.0f, 0.5f, 2.0f})
+      for (std::uint32_t b = std::bit_cast<std::uint32_t>(start), k = 0; k < 100000; ++k)
+        x.push_back(std::bit_cast<float>(start < 0 ? b - 13 * k : b + 13 * k));
+    for (int i = -17; i <= 33; ++i)
+      for (float d : {-1e-6f, 0.0f, 1e-6f}) x.push_back(static_cast<float>(i) * 0.25f + d);
+    inputs.push_back({"sweep", std::move(x)});
+  }
+  {
+    // The maximum shared and nearly shared: equal values, neighbours one
+    // ulp apart, a lone larger value at either end.
+    std::vector<float> x(4099, 2.0f);
+    for (std::size_t i = 1; i < x.size(); i += 2) x[i] = std::nextafter(2.0f, 3.0f);
+    x[4098] = std::nextafter(x[1], 3.0f);
+    inputs.push_back({"ties", x});
+    x.assign(10, -0.5f);
+    x[0] = 2.5f;
+    inputs.push_back({"short", x});
+  }
+  const float scales[] = {1.0f, 64.0f, 121.0811f, 0x1p-20f, 0x1p40f, 3.5e-19f};
+  for (const Input& in : inputs)
+    for (Format f : {Format::E4M3, Format::E5M2})
+      for (float scale : scales)
+        for (bool saturate : {true, false}) {
+          const std::size_t n = in.x.size();
+          const i64 ni = static_cast<i64>(n);
+          auto xd = dev(in.x);
+          auto y = out(n), scratch = out(n), scratch2 = out(n);
+          auto a1 = out(1), a2 = out(1);
+          DeviceBuffer<std::uint8_t> q1(GetParam(), std::vector<std::uint8_t>(n, 0xAB));
+          DeviceBuffer<std::uint8_t> q2(GetParam(), std::vector<std::uint8_t>(n, 0xCD));
+          engine::CastOptions opt;
+          opt.saturate = saturate;
+          be->gelu_forward(xd.get(), y.get(), ni);
+          be->scale_amax_encode(y.get(), scale, f, q1.get(), ni, opt, a1.get(), scratch.get());
+          be->gelu_forward_encode(xd.get(), ni, scale, f, q2.get(), opt, a2.get(), scratch2.get());
+          const std::string what = "gelu_forward_encode " + in.name + " " + engine::format_name(f) + " scale " +
+                                   std::to_string(scale) + (saturate ? " saturate" : "");
+          const std::vector<std::uint8_t> want = q1.host(), got = q2.host();
+          std::size_t bad = 0, first = 0;
+          for (std::size_t i = 0; i < n; ++i)
+            if (got[i] != want[i] && bad++ == 0) first = i;
+          ASSERT_EQ(bad, 0u) << what << ": " << bad << " codes differ; first x[" << first << "] = " << in.x[first]
+                             << " gives " << int(got[first]) << ", want " << int(want[first]);
+          expect_bit_equal(a2.host(), a1.host(), what + " amax");
+          if (HasFailure()) return;
+        }
+}
+
 // Column sums of FP16/BF16 codes give the bits of decode then column_sums
 // through the same backend, for the linear layers' bias shapes and a row
 // wider than the CPU's stack block (its fallback).
