@@ -16,31 +16,42 @@ namespace engine::cpu {
 namespace {
 
 // Phi(-u) = erfc(u / sqrt 2) / 2 for u in [0, 4): 16 pieces of width 1/4,
-// each a degree-5 polynomial in s = u - (i/4 + 1/8), |s| <= 1/8, that
-// interpolates Phi(-u) at the piece's 6 Chebyshev nodes (40-digit
+// each a degree-4 polynomial in s = u - (i/4 + 1/8), |s| <= 1/8, that
+// interpolates Phi(-u) at the piece's 5 Chebyshev nodes (40-digit
 // arithmetic, coefficients then rounded to f32; kCoef[k][i] is piece i's
-// s^k coefficient). Evaluated in f32 its relative error stays below
-// 2^-21.
-alignas(64) constexpr float kCoef[6][16] = {
-    {0x1.cd116cp-2f, 0x1.6a527ap-2f, 0x1.105e82p-2f, 0x1.86bb5p-3f, 0x1.0ad7dap-3f, 0x1.5a6196p-4f, 0x1.aaa65cp-5f, 0x1.f20394p-6f, 0x1.13243cp-6f, 0x1.1f85a2p-7f, 0x1.1bee6cp-8f, 0x1.08c89p-9f, 0x1.d21af6p-11f, 0x1.8301cp-12f, 0x1.2eff82p-13f, 0x1.bf376ep-15f},
-    {-0x1.95567ap-2f, -0x1.7cc794p-2f, -0x1.50096ep-2f, -0x1.169596p-2f, -0x1.b1ec62p-3f, -0x1.3d7712p-3f, -0x1.b46178p-4f, -0x1.19bfa4p-4f, -0x1.55c74p-5f, -0x1.857a94p-6f, -0x1.a0f22cp-7f, -0x1.a34ea6p-8f, -0x1.8c2226p-9f, -0x1.5f90f6p-10f, -0x1.251bf8p-11f, -0x1.cb2208p-13f},
-    {0x1.9555e4p-6f, 0x1.1d954ep-4f, 0x1.a40b54p-4f, 0x1.e78566p-4f, 0x1.e829bep-4f, 0x1.b483bcp-4f, 0x1.628f5ap-4f, 0x1.0823dcp-4f, 0x1.6b240cp-5f, 0x1.ce81fep-6f, 0x1.119f18p-6f, 0x1.2d6082p-7f, 0x1.357a4cp-8f, 0x1.28a16cp-9f, 0x1.099fe2p-10f, 0x1.bcc50ap-12f},
-    {0x1.0a0096p-4f, 0x1.b44f2ap-5f, 0x1.1107aap-5f, 0x1.5c3bacp-7f, -0x1.335bcep-7f, -0x1.78fcfcp-6f, -0x1.dd4a64p-6f, -0x1.d8840cp-6f, -0x1.90859ep-6f, -0x1.2d3cf8p-6f, -0x1.9958bp-7f, -0x1.fbc18ap-8f, -0x1.215d0cp-8f, -0x1.306a7cp-9f, -0x1.288b08p-10f, -0x1.0c1fd8p-11f},
-    {-0x1.91a9c8p-8f, -0x1.0f3006p-6f, -0x1.6c1fe8p-6f, -0x1.6a18fp-6f, -0x1.19b7ep-6f, -0x1.42e99ap-7f, -0x1.570cf2p-9f, 0x1.66e8dp-9f, 0x1.6d13cp-8f, 0x1.95f258p-8f, 0x1.62649ap-8f, 0x1.0883b8p-8f, 0x1.5d7afap-9f, 0x1.a00372p-10f, 0x1.c2e35cp-11f, 0x1.bffb02p-12f},
-    {-0x1.394d52p-7f, -0x1.b8e5dep-8f, -0x1.21fcd8p-9f, 0x1.299154p-9f, 0x1.58eb98p-8f, 0x1.92a8e2p-8f, 0x1.550464p-8f, 0x1.aec488p-9f, 0x1.52c7e8p-10f, -0x1.868a6cp-13f, -0x1.f9291cp-11f, -0x1.2ede68p-10f, -0x1.06518cp-10f, -0x1.797504p-11f, -0x1.d9bc0ap-12f, -0x1.096d7ap-12f},
+// s^k coefficient).
+alignas(64) constexpr float kCoef[5][16] = {
+    {0x1.cd116cp-2f, 0x1.6a527ap-2f, 0x1.105e82p-2f, 0x1.86bb5p-3f, 0x1.0ad7dap-3f, 0x1.5a6196p-4f, 0x1.aaa65cp-5f, 0x1.f20394p-6f, 0x1.13243cp-6f, 0x1.1f85a2p-7f, 0x1.1bee6cp-8f, 0x1.08c89p-9f, 0x1.d21af4p-11f, 0x1.8301bep-12f, 0x1.2eff8p-13f, 0x1.bf3766p-15f},
+    {-0x1.955648p-2f, -0x1.7cc772p-2f, -0x1.500962p-2f, -0x1.1695a2p-2f, -0x1.b1ec98p-3f, -0x1.3d7752p-3f, -0x1.b461e4p-4f, -0x1.19bfe6p-4f, -0x1.55c774p-5f, -0x1.857a84p-6f, -0x1.a0f18ep-7f, -0x1.a34d2ap-8f, -0x1.8c1f96p-9f, -0x1.5f8d48p-10f, -0x1.251758p-11f, -0x1.cb17aap-13f},
+    {0x1.955626p-6f, 0x1.1d957ap-4f, 0x1.a40b88p-4f, 0x1.e7859p-4f, 0x1.e829d4p-4f, 0x1.b483bap-4f, 0x1.628f48p-4f, 0x1.0823c6p-4f, 0x1.6b23e4p-5f, 0x1.ce81cep-6f, 0x1.119f06p-6f, 0x1.2d6084p-7f, 0x1.357a78p-8f, 0x1.28a1d2p-9f, 0x1.09a088p-10f, 0x1.bcc6c8p-12f},
+    {0x1.093cc2p-4f, 0x1.b33b94p-5f, 0x1.10ad0cp-5f, 0x1.5dafb4p-7f, -0x1.2ffd66p-7f, -0x1.77059ep-6f, -0x1.dba01ap-6f, -0x1.d776d2p-6f, -0x1.901bc2p-6f, -0x1.2d4c3ep-6f, -0x1.99f694p-7f, -0x1.fd3c28p-8f, -0x1.22a4f6p-8f, -0x1.32424ep-9f, -0x1.2adb2cp-10f, -0x1.0eb75ap-11f},
+    {-0x1.91ec68p-8f, -0x1.0f5b14p-6f, -0x1.6c543ep-6f, -0x1.6a43ccp-6f, -0x1.19cd44p-6f, -0x1.42e682p-7f, -0x1.5681e6p-9f, 0x1.679f52p-9f, 0x1.6d626cp-8f, 0x1.9623a2p-8f, 0x1.627836p-8f, 0x1.0882bp-8f, 0x1.5d654p-9f, 0x1.9fd0bep-10f, 0x1.c29062p-11f, 0x1.bf8b5ap-12f},
 };
 
-// How far the approximation may be from the exact lane (relative): for
-// x in [-4, 4) the fit's 2^-21 and a few f32 roundings, below 2^-20; for
-// x >= 4 it takes Phi(x) = 1, off by Phi(-x) <= Phi(-4) < 2^-14.9 (and
-// the exact lane's Phi rounds to 1 from x = 5.9 on). So within 2^-14.8.
+// The same polynomials in w = 4 s (|w| <= 1/2): kCoef[k] times 4^-k, exact.
+struct Poly {
+  alignas(64) float c[5][16];
+};
+constexpr Poly in_w() {
+  Poly p{};
+  for (int k = 0; k < 5; ++k)
+    for (int i = 0; i < 16; ++i) p.c[k][i] = kCoef[k][i] / static_cast<float>(1 << (2 * k));
+  return p;
+}
+constexpr Poly kPoly = in_w();
+
+// How far the approximation may be from the exact lane (relative),
+// measured for every f32 x with |y| >= 2^-74 (smaller ones always take
+// the exact lane): 2^-15.99 for x in [-4, 0] (at -4), and for x >= 0 at
+// most Phi(-4) < 2^-14.94, since from 4 on it takes Phi(-4) for Phi(-x)
+// (the exact lane's Phi rounds to 1 from x = 5.9 on). So within 2^-14.9.
 //
 // The cast rounds y * scale (f32) to the FP8 grid, whose rounding
 // boundaries are the midpoints between neighbours. A value whose 23 - m
 // dropped mantissa bits (m: the format's mantissa bits) lie within kNear
 // f32 ulps of the midpoint pattern is within 2^-12 (relative, 2^-13 at
 // its binade's top) of a boundary, and takes the exact lane; everywhere
-// else the exact value rounds to the same code (2^-13 against 2^-14.8).
+// else the exact value rounds to the same code (2^-13 against 2^-14.9).
 constexpr std::int32_t kNear = 2048;
 
 // Sixteen exact lanes: gelu_value in f32 lanes as gelu_forward_avx512
@@ -62,13 +73,19 @@ inline __mmask16 live_lanes(std::int64_t left) {
 
 void gelu_cast_values_avx512(const float* x, float* y, std::int64_t n, float scale, int mantissa_bits,
                              float min_normal) {
-  const __m512 c0 = _mm512_load_ps(kCoef[0]), c1 = _mm512_load_ps(kCoef[1]), c2 = _mm512_load_ps(kCoef[2]),
-               c3 = _mm512_load_ps(kCoef[3]), c4 = _mm512_load_ps(kCoef[4]), c5 = _mm512_load_ps(kCoef[5]);
-  const __m512 vscale = _mm512_set1_ps(scale), one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
-  const __m512 four = _mm512_set1_ps(4.0f), neg4 = _mm512_set1_ps(-4.0f);
-  // |y| below this: y * scale is an FP8 subnormal or zero (a finer grid than
-  // the midpoint test assumes), or close to it: exact lanes.
-  const __m512 tiny = _mm512_set1_ps(min_normal * 1.0078125f / scale);
+  const __m512 c0 = _mm512_load_ps(kPoly.c[0]), c1 = _mm512_load_ps(kPoly.c[1]), c2 = _mm512_load_ps(kPoly.c[2]),
+               c3 = _mm512_load_ps(kPoly.c[3]), c4 = _mm512_load_ps(kPoly.c[4]);
+  const __m512 vscale = _mm512_set1_ps(scale), zero = _mm512_setzero_ps();
+  const __m512 neg4 = _mm512_set1_ps(-4.0f), below4 = _mm512_set1_ps(0x1.fffffep1f);
+  const __m512 four = _mm512_set1_ps(4.0f), half = _mm512_set1_ps(-0.5f), magic = _mm512_set1_ps(0x1.8p23f);
+  // |y| outside [low, high) takes the exact lane: below, y * scale is an FP8
+  // subnormal or zero (a finer grid than the midpoint test assumes) or
+  // close to it; above, y * scale may overflow f32 (and NaN's bits lie
+  // above too).
+  const std::uint32_t low = std::bit_cast<std::uint32_t>(min_normal * 1.0078125f / scale);
+  const std::uint32_t high = std::bit_cast<std::uint32_t>(0x1p127f / scale);
+  const __m512i vlow = _mm512_set1_epi32(static_cast<int>(low));
+  const __m512i span = _mm512_set1_epi32(static_cast<int>(high - low));
   const __m512i dropped = _mm512_set1_epi32((1 << (23 - mantissa_bits)) - 1);
   // (bits - midpoint + kNear) within the dropped field is below 2 kNear
   // exactly when the dropped bits are within kNear of the midpoint.
@@ -92,33 +109,31 @@ void gelu_cast_values_avx512(const float* x, float* y, std::int64_t n, float sca
       // some CPUs); the tail masks.
       const bool whole = live == 0xFFFF;
       const __m512 xv = whole ? _mm512_loadu_ps(xb + i) : _mm512_maskz_loadu_ps(live, xb + i);
-      const __m512 u = _mm512_abs_ps(xv);
-      // Piece index (NaN: min gives its second operand).
-      const __m512i idx = _mm512_cvttps_epi32(_mm512_min_ps(_mm512_mul_ps(u, four), _mm512_set1_ps(15.5f)));
-      const __m512 s =
-          _mm512_sub_ps(u, _mm512_fmadd_ps(_mm512_cvtepi32_ps(idx), _mm512_set1_ps(0.25f), _mm512_set1_ps(0.125f)));
-      __m512 g = _mm512_permutexvar_ps(idx, c5);
-      g = _mm512_fmadd_ps(g, s, _mm512_permutexvar_ps(idx, c4));
-      g = _mm512_fmadd_ps(g, s, _mm512_permutexvar_ps(idx, c3));
-      g = _mm512_fmadd_ps(g, s, _mm512_permutexvar_ps(idx, c2));
-      g = _mm512_fmadd_ps(g, s, _mm512_permutexvar_ps(idx, c1));
-      g = _mm512_fmadd_ps(g, s, _mm512_permutexvar_ps(idx, c0));
-      // Phi(x): G for x < 0, 1 - G below 4, 1 from 4 on (x = +inf included:
-      // y = inf as the exact lane's).
-      __m512 phi = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(xv, zero, _CMP_LT_OQ), _mm512_sub_ps(one, g), g);
-      phi = _mm512_mask_mov_ps(phi, _mm512_cmp_ps_mask(xv, four, _CMP_GE_OQ), one);
-      const __m512 yv = _mm512_mul_ps(xv, phi);
+      // u below 4 (from 4 on Phi(-u) is taken as Phi(-4)); a = 4u - 1/2
+      // rounded to the nearest integer i (the magic number's low bits: the
+      // piece, which the permutes read from the low 4 bits), w = a - i.
+      const __m512 u = _mm512_min_ps(_mm512_abs_ps(xv), below4);
+      const __m512 a = _mm512_fmadd_ps(u, four, half);
+      const __m512 q = _mm512_add_ps(a, magic);
+      const __m512 w = _mm512_sub_ps(a, _mm512_sub_ps(q, magic));
+      const __m512i idx = _mm512_castps_si512(q);
+      __m512 g = _mm512_permutexvar_ps(idx, c4);
+      g = _mm512_fmadd_ps(g, w, _mm512_permutexvar_ps(idx, c3));
+      g = _mm512_fmadd_ps(g, w, _mm512_permutexvar_ps(idx, c2));
+      g = _mm512_fmadd_ps(g, w, _mm512_permutexvar_ps(idx, c1));
+      g = _mm512_fmadd_ps(g, w, _mm512_permutexvar_ps(idx, c0));
+      // x Phi(x) = max(x, 0) - |x| Phi(-|x|) for either sign.
+      const __m512 yv = _mm512_fnmadd_ps(_mm512_abs_ps(xv), g, _mm512_max_ps(xv, zero));
       const __m512i tb = _mm512_castps_si512(_mm512_mul_ps(yv, vscale));
       const __m512i off = _mm512_and_si512(_mm512_add_epi32(tb, shift), dropped);
       const __m512i ab = _mm512_and_si512(_mm512_castps_si512(yv), abs_bits);
-      // Exact lanes: near a rounding boundary, y * scale an FP8 subnormal or
-      // zero, x < -4 (outside the fit) or NaN. (Where x * scale overflows,
-      // both values are x and their codes the same.)
-      const __mmask16 exact = _kand_mask16(
+      // Exact lanes: near a rounding boundary, |y| outside [low, high) (NaN
+      // and x = +inf included: their y is NaN), x < -4 (outside the fit).
+      // Lanes past the tail hold x = 0, which only the range would flag.
+      const __mmask16 exact =
           _kor_mask16(_kor_mask16(_mm512_cmp_epu32_mask(off, window, _MM_CMPINT_LT),
-                                  _mm512_cmp_ps_mask(_mm512_castsi512_ps(ab), tiny, _CMP_LT_OQ)),
-                      _mm512_cmp_ps_mask(xv, neg4, _CMP_NGE_UQ)),
-          live);
+                                  _mm512_mask_cmp_epu32_mask(live, _mm512_sub_epi32(ab, vlow), span, _MM_CMPINT_NLT)),
+                      _mm512_cmp_ps_mask(xv, neg4, _CMP_LT_OQ));
       if (whole) _mm512_storeu_ps(yb + i, yv);
       else _mm512_mask_storeu_ps(yb + i, live, yv);
       vmax = _mm512_mask_max_epu32(vmax, _knot_mask16(exact), vmax, ab);
@@ -140,7 +155,7 @@ void gelu_cast_values_avx512(const float* x, float* y, std::int64_t n, float sca
   }
   // The amax is the cast's max |y|: every lane that may hold the maximum
   // takes its exact value. With m the largest |value| now held, a lane's
-  // exact |y| is within 2^-14.8 of its value, so the exact maximum sits in
+  // exact |y| is within 2^-14.9 of its value, so the exact maximum sits in
   // a lane holding at least m (1 - 2^-12), and every lane left approximate
   // holds less than that maximum. (An infinite or NaN maximum is an exact
   // lane's.)

@@ -24,7 +24,7 @@ std::int64_t gelu_backward_avx2(const float* x, const float* dy, float* dx, std:
 // smallest normal `min_normal`): y[i] is gelu_forward_avx512's value
 // wherever that cast could tell the difference (a rounding boundary, an
 // FP8 subnormal, a special) and for every element that may be max |y|;
-// elsewhere it is an approximation within 2^-19 of it. Encoding y * scale
+// elsewhere it is an approximation within 2^-14.9 of it. Encoding y * scale
 // and taking max |y| therefore give the bits of the exact GELU's. For
 // CpuBackend::gelu_forward_encode; AVX-512 only (gelu_cast_avx512.cpp).
 void gelu_cast_values_avx512(const float* x, float* y, std::int64_t n, float scale, int mantissa_bits,
