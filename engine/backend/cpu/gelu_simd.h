@@ -20,15 +20,16 @@ std::int64_t gelu_backward_avx512(const float* x, const float* dy, float* dx, st
 std::int64_t gelu_forward_avx2(const float* x, float* y, std::int64_t n);
 std::int64_t gelu_backward_avx2(const float* x, const float* dy, float* dx, std::int64_t n);
 
-// GELU forward for an FP8 cast of y * scale (FP8 with `mantissa_bits`,
-// smallest normal `min_normal`): y[i] is gelu_forward_avx512's value
-// wherever that cast could tell the difference (a rounding boundary, an
-// FP8 subnormal, a special) and for every element that may be max |y|;
-// elsewhere it is an approximation within 2^-14.9 of it. Encoding y * scale
-// and taking max |y| therefore give the bits of the exact GELU's. For
-// CpuBackend::gelu_forward_encode; AVX-512 only (gelu_cast_avx512.cpp).
-void gelu_cast_values_avx512(const float* x, float* y, std::int64_t n, float scale, int mantissa_bits,
-                             float min_normal);
+// GELU forward cast to FP8 (E4M3 or E5M2) as scale_amax_encode casts it:
+// q[i] = encode(GELU(x[i]) * scale) (RNE; saturating or not), and the
+// return value the bits of max |GELU(x[i])|, for n <= 4096 values (more:
+// returns ~0u and does nothing). GELU is gelu_forward_avx512's wherever the
+// cast could tell (a rounding boundary, an FP8 subnormal, a special, every
+// element that may be the maximum), elsewhere an approximation within
+// 2^-14.9 of it, so the codes and the amax have the exact GELU's bits.
+// For CpuBackend::gelu_forward_encode; AVX-512 only (gelu_cast_avx512.cpp).
+std::uint32_t gelu_cast_avx512(const float* x, std::uint8_t* q, std::int64_t n, float scale, bool e4m3,
+                               bool saturate);
 
 // Softmax's exponential on the same lanes: y[i] = exp((double)x[i]) rounded
 // to f32 (y may alias x), whole vectors only; returns how many were done.

@@ -223,14 +223,10 @@ void CpuBackend::gelu_forward_encode(const float* x, std::int64_t n, float scale
     Backend::gelu_forward_encode(x, n, scale, f, q, opt, amax, scratch);
     return;
   }
-  const int mantissa = f == Format::E4M3 ? 3 : 2;
-  const float min_normal = f == Format::E4M3 ? 0x1p-6f : 0x1p-14f;
-  // Chunk by chunk: the values the cast cannot tell from the exact GELU's
-  // (gelu_cast_values_avx512) in a stack buffer, cast from there.
+  // Chunk by chunk (kScaledChunk: the kernel's block).
   *amax = amax_from_bits(max_over_scaled_chunks(n, [&](std::int64_t b, std::int64_t len) {
-    alignas(64) float y[kScaledChunk];
-    cpu::gelu_cast_values_avx512(x + b, y, len, scale, mantissa, min_normal);
-    return scale_amax_encode_span(y, scale, f, static_cast<std::byte*>(q) + b, len, opt, b);
+    return cpu::gelu_cast_avx512(x + b, static_cast<std::uint8_t*>(q) + b, len, scale, f == Format::E4M3,
+                                 opt.saturate);
   }));
 }
 
