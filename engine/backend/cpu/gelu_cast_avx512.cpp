@@ -67,6 +67,31 @@ inline __m512 exact16(__m512 xv) {
   return _mm512_load_ps(e);
 }
 
+// The approximation of x Phi(x), lane by lane (the tables in registers).
+struct Approx {
+  __m512 c0 = _mm512_load_ps(kPoly.c[0]), c1 = _mm512_load_ps(kPoly.c[1]), c2 = _mm512_load_ps(kPoly.c[2]),
+         c3 = _mm512_load_ps(kPoly.c[3]), c4 = _mm512_load_ps(kPoly.c[4]);
+  __m512 zero = _mm512_setzero_ps(), below4 = _mm512_set1_ps(0x1.fffffep1f), four = _mm512_set1_ps(4.0f),
+         half = _mm512_set1_ps(-0.5f), magic = _mm512_set1_ps(0x1.8p23f);
+  __m512 operator()(__m512 xv) const {
+    // u below 4 (from 4 on Phi(-u) is taken as Phi(-4)); a = 4u - 1/2
+    // rounded to the nearest integer i (the magic number's low bits: the
+    // piece, which the permutes read from the low 4 bits), w = a - i.
+    const __m512 u = _mm512_min_ps(_mm512_abs_ps(xv), below4);
+    const __m512 a = _mm512_fmadd_ps(u, four, half);
+    const __m512 r = _mm512_add_ps(a, magic);
+    const __m512 w = _mm512_sub_ps(a, _mm512_sub_ps(r, magic));
+    const __m512i idx = _mm512_castps_si512(r);
+    __m512 g = _mm512_permutexvar_ps(idx, c4);
+    g = _mm512_fmadd_ps(g, w, _mm512_permutexvar_ps(idx, c3));
+    g = _mm512_fmadd_ps(g, w, _mm512_permutexvar_ps(idx, c2));
+    g = _mm512_fmadd_ps(g, w, _mm512_permutexvar_ps(idx, c1));
+    g = _mm512_fmadd_ps(g, w, _mm512_permutexvar_ps(idx, c0));
+    // x Phi(x) = max(x, 0) - |x| Phi(-|x|) for either sign.
+    return _mm512_fnmadd_ps(_mm512_abs_ps(xv), g, _mm512_max_ps(xv, zero));
+  }
+};
+
 inline __mmask16 live_lanes(std::int64_t left) {
   return static_cast<__mmask16>(left >= 16 ? 0xFFFFu : (1u << left) - 1u);
 }
@@ -79,11 +104,8 @@ std::uint32_t gelu_cast_avx512(const float* x, std::uint8_t* q, std::int64_t n, 
   if (n > kBlock) return ~0u;  // refuses: the caller splits
   const int mantissa_bits = e4m3 ? 3 : 2;
   const float min_normal = e4m3 ? 0x1p-6f : 0x1p-14f;
-  const __m512 c0 = _mm512_load_ps(kPoly.c[0]), c1 = _mm512_load_ps(kPoly.c[1]), c2 = _mm512_load_ps(kPoly.c[2]),
-               c3 = _mm512_load_ps(kPoly.c[3]), c4 = _mm512_load_ps(kPoly.c[4]);
-  const __m512 vscale = _mm512_set1_ps(scale), zero = _mm512_setzero_ps();
-  const __m512 neg4 = _mm512_set1_ps(-4.0f), below4 = _mm512_set1_ps(0x1.fffffep1f);
-  const __m512 four = _mm512_set1_ps(4.0f), half = _mm512_set1_ps(-0.5f), magic = _mm512_set1_ps(0x1.8p23f);
+  const Approx approx;
+  const __m512 vscale = _mm512_set1_ps(scale), zero = _mm512_setzero_ps(), neg4 = _mm512_set1_ps(-4.0f);
   // |y| outside [low, high) takes the exact lane: below, y * scale is an FP8
   // subnormal or zero (a finer grid than the midpoint test assumes) or
   // close to it; above, y * scale may overflow f32 (and NaN's bits lie
@@ -122,21 +144,7 @@ std::uint32_t gelu_cast_avx512(const float* x, std::uint8_t* q, std::int64_t n, 
     // CPUs); the tail masks.
     const bool whole = live == 0xFFFF;
     const __m512 xv = whole ? _mm512_loadu_ps(x + i) : _mm512_maskz_loadu_ps(live, x + i);
-    // u below 4 (from 4 on Phi(-u) is taken as Phi(-4)); a = 4u - 1/2
-    // rounded to the nearest integer i (the magic number's low bits: the
-    // piece, which the permutes read from the low 4 bits), w = a - i.
-    const __m512 u = _mm512_min_ps(_mm512_abs_ps(xv), below4);
-    const __m512 a = _mm512_fmadd_ps(u, four, half);
-    const __m512 r = _mm512_add_ps(a, magic);
-    const __m512 w = _mm512_sub_ps(a, _mm512_sub_ps(r, magic));
-    const __m512i idx = _mm512_castps_si512(r);
-    __m512 g = _mm512_permutexvar_ps(idx, c4);
-    g = _mm512_fmadd_ps(g, w, _mm512_permutexvar_ps(idx, c3));
-    g = _mm512_fmadd_ps(g, w, _mm512_permutexvar_ps(idx, c2));
-    g = _mm512_fmadd_ps(g, w, _mm512_permutexvar_ps(idx, c1));
-    g = _mm512_fmadd_ps(g, w, _mm512_permutexvar_ps(idx, c0));
-    // x Phi(x) = max(x, 0) - |x| Phi(-|x|) for either sign.
-    const __m512 yv = _mm512_fnmadd_ps(_mm512_abs_ps(xv), g, _mm512_max_ps(xv, zero));
+    const __m512 yv = approx(xv);
     const __m512i tb = _mm512_castps_si512(_mm512_mul_ps(yv, vscale));
     const __m512i off = _mm512_and_si512(_mm512_add_epi32(tb, shift), dropped);
     const __m512i ab = _mm512_and_si512(_mm512_castps_si512(yv), abs_bits);
@@ -202,6 +210,14 @@ std::uint32_t gelu_cast_avx512(const float* x, std::uint8_t* q, std::int64_t n, 
     exact_lanes(list, count_top, false);
   }
   return _mm512_reduce_max_epu32(emax);
+}
+
+void gelu_approx_avx512(const float* x, float* y, std::int64_t n) {
+  const Approx approx;
+  for (std::int64_t i = 0; i < n; i += 16) {
+    const __mmask16 live = live_lanes(n - i);
+    _mm512_mask_storeu_ps(y + i, live, approx(_mm512_maskz_loadu_ps(live, x + i)));
+  }
 }
 
 }  // namespace engine::cpu

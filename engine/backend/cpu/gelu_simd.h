@@ -30,6 +30,8 @@ std::int64_t gelu_backward_avx2(const float* x, const float* dy, float* dx, std:
 // For CpuBackend::gelu_forward_encode; AVX-512 only (gelu_cast_avx512.cpp).
 std::uint32_t gelu_cast_avx512(const float* x, std::uint8_t* q, std::int64_t n, float scale, bool e4m3,
                                bool saturate);
+// That kernel's approximation alone, y[i] ~ GELU(x[i]) (for its test).
+void gelu_approx_avx512(const float* x, float* y, std::int64_t n);
 
 // Softmax's exponential on the same lanes: y[i] = exp((double)x[i]) rounded
 // to f32 (y may alias x), whole vectors only; returns how many were done.
