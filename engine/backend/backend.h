@@ -116,6 +116,15 @@ struct AttentionForward {
   Format values_format = Format::FP32;
   void* values = nullptr;
   bool values_saturate = false;
+  // With values_cast E4M3 or E5M2 (values_format FP32): the values are not
+  // stored (values unused) but cast as scale_amax_encode casts them, the
+  // saturating encode of values * values_scale into values_codes and
+  // max |values| into *values_amax (backend memory): the FP8 projection's
+  // input cast. A backend without it returns false.
+  Format values_cast = Format::FP32;
+  void* values_codes = nullptr;
+  float values_scale = 1.0f;
+  float* values_amax = nullptr;
 };
 
 // Attention's core backward, for the same shapes (all pointers backend

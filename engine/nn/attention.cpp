@@ -319,7 +319,15 @@ void Attention::forward(Backend& be, const Tensor& x, Tensor& y, Context& contex
   // Where the fused path rounded qkv and then found no kernel, the leaves
   // take the rounded copy (their own rounding then has nothing to do).
   const Tensor* qkv_in = &ctx.qkv;
-  if (!forward_fused(be, ctx, qkv_in, copied)) {
+  // Where the projection casts FP32 values to FP8 with a delayed scale, the
+  // fused kernel writes that cast instead of the values.
+  Layer::InputCast cast;
+  const bool cast_values = fused_forward_applies() && m_values.precision().storage == Format::FP32 &&
+                           m_proj.input_cast(output_shape(x.shape()), cast) && cast.amax && is_fp8(cast.format);
+  bool cast_done = false;
+  if (forward_fused(be, ctx, qkv_in, copied, cast_values ? &cast : nullptr)) {
+    cast_done = cast_values;
+  } else {
     m_scores.forward(be, *qkv_in, ctx.scores, *ctx.scores_ctx);
     m_softmax.forward(be, ctx.scores, ctx.probs, *ctx.softmax_ctx);
     // Where both leaves compute in one format, the values leaf reads the
@@ -330,7 +338,8 @@ void Attention::forward(Backend& be, const Tensor& x, Tensor& y, Context& contex
       qkv = static_cast<const AttentionScoresContext&>(*ctx.scores_ctx).qkv;
     m_values.forward_pair(be, ctx.probs, *qkv, ctx.values, *ctx.values_ctx);
   }
-  m_proj.forward(be, ctx.values, y, *ctx.proj_ctx);
+  if (cast_done) m_proj.forward_cast(be, ctx.values, cast.scale, y, *ctx.proj_ctx);
+  else m_proj.forward(be, ctx.values, y, *ctx.proj_ctx);
   record_output(be, m_proj, y);
 }
 
@@ -348,7 +357,8 @@ bool Attention::fused_forward_applies() {
          !tracked(m_values, NonfiniteSlot::Activation);
 }
 
-bool Attention::forward_fused(Backend& be, AttentionContext& ctx, const Tensor*& qkv_in, bool copied) {
+bool Attention::forward_fused(Backend& be, AttentionContext& ctx, const Tensor*& qkv_in, bool copied,
+                              const Layer::InputCast* values_cast) {
   const LayerPrecision &ps = m_scores.precision(), &pm = m_softmax.precision(), &pv = m_values.precision();
   const Format fq = ps.compute;
   if (!fused_forward_applies()) return false;
@@ -368,7 +378,7 @@ bool Attention::forward_fused(Backend& be, AttentionContext& ctx, const Tensor*&
   const bool probs_f32 = pm.storage == Format::FP32;
   ctx.probs.resize(ss, pm.storage);
   if (probs_f32 && fq != Format::FP32) vctx.probs_compute.resize(ss, fq);
-  ctx.values.resize({B, T, m_dim}, pv.storage);
+  ctx.values.resize({B, T, m_dim}, values_cast ? values_cast->format : pv.storage);
   AttentionForward f;
   f.B = B;
   f.T = T;
@@ -387,8 +397,15 @@ bool Attention::forward_fused(Backend& be, AttentionContext& ctx, const Tensor*&
   // Stored in fq either way: the softmax's encode or the values leaf's.
   f.probs_saturate = saturates_forward(fq);
   f.values_format = pv.storage;
-  f.values = ctx.values.data();
   f.values_saturate = saturates_forward(pv.storage);
+  if (values_cast) {
+    f.values_cast = values_cast->format;
+    f.values_codes = ctx.values.data();
+    f.values_scale = values_cast->scale;
+    f.values_amax = values_cast->amax;
+  } else {
+    f.values = ctx.values.data();
+  }
   if (!be.attention_forward(f)) return false;
   sctx.qkv = &qkv;
   mctx.y = &ctx.probs;

@@ -175,7 +175,11 @@ class Attention : public CompositeLayer {
   bool fused_forward_applies();
   // `copied`: the projection already left qkv rounded in the scores leaf's
   // qkv_compute (Linear::forward_copy).
-  bool forward_fused(Backend& be, AttentionContext& ctx, const Tensor*& qkv_in, bool copied);
+  // values_cast: the projection's FP8 input cast (Layer::input_cast, with an
+  // amax), which the kernel then writes into ctx.values instead of the
+  // values (the projection takes them through forward_cast).
+  bool forward_fused(Backend& be, AttentionContext& ctx, const Tensor*& qkv_in, bool copied,
+                     const Layer::InputCast* values_cast);
   // The same for the backward through values, softmax and scores; returns
   // what the qkv projection's backward takes (round_dqkv's result), or null
   // where the backward must run leaf by leaf (dvalues_in then as qkv_in).

@@ -7,10 +7,12 @@
 // ops' own: small_product_at is the batched small GEMM's per-product
 // kernel, softmax_rows_f32 and softmax_backward_block the softmax kernels,
 // and the roundings are the library casts, so the bits are the same.
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <vector>
 
+#include "amp/fp8_scaling.h"
 #include "backend/backend.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
@@ -112,6 +114,9 @@ bool attention_forward(const AttentionForward& f, bool native_bf16) {
   const std::int64_t B = f.B, T = f.T, C = f.C, H = f.H;
   for (Format x : {f.format, f.scores_format, f.softmax_format, f.values_format})
     if (!f32_or_half(x)) return false;
+  const bool cast = f.values_cast != Format::FP32;
+  if (cast && (!is_fp8(f.values_cast) || f.values_format != Format::FP32 || !f.values_codes || !f.values_amax))
+    return false;
   if (f.probs_format != Format::FP32 && f.probs_format != f.format) return false;
   if (!fits(B, T, C, H, f.format, f.format)) return false;
   const std::int64_t d = C / H;
@@ -149,13 +154,18 @@ bool attention_forward(const AttentionForward& f, bool native_bf16) {
   const std::int64_t plane = H * T * T;  // one batch row's scores
   const bool f32_s = f.format != Format::FP32 && !on_bf16_kernel(sc);
   const bool f32_v = f.format != Format::FP32 && !on_bf16_kernel(sv);
-#pragma omp parallel for schedule(static) if (B > 1 && worth_parallel(B * plane))
+  CastOptions cast_opt;
+  cast_opt.saturate = true;  // round_scaled's
+  std::uint32_t amax_bits = 0;  // the cast's, as bit patterns
+#pragma omp parallel for schedule(static) reduction(max : amax_bits) if (B > 1 && worth_parallel(B * plane))
   for (std::int64_t b = 0; b < B; ++b) {
     thread_local std::vector<float> s_buf, o_buf, q_buf, p_buf, y_buf;
     thread_local std::vector<std::uint16_t> c_buf;
     float* s = scratch(s_buf, plane);
-    // FP32 values go straight to their place; others through the buffer.
-    float* o = f.values_format == Format::FP32 ? static_cast<float*>(f.values) + b * T * C : scratch(o_buf, T * C);
+    // FP32 values go straight to their place; others, and cast ones,
+    // through the buffer.
+    float* o = f.values_format == Format::FP32 && !cast ? static_cast<float*>(f.values) + b * T * C
+                                                        : scratch(o_buf, T * C);
     const float* q32 = f32_s || f32_v ? decode_row(f.format, f.qkv, b, T * 3 * C, q_buf) : nullptr;
     SmallBatch scb = sc;
     if (f32_s) {
@@ -187,8 +197,16 @@ bool attention_forward(const AttentionForward& f, bool native_bf16) {
     }
     svb.c = o;
     run_heads(svb, b);
-    if (f.values_format != Format::FP32) store(f.values_format, o, f.values, b * T * C, T * C, f.values_saturate);
+    if (cast) {
+      auto* q = static_cast<std::byte*>(f.values_codes);
+      for (std::int64_t at = b * T * C, end = at + T * C; at < end; at += kScaledChunk)
+        amax_bits = std::max(amax_bits, scale_amax_encode_span(o + (at - b * T * C), f.values_scale, f.values_cast,
+                                                               q + at, std::min(kScaledChunk, end - at), cast_opt, at));
+    } else if (f.values_format != Format::FP32) {
+      store(f.values_format, o, f.values, b * T * C, T * C, f.values_saturate);
+    }
   }
+  if (cast) *f.values_amax = amax_from_bits(amax_bits);
   return true;
 }
 

@@ -3,6 +3,7 @@
 // backend's calling thread and use OpenMP above kParallelMin.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "backend/cpu/workspace.h"
@@ -54,6 +55,14 @@ bool column_sums16(Format f, const void* dy, std::int64_t rows, std::int64_t col
 bool column_sums_visiting(Format f, const void* dy, std::int64_t rows, std::int64_t cols, float* db, Workspace& ws,
                           void (*visit)(void* ctx, std::int64_t i0, std::int64_t i1, const float* values),
                           void* ctx);
+
+// step_ops.cpp
+// scale_amax_encode of len <= kScaledChunk values at x into q (their format
+// f's codes; `at`: the first value's index in the whole, for stochastic
+// rounding): returns their amax as a bit pattern (amax_from_bits).
+inline constexpr std::int64_t kScaledChunk = 4096;
+std::uint32_t scale_amax_encode_span(const float* x, float scale, Format f, std::byte* q, std::int64_t len,
+                                     const CastOptions& opt, std::int64_t at);
 
 // attention.cpp
 // Backend::attention_forward for products small enough for the small-GEMM

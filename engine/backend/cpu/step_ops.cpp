@@ -154,18 +154,13 @@ void CpuBackend::scale_amax(const float* x, float scale, float* y, std::int64_t 
   *amax = scale_and_amax(x, scale, y, n);
 }
 
-namespace {
+namespace cpu {
 
-// scale_amax_encode over values [b, b + len) (len <= kScaledChunk): in one
-// pass by the cast library's fused kernel where it has one, else scaled into
-// a stack buffer by the pass scale_amax runs, then encoded from there by the
-// cast convert runs (stochastic rounding at the chunk's index offset). The
-// same bits either way. Returns the chunk's amax as a bit pattern.
-constexpr std::int64_t kScaledChunk = 4096;
-// The chunk's len values at x, encoded to q; `at`: the first value's index
-// in the whole (stochastic rounding).
 std::uint32_t scale_amax_encode_span(const float* x, float scale, Format f, std::byte* q, std::int64_t len,
                                      const CastOptions& opt, std::int64_t at) {
+  // In one pass by the cast library's fused kernel where it has one, else
+  // scaled into a stack buffer by the pass scale_amax runs, then encoded
+  // from there by the cast convert runs. The same bits either way.
   std::uint32_t fused = 0;
   if (scale_amax_cast(Format::FP32, x, scale, f, q, static_cast<std::size_t>(len), opt, &fused)) return fused;
   alignas(64) float buf[kScaledChunk];
@@ -175,6 +170,13 @@ std::uint32_t scale_amax_encode_span(const float* x, float scale, Format f, std:
   cast_from_f32(f, buf, q, static_cast<std::size_t>(len), o);
   return m;
 }
+
+}  // namespace cpu
+
+namespace {
+
+using cpu::kScaledChunk;
+using cpu::scale_amax_encode_span;
 std::uint32_t scale_amax_encode_chunk(const float* x, float scale, Format f, void* q, std::int64_t b,
                                       std::int64_t len, const CastOptions& opt) {
   return scale_amax_encode_span(x + b, scale, f, static_cast<std::byte*>(q) + static_cast<std::size_t>(b) * storage_bytes(f),

@@ -2,7 +2,8 @@
 // attention_backward on the CPU) against the same layer run op by op: every
 // tensor the forward keeps for the backward, the output and the gradients
 // after a backward, bit for bit, in
-// the precisions the recipes give attention, with and without the native
+// the precisions the recipes give attention (fp8's: the values' place
+// taken by the projection's FP8 cast), with and without the native
 // bf16 kernels, at shapes that do and do not divide into softmax's row
 // blocks.
 #include <gtest/gtest.h>
@@ -17,6 +18,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "engine/nn/gradcheck.h"
 #include "nn/attention.h"
+#include "nn/linear.h"
 
 namespace {
 
@@ -118,7 +120,26 @@ std::int64_t compare(bool native_bf16, float x_scale) {
       expect_same_bytes(ca.probs, cb.probs, "probs");
       if (p.gemms.storage == Format::FP16 && p.softmax.compute == Format::FP32)
         for (float v : ca.probs.to_f32()) nonfinite += std::isfinite(v) ? 0 : 1;
-      expect_same_bytes(ca.values, cb.values, "values");
+      if (is_fp8(p.linears.compute)) {
+        // The fused kernel writes the FP8 projection's delayed-scaled cast
+        // in the values' place (Backend::attention_forward's values_cast):
+        // the projection's codes and amax as its own cast of the values.
+        EXPECT_EQ(ca.values.format(), p.linears.compute);
+        const auto& pa = static_cast<const LinearContext&>(*ca.proj_ctx);
+        const auto& pb = static_cast<const LinearContext&>(*cb.proj_ctx);
+        EXPECT_TRUE(pa.x && pb.x);
+        if (!pa.x || !pb.x) continue;
+        EXPECT_EQ(pa.x, &ca.values);
+        expect_same_bytes(*pa.x, *pb.x, "the projection's cast of the values");
+        EXPECT_EQ(pa.x_scale, pb.x_scale);
+        float amax[2];
+        fused->download(&amax[0], la->proj().x_scale().pending_slot(), sizeof(float));
+        plain->download(&amax[1], lb->proj().x_scale().pending_slot(), sizeof(float));
+        EXPECT_GT(amax[0], 0.0f);
+        EXPECT_EQ(std::memcmp(&amax[0], &amax[1], sizeof(float)), 0) << "the cast's amax";
+      } else {
+        expect_same_bytes(ca.values, cb.values, "values");
+      }
       const auto& va = static_cast<const AttentionValuesContext&>(*ca.values_ctx);
       const auto& vb = static_cast<const AttentionValuesContext&>(*cb.values_ctx);
       EXPECT_NE(va.probs, nullptr);
