@@ -24,14 +24,14 @@ DelayedScale::DelayedScale(Format format, const DelayedScaling& config) : m_form
 }
 
 float DelayedScale::history_max() const {
-  float m = 0.0f;
-  bool inf = false;
-  for (float a : m_history) {
-    if (std::isnan(a)) return a;
-    if (std::isinf(a)) inf = true;
-    else if (a > m) m = a;
-  }
-  return inf ? INFINITY : m;
+  // The amaxes are |x| maxima (+0 up, +inf, or NaN), whose bit patterns
+  // order as their values with inf above every finite one and NaN above
+  // inf: one branch-free (vectorized) max over the patterns, every step on
+  // every FP8 tensor's 1024 entries.
+  std::uint32_t m = 0;
+  for (float a : m_history) m = std::max(m, std::bit_cast<std::uint32_t>(a) & 0x7FFFFFFFu);
+  if (m > 0x7F800000u) return std::numeric_limits<float>::quiet_NaN();
+  return std::bit_cast<float>(m);
 }
 
 void DelayedScale::record(float amax) {

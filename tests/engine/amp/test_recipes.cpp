@@ -240,12 +240,19 @@ TEST(DelayedScaling, ScaleIsFp8MaxOverTheHistoryMaxOverTwoToTheMargin) {
   EXPECT_EQ(z.scale(), 224.0f);
   z.record(INFINITY);
   EXPECT_EQ(z.scale(), 224.0f);
+  EXPECT_EQ(z.history_max(), INFINITY);
   z.record(1.0f);  // inf still in the history of 2
   EXPECT_EQ(z.scale(), 224.0f);
   z.record(1.0f);
   EXPECT_EQ(z.scale(), 448.0f);
   z.record(NAN);
   EXPECT_EQ(z.scale(), 448.0f);
+  EXPECT_TRUE(std::isnan(z.history_max()));
+  z.record(3.0f);  // NaN still in the history of 2, above any value
+  EXPECT_TRUE(std::isnan(z.history_max()));
+  z.record(0.5f);
+  EXPECT_EQ(z.history_max(), 3.0f);
+  EXPECT_EQ(z.scale(), 448.0f / 3.0f);
   EXPECT_THROW(DelayedScale(Format::FP16, {}), std::invalid_argument);
   EXPECT_THROW(DelayedScale(Format::E4M3, {0, 0}), std::invalid_argument);
   EXPECT_EQ(DelayedScaling{}.amax_history_len, 1024);  // Transformer Engine's default
