@@ -72,13 +72,13 @@ struct Approx {
   __m512 c0 = _mm512_load_ps(kPoly.c[0]), c1 = _mm512_load_ps(kPoly.c[1]), c2 = _mm512_load_ps(kPoly.c[2]),
          c3 = _mm512_load_ps(kPoly.c[3]), c4 = _mm512_load_ps(kPoly.c[4]);
   __m512 zero = _mm512_setzero_ps(), below4 = _mm512_set1_ps(0x1.fffffep1f), four = _mm512_set1_ps(4.0f),
-         half = _mm512_set1_ps(-0.5f), magic = _mm512_set1_ps(0x1.8p23f);
+         minus_half = _mm512_set1_ps(-0.5f), magic = _mm512_set1_ps(0x1.8p23f);
   __m512 operator()(__m512 xv) const {
     // u below 4 (from 4 on Phi(-u) is taken as Phi(-4)); a = 4u - 1/2
     // rounded to the nearest integer i (the magic number's low bits: the
     // piece, which the permutes read from the low 4 bits), w = a - i.
     const __m512 u = _mm512_min_ps(_mm512_abs_ps(xv), below4);
-    const __m512 a = _mm512_fmadd_ps(u, four, half);
+    const __m512 a = _mm512_fmadd_ps(u, four, minus_half);
     const __m512 r = _mm512_add_ps(a, magic);
     const __m512 w = _mm512_sub_ps(a, _mm512_sub_ps(r, magic));
     const __m512i idx = _mm512_castps_si512(r);
