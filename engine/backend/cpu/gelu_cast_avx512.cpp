@@ -62,7 +62,7 @@ constexpr std::int32_t kNear = 2048;
 inline __m512 exact16(__m512 xv) {
   alignas(64) float in[16], e[16];
   _mm512_store_ps(in, xv);
-#pragma omp simd aligned(in, e : 64)
+#pragma omp simd
   for (int j = 0; j < 16; ++j) e[j] = gelu_value(in[j]);
   return _mm512_load_ps(e);
 }
