@@ -35,7 +35,7 @@ class Flatten : public Layer {
   // forward() with an FP32 input written as the next layer's cast
   // (Layer::input_cast says it: a rounding, or round_scaled's encode and
   // amax) in the copy's pass. Other inputs: false, nothing done.
-  bool forward_cast_for(Backend& be, const Tensor& x, Tensor& y, Context& ctx, const InputCast& c);
+  bool forward_cast_for(Backend& be, const Tensor& x, Tensor& y, Context& ctx, const InputCast& c) override;
 };
 
 }  // namespace engine

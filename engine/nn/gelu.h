@@ -17,12 +17,11 @@ class GELU : public PointwiseLayer {
  public:
   explicit GELU(std::string name) : PointwiseLayer(std::move(name)) {}
   const char* kind() const override { return "gelu"; }
-  // forward() with its output cast as the next layer's input_cast says,
-  // where that is FP8's delayed-scaled cast (c.amax set): the codes into y,
-  // the same bits as forward() and that cast, y's f32 values never stored
-  // (Backend::gelu_forward_encode). False where it does not apply (FP32
-  // GELU only, no non-finite attribution): then call forward().
-  bool forward_cast_for(Backend& be, const Tensor& x, Tensor& y, Context& ctx, const InputCast& c);
+  // Layer::forward_cast_for where `c` is FP8's delayed-scaled cast (c.amax
+  // set): the codes into y, y's f32 values never stored
+  // (Backend::gelu_forward_encode). FP32 GELU only, without non-finite
+  // attribution.
+  bool forward_cast_for(Backend& be, const Tensor& x, Tensor& y, Context& ctx, const InputCast& c) override;
 
  protected:
   void apply_forward(Backend& be, const float* x, float* y, std::int64_t n) override { gelu_forward(be, x, y, n); }

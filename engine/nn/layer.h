@@ -83,6 +83,15 @@ class Layer {
                             Context& /*ctx*/) {
     throw std::logic_error(name() + ": forward_cast without an input cast");
   }
+  // forward() with its output written as the next layer's input cast `c`
+  // (its input_cast()), the same bits as forward() and that cast in one
+  // pass: true where this layer does it (Flatten, GELU), the next layer
+  // then taking y through forward() (a rounding) or forward_cast() (c.amax
+  // set); false, nothing done, where not: call forward().
+  virtual bool forward_cast_for(Backend& /*be*/, const Tensor& /*x*/, Tensor& /*y*/, Context& /*ctx*/,
+                                const InputCast& /*c*/) {
+    return false;
+  }
   // Leaf layers for the precision table; a composite (a transformer block)
   // returns its children, a leaf returns {this}.
   virtual std::vector<Layer*> leaves() { return {this}; }

@@ -127,13 +127,14 @@ const Tensor& Model::forward(Backend& be, const Tensor& x) {
   for (Layer* l : leaves())
     if (l->track_nonfinite) l->set_track_nonfinite(true);
   for (std::size_t i = 0; i < m_layers.size(); ++i) {
-    // A Flatten writes the cast the next layer makes of its input first; a
-    // scaled (FP8) one that layer then takes through forward_cast.
-    auto* flatten = dynamic_cast<Flatten*>(m_layers[i].get());
+    // A layer that can (a Flatten, a GELU) writes the cast the next layer
+    // makes of its input first; a scaled (FP8) one that layer then takes
+    // through forward_cast.
+    Layer& layer = *m_layers[i];
     Layer::InputCast cast;
-    if (flatten && i + 1 < m_layers.size() && !flatten->fault_output &&
-        m_layers[i + 1]->input_cast(flatten->output_shape(in->shape()), cast) &&
-        flatten->forward_cast_for(be, *in, m_activations[i], *m_contexts[i], cast)) {
+    if (i + 1 < m_layers.size() && !layer.fault_output &&
+        m_layers[i + 1]->input_cast(layer.output_shape(in->shape()), cast) &&
+        layer.forward_cast_for(be, *in, m_activations[i], *m_contexts[i], cast)) {
       record_output(be, *m_layers[i], m_activations[i]);
       in = &m_activations[i];
       if (!cast.amax) continue;

@@ -127,7 +127,7 @@ void TransformerBlock::forward(Backend& be, const Tensor& x, Tensor& y, Context&
   m_fc1.forward(be, ctx.ln2_out, ctx.fc1_out, *ctx.fc1_ctx);
   record_output(be, m_fc1, ctx.fc1_out);
   // Where fc2 casts its input to FP8 with a delayed scale, the GELU writes
-  // that cast itself (GELU::forward_cast_for) and fc2 takes the codes.
+  // that cast itself (Layer::forward_cast_for) and fc2 takes the codes.
   Layer::InputCast cast;
   if (m_fc2.input_cast(ctx.fc1_out.shape(), cast) && cast.amax &&
       m_gelu.forward_cast_for(be, ctx.fc1_out, ctx.gelu_out, *ctx.gelu_ctx, cast)) {

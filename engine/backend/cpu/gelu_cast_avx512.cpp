@@ -100,7 +100,7 @@ inline __mmask16 live_lanes(std::int64_t left) {
 
 std::uint32_t gelu_cast_avx512(const float* x, std::uint8_t* q, std::int64_t n, float scale, bool e4m3,
                                bool saturate) {
-  constexpr std::int64_t kBlock = 4096;
+  constexpr std::int64_t kBlock = kGeluCastBlock;
   if (n > kBlock) return ~0u;  // refuses: the caller splits
   const int mantissa_bits = e4m3 ? 3 : 2;
   const float min_normal = e4m3 ? 0x1p-6f : 0x1p-14f;

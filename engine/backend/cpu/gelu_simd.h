@@ -22,12 +22,13 @@ std::int64_t gelu_backward_avx2(const float* x, const float* dy, float* dx, std:
 
 // GELU forward cast to FP8 (E4M3 or E5M2) as scale_amax_encode casts it:
 // q[i] = encode(GELU(x[i]) * scale) (RNE; saturating or not), and the
-// return value the bits of max |GELU(x[i])|, for n <= 4096 values (more:
-// returns ~0u and does nothing). GELU is gelu_forward_avx512's wherever the
+// return value the bits of max |GELU(x[i])|, for n <= kGeluCastBlock
+// values (more: returns ~0u and does nothing). GELU is gelu_forward_avx512's wherever the
 // cast could tell (a rounding boundary, an FP8 subnormal, a special, every
 // element that may be the maximum), elsewhere an approximation within
 // 2^-14.9 of it, so the codes and the amax have the exact GELU's bits.
 // For CpuBackend::gelu_forward_encode; AVX-512 only (gelu_cast_avx512.cpp).
+inline constexpr std::int64_t kGeluCastBlock = 4096;
 std::uint32_t gelu_cast_avx512(const float* x, std::uint8_t* q, std::int64_t n, float scale, bool e4m3,
                                bool saturate);
 // That kernel's approximation alone, y[i] ~ GELU(x[i]) (for its test).

@@ -225,7 +225,8 @@ void CpuBackend::gelu_forward_encode(const float* x, std::int64_t n, float scale
     Backend::gelu_forward_encode(x, n, scale, f, q, opt, amax, scratch);
     return;
   }
-  // Chunk by chunk (kScaledChunk: the kernel's block).
+  // Chunk by chunk, each within the kernel's block.
+  static_assert(kScaledChunk <= cpu::kGeluCastBlock);
   *amax = amax_from_bits(max_over_scaled_chunks(n, [&](std::int64_t b, std::int64_t len) {
     return cpu::gelu_cast_avx512(x + b, static_cast<std::uint8_t*>(q) + b, len, scale, f == Format::E4M3,
                                  opt.saturate);
