@@ -226,10 +226,24 @@ bool f16c_to_f32(Format from, const void* src, float* dst, std::size_t n) {
       fp8_to_f32(static_cast<const std::uint8_t*>(src), dst, n, [](__m256i c) { return e5m2_decode(c); },
                  e5m2_to_fp32);
       return true;
-    case Format::E4M3:
-      fp8_to_f32(static_cast<const std::uint8_t*>(src), dst, n, [](__m256i c) { return e4m3_decode(c); },
-                 e4m3_to_fp32);
+    case Format::E4M3: {
+      // 16 codes at a time through FP16, as the AVX-512 path does
+      // (e4m3_to_fp16x32 there): sign-extended byte << 7, bit 14 cleared,
+      // NaN (0x3F80) moved to 0x7E00, VCVTPH2PS, times 256.
+      const auto* s = static_cast<const std::uint8_t*>(src);
+      const __m256 k256 = _mm256_set1_ps(256.0f);
+      for (; i + 16 <= n; i += 16) {
+        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
+        __m256i h = _mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(bytes), 7),
+                                     _mm256_set1_epi16(static_cast<short>(0xBF80)));
+        const __m256i nan = _mm256_cmpeq_epi16(_mm256_slli_epi16(h, 1), _mm256_set1_epi16(0x7F00));
+        h = _mm256_add_epi16(h, _mm256_and_si256(nan, _mm256_set1_epi16(0x3E80)));
+        _mm256_storeu_ps(dst + i, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), k256));
+        _mm256_storeu_ps(dst + i + 8, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)), k256));
+      }
+      fp8_to_f32(s + i, dst + i, n - i, [](__m256i c) { return e4m3_decode(c); }, e4m3_to_fp32);
       return true;
+    }
     default: return false;  // TF32 is already FP32: the caller copies
   }
 }
