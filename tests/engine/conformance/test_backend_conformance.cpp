@@ -437,6 +437,30 @@ TEST_P(Conformance, GemmTrainingShapes) {
     check_gemm_fp32_accumulate(GetParam(), *be, GemmCase{256, 784, 128, g_fmt, f, true, false}, 8);
     check_gemm_fp32_accumulate(GetParam(), *be, GemmCase{128, 784, 256, g_fmt, f, false, false}, 9);
   }
+  // The transformer's weight gradients dy^T x over 2048 tokens: A stored
+  // transposed and a long reduction, which the CPU backend splits over its
+  // threads when the operands need decoding (each thread decodes and
+  // multiplies its own tokens, then the partial products are added). An
+  // odd k, strided operands and the whole epilogue too.
+  const std::pair<Format, Format> dw_formats[] = {{Format::E5M2, Format::E4M3},
+                                                  {Format::FP16, Format::FP16},
+                                                  {Format::BF16, Format::BF16},
+                                                  {Format::FP32, Format::FP32},
+                                                  {Format::E4M3, Format::FP32}};
+  std::uint64_t seed = 20;
+  for (const auto& [fa, fb] : dw_formats) {
+    check_gemm_fp32_accumulate(GetParam(), *be, GemmCase{192, 64, 2048, fa, fb, true, false}, ++seed);
+    GemmCase odd{64, 49, 2047, fa, fb, true, false};
+    odd.alpha = 0.37f;
+    odd.beta = -0.25f;
+    odd.bias = true;
+    odd.pad = 3;
+    check_gemm_fp32_accumulate(GetParam(), *be, odd, ++seed);
+    odd.beta = 1.0f;
+    odd.pad = 0;
+    check_gemm_fp32_accumulate(GetParam(), *be, odd, ++seed);
+    if (HasFailure()) return;
+  }
 }
 
 TEST_P(Conformance, GemmDecodesEveryFp8CodeExactly) {
@@ -493,8 +517,11 @@ TEST_P(Conformance, GemmEncodeEqualsGemmThenConvert) {
     Format fa, fb;
     bool trans_b, bias;
     float alpha;
+    bool trans_a = false;  // A stored k x m (the weight gradients' dy^T)
   };
   const Case cases[] = {
+      {192, 64, 2048, Format::E5M2, Format::E4M3, false, false, 0.37f, true},
+      {64, 49, 2047, Format::FP16, Format::FP16, false, true, 1.0f, true},
       {2048, 64, 64, Format::FP16, Format::FP16, true, true, 1.0f},
       {2048, 192, 64, Format::BF16, Format::BF16, true, true, 1.0f},
       {2048, 64, 128, Format::FP16, Format::FP16, false, false, 1.0f},
@@ -525,7 +552,7 @@ TEST_P(Conformance, GemmEncodeEqualsGemmThenConvert) {
         g.m = c.m;
         g.n = c.n;
         g.k = c.k;
-        g.a = {ad.get(), c.fa, false, 0};
+        g.a = {ad.get(), c.fa, c.trans_a, 0};
         g.b = {bd.get(), c.fb, c.trans_b, 0};
         g.alpha = c.alpha;
         g.bias = c.bias ? biasd.get() : nullptr;
@@ -569,7 +596,7 @@ TEST_P(Conformance, GemmEncodeEqualsGemmThenConvert) {
             for (i64 j = 0; j < c.n; ++j) {
               double s = 0.0;
               for (i64 q = 0; q < c.k; ++q)
-                s += std::fabs(static_cast<double>(av[static_cast<std::size_t>(i * c.k + q)]) *
+                s += std::fabs(static_cast<double>(av[static_cast<std::size_t>(c.trans_a ? q * c.m + i : i * c.k + q)]) *
                                bv[static_cast<std::size_t>(c.trans_b ? j * c.k + q : q * c.n + j)]);
               const auto idx = static_cast<std::size_t>(i * c.n + j);
               ref[idx] = h1[idx];
