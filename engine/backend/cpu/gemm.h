@@ -90,6 +90,7 @@ class GemmEngine {
     std::int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
     std::uint32_t alpha_bits = 0;
     bool trans_a = false, trans_b = false, bf16 = false, has_bias = false, has_beta = false;
+    bool runtime_alpha = false;  // output scale given at execution (the FP8 layers' 1/scale)
     // Batched calls: the batch dimensions and the operands' batch strides.
     std::int64_t batch0 = 1, batch1 = 1, sa0 = 0, sa1 = 0, sb0 = 0, sb1 = 0, sc0 = 0, sc1 = 0;
     // >= 0: the primitive of one thread's row slice (run_sliced), created
@@ -113,7 +114,7 @@ class GemmEngine {
   void execute(Plan& p, const void* a, const void* b, float* c, const float* bias);
   // Runs `p` on a thread's own stream and scratchpad (inside run_sliced).
   void execute_on(Plan& p, const void* a, const void* b, float* c, const float* bias, const dnnl::stream& s,
-                  Workspace& scratch);
+                  Workspace& scratch, const float* alpha = nullptr);
   // A GEMM whose operands need decoding, split by rows of C over the
   // threads: each thread decodes its rows of A and all of B into its own
   // buffers and runs a one-thread primitive on them. On the machines this

@@ -431,11 +431,18 @@ TEST_P(Conformance, GemmTrainingShapes) {
   // dx = dy W; in the formats the recipes use.
   for (Format f : {Format::FP32, Format::BF16, Format::E4M3}) {
     const Format g_fmt = f == Format::E4M3 ? Format::E5M2 : f;
+    // FP8 layers scale their products back by alpha = 1 / (scale_a scale_b):
+    // with a bias (a pass over C after the primitive) and without one (the
+    // primitive's run-time output scale).
+    const float alpha = engine::is_fp8(f) ? 0.37f : 1.0f;
     GemmCase fwd{128, 256, 784, f, f, false, true};
     fwd.bias = true;
+    fwd.alpha = alpha;
     check_gemm_fp32_accumulate(GetParam(), *be, fwd, 7);
-    check_gemm_fp32_accumulate(GetParam(), *be, GemmCase{256, 784, 128, g_fmt, f, true, false}, 8);
-    check_gemm_fp32_accumulate(GetParam(), *be, GemmCase{128, 784, 256, g_fmt, f, false, false}, 9);
+    GemmCase dw{256, 784, 128, g_fmt, f, true, false}, dx{128, 784, 256, g_fmt, f, false, false};
+    dw.alpha = dx.alpha = alpha;
+    check_gemm_fp32_accumulate(GetParam(), *be, dw, 8);
+    check_gemm_fp32_accumulate(GetParam(), *be, dx, 9);
   }
   // The transformer's weight gradients dy^T x over 2048 tokens: A stored
   // transposed and a long reduction, which the CPU backend splits over its
