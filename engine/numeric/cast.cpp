@@ -5,6 +5,8 @@
 #include <cpuid.h>
 
 #include <bit>
+#include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -24,6 +26,7 @@ struct CpuFeatures {
   bool f16c = false;
   bool avx512 = false;
   bool avx512bf16 = false;
+  bool capped = false;  // PL_MAX_CPU_ISA=avx2
 };
 
 // F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does
@@ -34,6 +37,19 @@ bool cpu_has_f16c() {
   return (c & (1u << 29)) != 0;
 }
 
+// PL_MAX_CPU_ISA=avx2 (any case): the engine's own kernels take their AVX2
+// paths on an AVX-512 CPU, as DNNL_MAX_CPU_ISA=AVX2 does for oneDNN, so an
+// AVX2 machine's code runs (and is measured) on this one. Other values
+// change nothing. The tests still check every path the CPU has
+// (cast_path_supported is not capped).
+bool avx512_capped() {
+  const char* v = std::getenv("PL_MAX_CPU_ISA");
+  if (!v) return false;
+  std::string s(v);
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s == "avx2";
+}
+
 CpuFeatures detect_features() {
   CpuFeatures c;
   __builtin_cpu_init();
@@ -41,6 +57,7 @@ CpuFeatures detect_features() {
   c.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   c.avx512bf16 = c.avx512 && __builtin_cpu_supports("avx512bf16");
+  c.capped = avx512_capped();
   return c;
 }
 
@@ -251,9 +268,11 @@ bool cast_path_supported(CastPath p) {
   return false;
 }
 
+bool cpu_runs_avx512() { return features().avx512 && !features().capped; }
+
 CastPath best_cast_path() {
-  if (features().avx512bf16) return CastPath::AVX512BF16;
-  if (features().avx512) return CastPath::AVX512;
+  if (features().avx512bf16 && !features().capped) return CastPath::AVX512BF16;
+  if (cpu_runs_avx512()) return CastPath::AVX512;
   if (features().f16c) return CastPath::F16C;
   return CastPath::Scalar;
 }
@@ -321,7 +340,8 @@ void quantize_inplace_path(CastPath p, Format f, float* x, std::size_t n, const 
 
 bool scale_amax_cast_path(CastPath p, Format from, const void* src, float scale, Format to, void* dst, std::size_t n,
                           const CastOptions& opt, std::uint32_t* amax_bits) {
-  if (opt.stochastic || (p != CastPath::AVX512 && p != CastPath::AVX512BF16)) return false;
+  if (opt.stochastic || p == CastPath::Scalar) return false;
+  if (p == CastPath::F16C) return cast_kernels::f16c_scale_amax_cast(from, src, scale, to, dst, n, opt.saturate, amax_bits);
   return cast_kernels::avx512_scale_amax_cast(from, src, scale, to, dst, n, opt.saturate, amax_bits);
 }
 

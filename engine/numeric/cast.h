@@ -21,6 +21,9 @@ const char* cast_path_name(CastPath p);
 // Paths this CPU can run (Scalar always), and the one used by default.
 bool cast_path_supported(CastPath p);
 CastPath best_cast_path();
+// The engine's own AVX-512 kernels run: the CPU has AVX-512 F/BW/VL/DQ (with
+// the OS saving its state) and PL_MAX_CPU_ISA=avx2 does not cap them.
+bool cpu_runs_avx512();
 
 struct CastOptions {
   bool saturate = false;          // see convert.h

@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "numeric/cast_kernels.h"
 #include "numeric/convert.h"
@@ -86,6 +87,121 @@ inline __m256i e4m3_encode(__m256i u, bool saturate) {
   code = _mm256_blendv_epi8(code, c32(saturate ? 0x7Eu : 0x7Fu), _mm256_cmpgt_epi32(code, c32(0x7Eu)));
   code = _mm256_blendv_epi8(code, c32(0x7Fu), _mm256_cmpgt_epi32(abs, c32(0x7F800000u)));
   return _mm256_or_si256(code, _mm256_and_si256(_mm256_srli_epi32(u, 24), c32(0x80u)));
+}
+
+// 16 FP32 values (x0: elements 0-7, x1: 8-15) -> 16 E4M3 or E5M2 codes,
+// RNE, as the scalar fp32_to_e4m3 / fp32_to_e5m2 give them. Both are FP16
+// with fewer fraction bits: E5M2 is FP16's top byte, and E4M3's value
+// times 2^-8 (exact: any |x| where it is not rounds to zero) is an FP16
+// pattern whose bits 7..14 are the E4M3 code, subnormals included. So RNE
+// to FP8 is RNE of a wider FP16 intermediate rounded to odd: VCVTPS2PH
+// toward zero (an immediate, whatever MXCSR.RC says), its lowest bit set
+// where that was inexact (the value converted back differs), then the
+// integer rounding of 7 (E4M3) or 8 (E5M2) dropped bits on 16 lanes at
+// once. Toward zero never overflows to infinity: a finite value past FP16's
+// range becomes 0x7BFF | 1, which rounds past the largest code as RNE from
+// FP32 does. About 3x fewer instructions than the FP32 integer path
+// (fp8_magnitude's variable shifts) above.
+template <bool kE4M3>
+inline __m128i fp8_encode16(__m256 x0, __m256 x1, bool saturate) {
+  constexpr int kRz = _MM_FROUND_TO_ZERO;
+  constexpr int kDrop = kE4M3 ? 7 : 8;
+  if constexpr (kE4M3) {
+    const __m256 down = _mm256_set1_ps(0x1p-8f);
+    x0 = _mm256_mul_ps(x0, down);
+    x1 = _mm256_mul_ps(x1, down);
+  }
+  const __m128i h0 = _mm256_cvtps_ph(x0, kRz);
+  const __m128i h1 = _mm256_cvtps_ph(x1, kRz);
+  // NaN compares unequal too; its lowest bit does not matter (below).
+  const __m256i i0 = _mm256_castps_si256(_mm256_cmp_ps(_mm256_cvtph_ps(h0), x0, _CMP_NEQ_UQ));
+  const __m256i i1 = _mm256_castps_si256(_mm256_cmp_ps(_mm256_cvtph_ps(h1), x1, _CMP_NEQ_UQ));
+  const __m256i one = _mm256_set1_epi16(1);
+  // 16 lanes of 16 bits in element order; packs works per 128-bit half.
+  const __m256i inexact = _mm256_permute4x64_epi64(_mm256_packs_epi32(i0, i1), 0xD8);
+  const __m256i h = _mm256_or_si256(_mm256_set_m128i(h1, h0), _mm256_and_si256(inexact, one));
+  const __m256i mag = _mm256_and_si256(h, _mm256_set1_epi16(0x7FFF));
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi16(mag, kDrop), one);
+  __m256i code = _mm256_srli_epi16(
+      _mm256_add_epi16(_mm256_add_epi16(mag, _mm256_set1_epi16((1 << (kDrop - 1)) - 1)), lsb), kDrop);
+  const __m256i nan = _mm256_cmpgt_epi16(mag, _mm256_set1_epi16(0x7C00));
+  if constexpr (kE4M3) {
+    // Past 0x7E (overflow, inf) and NaN: 0x7F (NaN), or 0x7E saturating
+    // except for NaN.
+    code = _mm256_min_epu16(code, _mm256_set1_epi16(saturate ? 0x7E : 0x7F));
+    code = _mm256_blendv_epi8(code, _mm256_set1_epi16(0x7F), nan);
+  } else {
+    // 0x7C00 (inf, and overflow) stays 0x7C; saturating, finite values stop
+    // at 0x7B; NaN is 0x7E.
+    if (saturate) {
+      const __m256i finite = _mm256_cmpgt_epi16(_mm256_set1_epi16(0x7C00), mag);
+      code = _mm256_blendv_epi8(code, _mm256_min_epu16(code, _mm256_set1_epi16(0x7B)), finite);
+    }
+    code = _mm256_blendv_epi8(code, _mm256_set1_epi16(0x7E), nan);
+  }
+  code = _mm256_or_si256(code, _mm256_and_si256(_mm256_srli_epi16(h, 8), _mm256_set1_epi16(0x80)));
+  return _mm_packus_epi16(_mm256_castsi256_si128(code), _mm256_extracti128_si256(code, 1));
+}
+
+// 8 values of format From at src + i as FP32 (FP32, or BF16 / FP16 codes).
+template <Format From>
+inline __m256 load8(const void* src, std::size_t i) {
+  if constexpr (From == Format::FP32) return _mm256_loadu_ps(static_cast<const float*>(src) + i);
+  const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const std::uint16_t*>(src) + i));
+  if constexpr (From == Format::BF16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(c), 16));
+  return _mm256_cvtph_ps(c);
+}
+
+template <Format From>
+inline float value_at(const void* src, std::size_t i) {
+  if constexpr (From == Format::FP32) return static_cast<const float*>(src)[i];
+  const std::uint16_t c = static_cast<const std::uint16_t*>(src)[i];
+  if constexpr (From == Format::BF16) return bf16_to_fp32(c);
+  return fp16_to_fp32(c);
+}
+
+// FP8 codes of x[i] * scale (no multiply for scale 1) and the max of the
+// unscaled |x[i]| as FP32 bit patterns: 16 values a time, the tail scalar.
+template <Format From, bool kE4M3>
+void fp8_scaled(const void* src, std::uint8_t* d, std::size_t n, float scale, bool saturate,
+                std::uint32_t* amax_bits) {
+  const __m256 vs = _mm256_set1_ps(scale);
+  const bool scaled = scale != 1.0f;
+  __m256i m = _mm256_setzero_si256();
+  auto prep = [&](__m256 x) {
+    if (amax_bits) m = _mm256_max_epu32(m, _mm256_and_si256(_mm256_castps_si256(x), c32(0x7FFFFFFFu)));
+    return scaled ? _mm256_mul_ps(x, vs) : x;
+  };
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 x0 = prep(load8<From>(src, i));
+    const __m256 x1 = prep(load8<From>(src, i + 8));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), fp8_encode16<kE4M3>(x0, x1, saturate));
+  }
+  alignas(32) std::uint32_t lanes[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), m);
+  std::uint32_t mx = 0;
+  for (std::uint32_t v : lanes) mx = v > mx ? v : mx;
+  for (; i < n; ++i) {
+    const float x = value_at<From>(src, i);
+    std::uint32_t u = 0;
+    std::memcpy(&u, &x, 4);
+    u &= 0x7FFFFFFFu;
+    mx = u > mx ? u : mx;
+    const float y = scaled ? x * scale : x;
+    d[i] = kE4M3 ? fp32_to_e4m3(y, saturate) : fp32_to_e5m2(y, saturate);
+  }
+  if (amax_bits) *amax_bits = mx;
+}
+
+template <Format From>
+bool fp8_scaled_to(Format to, const void* src, float scale, void* dst, std::size_t n, bool saturate,
+                   std::uint32_t* amax_bits) {
+  auto* d = static_cast<std::uint8_t*>(dst);
+  if (to == Format::E4M3) fp8_scaled<From, true>(src, d, n, scale, saturate, amax_bits);
+  else if (to == Format::E5M2) fp8_scaled<From, false>(src, d, n, scale, saturate, amax_bits);
+  else return false;
+  return true;
 }
 
 // 8 E5M2 codes in 32-bit lanes -> floats: they are the top byte of FP16.
@@ -189,13 +305,17 @@ bool f16c_from_f32(Format to, const float* src, void* dst, std::size_t n, bool s
       return true;
     }
     case Format::E5M2:
-      fp8_from_f32(src, static_cast<std::uint8_t*>(dst), n,
-                   [saturate](__m256i u) { return e5m2_encode(u, saturate); }, fp32_to_e5m2, saturate);
-      return true;
-    case Format::E4M3:
-      fp8_from_f32(src, static_cast<std::uint8_t*>(dst), n,
-                   [saturate](__m256i u) { return e4m3_encode(u, saturate); }, fp32_to_e4m3, saturate);
-      return true;
+    case Format::E4M3: return fp8_scaled_to<Format::FP32>(to, src, 1.0f, dst, n, saturate, nullptr);
+    default: return false;
+  }
+}
+
+bool f16c_scale_amax_cast(Format from, const void* src, float scale, Format to, void* dst, std::size_t n,
+                          bool saturate, std::uint32_t* amax_bits) {
+  switch (from) {
+    case Format::FP32: return fp8_scaled_to<Format::FP32>(to, src, scale, dst, n, saturate, amax_bits);
+    case Format::BF16: return fp8_scaled_to<Format::BF16>(to, src, scale, dst, n, saturate, amax_bits);
+    case Format::FP16: return fp8_scaled_to<Format::FP16>(to, src, scale, dst, n, saturate, amax_bits);
     default: return false;
   }
 }

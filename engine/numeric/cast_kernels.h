@@ -17,6 +17,9 @@ bool f16c_covers(Format f, bool from_f32);
 bool f16c_from_f32(Format to, const float* src, void* dst, std::size_t n, bool saturate);
 bool f16c_to_f32(Format from, const void* src, float* dst, std::size_t n);
 bool f16c_quantize(Format f, float* x, std::size_t n, bool saturate);
+// As avx512_scale_amax_cast, 8 lanes at a time.
+bool f16c_scale_amax_cast(Format from, const void* src, float scale, Format to, void* dst, std::size_t n,
+                          bool saturate, std::uint32_t* amax_bits);
 
 // use_bf16_insn: FP32 -> BF16 through VCVTNEPS2BF16 (AVX512-BF16 path).
 bool avx512_covers(Format f, bool from_f32);

@@ -2,6 +2,8 @@
 // definition, and the run-time choice of the AVX-512 lookup.
 #include "backend/cpu/fp8_bf16.h"
 
+#include "numeric/cast.h"
+
 namespace engine::cpu {
 
 namespace {
@@ -15,8 +17,7 @@ struct Tables {
       e4m3[i] = e4m3_to_bf16_bits(static_cast<std::uint8_t>(i));
       e5m2[i] = e5m2_to_bf16_bits(static_cast<std::uint8_t>(i));
     }
-    __builtin_cpu_init();
-    avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+    avx512 = cpu_runs_avx512();  // F, BW, VL, DQ
   }
 };
 

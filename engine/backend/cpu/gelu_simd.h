@@ -13,6 +13,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "numeric/cast.h"
+
 namespace engine::cpu {
 
 std::int64_t gelu_forward_avx512(const float* x, float* y, std::int64_t n);
@@ -43,7 +45,7 @@ std::int64_t exp_avx2(const float* x, float* y, std::int64_t n);
 // Which lanes this CPU runs (checked once).
 enum class MvecIsa { Avx512, Avx2, Scalar };
 inline MvecIsa mvec_isa() {
-  static const MvecIsa isa = __builtin_cpu_supports("avx512f")                                    ? MvecIsa::Avx512
+  static const MvecIsa isa = engine::cpu_runs_avx512()                                          ? MvecIsa::Avx512
                              : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? MvecIsa::Avx2
                                                                                                   : MvecIsa::Scalar;
   return isa;

@@ -46,7 +46,7 @@ void maxpool2x2_plane(const float* xp, float* yp, std::int32_t* ap, std::int64_t
 // AVX-512 (pool_avx512.cpp), the same rule and the same bits.
 using Plane2x2 = void (*)(const float*, float*, std::int32_t*, std::int64_t, std::int64_t);
 Plane2x2 plane2x2() {
-  static const Plane2x2 plane = __builtin_cpu_supports("avx512f") ? maxpool2x2_plane_avx512 : maxpool2x2_plane;
+  static const Plane2x2 plane = cpu_runs_avx512() ? maxpool2x2_plane_avx512 : maxpool2x2_plane;
   return plane;
 }
 
