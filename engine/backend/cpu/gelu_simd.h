@@ -29,12 +29,16 @@ std::int64_t gelu_backward_avx2(const float* x, const float* dy, float* dx, std:
 // cast could tell (a rounding boundary, an FP8 subnormal, a special, every
 // element that may be the maximum), elsewhere an approximation within
 // 2^-14.9 of it, so the codes and the amax have the exact GELU's bits.
-// For CpuBackend::gelu_forward_encode; AVX-512 only (gelu_cast_avx512.cpp).
+// For CpuBackend::gelu_forward_encode: AVX-512 (gelu_cast_avx512.cpp) and
+// AVX2 (gelu_cast_avx2.cpp) lanes, the same codes and amax.
 inline constexpr std::int64_t kGeluCastBlock = 4096;
 std::uint32_t gelu_cast_avx512(const float* x, std::uint8_t* q, std::int64_t n, float scale, bool e4m3,
                                bool saturate);
-// That kernel's approximation alone, y[i] ~ GELU(x[i]) (for its test).
+std::uint32_t gelu_cast_avx2(const float* x, std::uint8_t* q, std::int64_t n, float scale, bool e4m3,
+                             bool saturate);
+// Those kernels' approximation alone, y[i] ~ GELU(x[i]) (for its test).
 void gelu_approx_avx512(const float* x, float* y, std::int64_t n);
+void gelu_approx_avx2(const float* x, float* y, std::int64_t n);
 
 // Softmax's exponential on the same lanes: y[i] = exp((double)x[i]) rounded
 // to f32 (y may alias x), whole vectors only; returns how many were done.

@@ -16,6 +16,7 @@ target_sources(engine_cpu PRIVATE
   cpu/gelu_avx512.cpp
   cpu/gelu_avx2.cpp
   cpu/gelu_cast_avx512.cpp
+  cpu/gelu_cast_avx2.cpp
   cpu/rows.cpp
   cpu/row_kernels.cpp
   cpu/loss.cpp
@@ -48,4 +49,6 @@ set_source_files_properties(cpu/gelu_avx512.cpp PROPERTIES COMPILE_OPTIONS
 set_source_files_properties(cpu/gelu_cast_avx512.cpp PROPERTIES COMPILE_OPTIONS
                             "-mavx512f;-ffp-contract=off;$<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>;$<$<CXX_COMPILER_ID:GNU>:-Wno-uninitialized>")
 set_source_files_properties(cpu/gelu_avx2.cpp PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-ffp-contract=off;-fno-trapping-math")
+set_source_files_properties(cpu/gelu_cast_avx2.cpp PROPERTIES COMPILE_OPTIONS
+                            "-mavx2;-mfma;-ffp-contract=off;-fno-trapping-math;$<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>")
 target_link_libraries(engine_cpu PRIVATE mvec)

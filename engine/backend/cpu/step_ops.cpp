@@ -219,17 +219,19 @@ void CpuBackend::gelu_forward_encode(const float* x, std::int64_t n, float scale
                                      const CastOptions& opt, float* amax, float* scratch) {
   use_threads();
   // The approximation's argument needs round-to-nearest codes, a scale
-  // whose products stay in range, and the AVX-512 lanes; else the two calls.
+  // whose products stay in range, and AVX-512 or AVX2 lanes; else the two
+  // calls.
+  const cpu::MvecIsa isa = cpu::mvec_isa();
   if (n <= 0 || !is_fp8(f) || opt.stochastic || !(scale >= 0x1p-60f && scale <= 0x1p60f) ||
-      cpu::mvec_isa() != cpu::MvecIsa::Avx512) {
+      isa == cpu::MvecIsa::Scalar) {
     Backend::gelu_forward_encode(x, n, scale, f, q, opt, amax, scratch);
     return;
   }
   // Chunk by chunk, each within the kernel's block.
   static_assert(kScaledChunk <= cpu::kGeluCastBlock);
+  const auto kernel = isa == cpu::MvecIsa::Avx512 ? cpu::gelu_cast_avx512 : cpu::gelu_cast_avx2;
   *amax = amax_from_bits(max_over_scaled_chunks(n, [&](std::int64_t b, std::int64_t len) {
-    return cpu::gelu_cast_avx512(x + b, static_cast<std::uint8_t*>(q) + b, len, scale, f == Format::E4M3,
-                                 opt.saturate);
+    return kernel(x + b, static_cast<std::uint8_t*>(q) + b, len, scale, f == Format::E4M3, opt.saturate);
   }));
 }
 

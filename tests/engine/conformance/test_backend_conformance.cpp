@@ -1526,31 +1526,40 @@ TEST_P(Conformance, GeluForwardEncodeEqualsGeluThenCast) {
 // smaller ones are exact lanes too). Every f32 was checked when the fit
 // was made.
 TEST(GeluCastKernel, ApproximationStaysWithinItsBound) {
-  if (engine::cpu::mvec_isa() != engine::cpu::MvecIsa::Avx512) GTEST_SKIP() << "no AVX-512";
-  double worst = 0.0;
-  float at = 0.0f;
-  std::vector<float> x, approx(4096), exact(4096);
-  for (float top : {-4.0f, 64.0f}) {
-    const std::uint32_t end = std::bit_cast<std::uint32_t>(top), sign = top < 0 ? 0x80000000u : 0u;
-    for (std::uint32_t b = 0; b <= (end & 0x7FFFFFFFu); b += 101) {
-      x.push_back(std::bit_cast<float>(b | sign));
-      if (x.size() < 4096 && b + 101 <= (end & 0x7FFFFFFFu)) continue;
-      const auto n = static_cast<std::int64_t>(x.size());
-      engine::cpu::gelu_approx_avx512(x.data(), approx.data(), n);
-      engine::cpu::gelu_forward_avx512(x.data(), exact.data(), n);
-      for (std::size_t i = 0; i < x.size(); ++i) {
-        if (!(std::fabs(exact[i]) >= 0x1p-74f)) continue;
-        const double r = std::fabs(double(approx[i]) - exact[i]) / std::fabs(double(exact[i]));
-        if (!(r <= worst)) {
-          worst = r;
-          at = x[i];
+  // Each ISA's kernel where this CPU has it: AVX-512, and AVX2's lanes
+  // (two permutes and a blend per table).
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (!avx2) GTEST_SKIP() << "no AVX2";
+  auto check = [](const char* isa, void (*approx_fn)(const float*, float*, std::int64_t),
+                  std::int64_t (*exact_fn)(const float*, float*, std::int64_t)) {
+    double worst = 0.0;
+    float at = 0.0f;
+    std::vector<float> x, approx(4096), exact(4096);
+    for (float top : {-4.0f, 64.0f}) {
+      const std::uint32_t end = std::bit_cast<std::uint32_t>(top), sign = top < 0 ? 0x80000000u : 0u;
+      for (std::uint32_t b = 0; b <= (end & 0x7FFFFFFFu); b += 101) {
+        x.push_back(std::bit_cast<float>(b | sign));
+        if (x.size() < 4096 && b + 101 <= (end & 0x7FFFFFFFu)) continue;
+        const auto n = static_cast<std::int64_t>(x.size());
+        approx_fn(x.data(), approx.data(), n);
+        exact_fn(x.data(), exact.data(), n);
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          if (!(std::fabs(exact[i]) >= 0x1p-74f)) continue;
+          const double r = std::fabs(double(approx[i]) - exact[i]) / std::fabs(double(exact[i]));
+          if (!(r <= worst)) {
+            worst = r;
+            at = x[i];
+          }
         }
+        x.clear();
       }
-      x.clear();
     }
-  }
-  EXPECT_LE(worst, std::exp2(-14.9)) << "at x = " << at;
-  EXPECT_GT(worst, 0x1p-16) << "at x = " << at;  // the Phi(-4) the kernel takes past 4
+    EXPECT_LE(worst, std::exp2(-14.9)) << isa << " at x = " << at;
+    EXPECT_GT(worst, 0x1p-16) << isa << " at x = " << at;  // the Phi(-4) the kernel takes past 4
+  };
+  if (avx512) check("AVX-512", engine::cpu::gelu_approx_avx512, engine::cpu::gelu_forward_avx512);
+  check("AVX2", engine::cpu::gelu_approx_avx2, engine::cpu::gelu_forward_avx2);
 }
 
 // Column sums of FP16/BF16 codes give the bits of decode then column_sums

@@ -7,3 +7,9 @@ pl_add_test(test_backend_conformance
   LABELS engine)
 set_source_files_properties(engine/conformance/test_backend_conformance.cpp
   PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
+# The suite again on the AVX2 code paths (the engine's own kernels capped by
+# PL_MAX_CPU_ISA, oneDNN by DNNL_MAX_CPU_ISA): on an AVX-512 machine nothing
+# else runs them end to end.
+add_test(NAME test_backend_conformance_avx2 COMMAND test_backend_conformance --gtest_brief=1)
+set_tests_properties(test_backend_conformance_avx2 PROPERTIES LABELS engine
+  ENVIRONMENT "PL_MAX_CPU_ISA=avx2;DNNL_MAX_CPU_ISA=AVX2" WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
