@@ -377,13 +377,13 @@ GemmEngine::Plan* GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int6
   if (!needs_decode(g.a.format, bf16) && !needs_decode(g.b.format, bf16) && !encode) return nullptr;
   // A long reduction with A stored transposed (k x m: the transformer's
   // weight gradients dy^T x, k = 2048 tokens) gives a thread no rows of its
-  // own to decode, and every thread would decode all of B: without an
+  // own to decode, and every thread would decode all of B. With B stored
+  // k x n too, run_ksplit took it (split by k). Otherwise, without an
   // encode to do in the slices, one decode of each operand over both
   // threads and one primitive cost less (FP8 on the bf16 path, 64 x 64 x
-  // 2048: 173 -> 144 us). With a short k (the mlp's batch of 128), or an
-  // encode (FP16's rounded weight gradients), the slices measured faster
-  // (256 x 784 x 128: 170 against 208 us; FP16 192 x 64 x 2048: 700
-  // against 820 us).
+  // 2048: 173 -> 144 us, before run_ksplit). With a short k (the mlp's
+  // batch of 128), or an encode, the slices measured faster (256 x 784 x
+  // 128: 170 against 208 us; FP16 192 x 64 x 2048: 700 against 820 us).
   if (g.a.trans && needs_decode(g.a.format, bf16) && g.k >= 1024 && !encode) return nullptr;
   while (m_slices.size() < static_cast<std::size_t>(nt))
     m_slices.push_back(std::make_unique<Slice>(m_ctx.engine()));
