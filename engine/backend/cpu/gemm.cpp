@@ -6,6 +6,7 @@
 #include <cstring>
 #include <exception>
 #include <stdexcept>
+#include <type_traits>
 
 #include "backend/cpu/fp8_bf16.h"
 #include "backend/cpu/parallel.h"
@@ -367,6 +368,33 @@ struct GemmEngine::Slice {
   explicit Slice(const dnnl::engine& e) : stream(e) {}
 };
 
+void GemmEngine::ensure_slices(int nt) {
+  while (m_slices.size() < static_cast<std::size_t>(nt))
+    m_slices.push_back(std::make_unique<Slice>(m_ctx.engine()));
+  make_room(static_cast<std::size_t>(nt));  // the caller's plan lookups then clear nothing
+}
+
+template <class Work, class Finish>
+void GemmEngine::on_slices(int nt, Work&& work, Finish&& finish) {
+  std::exception_ptr error;
+#pragma omp parallel num_threads(nt)
+  {
+    const int t = omp_get_thread_num();
+    Slice& sl = *m_slices[static_cast<std::size_t>(t)];
+    try {
+      work(t, sl);
+    } catch (...) {
+#pragma omp critical(pl_gemm_slices)
+      if (!error) error = std::current_exception();
+    }
+    if constexpr (!std::is_same_v<std::decay_t<Finish>, std::nullptr_t>) {
+#pragma omp barrier
+      if (!error) finish(t, sl);
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
+
 GemmEngine::Plan* GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int64_t ldc, bool alpha_pass,
                                          const GemmEncode* encode) {
   // Rows per thread: below this a one-thread primitive loses more than the
@@ -385,10 +413,7 @@ GemmEngine::Plan* GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int6
   // batch of 128), or an encode, the slices measured faster (256 x 784 x
   // 128: 170 against 208 us; FP16 192 x 64 x 2048: 700 against 820 us).
   if (g.a.trans && needs_decode(g.a.format, bf16) && g.k >= 1024 && !encode) return nullptr;
-  while (m_slices.size() < static_cast<std::size_t>(nt))
-    m_slices.push_back(std::make_unique<Slice>(m_ctx.engine()));
-  make_room(static_cast<std::size_t>(nt));  // the lookups below then clear nothing
-
+  ensure_slices(nt);
   const std::int64_t b_rows = g.b.trans ? g.n : g.k, b_cols = g.b.trans ? g.k : g.n;
   const std::int64_t a_es = static_cast<std::int64_t>(storage_bytes(g.a.format));
   const std::int64_t lda_in = g.a.ld > 0 ? g.a.ld : (g.a.trans ? g.m : g.k);
@@ -418,40 +443,30 @@ GemmEngine::Plan* GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int6
     key.slice = t;
     m_slices[static_cast<std::size_t>(t)]->plan = &plan_for(key);
   }
-  std::exception_ptr error;
-#pragma omp parallel num_threads(nt)
-  {
-    const int t = omp_get_thread_num();
-    Slice& sl = *m_slices[static_cast<std::size_t>(t)];
+  on_slices(nt, [&](int t, Slice& sl) {
     const std::int64_t m0 = g.m * t / nt, m1 = g.m * (t + 1) / nt, rows = m1 - m0;
     // This thread's rows of op(A): rows of A, or columns when A is stored
     // transposed (k x m).
     GemmOperand a = g.a;
     a.ld = lda_in;
-    try {
-      const void* a_data;
-      if (a_whole) {
-        const Prepared whole = prepare(a, g.k, g.m, bf16, sl.a, true);
-        a_data = static_cast<const std::uint8_t*>(whole.data) + m0 * (bf16 ? 2 : 4);
-      } else {
-        a.data = static_cast<const std::uint8_t*>(g.a.data) + (g.a.trans ? m0 : m0 * lda_in) * a_es;
-        a_data = prepare(a, g.a.trans ? g.k : rows, g.a.trans ? rows : g.k, bf16, sl.a, true).data;
-      }
-      const Prepared pb = prepare(g.b, b_rows, b_cols, bf16, sl.b, true);
-      float* c = g.c + m0 * ldc;
-      execute_on(*sl.plan, a_data, pb.data, c, g.bias, sl.stream, sl.scratch, &g.alpha);
-      // This thread's rows finished as the unsliced path finishes all of C
-      // (alpha and bias), and encoded, while in its cache (ldc == n then).
-      if (alpha_pass && !sl.plan->runtime_alpha) scale_bias_rows(c, rows, g.n, ldc, g.alpha, g.bias);
-      else if (sl.plan->manual_bias)
-        for (std::int64_t i = 0; i < rows; ++i) add_bias_row(c + i * ldc, g.n, g.bias);
-      if (encode) encode_rows(*encode, g.c, m0, rows, g.n);
-    } catch (...) {
-#pragma omp critical(pl_gemm_sliced)
-      if (!error) error = std::current_exception();
+    const void* a_data;
+    if (a_whole) {
+      const Prepared whole = prepare(a, g.k, g.m, bf16, sl.a, true);
+      a_data = static_cast<const std::uint8_t*>(whole.data) + m0 * (bf16 ? 2 : 4);
+    } else {
+      a.data = static_cast<const std::uint8_t*>(g.a.data) + (g.a.trans ? m0 : m0 * lda_in) * a_es;
+      a_data = prepare(a, g.a.trans ? g.k : rows, g.a.trans ? rows : g.k, bf16, sl.a, true).data;
     }
-  }
-  if (error) std::rethrow_exception(error);
+    const Prepared pb = prepare(g.b, b_rows, b_cols, bf16, sl.b, true);
+    float* c = g.c + m0 * ldc;
+    execute_on(*sl.plan, a_data, pb.data, c, g.bias, sl.stream, sl.scratch, &g.alpha);
+    // This thread's rows finished as the unsliced path finishes all of C
+    // (alpha and bias), and encoded, while in its cache (ldc == n then).
+    if (alpha_pass && !sl.plan->runtime_alpha) scale_bias_rows(c, rows, g.n, ldc, g.alpha, g.bias);
+    else if (sl.plan->manual_bias)
+      for (std::int64_t i = 0; i < rows; ++i) add_bias_row(c + i * ldc, g.n, g.bias);
+    if (encode) encode_rows(*encode, g.c, m0, rows, g.n);
+  }, nullptr);
   Plan* first = m_slices[0]->plan;
   m_last_impl = &first->impl;
   return first;
@@ -464,10 +479,7 @@ GemmEngine::Plan* GemmEngine::run_ksplit(const GemmArgs& g, bool bf16, std::int6
   // two-thread primitive: 1565 against 1570 us a step for the
   // transformer's five weight gradients); they stay whole.
   if (!bf16 && !needs_decode(g.a.format, false) && !needs_decode(g.b.format, false)) return nullptr;
-  while (m_slices.size() < static_cast<std::size_t>(nt))
-    m_slices.push_back(std::make_unique<Slice>(m_ctx.engine()));
-  make_room(static_cast<std::size_t>(nt));
-
+  ensure_slices(nt);
   const std::int64_t lda_in = g.a.ld > 0 ? g.a.ld : g.m, ldb_in = g.b.ld > 0 ? g.b.ld : g.n;
   const std::int64_t a_es = static_cast<std::int64_t>(storage_bytes(g.a.format));
   const std::int64_t b_es = static_cast<std::int64_t>(storage_bytes(g.b.format));
@@ -482,40 +494,28 @@ GemmEngine::Plan* GemmEngine::run_ksplit(const GemmArgs& g, bool bf16, std::int6
     key.slice = t;
     m_slices[static_cast<std::size_t>(t)]->plan = &plan_for(key);
   }
-  std::exception_ptr error;
-#pragma omp parallel num_threads(nt)
-  {
-    const int t = omp_get_thread_num();
-    Slice& sl = *m_slices[static_cast<std::size_t>(t)];
+  on_slices(nt, [&](int t, Slice& sl) {
     const std::int64_t k0 = g.k * t / nt, k1 = g.k * (t + 1) / nt;
     sl.part = sl.partial.get<float>(static_cast<std::size_t>(g.m * g.n));
-    try {
-      GemmOperand a = g.a, b = g.b;
-      a.ld = lda_in;
-      b.ld = ldb_in;
-      a.data = static_cast<const std::uint8_t*>(g.a.data) + k0 * lda_in * a_es;
-      b.data = static_cast<const std::uint8_t*>(g.b.data) + k0 * ldb_in * b_es;
-      const Prepared pa = prepare(a, k1 - k0, g.m, bf16, sl.a, true);
-      const Prepared pb = prepare(b, k1 - k0, g.n, bf16, sl.b, true);
-      execute_on(*sl.plan, pa.data, pb.data, sl.part, nullptr, sl.stream, sl.scratch);
-    } catch (...) {
-#pragma omp critical(pl_gemm_ksplit)
-      if (!error) error = std::current_exception();
+    GemmOperand a = g.a, b = g.b;
+    a.ld = lda_in;
+    b.ld = ldb_in;
+    a.data = static_cast<const std::uint8_t*>(g.a.data) + k0 * lda_in * a_es;
+    b.data = static_cast<const std::uint8_t*>(g.b.data) + k0 * ldb_in * b_es;
+    const Prepared pa = prepare(a, k1 - k0, g.m, bf16, sl.a, true);
+    const Prepared pb = prepare(b, k1 - k0, g.n, bf16, sl.b, true);
+    execute_on(*sl.plan, pa.data, pb.data, sl.part, nullptr, sl.stream, sl.scratch);
+  }, [&](int t, Slice&) {
+    // This thread's rows of C: the partial products added in thread order,
+    // then C = alpha * sum (+ bias) (+ beta * C), then encoded.
+    const std::int64_t i0 = g.m * t / nt, i1 = g.m * (t + 1) / nt;
+    for (std::int64_t i = i0; i < i1; ++i) {
+      float* sum = m_slices[0]->part + i * g.n;
+      for (int u = 1; u < nt; ++u) add_row(sum, m_slices[static_cast<std::size_t>(u)]->part + i * g.n, g.n);
+      finish_row(g.c + i * ldc, sum, g.n, g.alpha, g.bias, g.beta);
     }
-#pragma omp barrier
-    if (!error) {
-      // This thread's rows of C: the partial products added in thread
-      // order, then C = alpha * sum (+ bias) (+ beta * C), then encoded.
-      const std::int64_t i0 = g.m * t / nt, i1 = g.m * (t + 1) / nt;
-      for (std::int64_t i = i0; i < i1; ++i) {
-        float* sum = m_slices[0]->part + i * g.n;
-        for (int u = 1; u < nt; ++u) add_row(sum, m_slices[static_cast<std::size_t>(u)]->part + i * g.n, g.n);
-        finish_row(g.c + i * ldc, sum, g.n, g.alpha, g.bias, g.beta);
-      }
-      if (encode && i1 > i0) encode_rows(*encode, g.c, i0, i1 - i0, g.n);
-    }
-  }
-  if (error) std::rethrow_exception(error);
+    if (encode && i1 > i0) encode_rows(*encode, g.c, i0, i1 - i0, g.n);
+  });
   m_last_impl = &m_slices[0]->plan->impl;
   return m_slices[0]->plan;
 }

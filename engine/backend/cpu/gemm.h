@@ -138,6 +138,13 @@ class GemmEngine {
   // 1041 -> 964 us, BF16 1018 -> 882 us, FP8 decoded to f32 (no native
   // bf16) 2081 -> 1597 us. Returns null when the GEMM does not qualify.
   Plan* run_ksplit(const GemmArgs& g, bool bf16, std::int64_t ldc, const GemmEncode* encode);
+  // run_sliced's and run_ksplit's threads: at least nt slices, and room in
+  // the plan cache for nt lookups. on_slices runs work(t, slice) on nt
+  // threads, then (finish not null) a barrier and finish(t, slice) unless a
+  // thread threw; the first exception is rethrown after the region.
+  void ensure_slices(int nt);
+  template <class Work, class Finish>
+  void on_slices(int nt, Work&& work, Finish&& finish);
   static constexpr std::int64_t kKsplitMinK = 1024;
   // run's product: true when it also encoded C (the sliced path).
   bool product(const GemmArgs& args, const GemmEncode* encode);
