@@ -438,8 +438,15 @@ GemmEngine::Plan* GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int6
     // Without a bias, the 1/scale is the primitive's run-time output scale
     // (no pass over C afterwards: mlp fp8 weight gradient 256 x 784 x 128,
     // no native bf16, 291 -> 262 us); with one, oneDNN's scale-then-add
-    // post-op measured slower than the pass below (275 -> 283 us).
-    key.runtime_alpha = alpha_pass && !g.bias;
+    // post-op measured slower than the pass below (275 -> 283 us). On the
+    // bf16 path a run-time scale moves oneDNN 2.6 from brgemm to gemm:jit,
+    // which pays only where the pass over C would cost more than the
+    // operands do (m n >= k (m + n)): transformer fp8, 2048 x 128 x 64
+    // 250 -> 224 us, but 2048 x 64 x 192 294 -> 335 and 2048 x 64 x 128
+    // 214 -> 226 with it; mlp 256 x 784 x 128 141 -> 128. The fp8 GEMMs'
+    // sum a step with this rule against none and all: transformer 913
+    // against 920 and 948 us, mlp 369 against 385 and 374.
+    key.runtime_alpha = alpha_pass && !g.bias && (!bf16 || g.m * g.n >= g.k * (g.m + g.n));
     key.slice = t;
     m_slices[static_cast<std::size_t>(t)]->plan = &plan_for(key);
   }
