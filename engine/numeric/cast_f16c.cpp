@@ -1,8 +1,9 @@
 // F16C path (compiled with -mavx2 -mf16c): FP16 <-> FP32 with the hardware
-// conversion; BF16, TF32, E5M2 and E4M3 with 256-bit integer bit
-// manipulation (the same algorithm as the scalar reference, 8 lanes at a
-// time), so CPUs without AVX-512 still get fast casts. Only called after the
-// run-time CPU check in cast.cpp; tails take the scalar functions.
+// conversion, E5M2 and E4M3 through it (fp8_encode16, fp8_decode16), BF16
+// and TF32 with 256-bit integer bit manipulation (the scalar reference's
+// algorithm, 8 lanes at a time), so CPUs without AVX-512 still get fast
+// casts. Only called after the run-time CPU check in cast.cpp; tails take
+// the scalar functions.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -46,49 +47,6 @@ inline __m256i tf32_rne(__m256i u) {
 
 inline __m256i c32(std::uint32_t v) { return _mm256_set1_epi32(static_cast<int>(v)); }
 
-// FP32 magnitude -> FP8 magnitude code (E exponent bits, M mantissa bits),
-// possibly past the largest finite code: the scalar round_magnitude lane by
-// lane. All quantities stay below 2^31, so signed compares are exact.
-template <int E, int M>
-inline __m256i fp8_magnitude(__m256i abs) {
-  constexpr int kBias = (1 << (E - 1)) - 1;
-  constexpr int kDrop = 23 - M;
-  constexpr std::uint32_t kMinNormalExp32 = 127 - kBias + 1;
-  const __m256i one = c32(1);
-  const __m256i exp32 = _mm256_srli_epi32(abs, 23);
-  const __m256i v = _mm256_sub_epi32(abs, c32((127u - kBias) << 23));
-  const __m256i lsb_n = _mm256_and_si256(_mm256_srli_epi32(v, kDrop), one);
-  const __m256i code_n = _mm256_srli_epi32(
-      _mm256_add_epi32(_mm256_add_epi32(v, c32((1u << (kDrop - 1)) - 1u)), lsb_n), kDrop);
-  const __m256i has_exp = _mm256_cmpgt_epi32(exp32, _mm256_setzero_si256());
-  const __m256i m = _mm256_blendv_epi8(
-      abs, _mm256_or_si256(_mm256_and_si256(abs, c32(0x7FFFFFu)), c32(0x800000u)), has_exp);
-  __m256i sh = _mm256_sub_epi32(c32(kDrop + kMinNormalExp32), _mm256_max_epu32(exp32, one));
-  sh = _mm256_min_epu32(sh, c32(25));
-  const __m256i half_m1 = _mm256_sub_epi32(_mm256_sllv_epi32(one, _mm256_sub_epi32(sh, one)), one);
-  const __m256i lsb_s = _mm256_and_si256(_mm256_srlv_epi32(m, sh), one);
-  const __m256i code_s = _mm256_srlv_epi32(_mm256_add_epi32(_mm256_add_epi32(m, half_m1), lsb_s), sh);
-  const __m256i normal = _mm256_cmpgt_epi32(exp32, c32(kMinNormalExp32 - 1));
-  return _mm256_blendv_epi8(code_s, code_n, normal);
-}
-
-inline __m256i e5m2_encode(__m256i u, bool saturate) {
-  const __m256i abs = _mm256_and_si256(u, c32(0x7FFFFFFFu));
-  __m256i code = fp8_magnitude<5, 2>(abs);
-  code = _mm256_blendv_epi8(code, c32(saturate ? 0x7Bu : 0x7Cu), _mm256_cmpgt_epi32(code, c32(0x7Bu)));
-  code = _mm256_blendv_epi8(code, c32(0x7Cu), _mm256_cmpeq_epi32(abs, c32(0x7F800000u)));
-  code = _mm256_blendv_epi8(code, c32(0x7Eu), _mm256_cmpgt_epi32(abs, c32(0x7F800000u)));
-  return _mm256_or_si256(code, _mm256_and_si256(_mm256_srli_epi32(u, 24), c32(0x80u)));
-}
-
-inline __m256i e4m3_encode(__m256i u, bool saturate) {
-  const __m256i abs = _mm256_and_si256(u, c32(0x7FFFFFFFu));
-  __m256i code = fp8_magnitude<4, 3>(abs);
-  code = _mm256_blendv_epi8(code, c32(saturate ? 0x7Eu : 0x7Fu), _mm256_cmpgt_epi32(code, c32(0x7Eu)));
-  code = _mm256_blendv_epi8(code, c32(0x7Fu), _mm256_cmpgt_epi32(abs, c32(0x7F800000u)));
-  return _mm256_or_si256(code, _mm256_and_si256(_mm256_srli_epi32(u, 24), c32(0x80u)));
-}
-
 // 16 FP32 values (x0: elements 0-7, x1: 8-15) -> 16 E4M3 or E5M2 codes,
 // RNE, as the scalar fp32_to_e4m3 / fp32_to_e5m2 give them. Both are FP16
 // with fewer fraction bits: E5M2 is FP16's top byte, and E4M3's value
@@ -100,8 +58,8 @@ inline __m256i e4m3_encode(__m256i u, bool saturate) {
 // integer rounding of 7 (E4M3) or 8 (E5M2) dropped bits on 16 lanes at
 // once. Toward zero never overflows to infinity: a finite value past FP16's
 // range becomes 0x7BFF | 1, which rounds past the largest code as RNE from
-// FP32 does. About 3x fewer instructions than the FP32 integer path
-// (fp8_magnitude's variable shifts) above.
+// FP32 does. (It replaced an FP32 integer path with per-lane variable
+// shifts for subnormals: 23.4 -> 15.4 us per 64Ki E4M3 codes.)
 template <bool kE4M3>
 inline __m128i fp8_encode16(__m256 x0, __m256 x1, bool saturate) {
   constexpr int kRz = _MM_FROUND_TO_ZERO;
@@ -141,6 +99,49 @@ inline __m128i fp8_encode16(__m256 x0, __m256 x1, bool saturate) {
   }
   code = _mm256_or_si256(code, _mm256_and_si256(_mm256_srli_epi16(h, 8), _mm256_set1_epi16(0x80)));
   return _mm_packus_epi16(_mm256_castsi256_si128(code), _mm256_extracti128_si256(code, 1));
+}
+
+// 16 E4M3 or E5M2 codes -> 16 floats at dst, through FP16: E5M2 is FP16's
+// top byte; for E4M3 the sign-extended byte shifted left 7 (bit 14, the
+// sign's copy, cleared) is the FP16 pattern of value / 256, subnormals
+// included, with NaN (0x3F80 there) moved to FP16's quiet NaN 0x7E00, which
+// VCVTPH2PS makes 0x7FC00000 as e4m3_to_fp32 does; times 256 is exact.
+template <bool kE4M3>
+inline void fp8_decode16(__m128i codes, float* dst) {
+  __m256i h;
+  if constexpr (kE4M3) {
+    h = _mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(codes), 7),
+                         _mm256_set1_epi16(static_cast<short>(0xBF80)));
+    const __m256i nan = _mm256_cmpeq_epi16(_mm256_slli_epi16(h, 1), _mm256_set1_epi16(0x7F00));
+    h = _mm256_add_epi16(h, _mm256_and_si256(nan, _mm256_set1_epi16(0x3E80)));
+  } else {
+    h = _mm256_slli_epi16(_mm256_cvtepu8_epi16(codes), 8);
+  }
+  __m256 lo = _mm256_cvtph_ps(_mm256_castsi256_si128(h)), hi = _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1));
+  if constexpr (kE4M3) {
+    const __m256 up = _mm256_set1_ps(256.0f);
+    lo = _mm256_mul_ps(lo, up);
+    hi = _mm256_mul_ps(hi, up);
+  }
+  _mm256_storeu_ps(dst, lo);
+  _mm256_storeu_ps(dst + 8, hi);
+}
+
+template <bool kE4M3>
+void fp8_to_f32(const std::uint8_t* s, float* dst, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) fp8_decode16<kE4M3>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)), dst + i);
+  for (; i < n; ++i) dst[i] = kE4M3 ? e4m3_to_fp32(s[i]) : e5m2_to_fp32(s[i]);
+}
+
+// x[i] rounded to E4M3 or E5M2 in place: the encode and the decode above.
+template <bool kE4M3>
+void fp8_quantize(float* x, std::size_t n, bool saturate) {
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    fp8_decode16<kE4M3>(fp8_encode16<kE4M3>(_mm256_loadu_ps(x + i), _mm256_loadu_ps(x + i + 8), saturate), x + i);
+  for (; i < n; ++i)
+    x[i] = kE4M3 ? e4m3_to_fp32(fp32_to_e4m3(x[i], saturate)) : e5m2_to_fp32(fp32_to_e5m2(x[i], saturate));
 }
 
 // 8 values of format From at src + i as FP32 (FP32, or BF16 / FP16 codes).
@@ -202,57 +203,6 @@ bool fp8_scaled_to(Format to, const void* src, float scale, void* dst, std::size
   else if (to == Format::E5M2) fp8_scaled<From, false>(src, d, n, scale, saturate, amax_bits);
   else return false;
   return true;
-}
-
-// 8 E5M2 codes in 32-bit lanes -> floats: they are the top byte of FP16.
-inline __m256 e5m2_decode(__m256i code) {
-  const __m256i h = _mm256_slli_epi32(code, 8);
-  return _mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
-}
-
-inline __m256 e4m3_decode(__m256i code) {
-  const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(code, c32(0x80u)), 24);
-  const __m256i mag = _mm256_and_si256(code, c32(0x7Fu));
-  const __m256i normal = _mm256_add_epi32(_mm256_slli_epi32(mag, 20), c32(120u << 23));
-  // Subnormals m * 2^-9 from a table of their 8 FP32 patterns.
-  const __m256i table = _mm256_setr_epi32(0, 0x3B000000, 0x3B800000, 0x3BC00000, 0x3C000000,
-                                          0x3C200000, 0x3C400000, 0x3C600000);
-  const __m256i sub = _mm256_permutevar8x32_epi32(table, mag);
-  __m256i r = _mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(c32(8), mag));
-  r = _mm256_blendv_epi8(r, c32(0x7FC00000u), _mm256_cmpeq_epi32(mag, c32(0x7Fu)));
-  return _mm256_castsi256_ps(_mm256_or_si256(r, sign));
-}
-
-// Low bytes of 4 x 8 lanes -> 32 bytes in element order.
-inline __m256i pack8(__m256i a, __m256i b, __m256i c, __m256i d) {
-  // packs work per 128-bit half: bytes come out as a0-3 b0-3 c0-3 d0-3 |
-  // a4-7 b4-7 c4-7 d4-7; the dword permute restores the order.
-  const __m256i ab = _mm256_packus_epi32(a, b);
-  const __m256i cd = _mm256_packus_epi32(c, d);
-  const __m256i bytes = _mm256_packus_epi16(ab, cd);
-  return _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-}
-
-template <typename Encode>
-void fp8_from_f32(const float* src, std::uint8_t* d, std::size_t n, Encode enc,
-                  std::uint8_t (*scalar)(float, bool), bool saturate) {
-  std::size_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    auto ld = [&](std::size_t k) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + k)); };
-    const __m256i out = pack8(enc(ld(0)), enc(ld(8)), enc(ld(16)), enc(ld(24)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), out);
-  }
-  for (; i < n; ++i) d[i] = scalar(src[i], saturate);
-}
-
-template <typename Decode>
-void fp8_to_f32(const std::uint8_t* s, float* dst, std::size_t n, Decode dec, float (*scalar)(std::uint8_t)) {
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(s + i));
-    _mm256_storeu_ps(dst + i, dec(_mm256_cvtepu8_epi32(bytes)));
-  }
-  for (; i < n; ++i) dst[i] = scalar(s[i]);
 }
 
 // Packs the low 16 bits of 2 x 8 lanes into 16 uint16 in order.
@@ -342,28 +292,8 @@ bool f16c_to_f32(Format from, const void* src, float* dst, std::size_t n) {
       for (; i < n; ++i) dst[i] = bf16_to_fp32(s[i]);
       return true;
     }
-    case Format::E5M2:
-      fp8_to_f32(static_cast<const std::uint8_t*>(src), dst, n, [](__m256i c) { return e5m2_decode(c); },
-                 e5m2_to_fp32);
-      return true;
-    case Format::E4M3: {
-      // 16 codes at a time through FP16, as the AVX-512 path does
-      // (e4m3_to_fp16x32 there): sign-extended byte << 7, bit 14 cleared,
-      // NaN (0x3F80) moved to 0x7E00, VCVTPH2PS, times 256.
-      const auto* s = static_cast<const std::uint8_t*>(src);
-      const __m256 k256 = _mm256_set1_ps(256.0f);
-      for (; i + 16 <= n; i += 16) {
-        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
-        __m256i h = _mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(bytes), 7),
-                                     _mm256_set1_epi16(static_cast<short>(0xBF80)));
-        const __m256i nan = _mm256_cmpeq_epi16(_mm256_slli_epi16(h, 1), _mm256_set1_epi16(0x7F00));
-        h = _mm256_add_epi16(h, _mm256_and_si256(nan, _mm256_set1_epi16(0x3E80)));
-        _mm256_storeu_ps(dst + i, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), k256));
-        _mm256_storeu_ps(dst + i + 8, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)), k256));
-      }
-      fp8_to_f32(s + i, dst + i, n - i, [](__m256i c) { return e4m3_decode(c); }, e4m3_to_fp32);
-      return true;
-    }
+    case Format::E5M2: fp8_to_f32<false>(static_cast<const std::uint8_t*>(src), dst, n); return true;
+    case Format::E4M3: fp8_to_f32<true>(static_cast<const std::uint8_t*>(src), dst, n); return true;
     default: return false;  // TF32 is already FP32: the caller copies
   }
 }
@@ -394,20 +324,8 @@ bool f16c_quantize(Format f, float* x, std::size_t n, bool saturate) {
       }
       for (; i < n; ++i) x[i] = round_to_tf32(x[i]);
       return true;
-    case Format::E5M2:
-      for (; i + 8 <= n; i += 8) {
-        auto* p = reinterpret_cast<__m256i*>(x + i);
-        _mm256_storeu_ps(x + i, e5m2_decode(e5m2_encode(_mm256_loadu_si256(p), saturate)));
-      }
-      for (; i < n; ++i) x[i] = e5m2_to_fp32(fp32_to_e5m2(x[i], saturate));
-      return true;
-    case Format::E4M3:
-      for (; i + 8 <= n; i += 8) {
-        auto* p = reinterpret_cast<__m256i*>(x + i);
-        _mm256_storeu_ps(x + i, e4m3_decode(e4m3_encode(_mm256_loadu_si256(p), saturate)));
-      }
-      for (; i < n; ++i) x[i] = e4m3_to_fp32(fp32_to_e4m3(x[i], saturate));
-      return true;
+    case Format::E5M2: fp8_quantize<false>(x, n, saturate); return true;
+    case Format::E4M3: fp8_quantize<true>(x, n, saturate); return true;
     default: return false;
   }
 }
