@@ -93,7 +93,7 @@ class GemmEngine {
     bool runtime_alpha = false;  // output scale given at execution (the FP8 layers' 1/scale)
     // Batched calls: the batch dimensions and the operands' batch strides.
     std::int64_t batch0 = 1, batch1 = 1, sa0 = 0, sa1 = 0, sb0 = 0, sb1 = 0, sc0 = 0, sc1 = 0;
-    // >= 0: the primitive of one thread's row slice (run_sliced), created
+    // >= 0: the primitive of one thread's slice (run_sliced, run_ksplit), created
     // for one thread; -1: a primitive that uses all the threads.
     int slice = -1;
     bool operator==(const Key&) const = default;
@@ -112,7 +112,8 @@ class GemmEngine {
                     float alpha);
   // Binds the operands (and the bias when the plan takes one) and runs it.
   void execute(Plan& p, const void* a, const void* b, float* c, const float* bias);
-  // Runs `p` on a thread's own stream and scratchpad (inside run_sliced).
+  // Runs `p` on a thread's own stream and scratchpad (inside on_slices);
+  // alpha: its run-time output scale, where the plan takes one.
   void execute_on(Plan& p, const void* a, const void* b, float* c, const float* bias, const dnnl::stream& s,
                   Workspace& scratch, const float* alpha = nullptr);
   // A GEMM whose operands need decoding, split by rows of C over the
@@ -159,7 +160,7 @@ class GemmEngine {
   // Decoded operands, B transposed for the own kernel, its per-thread row
   // accumulators, and oneDNN's scratchpad (user-managed, shared by plans).
   Workspace m_a_ws, m_b_ws, m_bt_ws, m_acc_ws, m_scratch;
-  // run_sliced's per-thread decode buffers, scratchpads and streams.
+  // run_sliced's and run_ksplit's per-thread buffers, scratchpads and streams.
   struct Slice;
   std::vector<std::unique_ptr<Slice>> m_slices;
   const std::string* m_last_impl = nullptr;
