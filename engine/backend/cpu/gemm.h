@@ -139,6 +139,13 @@ class GemmEngine {
   // 1041 -> 964 us, BF16 1018 -> 882 us, FP8 decoded to f32 (no native
   // bf16) 2081 -> 1597 us. Returns null when the GEMM does not qualify.
   Plan* run_ksplit(const GemmArgs& g, bool bf16, std::int64_t ldc, const GemmEncode* encode);
+  // A forward product x W^T with fewer rows than columns (B stored n x k,
+  // to decode: the mlp's fc1, 128 x 256 x 784), split by columns of C:
+  // each thread decodes all of A and only its rows of W, which the
+  // optimizer step wrote on that thread, and finishes (alpha, bias, encode)
+  // its columns. Row slices would decode all of W on every thread and have
+  // the next update write codes the other core has read.
+  Plan* run_colsplit(const GemmArgs& g, bool bf16, std::int64_t ldc, bool alpha_pass, const GemmEncode* encode);
   // run_sliced's and run_ksplit's threads: at least nt slices, and room in
   // the plan cache for nt lookups. on_slices runs work(t, slice) on nt
   // threads, then (finish not null) a barrier and finish(t, slice) unless a

@@ -517,7 +517,9 @@ TEST_P(Conformance, GemmDecodesEveryFp8CodeExactly) {
 // are decoded (FP16, FP8: the CPU's sliced path either way), within the
 // f32 summation bound where the CPU may split an FP32/BF16 product over the
 // threads differently to encode each part as it finishes. Shapes: the
-// transformer's forward and dx GEMMs (sliced) and small ones (not).
+// transformer's forward and dx GEMMs (sliced), forwards with fewer rows
+// than columns (the mlp's fc1: split by columns of C, each thread encoding
+// its part of every row), and small ones (not).
 TEST_P(Conformance, GemmEncodeEqualsGemmThenConvert) {
   struct Case {
     i64 m, n, k;
@@ -537,6 +539,8 @@ TEST_P(Conformance, GemmEncodeEqualsGemmThenConvert) {
       {512, 64, 64, Format::FP32, Format::FP32, true, true, 1.0f},
       {7, 13, 5, Format::FP16, Format::BF16, true, true, 1.0f},
       {128, 10, 64, Format::BF16, Format::BF16, true, true, 1.0f},
+      {64, 200, 96, Format::FP16, Format::FP16, true, true, 1.0f},
+      {100, 256, 64, Format::E4M3, Format::E4M3, true, false, 0.37f},
   };
   std::uint64_t seed = 300;
   for (const Case& c : cases)
