@@ -552,6 +552,11 @@ void CpuBackend::sgd_update_encode(const SgdUpdate& u, const UpdateEncode& e) { 
 
 void CpuBackend::sgd_update_coded(const SgdUpdate& u, const UpdateEncode& e) { sgd_encode_blocks(u, e, true); }
 
+// An update that also encodes does about twice an update's work a value:
+// it goes parallel from a quarter of optim_detail::kParallelMin (the mlp's
+// fc2 weights, 32768 values).
+constexpr std::int64_t kEncodeParallelMin = static_cast<std::int64_t>(optim_detail::kParallelMin / 4);
+
 void CpuBackend::sgd_encode_blocks(const SgdUpdate& u, const UpdateEncode& e, bool decode_first) {
   const std::size_t es = storage_bytes(e.format);
   // The default: the empty, the f32-container and (for codes to decode) the
@@ -572,7 +577,7 @@ void CpuBackend::sgd_encode_blocks(const SgdUpdate& u, const UpdateEncode& e, bo
   const std::int64_t n = u.n, blocks = (n + kBlock - 1) / kBlock;
   auto* codes = static_cast<std::byte*>(e.codes);
   std::uint32_t m = 0;
-#pragma omp parallel for schedule(static) reduction(max : m) if (n >= static_cast<std::int64_t>(optim_detail::kParallelMin))
+#pragma omp parallel for schedule(static) reduction(max : m) if (n >= kEncodeParallelMin)
   for (std::int64_t b = 0; b < blocks; ++b) {
     const std::int64_t i0 = b * kBlock, len = std::min(kBlock, n - i0);
     // Weights kept only as codes: this block's values decoded first.
