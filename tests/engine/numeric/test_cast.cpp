@@ -310,15 +310,17 @@ TEST_P(CastPaths, E5M2EveryFp16RoundingPattern) {
 // (decode, FP32 product, max of the unscaled |x| bit patterns, scalar cast)
 // at every length and alignment, from FP32 values and from BF16 and FP16
 // codes (every class: random patterns), for scales that keep values in
-// range, push them past the format's maximum, and 1 (no multiply); paths
-// without a fused kernel say so and write nothing.
+// range, push them past the format's maximum (3e30: past FP32's too), and
+// 1 (no multiply), and around 2^-118, below which E4M3's 2^-8 is no longer
+// folded into the scale; paths without a fused kernel say so and write
+// nothing.
 TEST_P(CastPaths, ScaledCastWithAmaxEqualsItsSteps) {
   const CastPath p = GetParam();
   const bool fused_path = p != CastPath::Scalar;
   for (Format from : {Format::FP32, Format::BF16, Format::FP16}) {
     const std::size_t ws = engine::storage_bytes(from);
     for (Format f : {Format::E4M3, Format::E5M2}) {
-      for (float scale : {1.0f, 0.4375f, 3.0f, 1.0e-3f, 1.0e4f}) {
+      for (float scale : {1.0f, 0.4375f, 3.0f, 1.0e-3f, 1.0e4f, 3.0e30f, 0x1p-118f, 0x1.fffffep-119f}) {
         for (bool sat : {false, true}) {
           for (std::size_t n : kLengths) {
             const std::size_t misalign = n % 5;
