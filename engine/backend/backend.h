@@ -525,6 +525,12 @@ class Backend {
     convert(g, dy, Format::FP32, sdy, n, {});
     gelu_backward(x, sdy, dx, n);
   }
+  // The same for ReLU (the mlp's E5M2 gradients between FP8 layers): the
+  // bits of decoding dy into sdy and relu_backward.
+  virtual void relu_backward_coded(const float* x, Format g, const void* dy, float* dx, std::int64_t n, float* sdy) {
+    convert(g, dy, Format::FP32, sdy, n, {});
+    relu_backward(x, sdy, dx, n);
+  }
   // GELU forward straight into an FP8 layer's delayed-scaled input cast: q
   // and *amax as gelu_forward into `scratch` (n floats of backend memory,
   // contents undefined after) and scale_amax_encode of that give them; this

@@ -18,6 +18,12 @@ bool ReLU::forward_bits(Backend& be, const Tensor& x, Tensor& y) {
   return true;
 }
 
+bool ReLU::backward_coded_dy(Backend& be, const Tensor& x, const Tensor& dy, Tensor& dx) {
+  m_dy32.resize(x.shape(), Format::FP32);
+  if (x.numel()) be.relu_backward_coded(x.f32(), dy.format(), dy.data(), dx.f32(), x.numel(), m_dy32.f32());
+  return true;
+}
+
 bool ReLU::backward_bits(Backend& be, const Tensor& x, const Tensor& dy, Tensor& dx) {
   if (!is_half_format(x.format()) || !is_half_format(dy.format()) || dx.format() != dy.format()) return false;
   be.relu16_backward(x.format(), x.data(), dy.format(), dy.data(), dx.data(), x.numel());

@@ -27,6 +27,8 @@ class ReLU : public PointwiseLayer {
   }
   bool forward_bits(Backend& be, const Tensor& x, Tensor& y) override;
   bool backward_bits(Backend& be, const Tensor& x, const Tensor& dy, Tensor& dx) override;
+  // FP8 (or FP16/BF16) gradient codes into FP32 math: Backend::relu_backward_coded.
+  bool backward_coded_dy(Backend& be, const Tensor& x, const Tensor& dy, Tensor& dx) override;
 };
 
 }  // namespace engine

@@ -316,6 +316,10 @@ class TimingBackend final : public engine::Backend {
                            float* sdy) override {
     PL_TIMED("gelu_backward_coded " + std::string(engine::format_name(g)), m_in->gelu_backward_coded(x, g, dy, dx, n, sdy));
   }
+  void relu_backward_coded(const float* x, engine::Format g, const void* dy, float* dx, std::int64_t n,
+                           float* sdy) override {
+    PL_TIMED("relu_backward_coded " + std::string(engine::format_name(g)), m_in->relu_backward_coded(x, g, dy, dx, n, sdy));
+  }
   void gelu_forward_encode(const float* x, std::int64_t n, float s, engine::Format f, void* q,
                            const engine::CastOptions& o, float* a, float* scratch) override {
     PL_TIMED("gelu_forward_encode " + std::string(engine::format_name(f)),

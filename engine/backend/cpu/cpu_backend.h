@@ -104,6 +104,8 @@ class CpuBackend final : public Backend {
 
   void relu_forward(const float* x, float* y, std::int64_t n) override;
   void relu_backward(const float* x, const float* dy, float* dx, std::int64_t n) override;
+  void relu_backward_coded(const float* x, Format g, const void* dy, float* dx, std::int64_t n,
+                           float* sdy) override;
   void relu16_forward(Format f, const void* x, void* y, std::int64_t n) override;
   void relu16_backward(Format f, const void* x, Format g, const void* dy, void* dx, std::int64_t n) override;
   void patchify(const float* x, float* patches, std::int64_t B, std::int64_t C, std::int64_t H, std::int64_t W,

@@ -362,6 +362,10 @@ class GuardedBackend final : public Backend {
     Open o(*this, "gelu_backward_coded", x, dy, dx, sdy);
     m_inner->gelu_backward_coded(x, g, dy, dx, n, sdy);
   }
+  void relu_backward_coded(const float* x, Format g, const void* dy, float* dx, std::int64_t n, float* sdy) override {
+    Open o(*this, "relu_backward_coded", x, dy, dx, sdy);
+    m_inner->relu_backward_coded(x, g, dy, dx, n, sdy);
+  }
   void gelu_forward_encode(const float* x, std::int64_t n, float scale, Format f, void* q, const CastOptions& opt,
                            float* amax, float* scratch) override {
     Open o(*this, "gelu_forward_encode", x, q, amax, scratch);

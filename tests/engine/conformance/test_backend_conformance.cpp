@@ -1417,10 +1417,10 @@ TEST_P(Conformance, Gelu16EqualsDecodeGeluEncode) {
       }
 }
 
-// GELU backward from gradient codes (FP16, BF16, unscaled FP8: the fp8
-// recipe's E5M2) into f32 gives the bits of decoding dy and gelu_backward,
-// for sizes around the CPU's chunk.
-TEST_P(Conformance, GeluBackwardCodedEqualsDecodeThenBackward) {
+// GELU and ReLU backward from gradient codes (FP16, BF16, unscaled FP8:
+// the fp8 recipe's E5M2) into f32 give the bits of decoding dy and
+// gelu_backward / relu_backward, for sizes around the CPU's chunk.
+TEST_P(Conformance, PointwiseBackwardCodedEqualsDecodeThenBackward) {
   for (std::size_t n : {std::size_t{10}, std::size_t{2049}, std::size_t{300007}})
     for (Format g : {Format::BF16, Format::FP16, Format::E5M2, Format::E4M3}) {
       std::vector<float> xv = normal_values(n, 171 + n, 3.0f), dv = normal_values(n, 172 + n, 50.0f);
@@ -1440,6 +1440,11 @@ TEST_P(Conformance, GeluBackwardCodedEqualsDecodeThenBackward) {
       be->gelu_backward_coded(xd.get(), g, dd.get(), got.get(), ni, scratch.get());
       expect_bit_equal(got.host(), want.host(),
                        std::string("gelu_backward_coded ") + engine::format_name(g) + " n=" + std::to_string(n));
+      auto relu_want = out(n), relu_got = out(n);
+      be->relu_backward(xd.get(), sd.get(), relu_want.get(), ni);
+      be->relu_backward_coded(xd.get(), g, dd.get(), relu_got.get(), ni, scratch.get());
+      expect_bit_equal(relu_got.host(), relu_want.host(),
+                       std::string("relu_backward_coded ") + engine::format_name(g) + " n=" + std::to_string(n));
       if (HasFailure()) return;
     }
 }
