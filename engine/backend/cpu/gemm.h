@@ -127,7 +127,9 @@ class GemmEngine {
   // With `encode`, a GEMM is sliced even when its operands need no decode,
   // and each thread finishes its rows (alpha, bias) and encodes them while
   // they are in its cache; the caller then does neither.
-  Plan* run_sliced(const GemmArgs& g, bool bf16, std::int64_t ldc, bool alpha_pass, const GemmEncode* encode);
+  // threads = 1: the whole product on one thread (run's tiny products).
+  Plan* run_sliced(const GemmArgs& g, bool bf16, std::int64_t ldc, bool alpha_pass, const GemmEncode* encode,
+                   int threads = 0);
   // A long reduction with both operands stored k-major (A transposed:
   // the weight gradients dy^T x, k = 2048 tokens in the transformer), on
   // the bf16 path or with operands to decode, split by k over the threads:
@@ -154,6 +156,7 @@ class GemmEngine {
   template <class Work, class Finish>
   void on_slices(int nt, Work&& work, Finish&& finish);
   static constexpr std::int64_t kKsplitMinK = 1024;
+  static constexpr std::int64_t kTinyMacs = std::int64_t{1} << 18;
   // run's product: true when it also encoded C (the sliced path).
   bool product(const GemmArgs& args, const GemmEncode* encode);
   void run_lowp(const GemmArgs& args);
