@@ -524,7 +524,10 @@ void CpuBackend::unscale_grads_coded(const GradBuffer* grads, const GradCodes* c
     const GradCodes src = codes ? codes[k] : GradCodes{};
     const auto* src_bytes = static_cast<const std::byte*>(src.data);
     const std::size_t src_es = src.data ? storage_bytes(src.format) : 0;
-#pragma omp parallel for schedule(static) if (n >= 65536)
+    // Two blocks are worth the threads (the mlp's fc2 gradients, 32768
+    // values; the whole pass a step, capped AVX2: fp16 40.0 -> 37.0 us,
+    // fp32 28.2 -> 26.4).
+#pragma omp parallel for schedule(static) if (blocks >= 2)
     for (std::int64_t b = 0; b < blocks; ++b) {
       const std::int64_t i0 = b * kBlock, len = std::min(n, i0 + kBlock) - i0;
       if (src_bytes)
