@@ -15,8 +15,10 @@ namespace engine {
 // x stored in format fx (FP32, or a format the GEMM decodes).
 void mean_pool_forward(Backend& be, const void* x, Format fx, float* y, std::int64_t B, std::int64_t T,
                        std::int64_t C, const float* ones);
-// dx[b, t, c] = dy[b, c] / T
-void mean_pool_backward(Backend& be, const float* dy, float* dx, std::int64_t B, std::int64_t T, std::int64_t C);
+// dx[b, t, c] = dy[b, c] * (1/T); sdy: B*C floats of scratch (dy scaled
+// there first, then repeated: one pass over dx instead of two).
+void mean_pool_backward(Backend& be, const float* dy, float* dx, std::int64_t B, std::int64_t T, std::int64_t C,
+                        float* sdy);
 
 // Saves only the input shape (0 bytes).
 struct MeanPoolContext : Context {
@@ -36,9 +38,9 @@ class MeanPool : public Layer {
   void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) override;
 
  private:
-  Tensor m_x32, m_xc, m_y32, m_dy32, m_dx32, m_ones;
+  Tensor m_x32, m_xc, m_y32, m_dy32, m_dx32, m_ones, m_dys;
   std::size_t workspace_bytes() const override {
-    return tensors_bytes({&m_x32, &m_xc, &m_y32, &m_dy32, &m_dx32, &m_ones});
+    return tensors_bytes({&m_x32, &m_xc, &m_y32, &m_dy32, &m_dx32, &m_ones, &m_dys});
   }
 };
 
