@@ -22,6 +22,7 @@ target_sources(engine_cpu PRIVATE
   cpu/loss.cpp
   cpu/step_ops.cpp
   cpu/step_kernels.cpp
+  cpu/sgd_fp16_avx2.cpp
 )
 # The reduced-precision emulation rounds after every multiply and add; a
 # contracted FMA would skip a rounding and break bit-exactness with the
@@ -49,6 +50,9 @@ set_source_files_properties(cpu/gelu_avx512.cpp PROPERTIES COMPILE_OPTIONS
 set_source_files_properties(cpu/gelu_cast_avx512.cpp PROPERTIES COMPILE_OPTIONS
                             "-mavx512f;-ffp-contract=off;$<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>;$<$<CXX_COMPILER_ID:GNU>:-Wno-uninitialized>")
 set_source_files_properties(cpu/gelu_avx2.cpp PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-ffp-contract=off;-fno-trapping-math")
+# The fp16 recipe's fused optimizer block: F16C lanes, rounded as
+# step_kernels.cpp's plain expressions (no contraction).
+set_source_files_properties(cpu/sgd_fp16_avx2.cpp PROPERTIES COMPILE_OPTIONS "-mavx2;-mf16c;-ffp-contract=off")
 set_source_files_properties(cpu/gelu_cast_avx2.cpp PROPERTIES COMPILE_OPTIONS
                             "-mavx2;-mfma;-ffp-contract=off;-fno-trapping-math;$<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>")
 target_link_libraries(engine_cpu PRIVATE mvec)

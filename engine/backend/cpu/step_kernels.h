@@ -34,5 +34,12 @@ void sgd_buffer_run(float* buf, const float* p, const float* g, std::int64_t n, 
 // The step from the (rounded) buffer: p -= lr * buf, or with Nesterov
 // p -= lr * ((g + wd * p) + momentum * buf).
 void sgd_step_run(float* p, const float* g, const float* buf, std::int64_t n, const SgdCoeffs& c, bool nesterov);
+// Weights kept only as FP16 codes, updated in one pass (sgd_fp16_avx2.cpp,
+// AVX2 + F16C: callers check cast_path_supported(CastPath::F16C)): p
+// decoded, sgd_buffer_run (the buffer rounded to FP16 when fp16_state),
+// sgd_step_run without Nesterov, p into value and its nearest FP16 codes
+// back into codes -- the bits of those passes.
+void sgd_fp16_block(std::uint16_t* codes, float* value, const float* grad, float* buf, std::int64_t n,
+                    const SgdCoeffs& c, bool first, bool fp16_state);
 
 }  // namespace engine::cpu
