@@ -680,9 +680,12 @@ void census_range(const GradCensus& c, std::int64_t b, std::int64_t e, std::int6
       ++out[0];
       continue;
     }
-    if (std::isfinite(v)) {
-      int bin = std::ilogb(v) - c.log2_lo;  // floor(log2|v|), subnormals included
-      bin = std::clamp(bin, 0, kCensusBins - 1);
+    const std::uint32_t u = std::bit_cast<std::uint32_t>(v) & 0x7FFFFFFFu;
+    if (u < 0x7F800000u) {
+      // floor(log2|v|) (std::ilogb's, a libm call a value): the exponent
+      // field, or for a subnormal the position of its top bit.
+      const int e = u >= 0x00800000u ? static_cast<int>(u >> 23) - 127 : std::bit_width(u) - 150;
+      const int bin = std::clamp(e - c.log2_lo, 0, kCensusBins - 1);
       ++hist[bin];
     }
     const double a = std::fabs(static_cast<double>(v));
