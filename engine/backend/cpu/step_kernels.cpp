@@ -1,6 +1,7 @@
 // Step-level loops of the CPU backend, one clone per ISA (step_kernels.h).
 #include "backend/cpu/step_kernels.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "backend/cpu/lanes.h"
@@ -103,6 +104,56 @@ PL_CPU_CLONES void sgd_step_run(float* __restrict p, const float* __restrict g, 
     for (std::int64_t i = 0; i < n; ++i) p[i] -= lr * ((g[i] + wd * p[i]) + momentum * buf[i]);
   else
     for (std::int64_t i = 0; i < n; ++i) p[i] -= lr * buf[i];
+}
+
+// Each count a sum of comparisons (vectorized; the classes are nested, so
+// the caller takes differences). tie_at: the overflow threshold where a tie
+// overflows, else -1, which no |v| equals.
+PL_CPU_CLONES void census_class_sums(const float* __restrict v, const float* __restrict own, std::int64_t n,
+                                     double scale, double underflow, double subnormal_hi, double overflow, bool tie,
+                                     std::int64_t* out) {
+  const double tie_at = tie ? overflow : -1.0;
+  std::int64_t nz = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, u2 = 0, u3 = 0, u4 = 0;
+  // The unscaled classes; the scaled ones below, with or without own.
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double a = std::fabs(static_cast<double>(v[i]));
+    const bool nan = a != a;
+    nz += a != 0.0;
+    u2 += (a > underflow) | nan;
+    u3 += (a >= subnormal_hi) | nan;
+    u4 += (a > overflow) | (a == tie_at) | nan;
+  }
+  if (own) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double a = std::fabs(static_cast<double>(v[i]));
+      const double w = a * scale;
+      const bool nan = w != w, z = a != 0.0, forced = own[i] == 0.0f, keep = z & !forced;
+      s1 += z & ((w != 0.0) | forced);
+      s2 += keep & ((w > underflow) | nan);
+      s3 += keep & ((w >= subnormal_hi) | nan);
+      s4 += keep & ((w > overflow) | (w == tie_at) | nan);
+    }
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double a = std::fabs(static_cast<double>(v[i]));
+      const double w = a * scale;
+      const bool nan = w != w, z = a != 0.0;
+      s1 += z & (w != 0.0);
+      s2 += z & ((w > underflow) | nan);
+      s3 += z & ((w >= subnormal_hi) | nan);
+      s4 += z & ((w > overflow) | (w == tie_at) | nan);
+    }
+  }
+  out[0] += nz;
+  out[1] += s1;
+  out[2] += s2;
+  out[3] += s3;
+  out[4] += s4;
+  out[5] += nz;
+  out[6] += nz;  // every nonzero |v| is Underflow or above
+  out[7] += u2;
+  out[8] += u3;
+  out[9] += u4;
 }
 
 }  // namespace engine::cpu

@@ -675,35 +675,42 @@ void census_range(const GradCensus& c, std::int64_t b, std::int64_t e, std::int6
   std::int64_t* scaled = out + 1 + kCensusBins;
   std::int64_t* unscaled = scaled + 5;
   for (std::int64_t i = b; i < e; ++i) {
-    const float v = c.values[i];
-    if (v == 0.0f) {
+    const std::uint32_t u = std::bit_cast<std::uint32_t>(c.values[i]) & 0x7FFFFFFFu;
+    if (u == 0) {
       ++out[0];
-      continue;
-    }
-    const std::uint32_t u = std::bit_cast<std::uint32_t>(v) & 0x7FFFFFFFu;
-    if (u < 0x7F800000u) {
+    } else if (u < 0x7F800000u) {
       // floor(log2|v|) (std::ilogb's, a libm call a value): the exponent
       // field, or for a subnormal the position of its top bit.
-      const int e = u >= 0x00800000u ? static_cast<int>(u >> 23) - 127 : std::bit_width(u) - 150;
-      const int bin = std::clamp(e - c.log2_lo, 0, kCensusBins - 1);
-      ++hist[bin];
+      const int e2 = u >= 0x00800000u ? static_cast<int>(u >> 23) - 127 : std::bit_width(u) - 150;
+      ++hist[std::clamp(e2 - c.log2_lo, 0, kCensusBins - 1)];
     }
-    const double a = std::fabs(static_cast<double>(v));
-    const bool own_zero = c.own && c.own[i] == 0.0f;
-    if (c.block) {
-      const bool flushed = c.block[i] == 0.0f || own_zero;
+  }
+  if (c.block) {
+    // Flushed by the block quantization (or zero as the run computed it):
+    // Underflow, else Normal, scaled and unscaled alike.
+    for (std::int64_t i = b; i < e; ++i) {
+      if (c.values[i] == 0.0f) continue;
+      const bool flushed = c.block[i] == 0.0f || (c.own && c.own[i] == 0.0f);
       const int m = static_cast<int>(flushed ? Magnitude::Underflow : Magnitude::Normal);
       ++scaled[m];
       ++unscaled[m];
-      continue;
     }
-    Magnitude as_run = classify_magnitude(c.thresholds, a * c.scale);
-    // Nonzero in exact arithmetic, zero as the run computed it: flushed
-    // somewhere on the way, whatever the exact value's size.
-    if (own_zero) as_run = Magnitude::Underflow;
-    ++scaled[static_cast<int>(as_run)];
-    ++unscaled[static_cast<int>(c.scale == 1.0 ? as_run : classify_magnitude(c.thresholds, a))];
+    return;
   }
+  // classify_magnitude of |v| * scale (Underflow where the run's own value
+  // is zero: flushed somewhere on the way, whatever the exact value's
+  // size) and of |v|, as nested counts: class k is (>= k) - (>= k + 1).
+  const RoundingThresholds& t = c.thresholds;
+  std::int64_t s[10] = {};
+  cpu::census_class_sums(c.values + b, c.own ? c.own + b : nullptr, e - b, c.scale, t.underflow, t.subnormal_hi,
+                         t.overflow, t.tie_overflows, s);
+  const std::int64_t* un = c.scale == 1.0 ? s : s + 5;
+  for (int k = 0; k < 4; ++k) {
+    scaled[k] += s[k] - s[k + 1];
+    unscaled[k] += un[k] - un[k + 1];
+  }
+  scaled[4] += s[4];
+  unscaled[4] += un[4];
 }
 
 }  // namespace

@@ -357,8 +357,21 @@ TEST(CudaStepMath, CensusMatchesCpu) {
     for (double scale : {1.0, 65536.0, 0x1p-8}) {
       for (int log2_lo : {-40, -140}) {
         for (int extra : {0, 1, 2}) {  // none, own, block
-          const std::vector<float> values = make_values(n, seed++, {-150, 40, 0.02, 0.05, false});
+          std::vector<float> values = make_values(n, seed++, {-150, 40, 0.02, 0.05, false});
           std::vector<float> other = make_values(n, seed++, {-20, 4, 0.0, 0.1, false});
+          // The format's thresholds themselves (ties) and their neighbours,
+          // at scale 1 and divided by the scale, both signs; and own values
+          // of zero (the run flushed them) every 7th value.
+          {
+            const engine::RoundingThresholds th = engine::rounding_thresholds(f);
+            std::size_t at = 0;
+            for (double x : {th.underflow, th.subnormal_hi, th.overflow})
+              for (double s : {1.0, scale})
+                for (float y : {static_cast<float>(x / s), std::nextafter(static_cast<float>(x / s), 0.0f),
+                                std::nextafter(static_cast<float>(x / s), INFINITY)})
+                  for (float sign : {1.0f, -1.0f}) values[(at++) * 5 + 1] = sign * y;
+          }
+          for (std::size_t i = 3; i < n; i += 7) other[i] = 0.0f;
           engine::GradCensus c;
           c.values = values.data();
           c.own = extra == 1 ? other.data() : nullptr;
