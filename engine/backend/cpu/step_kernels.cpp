@@ -55,6 +55,40 @@ template <bool write>
 
 }  // namespace
 
+PL_CPU_CLONES void error_sums_run(const float* a, const float* b, std::int64_t n, double* out) {
+  v8d dlo = {}, dhi = {}, rlo = {}, rhi = {}, xlo = {}, xhi = {};
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    v8f a0, a1, b0, b1;
+    std::memcpy(&a0, a + i, sizeof a0);
+    std::memcpy(&a1, a + i + kLanes / 2, sizeof a1);
+    std::memcpy(&b0, b + i, sizeof b0);
+    std::memcpy(&b1, b + i + kLanes / 2, sizeof b1);
+    const v8d db0 = __builtin_convertvector(b0, v8d), db1 = __builtin_convertvector(b1, v8d);
+    const v8d d0 = __builtin_convertvector(a0, v8d) - db0, d1 = __builtin_convertvector(a1, v8d) - db1;
+    dlo += d0 * d0;
+    dhi += d1 * d1;
+    rlo += db0 * db0;
+    rhi += db1 * db1;
+    xlo += d0 * db0;
+    xhi += d1 * db1;
+  }
+  double acc[3][kLanes];
+  std::memcpy(acc[0], &dlo, sizeof dlo);
+  std::memcpy(acc[0] + kLanes / 2, &dhi, sizeof dhi);
+  std::memcpy(acc[1], &rlo, sizeof rlo);
+  std::memcpy(acc[1] + kLanes / 2, &rhi, sizeof rhi);
+  std::memcpy(acc[2], &xlo, sizeof xlo);
+  std::memcpy(acc[2] + kLanes / 2, &xhi, sizeof xhi);
+  for (int j = 0; i + j < n; ++j) {
+    const double bj = static_cast<double>(b[i + j]), d = static_cast<double>(a[i + j]) - bj;
+    acc[0][j] += d * d;
+    acc[1][j] += bj * bj;
+    acc[2][j] += d * bj;
+  }
+  for (int k = 0; k < 3; ++k) out[k] += fold_lanes(acc[k]);
+}
+
 PL_CPU_CLONES void add_run(const float* a, const float* b, float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
 }

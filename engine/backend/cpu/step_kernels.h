@@ -16,6 +16,11 @@ double sum_squares_run(const float* x, std::int64_t n, std::int64_t* nonfinite);
 // x[i] *= inv, then sum_squares_run's sum and count of the new values.
 double unscale_run(float* x, std::int64_t n, float inv, std::int64_t* nonfinite);
 
+// Backend::error_sums over [0, n): out[0] += sum (a-b)^2, out[1] += sum
+// b^2, out[2] += sum (a-b) b, in double, lane-wise (kLanes partial sums
+// folded in lanes.h's fixed tree: the same bits in every clone).
+void error_sums_run(const float* a, const float* b, std::int64_t n, double* out);
+
 // y[i] = a[i] + b[i] and x[i] *= s: the elementwise ops' loops, one range.
 void add_run(const float* a, const float* b, float* y, std::int64_t n);
 void scale_run(float* x, float s, std::int64_t n);

@@ -734,16 +734,7 @@ void CpuBackend::gradient_census(const GradCensus& c) {
 }
 
 void CpuBackend::error_sums(const float* a, const float* b, std::int64_t n, double* out) {
-  double diff = 0.0, ref = 0.0, along = 0.0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    const double d = static_cast<double>(a[i]) - static_cast<double>(b[i]);
-    diff += d * d;
-    ref += static_cast<double>(b[i]) * static_cast<double>(b[i]);
-    along += d * static_cast<double>(b[i]);
-  }
-  out[0] += diff;
-  out[1] += ref;
-  out[2] += along;
+  cpu::error_sums_run(a, b, n, out);
 }
 
 void CpuBackend::conv2d_block(const ConvBlockArgs& g) {

@@ -1750,6 +1750,34 @@ TEST_P(Conformance, SgdUpdateCodedEqualsDecodeThenUpdate) {
         }
 }
 
+// The shadow pass's error sums add sum (a-b)^2, sum b^2 and sum (a-b) b
+// (double) to what out holds, for lengths around the CPU's 16 lanes and
+// its tail, within double rounding of an exact (long double) sum.
+TEST_P(Conformance, ErrorSumsAddTheThreeSums) {
+  for (i64 n : {i64{1}, i64{15}, i64{16}, i64{17}, i64{1000}, i64{70001}}) {
+    const auto un = static_cast<std::size_t>(n);
+    const std::vector<float> a = normal_values(un, 990 + un, 3.0f), b = normal_values(un, 991 + un, 2.0f);
+    long double want[3] = {1.5L, 2.5L, -3.5L}, scale[3] = {0, 0, 0};
+    for (std::size_t i = 0; i < un; ++i) {
+      const long double bi = b[i], d = static_cast<long double>(a[i]) - bi;
+      want[0] += d * d;
+      want[1] += bi * bi;
+      want[2] += d * bi;
+      scale[0] += d * d;
+      scale[1] += bi * bi;
+      scale[2] += std::fabs(d * bi);
+    }
+    auto ad = dev(a), bd = dev(b);
+    DeviceBuffer<double> out(GetParam(), {1.5, 2.5, -3.5});
+    be->error_sums(ad.get(), bd.get(), n, out.get());
+    const std::vector<double> got = out.host();
+    for (int k = 0; k < 3; ++k)
+      EXPECT_NEAR(got[static_cast<std::size_t>(k)], static_cast<double>(want[k]),
+                  1e-13 * static_cast<double>(scale[k] + 4.0L))
+          << "n=" << n << " sum " << k;
+  }
+}
+
 // Gradients kept as codes: the unscale that decodes them as it goes gives
 // the values, counts and sum of squares of decoding them and unscale_grads,
 // beside an FP32 gradient, with and without a loss scale, inf and NaN.
