@@ -134,40 +134,35 @@ void add_bias_rows(float* c, std::int64_t m, std::int64_t n, std::int64_t ldc, c
   for (std::int64_t i = 0; i < m; ++i) add_bias_row(c + i * ldc, n, bias);
 }
 
-// Rows [m0, m0 + rows) of C (ldc == n) encoded as e says, stochastic
-// rounding at their index offset (or rounded in place: e.codes null):
-// element for element what one cast of all of C gives.
-void encode_rows(const GemmEncode& e, float* c, std::int64_t m0, std::int64_t rows, std::int64_t n) {
+// The slices' rule for alpha as oneDNN's run-time output scale (see
+// run_sliced): without a bias, and on the bf16 path only where C is large
+// against the operands.
+bool runtime_alpha_pays(const GemmArgs& g, bool bf16, bool alpha_pass) {
+  return alpha_pass && !g.bias && (!bf16 || g.m * g.n >= g.k * (g.m + g.n));
+}
+
+// C's values [at, at + len) (rows contiguous, ldc == n: flat indices)
+// encoded as e says, stochastic rounding at their index offset (or rounded
+// in place: e.codes null): element for element what one cast of all of C
+// gives. A slice's rows are one span, a column slice's row part another.
+void encode_span(const GemmEncode& e, float* c, std::int64_t at, std::int64_t len) {
   if (!e.codes) {
     // In place: quantize()'s rounding (no stochastic option there).
     CastOptions q;
     q.saturate = e.opt.saturate;
-    quantize_inplace(e.format, c + m0 * n, static_cast<std::size_t>(rows * n), q);
+    quantize_inplace(e.format, c + at, static_cast<std::size_t>(len), q);
     return;
   }
   CastOptions o = e.opt;
-  o.index_offset += static_cast<std::uint64_t>(m0 * n);
+  o.index_offset += static_cast<std::uint64_t>(at);
   const std::size_t es = storage_bytes(e.format);
-  cast_from_f32(e.format, c + m0 * n, static_cast<std::byte*>(e.codes) + static_cast<std::size_t>(m0 * n) * es,
-                static_cast<std::size_t>(rows * n), o);
+  cast_from_f32(e.format, c + at, static_cast<std::byte*>(e.codes) + static_cast<std::size_t>(at) * es,
+                static_cast<std::size_t>(len), o);
 }
 
-// Columns [n0, n0 + cols) of C's row i (ldc == n) encoded as e says: the
-// bits encode_rows gives them.
-void encode_segment(const GemmEncode& e, float* c, std::int64_t i, std::int64_t n0, std::int64_t cols,
-                    std::int64_t n) {
-  float* r = c + i * n + n0;
-  if (!e.codes) {
-    CastOptions q;
-    q.saturate = e.opt.saturate;
-    quantize_inplace(e.format, r, static_cast<std::size_t>(cols), q);
-    return;
-  }
-  CastOptions o = e.opt;
-  o.index_offset += static_cast<std::uint64_t>(i * n + n0);
-  const std::size_t es = storage_bytes(e.format);
-  cast_from_f32(e.format, r, static_cast<std::byte*>(e.codes) + static_cast<std::size_t>(i * n + n0) * es,
-                static_cast<std::size_t>(cols), o);
+// Rows [m0, m0 + rows) of C (ldc == n) encoded.
+void encode_rows(const GemmEncode& e, float* c, std::int64_t m0, std::int64_t rows, std::int64_t n) {
+  encode_span(e, c, m0 * n, rows * n);
 }
 
 // All of C encoded, over the threads in row blocks.
@@ -428,12 +423,21 @@ void GemmEngine::on_slices(int nt, Work&& work, Finish&& finish) {
 }
 
 GemmEngine::Plan* GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int64_t ldc, bool alpha_pass,
-                                         const GemmEncode* encode, int threads) {
+                                         const GemmEncode* encode) {
   // Rows per thread: below this a one-thread primitive loses more than the
   // private decode saves.
   constexpr std::int64_t kMinRows = 32;
-  const int nt = threads > 0 ? threads : omp_get_max_threads();
-  if (threads <= 0 && (nt < 2 || g.m < nt * kMinRows)) return nullptr;
+  int nt = omp_get_max_threads();
+  if (nt < 2) return nullptr;
+  if (g.m < nt * kMinRows) {
+    // Too few rows to slice. A tiny product (the mlp head's weight
+    // gradient, 10 x 128 x 128) then runs as one slice on the calling
+    // thread: no fork, and no operand decoded on one core and read on the
+    // other (7.5 -> 5.8 us; with rows to slice, 128 x 10 x 128 measured 6.8
+    // against 9.1 us on one thread). Larger ones run whole.
+    if (g.m * g.n * g.k > kTinyMacs) return nullptr;
+    nt = 1;
+  }
   if (!needs_decode(g.a.format, bf16) && !needs_decode(g.b.format, bf16) && !encode) return nullptr;
   // A long reduction with A stored transposed (k x m: the transformer's
   // weight gradients dy^T x, k = 2048 tokens) gives a thread no rows of its
@@ -478,7 +482,7 @@ GemmEngine::Plan* GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int6
     // 214 -> 226 with it; mlp 256 x 784 x 128 141 -> 128. The fp8 GEMMs'
     // sum a step with this rule against none and all: transformer 913
     // against 920 and 948 us, mlp 369 against 385 and 374.
-    key.runtime_alpha = alpha_pass && !g.bias && (!bf16 || g.m * g.n >= g.k * (g.m + g.n));
+    key.runtime_alpha = runtime_alpha_pays(g, bf16, alpha_pass);
     key.slice = t;
     m_slices[static_cast<std::size_t>(t)]->plan = &plan_for(key);
   }
@@ -577,8 +581,7 @@ GemmEngine::Plan* GemmEngine::run_colsplit(const GemmArgs& g, bool bf16, std::in
     // AVX-512: FP16 263 -> 285 us, FP8 on the bf16 path 136 -> 147).
     Key key = key_of(s, lda, g.k, s.n, bf16, alpha_pass ? 1.0f : g.alpha);
     key.has_bias = g.bias != nullptr && !alpha_pass;
-    // run_sliced's rule for the run-time scale.
-    key.runtime_alpha = alpha_pass && !g.bias && (!bf16 || g.m * s.n >= g.k * (g.m + s.n));
+    key.runtime_alpha = runtime_alpha_pays(g, bf16, alpha_pass);  // run_sliced's rule
     key.slice = t;
     m_slices[static_cast<std::size_t>(t)]->plan = &plan_for(key);
   }
@@ -599,7 +602,7 @@ GemmEngine::Plan* GemmEngine::run_colsplit(const GemmArgs& g, bool bf16, std::in
     // Its columns of C, each row encoded while in cache.
     for (std::int64_t i = 0; i < g.m; ++i) {
       std::memcpy(g.c + i * ldc + n0, part + i * cols, static_cast<std::size_t>(cols) * sizeof(float));
-      if (encode) encode_segment(*encode, g.c, i, n0, cols, g.n);
+      if (encode) encode_span(*encode, g.c, i * g.n + n0, cols);
     }
   }, nullptr);
   m_last_impl = &m_slices[0]->plan->impl;
@@ -645,14 +648,9 @@ bool GemmEngine::product(const GemmArgs& g, const GemmEncode* encode) {
   const GemmEncode* slice_encode = encode && ldc == g.n ? encode : nullptr;
   if (run_ksplit(g, bf16, ldc, slice_encode)) return slice_encode != nullptr;
   if (g.beta != 0.0f && g.beta != 1.0f) scale_block(g.c, g.m, g.n, ldc, g.beta);
-  // The slices finish (and encode) their own rows or columns. A tiny
-  // product with too few rows to slice (the mlp head's weight gradient,
-  // 10 x 128 x 128) runs as one slice on one thread: no fork, and no
-  // operand decoded on one core and read on the other (7.5 -> 5.8 us; with
-  // rows to slice, 128 x 10 x 128 measured 6.8 against 9.1 us on one).
-  const bool tiny = g.m * g.n * g.k <= kTinyMacs && g.m < 64;
+  // The slices finish (and encode) their own rows or columns.
   if (run_colsplit(g, bf16, ldc, alpha_pass, slice_encode)) return slice_encode != nullptr;
-  if (run_sliced(g, bf16, ldc, alpha_pass, slice_encode, tiny ? 1 : 0)) return slice_encode != nullptr;
+  if (run_sliced(g, bf16, ldc, alpha_pass, slice_encode)) return slice_encode != nullptr;
   const std::int64_t a_rows = g.a.trans ? g.k : g.m, a_cols = g.a.trans ? g.m : g.k;
   const std::int64_t b_rows = g.b.trans ? g.n : g.k, b_cols = g.b.trans ? g.k : g.n;
   const Prepared pa = prepare(g.a, a_rows, a_cols, bf16, m_a_ws);

@@ -127,9 +127,9 @@ class GemmEngine {
   // With `encode`, a GEMM is sliced even when its operands need no decode,
   // and each thread finishes its rows (alpha, bias) and encodes them while
   // they are in its cache; the caller then does neither.
-  // threads = 1: the whole product on one thread (run's tiny products).
-  Plan* run_sliced(const GemmArgs& g, bool bf16, std::int64_t ldc, bool alpha_pass, const GemmEncode* encode,
-                   int threads = 0);
+  // A tiny product with too few rows for the threads runs as one slice on
+  // the calling thread.
+  Plan* run_sliced(const GemmArgs& g, bool bf16, std::int64_t ldc, bool alpha_pass, const GemmEncode* encode);
   // A long reduction with both operands stored k-major (A transposed:
   // the weight gradients dy^T x, k = 2048 tokens in the transformer), on
   // the bf16 path or with operands to decode, split by k over the threads:

@@ -140,54 +140,45 @@ PL_CPU_CLONES void sgd_step_run(float* __restrict p, const float* __restrict g, 
     for (std::int64_t i = 0; i < n; ++i) p[i] -= lr * buf[i];
 }
 
-// Each count a sum of comparisons (vectorized; the classes are nested, so
-// the caller takes differences). tie_at: the overflow threshold where a tie
-// overflows, else -1, which no |v| equals.
-PL_CPU_CLONES void census_class_sums(const float* __restrict v, const float* __restrict own, std::int64_t n,
-                                     double scale, double underflow, double subnormal_hi, double overflow, bool tie,
-                                     std::int64_t* out) {
-  const double tie_at = tie ? overflow : -1.0;
-  std::int64_t nz = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, u2 = 0, u3 = 0, u4 = 0;
-  // The unscaled classes; the scaled ones below, with or without own.
+namespace {
+
+// census_class_sums's loop; kOwn: own is set (its zeros force Underflow).
+template <bool kOwn>
+[[gnu::always_inline]] inline void class_sums(const float* __restrict v, const float* __restrict own, std::int64_t n,
+                                              double scale, double underflow, double subnormal_hi, double overflow,
+                                              double tie_at, std::int64_t* out) {
+  std::int64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0;
   for (std::int64_t i = 0; i < n; ++i) {
     const double a = std::fabs(static_cast<double>(v[i]));
-    const bool nan = a != a;
-    nz += a != 0.0;
-    u2 += (a > underflow) | nan;
-    u3 += (a >= subnormal_hi) | nan;
-    u4 += (a > overflow) | (a == tie_at) | nan;
+    const double w = a * scale;
+    const bool nan = w != w, z = a != 0.0;
+    bool forced = false;
+    if constexpr (kOwn) forced = own[i] == 0.0f;
+    const bool keep = z & !forced;
+    s0 += z;
+    s1 += z & ((w != 0.0) | forced);
+    s2 += keep & ((w > underflow) | nan);
+    s3 += keep & ((w >= subnormal_hi) | nan);
+    s4 += keep & ((w > overflow) | (w == tie_at) | nan);
   }
-  if (own) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      const double a = std::fabs(static_cast<double>(v[i]));
-      const double w = a * scale;
-      const bool nan = w != w, z = a != 0.0, forced = own[i] == 0.0f, keep = z & !forced;
-      s1 += z & ((w != 0.0) | forced);
-      s2 += keep & ((w > underflow) | nan);
-      s3 += keep & ((w >= subnormal_hi) | nan);
-      s4 += keep & ((w > overflow) | (w == tie_at) | nan);
-    }
-  } else {
-    for (std::int64_t i = 0; i < n; ++i) {
-      const double a = std::fabs(static_cast<double>(v[i]));
-      const double w = a * scale;
-      const bool nan = w != w, z = a != 0.0;
-      s1 += z & (w != 0.0);
-      s2 += z & ((w > underflow) | nan);
-      s3 += z & ((w >= subnormal_hi) | nan);
-      s4 += z & ((w > overflow) | (w == tie_at) | nan);
-    }
-  }
-  out[0] += nz;
+  out[0] += s0;
   out[1] += s1;
   out[2] += s2;
   out[3] += s3;
   out[4] += s4;
-  out[5] += nz;
-  out[6] += nz;  // every nonzero |v| is Underflow or above
-  out[7] += u2;
-  out[8] += u3;
-  out[9] += u4;
+}
+
+}  // namespace
+
+// Each count a sum of comparisons (vectorized; the classes are nested, so
+// the caller takes differences). tie_at: the overflow threshold where a tie
+// overflows, else -1, which no |v| equals.
+PL_CPU_CLONES void census_class_sums(const float* v, const float* own, std::int64_t n, double scale,
+                                     double underflow, double subnormal_hi, double overflow, bool tie,
+                                     std::int64_t* out) {
+  const double tie_at = tie ? overflow : -1.0;
+  if (own) class_sums<true>(v, own, n, scale, underflow, subnormal_hi, overflow, tie_at, out);
+  else class_sums<false>(v, nullptr, n, scale, underflow, subnormal_hi, overflow, tie_at, out);
 }
 
 }  // namespace engine::cpu

@@ -28,13 +28,13 @@ void scale_run(float* x, float s, std::int64_t n);
 // a product, then a sum, each rounded, as oneDNN's output scale and bias.
 void scale_bias_rows(float* c, std::int64_t rows, std::int64_t n, std::int64_t ldc, float alpha, const float* bias);
 
-// The gradient census's classes (numeric/inspect.h classify_magnitude)
-// over the nonzero values of v[0, n) as nested counts, without a branch on
-// a value's class: out[0] += the nonzero count; out[1..4] += the counts of
-// class >= Underflow, >= Subnormal, >= Normal, == Overflow of |v| * scale
+// The gradient census's classes (numeric/inspect.h classify_magnitude of
+// |v| * scale) over the nonzero values of v[0, n) as nested counts, without
+// a branch on a value's class: out[0] += the nonzero count; out[1..4] +=
+// the counts of class >= Underflow, >= Subnormal, >= Normal, == Overflow
 // (NaN counts as Overflow; own[i] == 0, where own is set, forces
-// Underflow); out[5..9] the same five of |v| itself, without the forcing.
-// The thresholds are classify_magnitude's (tie: == overflow overflows).
+// Underflow). The thresholds are classify_magnitude's (tie: == overflow
+// overflows).
 void census_class_sums(const float* v, const float* own, std::int64_t n, double scale, double underflow,
                        double subnormal_hi, double overflow, bool tie, std::int64_t* out);
 

@@ -700,10 +700,14 @@ void census_range(const GradCensus& c, std::int64_t b, std::int64_t e, std::int6
   // classify_magnitude of |v| * scale (Underflow where the run's own value
   // is zero: flushed somewhere on the way, whatever the exact value's
   // size) and of |v|, as nested counts: class k is (>= k) - (>= k + 1).
+  // With scale 1 the two are one count (the forcing included).
   const RoundingThresholds& t = c.thresholds;
   std::int64_t s[10] = {};
   cpu::census_class_sums(c.values + b, c.own ? c.own + b : nullptr, e - b, c.scale, t.underflow, t.subnormal_hi,
                          t.overflow, t.tie_overflows, s);
+  if (c.scale != 1.0)
+    cpu::census_class_sums(c.values + b, nullptr, e - b, 1.0, t.underflow, t.subnormal_hi, t.overflow,
+                           t.tie_overflows, s + 5);
   const std::int64_t* un = c.scale == 1.0 ? s : s + 5;
   for (int k = 0; k < 4; ++k) {
     scaled[k] += s[k] - s[k + 1];
