@@ -71,8 +71,10 @@ double cross_entropy_forward(engine::Backend& be, const float* logits, const std
   r.reserve(2 * sizeof(std::int64_t));
   be.cross_entropy_forward(logits, labels, rows, classes, probs, r.as<double>(),
                            correct ? r.as<std::int64_t>() + 1 : nullptr);
-  std::int64_t host[2];
-  r.download(host, sizeof host);
+  // Only the slots the call writes come back (the count's is written only
+  // when asked for; compute-sanitizer's initcheck flags reading it unasked).
+  std::int64_t host[2] = {};
+  r.download(host, correct ? sizeof host : sizeof host[0]);
   if (correct) *correct = host[1];
   double loss;
   std::memcpy(&loss, &host[0], sizeof loss);
