@@ -166,6 +166,7 @@ class GemmEngine {
 
   DnnlContext& m_ctx;
   bool m_native_bf16;
+  bool m_amx;  // oneDNN runs AMX: bf16 products keep their scale out of the primitive
   std::unordered_map<Key, std::unique_ptr<Plan>, KeyHash> m_plans;
   // Decoded operands, B transposed for the own kernel, its per-thread row
   // accumulators, and oneDNN's scratchpad (user-managed, shared by plans).
