@@ -24,6 +24,16 @@ RoundingThresholds rounding_thresholds(Format f) {
   return t;
 }
 
+Magnitude classify_magnitude(const RoundingThresholds& t, double a) {
+  a = std::fabs(a);
+  if (a == 0.0) return Magnitude::Zero;
+  if (!std::isfinite(a)) return Magnitude::Overflow;
+  if (a <= t.underflow) return Magnitude::Underflow;
+  if (a < t.subnormal_hi) return Magnitude::Subnormal;
+  if (a > t.overflow || (t.tie_overflows && a == t.overflow)) return Magnitude::Overflow;
+  return Magnitude::Normal;
+}
+
 const char* value_class_name(ValueClass c) {
   switch (c) {
     case ValueClass::Zero: return "zero";

@@ -4,7 +4,6 @@
 // gradient statistics and the app's explorer. Pure functions; any thread.
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -26,16 +25,7 @@ struct RoundingThresholds {
 };
 RoundingThresholds rounding_thresholds(Format f);
 // |a|'s fate in a format with these thresholds; a == 0: Zero; inf/NaN: Overflow.
-// Inline: the gradient census classifies every gradient value with it.
-inline Magnitude classify_magnitude(const RoundingThresholds& t, double a) {
-  a = std::fabs(a);
-  if (a == 0.0) return Magnitude::Zero;
-  if (!std::isfinite(a)) return Magnitude::Overflow;
-  if (a <= t.underflow) return Magnitude::Underflow;
-  if (a < t.subnormal_hi) return Magnitude::Subnormal;
-  if (a > t.overflow || (t.tie_overflows && a == t.overflow)) return Magnitude::Overflow;
-  return Magnitude::Normal;
-}
+Magnitude classify_magnitude(const RoundingThresholds& t, double a);
 
 // The class of a value as stored.
 enum class ValueClass : std::uint8_t { Zero, Subnormal, Normal, Inf, NaN };

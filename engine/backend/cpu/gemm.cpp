@@ -177,6 +177,15 @@ void encode_rows(const GemmEncode& e, float* c, std::int64_t m0, std::int64_t ro
   encode_span(e, c, m0 * n, rows * n);
 }
 
+// A slice's rows of C (or of its private product) finished as the
+// unsliced path finishes all of C: alpha and the bias in one pass where
+// the primitive took neither, else the bias where the primitive could not.
+void finish_slice(bool alpha_pass, bool runtime_alpha, bool manual_bias, float* c,
+                  std::int64_t rows, std::int64_t n, std::int64_t ldc, float alpha, const float* bias) {
+  if (alpha_pass && !runtime_alpha) scale_bias_rows(c, rows, n, ldc, alpha, bias);
+  else if (manual_bias) add_bias_rows(c, rows, n, ldc, bias);
+}
+
 // All of C encoded, over the threads in row blocks.
 void encode_all(const GemmEncode& e, float* c, std::int64_t m, std::int64_t n) {
   const std::int64_t rows_per = std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(n, 1));
@@ -518,9 +527,7 @@ GemmEngine::Plan* GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int6
     execute_on(*sl.plan, a_data, pb.data, c, g.bias, sl.stream, sl.scratch, &g.alpha);
     // This thread's rows finished as the unsliced path finishes all of C
     // (alpha and bias), and encoded, while in its cache (ldc == n then).
-    if (alpha_pass && !sl.plan->runtime_alpha) scale_bias_rows(c, rows, g.n, ldc, g.alpha, g.bias);
-    else if (sl.plan->manual_bias)
-      for (std::int64_t i = 0; i < rows; ++i) add_bias_row(c + i * ldc, g.n, g.bias);
+    finish_slice(alpha_pass, sl.plan->runtime_alpha, sl.plan->manual_bias, c, rows, g.n, ldc, g.alpha, g.bias);
     if (encode) encode_rows(*encode, g.c, m0, rows, g.n);
   }, nullptr);
   Plan* first = m_slices[0]->plan;
@@ -609,9 +616,7 @@ GemmEngine::Plan* GemmEngine::run_colsplit(const GemmArgs& g, bool bf16, std::in
     float* part = sl.partial.get<float>(static_cast<std::size_t>(g.m * cols));
     const float* bias = g.bias ? g.bias + n0 : nullptr;
     execute_on(*sl.plan, pa.data, pb.data, part, bias, sl.stream, sl.scratch, &g.alpha);
-    if (alpha_pass && !sl.plan->runtime_alpha) scale_bias_rows(part, g.m, cols, cols, g.alpha, bias);
-    else if (sl.plan->manual_bias)
-      for (std::int64_t i = 0; i < g.m; ++i) add_bias_row(part + i * cols, cols, bias);
+    finish_slice(alpha_pass, sl.plan->runtime_alpha, sl.plan->manual_bias, part, g.m, cols, cols, g.alpha, bias);
     // Its columns of C, each row encoded while in cache.
     for (std::int64_t i = 0; i < g.m; ++i) {
       std::memcpy(g.c + i * ldc + n0, part + i * cols, static_cast<std::size_t>(cols) * sizeof(float));

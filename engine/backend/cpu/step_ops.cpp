@@ -442,11 +442,13 @@ void CpuBackend::gelu16_backward(Format f, const void* x, Format g, const void* 
 
 namespace {
 
-// The *_backward_coded ops: dy (codes of format g) decoded chunk by chunk
-// into the stack, then f(i, dy_chunk, len) does the f32 math on that chunk
-// (element by element: the same values whatever the chunk).
+// The *_backward_coded ops: dy (FP16/BF16/FP8 codes of format g) decoded
+// chunk by chunk into the stack, then f(i, dy_chunk, len) does the f32 math
+// on that chunk (element by element: the same values whatever the chunk).
+// false, with nothing done, for other formats (the caller's default).
 template <class F>
-void over_decoded_dy(Format g, const void* dy, std::int64_t n, F&& f) {
+bool over_decoded_dy(Format g, const void* dy, std::int64_t n, F&& f) {
+  if (!is_half_format(g) && !is_fp8(g)) return false;
   const std::size_t es = storage_bytes(g);
   const auto* d = static_cast<const std::byte*>(dy);
   over_code_chunks(n, [&](std::int64_t i, std::int64_t len) {
@@ -454,6 +456,7 @@ void over_decoded_dy(Format g, const void* dy, std::int64_t n, F&& f) {
     cast_to_f32(g, d + static_cast<std::size_t>(i) * es, b, static_cast<std::size_t>(len));
     f(i, b, len);
   });
+  return true;
 }
 
 }  // namespace
@@ -461,34 +464,28 @@ void over_decoded_dy(Format g, const void* dy, std::int64_t n, F&& f) {
 void CpuBackend::gelu_backward_coded(const float* x, Format g, const void* dy, float* dx, std::int64_t n,
                                      float* sdy) {
   use_threads();
-  if (!is_half_format(g) && !is_fp8(g)) {
+  if (!over_decoded_dy(g, dy, n, [&](std::int64_t i, const float* b, std::int64_t len) {
+        cpu::gelu_backward(x + i, b, dx + i, len);
+      }))
     Backend::gelu_backward_coded(x, g, dy, dx, n, sdy);
-    return;
-  }
-  over_decoded_dy(g, dy, n, [&](std::int64_t i, const float* b, std::int64_t len) {
-    cpu::gelu_backward(x + i, b, dx + i, len);
-  });
 }
 
 void CpuBackend::relu_backward_coded(const float* x, Format g, const void* dy, float* dx, std::int64_t n,
                                      float* sdy) {
   use_threads();
-  if (!is_half_format(g) && !is_fp8(g)) {
-    Backend::relu_backward_coded(x, g, dy, dx, n, sdy);
-    return;
-  }
   // relu_backward's select (cpu/elementwise.cpp), serial within the chunk;
   // dy read unconditionally so that it compiles to a blend, not a branch
   // on each activation's sign (64 against 2 us a call, 32768 values).
-  over_decoded_dy(g, dy, n, [&](std::int64_t i, const float* b, std::int64_t len) {
-    const float* __restrict xi = x + i;
-    float* __restrict di = dx + i;
+  if (!over_decoded_dy(g, dy, n, [&](std::int64_t i, const float* b, std::int64_t len) {
+        const float* __restrict xi = x + i;
+        float* __restrict di = dx + i;
 #pragma omp simd
-    for (std::int64_t k = 0; k < len; ++k) {
-      const float d = b[k];
-      di[k] = xi[k] > 0.0f ? d : 0.0f;
-    }
-  });
+        for (std::int64_t k = 0; k < len; ++k) {
+          const float d = b[k];
+          di[k] = xi[k] > 0.0f ? d : 0.0f;
+        }
+      }))
+    Backend::relu_backward_coded(x, g, dy, dx, n, sdy);
 }
 
 void CpuBackend::amax(const float* x, std::int64_t n, float* out) {
