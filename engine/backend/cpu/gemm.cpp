@@ -446,12 +446,9 @@ void GemmEngine::on_slices(int nt, Work&& work, Finish&& finish) {
 
 GemmEngine::Plan* GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int64_t ldc, bool alpha_pass,
                                          const GemmEncode* encode) {
-  // Rows per thread: below this a one-thread primitive loses more than the
-  // private decode saves.
-  constexpr std::int64_t kMinRows = 32;
   int nt = omp_get_max_threads();
   if (nt < 2) return nullptr;
-  if (g.m < nt * kMinRows) {
+  if (g.m < nt * kSliceMinRows) {
     // Too few rows to slice. A tiny product (the mlp head's weight
     // gradient, 10 x 128 x 128) then runs as one slice on the calling
     // thread: no fork, and no operand decoded on one core and read on the
@@ -583,44 +580,102 @@ GemmEngine::Plan* GemmEngine::run_ksplit(const GemmArgs& g, bool bf16, std::int6
   return m_slices[0]->plan;
 }
 
-GemmEngine::Plan* GemmEngine::run_colsplit(const GemmArgs& g, bool bf16, std::int64_t ldc, bool alpha_pass,
-                                           const GemmEncode* encode) {
-  constexpr std::int64_t kMinCols = 64;
+GemmEngine::Grid GemmEngine::grid_for(const GemmArgs& g, bool bf16) const {
   const int nt = omp_get_max_threads();
-  if (nt < 2 || g.a.trans || !g.b.trans || g.m >= g.n || g.n < nt * kMinCols || g.beta != 0.0f) return nullptr;
-  if (!needs_decode(g.b.format, bf16)) return nullptr;
+  if (nt < 2 || g.beta != 0.0f) return {};
+  // Columns: a forward product x W^T with fewer rows than columns and W to
+  // decode (the mlp's fc1, 128 x 256 x 784 on 2 threads): each thread
+  // decodes all of A and only its rows of W, which the optimizer step
+  // wrote on that thread. Row slices would decode all of W on every thread
+  // and have the next update write codes the other core has read.
+  constexpr std::int64_t kColsMin = 64;
+  if (!g.a.trans && g.b.trans && g.m < g.n && g.n >= nt * kColsMin && needs_decode(g.b.format, bf16))
+    return {1, nt};
+  // Blocks: too few rows for run_sliced's row slices on this many threads
+  // (batch 128 on 16 threads: 4 x 4 blocks of 32 x 64 for fc1). Every
+  // thread decodes its rows of op(A) and its columns of op(B); the most
+  // threads, then the least to decode per thread. Against one decode over
+  // all threads and one 16-thread primitive (16-core Xeon, bench_train
+  // --threads=16, two sittings): mlp fp8 0.96-1.02x -> 1.25-1.28x our
+  // fp32, fp16 0.77x -> 1.00-1.08x, mixed-fp16 0.77-0.81x -> 1.04-1.10x.
+  constexpr std::int64_t kRowsMin = 16, kColsMinBlock = 32;
+  if (nt < 4 || g.m >= nt * kSliceMinRows || g.m * g.n * g.k <= kTinyMacs) return {};
+  // Only with an operand to decode: a product that only encodes C (BF16
+  // on the bf16 path) ran slower in blocks than as one primitive (Xeon, 16
+  // threads: mixed-bf16 mlp 1.27x -> 1.16x our fp32).
+  if (!needs_decode(g.a.format, bf16) && !needs_decode(g.b.format, bf16)) return {};
+  Grid best;
+  std::int64_t best_rows = 0;
+  for (int gr = 1; gr <= nt; ++gr) {
+    const int gc = nt / gr;
+    if (g.m < gr * kRowsMin || g.n < gc * kColsMinBlock || gr * gc < 2) continue;
+    const std::int64_t per = (g.m + gr - 1) / gr + (g.n + gc - 1) / gc;
+    if (gr * gc > best.rows * best.cols || (gr * gc == best.rows * best.cols && per < best_rows)) {
+      best = {gr, gc};
+      best_rows = per;
+    }
+  }
+  return best;
+}
+
+GemmEngine::Plan* GemmEngine::run_grid(const GemmArgs& g, bool bf16, std::int64_t ldc, bool alpha_pass,
+                                       const GemmEncode* encode) {
+  const Grid grid = grid_for(g, bf16);
+  if (grid.rows * grid.cols < 2) return nullptr;
+  const int nt = grid.rows * grid.cols;
   ensure_slices(nt);
-  const std::int64_t lda_in = g.a.ld > 0 ? g.a.ld : g.k, ldb_in = g.b.ld > 0 ? g.b.ld : g.k;
-  const std::int64_t lda = needs_decode(g.a.format, bf16) ? g.k : lda_in;
+  const std::int64_t lda_in = g.a.ld > 0 ? g.a.ld : (g.a.trans ? g.m : g.k);
+  const std::int64_t ldb_in = g.b.ld > 0 ? g.b.ld : (g.b.trans ? g.k : g.n);
+  const auto a_es = static_cast<std::int64_t>(storage_bytes(g.a.format));
   const auto b_es = static_cast<std::int64_t>(storage_bytes(g.b.format));
+  const bool dec_a = needs_decode(g.a.format, bf16), dec_b = needs_decode(g.b.format, bf16);
+  // Thread t's block: rows [m0, m1) and columns [n0, n1) of C.
+  auto block = [&](int t, std::int64_t& m0, std::int64_t& m1, std::int64_t& n0, std::int64_t& n1) {
+    const int r = t / grid.cols, c = t % grid.cols;
+    m0 = g.m * r / grid.rows;
+    m1 = g.m * (r + 1) / grid.rows;
+    n0 = g.n * c / grid.cols;
+    n1 = g.n * (c + 1) / grid.cols;
+  };
   for (int t = 0; t < nt; ++t) {
+    std::int64_t m0, m1, n0, n1;
+    block(t, m0, m1, n0, n1);
     GemmArgs s = g;
-    s.n = g.n * (t + 1) / nt - g.n * t / nt;
-    // The slice's product is dense (ldc = its columns): oneDNN 2.6's brgemm
-    // takes no strided destination and falls back to gemm:jit (mlp fc1,
-    // AVX-512: FP16 263 -> 285 us, FP8 on the bf16 path 136 -> 147).
-    Key key = key_of(s, lda, g.k, s.n, bf16, alpha_pass ? 1.0f : g.alpha);
+    s.m = m1 - m0;
+    s.n = n1 - n0;
+    // Decoded operands are compact; a block's product is dense (ldc = its
+    // columns): oneDNN 2.6's brgemm takes no strided destination and falls
+    // back to gemm:jit (mlp fc1, AVX-512: FP16 263 -> 285 us, FP8 on the
+    // bf16 path 136 -> 147).
+    const std::int64_t lda = dec_a ? (g.a.trans ? s.m : g.k) : lda_in;
+    const std::int64_t ldb = dec_b ? (g.b.trans ? g.k : s.n) : ldb_in;
+    Key key = key_of(s, lda, ldb, s.n, bf16, alpha_pass ? 1.0f : g.alpha);
     key.has_bias = g.bias != nullptr && !alpha_pass;
     key.runtime_alpha = runtime_alpha_pays(g, bf16, alpha_pass, m_amx);  // run_sliced's rule
     key.slice = t;
     m_slices[static_cast<std::size_t>(t)]->plan = &plan_for(key);
   }
   on_slices(nt, [&](int t, Slice& sl) {
-    const std::int64_t n0 = g.n * t / nt, cols = g.n * (t + 1) / nt - n0;
+    std::int64_t m0, m1, n0, n1;
+    block(t, m0, m1, n0, n1);
+    const std::int64_t rows = m1 - m0, cols = n1 - n0;
     GemmOperand a = g.a, b = g.b;
     a.ld = lda_in;
     b.ld = ldb_in;
-    b.data = static_cast<const std::uint8_t*>(g.b.data) + n0 * ldb_in * b_es;
-    const Prepared pa = prepare(a, g.m, g.k, bf16, sl.a, true);
-    const Prepared pb = prepare(b, cols, g.k, bf16, sl.b, true);
-    float* part = sl.partial.get<float>(static_cast<std::size_t>(g.m * cols));
+    // op(A)'s rows m0.. are stored rows, or columns when A is stored k x m;
+    // op(B)'s columns n0.. are stored rows when B is stored n x k.
+    a.data = static_cast<const std::uint8_t*>(g.a.data) + (g.a.trans ? m0 : m0 * lda_in) * a_es;
+    b.data = static_cast<const std::uint8_t*>(g.b.data) + (g.b.trans ? n0 * ldb_in : n0) * b_es;
+    const Prepared pa = prepare(a, g.a.trans ? g.k : rows, g.a.trans ? rows : g.k, bf16, sl.a, true);
+    const Prepared pb = prepare(b, g.b.trans ? cols : g.k, g.b.trans ? g.k : cols, bf16, sl.b, true);
+    float* part = sl.partial.get<float>(static_cast<std::size_t>(rows * cols));
     const float* bias = g.bias ? g.bias + n0 : nullptr;
     execute_on(*sl.plan, pa.data, pb.data, part, bias, sl.stream, sl.scratch, &g.alpha);
-    finish_slice(alpha_pass, sl.plan->runtime_alpha, sl.plan->manual_bias, part, g.m, cols, cols, g.alpha, bias);
-    // Its columns of C, each row encoded while in cache.
-    for (std::int64_t i = 0; i < g.m; ++i) {
-      std::memcpy(g.c + i * ldc + n0, part + i * cols, static_cast<std::size_t>(cols) * sizeof(float));
-      if (encode) encode_span(*encode, g.c, i * g.n + n0, cols);
+    finish_slice(alpha_pass, sl.plan->runtime_alpha, sl.plan->manual_bias, part, rows, cols, cols, g.alpha, bias);
+    // Its block of C, each row encoded while in cache.
+    for (std::int64_t i = 0; i < rows; ++i) {
+      std::memcpy(g.c + (m0 + i) * ldc + n0, part + i * cols, static_cast<std::size_t>(cols) * sizeof(float));
+      if (encode) encode_span(*encode, g.c, (m0 + i) * g.n + n0, cols);
     }
   }, nullptr);
   m_last_impl = &m_slices[0]->plan->impl;
@@ -667,7 +722,7 @@ bool GemmEngine::product(const GemmArgs& g, const GemmEncode* encode) {
   if (run_ksplit(g, bf16, ldc, slice_encode)) return slice_encode != nullptr;
   if (g.beta != 0.0f && g.beta != 1.0f) scale_block(g.c, g.m, g.n, ldc, g.beta);
   // The slices finish (and encode) their own rows or columns.
-  if (run_colsplit(g, bf16, ldc, alpha_pass, slice_encode)) return slice_encode != nullptr;
+  if (run_grid(g, bf16, ldc, alpha_pass, slice_encode)) return slice_encode != nullptr;
   if (run_sliced(g, bf16, ldc, alpha_pass, slice_encode)) return slice_encode != nullptr;
   const std::int64_t a_rows = g.a.trans ? g.k : g.m, a_cols = g.a.trans ? g.m : g.k;
   const std::int64_t b_rows = g.b.trans ? g.n : g.k, b_cols = g.b.trans ? g.k : g.n;

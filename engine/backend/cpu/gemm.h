@@ -141,13 +141,22 @@ class GemmEngine {
   // 1041 -> 964 us, BF16 1018 -> 882 us, FP8 decoded to f32 (no native
   // bf16) 2081 -> 1597 us. Returns null when the GEMM does not qualify.
   Plan* run_ksplit(const GemmArgs& g, bool bf16, std::int64_t ldc, const GemmEncode* encode);
-  // A forward product x W^T with fewer rows than columns (B stored n x k,
-  // to decode: the mlp's fc1, 128 x 256 x 784), split by columns of C:
-  // each thread decodes all of A and only its rows of W, which the
-  // optimizer step wrote on that thread, and finishes (alpha, bias, encode)
-  // its columns. Row slices would decode all of W on every thread and have
-  // the next update write codes the other core has read.
-  Plan* run_colsplit(const GemmArgs& g, bool bf16, std::int64_t ldc, bool alpha_pass, const GemmEncode* encode);
+  // A GEMM split into a grid of blocks of C, one per thread: each thread
+  // decodes (where needed) its rows of op(A) and its columns of op(B) into
+  // its own buffers, runs a one-thread primitive into its own dense block,
+  // finishes it (alpha, bias) and copies it into C, encoding each row.
+  // grid_for picks the grid: a column split for a forward product x W^T
+  // with fewer rows than columns and W to decode, or blocks where C has
+  // too few rows for run_sliced on this many threads. {0, 0}: none; then
+  // run_grid returns null.
+  struct Grid {
+    int rows = 0, cols = 0;
+  };
+  Grid grid_for(const GemmArgs& g, bool bf16) const;
+  Plan* run_grid(const GemmArgs& g, bool bf16, std::int64_t ldc, bool alpha_pass, const GemmEncode* encode);
+  // run_sliced's rows per thread: below this a one-thread primitive loses
+  // more than the private decode saves.
+  static constexpr std::int64_t kSliceMinRows = 32;
   // run_sliced's and run_ksplit's threads: at least nt slices, and room in
   // the plan cache for nt lookups. on_slices runs work(t, slice) on nt
   // threads, then (finish not null) a barrier and finish(t, slice) unless a

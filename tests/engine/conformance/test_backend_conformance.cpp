@@ -147,6 +147,10 @@ std::vector<Target> targets() {
                  o.allow_native_bf16 = false;
                  return std::make_unique<engine::CpuBackend>(o);
                }});
+  // Sixteen threads, as on a workstation (oversubscribed on a small
+  // machine): GEMMs with too few rows for a row slice per thread split
+  // into blocks of C (batch 128: 4 x 4 blocks).
+  t.push_back({"cpu_16_threads", [] { return engine::make_cpu_backend(16); }});
   t.push_back(cuda_target());
   // The CUDA Backend's own code over a table of host functions that call
   // the CPU backend (host_cuda_table.h): the mapping of every op to the ABI,
