@@ -2469,7 +2469,10 @@ TEST_P(Conformance, MseForwardBackward) {
 // ============================================================================
 // A short training run on the backend against the same run on the CPU
 // backend, recipe by recipe: the loss curves agree within a stated
-// tolerance. The CPU-memory targets must match to the bit (same kernels);
+// tolerance. The CPU-memory targets must match to the bit (same kernels),
+// but for the thread count: on 16 threads oneDNN's f32 GEMM may split its
+// sums differently (AVX2's gemm:jit: 7e-9 of the loss in fp32), so that
+// target is held to 1e-6;
 // a GPU sums in its own order (Tensor Cores, cuDNN, cuBLASLt), so there
 // each step's loss may differ by 1% (FP32, TF32-free paths) to 5% (FP16,
 // FP8 and the block formats, whose roundings amplify a last-bit change) of
@@ -2501,7 +2504,7 @@ TEST_P(Conformance, ShortTrainingRunFollowsTheCpuBackendInEveryRecipe) {
     ASSERT_EQ(loss[0].size(), 20u) << recipe;
     ASSERT_EQ(loss[1].size(), 20u) << recipe;
     const bool narrow = std::string(recipe) != "fp32" && std::string(recipe) != "mixed-bf16";
-    const double tol = host_memory ? 0.0 : (narrow ? 0.05 : 0.01);
+    const double tol = host_memory ? (GetParam().name == "cpu_16_threads" ? 1e-6 : 0.0) : (narrow ? 0.05 : 0.01);
     for (std::size_t i = 0; i < 20; ++i) {
       ASSERT_TRUE(std::isfinite(loss[1][i])) << recipe << " step " << i + 1;
       EXPECT_LE(std::fabs(loss[1][i] - loss[0][i]), tol * std::fabs(loss[0][i]))
