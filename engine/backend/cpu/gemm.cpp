@@ -592,7 +592,7 @@ GemmEngine::Grid GemmEngine::grid_for(const GemmArgs& g, bool bf16) const {
   if (!g.a.trans && g.b.trans && g.m < g.n && g.n >= nt * kColsMin && needs_decode(g.b.format, bf16))
     return {1, nt};
   // Blocks: too few rows for run_sliced's row slices on this many threads
-  // (batch 128 on 16 threads: 4 x 4 blocks of 32 x 64 for fc1). Every
+  // (batch 128 on 16 threads: 2 x 8 blocks of 64 x 32 for fc1). Every
   // thread decodes its rows of op(A) and its columns of op(B); the most
   // threads, then the least to decode per thread. Against one decode over
   // all threads and one 16-thread primitive (16-core Xeon, bench_train
@@ -605,14 +605,14 @@ GemmEngine::Grid GemmEngine::grid_for(const GemmArgs& g, bool bf16) const {
   // threads: mixed-bf16 mlp 1.27x -> 1.16x our fp32).
   if (!needs_decode(g.a.format, bf16) && !needs_decode(g.b.format, bf16)) return {};
   Grid best;
-  std::int64_t best_rows = 0;
+  std::int64_t best_per = 0;  // rows of op(A) plus columns of op(B) a thread decodes
   for (int gr = 1; gr <= nt; ++gr) {
     const int gc = nt / gr;
     if (g.m < gr * kRowsMin || g.n < gc * kColsMinBlock || gr * gc < 2) continue;
     const std::int64_t per = (g.m + gr - 1) / gr + (g.n + gc - 1) / gc;
-    if (gr * gc > best.rows * best.cols || (gr * gc == best.rows * best.cols && per < best_rows)) {
+    if (gr * gc > best.rows * best.cols || (gr * gc == best.rows * best.cols && per < best_per)) {
       best = {gr, gc};
-      best_rows = per;
+      best_per = per;
     }
   }
   return best;

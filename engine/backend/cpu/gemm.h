@@ -93,7 +93,7 @@ class GemmEngine {
     bool runtime_alpha = false;  // output scale given at execution (the FP8 layers' 1/scale)
     // Batched calls: the batch dimensions and the operands' batch strides.
     std::int64_t batch0 = 1, batch1 = 1, sa0 = 0, sa1 = 0, sb0 = 0, sb1 = 0, sc0 = 0, sc1 = 0;
-    // >= 0: the primitive of one thread's slice (run_sliced, run_ksplit), created
+    // >= 0: the primitive of one thread's slice (run_sliced, run_ksplit, run_grid), created
     // for one thread; -1: a primitive that uses all the threads.
     int slice = -1;
     bool operator==(const Key&) const = default;
@@ -157,8 +157,8 @@ class GemmEngine {
   // run_sliced's rows per thread: below this a one-thread primitive loses
   // more than the private decode saves.
   static constexpr std::int64_t kSliceMinRows = 32;
-  // run_sliced's and run_ksplit's threads: at least nt slices, and room in
-  // the plan cache for nt lookups. on_slices runs work(t, slice) on nt
+  // run_sliced's, run_ksplit's and run_grid's threads: at least nt slices,
+  // and room in the plan cache for nt lookups. on_slices runs work(t, slice) on nt
   // threads, then (finish not null) a barrier and finish(t, slice) unless a
   // thread threw; the first exception is rethrown after the region.
   void ensure_slices(int nt);
@@ -180,7 +180,8 @@ class GemmEngine {
   // Decoded operands, B transposed for the own kernel, its per-thread row
   // accumulators, and oneDNN's scratchpad (user-managed, shared by plans).
   Workspace m_a_ws, m_b_ws, m_bt_ws, m_acc_ws, m_scratch;
-  // run_sliced's and run_ksplit's per-thread buffers, scratchpads and streams.
+  // run_sliced's, run_ksplit's and run_grid's per-thread buffers,
+  // scratchpads and streams.
   struct Slice;
   std::vector<std::unique_ptr<Slice>> m_slices;
   const std::string* m_last_impl = nullptr;

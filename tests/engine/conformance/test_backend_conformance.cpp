@@ -149,7 +149,7 @@ std::vector<Target> targets() {
                }});
   // Sixteen threads, as on a workstation (oversubscribed on a small
   // machine): GEMMs with too few rows for a row slice per thread split
-  // into blocks of C (batch 128: 4 x 4 blocks).
+  // into blocks of C (batch 128: 2 x 8 blocks).
   t.push_back({"cpu_16_threads", [] { return engine::make_cpu_backend(16); }});
   t.push_back(cuda_target());
   // The CUDA Backend's own code over a table of host functions that call
