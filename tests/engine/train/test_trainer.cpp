@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/cuda_backend.h"
 #include "nn/layer.h"
 #include "nn/model.h"
 #include "train/run.h"
@@ -199,14 +200,28 @@ TEST(Trainer, DivergenceIsAnEvent) {
   EXPECT_TRUE(overflow_event) << "the overflow was expected to be attributed to a layer";
 }
 
+// A bad field, an unknown backend, and "cuda" where no CUDA device is
+// usable (where one is, as on the H100 machine, a cuda run is accepted).
 TEST(Trainer, RejectsBadConfigsBeforeStarting) {
   Trainer t;
   RunConfig c = spirals(10);
   c.batch = 0;
   EXPECT_THROW(t.add_run(c), std::runtime_error);
   c = spirals(10);
-  c.backend = "cuda";
+  c.backend = "tpu";
   EXPECT_THROW(t.add_run(c), std::runtime_error);
+  c.backend = "cuda";
+  const std::string why = engine::cuda_backend_unusable_reason();
+  if (why.empty()) {
+    EXPECT_EQ(t.add_run(c), 0);
+  } else {
+    try {
+      t.add_run(c);
+      FAIL() << "a cuda run was accepted without a device";
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()), "backend 'cuda': " + why + "; use --backend cpu or auto");
+    }
+  }
 }
 
 TEST(Trainer, StepRateSlowsALessonDownAndStopStillActsAtOnce) {
