@@ -47,55 +47,83 @@ inline __m256i tf32_rne(__m256i u) {
 
 inline __m256i c32(std::uint32_t v) { return _mm256_set1_epi32(static_cast<int>(v)); }
 
+// 8 FP32 values (E4M3's already times 2^-8) on FP8's grid, as FP16
+// patterns: E5M2 is FP16's top byte, and an E4M3 value times 2^-8 is an
+// FP16 pattern whose bits 7..14 are the E4M3 code, subnormals included.
+// The rounding is the FPU's own RNE in FP32: |x| + c - c with
+// c = 1.5 * 2^(e + 23 - fraction bits), e the exponent of |x| raised to
+// FP16's smallest normal one (2^-14): the add rounds |x| to a multiple of
+// FP8's step there (2^(e-3) for E4M3, 2^(e-2) for E5M2; 2^-17 and 2^-16
+// below the normals), the subtract is exact, and so is VCVTPS2PH of the
+// result; x's sign goes back on afterwards (a zero keeps it).
+// Out of range, E4M3's magnitude is first bounded by MINPS, which returns
+// its second operand when either is NaN: at 1.875 (NaN's pattern 0x7F)
+// without saturation, for every finite overflow, inf and NaN; saturating,
+// at 1.75 (448, 0x7E) for finite values and inf, NaN still 1.875. E5M2
+// keeps inf and NaN: its exponent is capped at FP16's largest (so c stays
+// finite), a value past 57344 rounds to 65536 or beyond, and VCVTPS2PH
+// makes that inf (RNE) or 0x7BFF (toward zero: saturating, 0x7B).
+// (It replaced an FP16 conversion toward zero with a sticky bit and an
+// integer rounding of the dropped bits: 4 conversions per 16 values
+// instead of 2.)
+template <bool kE4M3>
+inline __m128i fp8_grid8(__m256 x, bool saturate) {
+  constexpr std::uint32_t kFraction = kE4M3 ? 3 : 2;
+  const __m256 a = _mm256_and_ps(x, _mm256_castsi256_ps(c32(0x7FFFFFFFu)));
+  const __m256 sign = _mm256_xor_ps(x, a);
+  __m256 b = a;
+  if constexpr (kE4M3)
+    b = saturate ? _mm256_min_ps(_mm256_min_ps(_mm256_set1_ps(1.75f), a), _mm256_set1_ps(1.875f))
+                 : _mm256_min_ps(a, _mm256_set1_ps(1.875f));
+  __m256i e = _mm256_max_epi32(_mm256_and_si256(_mm256_castps_si256(b), c32(0x7F800000u)), c32(113u << 23));
+  if constexpr (!kE4M3) e = _mm256_min_epi32(e, c32(142u << 23));
+  const __m256 c = _mm256_castsi256_ps(_mm256_add_epi32(e, c32(((23u - kFraction) << 23) | 0x400000u)));
+  const __m256 r = _mm256_or_ps(_mm256_sub_ps(_mm256_add_ps(b, c), c), sign);
+  if (!kE4M3 && !saturate) return _mm256_cvtps_ph(r, kRne);
+  return _mm256_cvtps_ph(r, _MM_FROUND_TO_ZERO);
+}
+
+// fp8_grid8's add rounds as MXCSR.RC says: the FP8 loops set it to
+// nearest (RNE) while they run, when something (the engine, a library) left
+// another mode, and put it back after. DAZ and FTZ change nothing there: a
+// denormal input rounds to zero either way, and the results are normal.
+class NearestRounding {
+ public:
+  NearestRounding() : m_saved(_mm_getcsr()) {
+    if (m_saved & kRoundingBits) _mm_setcsr(m_saved & ~kRoundingBits);
+  }
+  ~NearestRounding() {
+    if (m_saved & kRoundingBits) _mm_setcsr(m_saved);
+  }
+  NearestRounding(const NearestRounding&) = delete;
+  NearestRounding& operator=(const NearestRounding&) = delete;
+
+ private:
+  static constexpr unsigned kRoundingBits = 0x6000u;
+  unsigned m_saved;
+};
+
 // 16 FP32 values (x0: elements 0-7, x1: 8-15) -> 16 E4M3 or E5M2 codes,
-// RNE, as the scalar fp32_to_e4m3 / fp32_to_e5m2 give them. Both are FP16
-// with fewer fraction bits: E5M2 is FP16's top byte, and E4M3's value
-// times 2^-8 (exact: any |x| where it is not rounds to zero) is an FP16
-// pattern whose bits 7..14 are the E4M3 code, subnormals included. So RNE
-// to FP8 is RNE of a wider FP16 intermediate rounded to odd: VCVTPS2PH
-// toward zero (an immediate, whatever MXCSR.RC says), its lowest bit set
-// where that was inexact (the value converted back differs), then the
-// integer rounding of 7 (E4M3) or 8 (E5M2) dropped bits on 16 lanes at
-// once. Toward zero never overflows to infinity: a finite value past FP16's
-// range becomes 0x7BFF | 1, which rounds past the largest code as RNE from
-// FP32 does. (It replaced an FP32 integer path with per-lane variable
-// shifts for subnormals: 23.4 -> 15.4 us per 64Ki E4M3 codes.)
+// RNE, as the scalar fp32_to_e4m3 / fp32_to_e5m2 give them (fp8_grid8).
 // fp8_encode16_down takes E4M3's values already times 2^-8 (fp8_scaled
 // folds it into its scale).
 template <bool kE4M3>
 inline __m128i fp8_encode16_down(__m256 x0, __m256 x1, bool saturate) {
-  constexpr int kRz = _MM_FROUND_TO_ZERO;
-  constexpr int kDrop = kE4M3 ? 7 : 8;
-  const __m128i h0 = _mm256_cvtps_ph(x0, kRz);
-  const __m128i h1 = _mm256_cvtps_ph(x1, kRz);
-  // NaN compares unequal too; its lowest bit does not matter (below).
-  const __m256i i0 = _mm256_castps_si256(_mm256_cmp_ps(_mm256_cvtph_ps(h0), x0, _CMP_NEQ_UQ));
-  const __m256i i1 = _mm256_castps_si256(_mm256_cmp_ps(_mm256_cvtph_ps(h1), x1, _CMP_NEQ_UQ));
-  const __m256i one = _mm256_set1_epi16(1);
-  // 16 lanes of 16 bits in element order; packs works per 128-bit half.
-  const __m256i inexact = _mm256_permute4x64_epi64(_mm256_packs_epi32(i0, i1), 0xD8);
-  const __m256i h = _mm256_or_si256(_mm256_set_m128i(h1, h0), _mm256_and_si256(inexact, one));
-  const __m256i mag = _mm256_and_si256(h, _mm256_set1_epi16(0x7FFF));
-  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi16(mag, kDrop), one);
-  __m256i code = _mm256_srli_epi16(
-      _mm256_add_epi16(_mm256_add_epi16(mag, _mm256_set1_epi16((1 << (kDrop - 1)) - 1)), lsb), kDrop);
-  const __m256i nan = _mm256_cmpgt_epi16(mag, _mm256_set1_epi16(0x7C00));
+  const __m128i h0 = fp8_grid8<kE4M3>(x0, saturate);
+  const __m128i h1 = fp8_grid8<kE4M3>(x1, saturate);
   if constexpr (kE4M3) {
-    // Past 0x7E (overflow, inf) and NaN: 0x7F (NaN), or 0x7E saturating
-    // except for NaN.
-    code = _mm256_min_epu16(code, _mm256_set1_epi16(saturate ? 0x7E : 0x7F));
-    code = _mm256_blendv_epi8(code, _mm256_set1_epi16(0x7F), nan);
+    // Bits 15 and 13..7 (bit 14 is 0 below 2.0): shifted right 7, the sign
+    // lands on bit 8; taking 0x80 off moves it to bit 7.
+    const __m256i h = _mm256_set_m128i(h1, h0);
+    const __m256i t = _mm256_srli_epi16(h, 7);
+    const __m256i code = _mm256_sub_epi16(t, _mm256_and_si256(_mm256_srli_epi16(h, 8), _mm256_set1_epi16(0x80)));
+    return _mm_packus_epi16(_mm256_castsi256_si128(code), _mm256_extracti128_si256(code, 1));
   } else {
-    // 0x7C00 (inf, and overflow) stays 0x7C; saturating, finite values stop
-    // at 0x7B; NaN is 0x7E.
-    if (saturate) {
-      const __m256i finite = _mm256_cmpgt_epi16(_mm256_set1_epi16(0x7C00), mag);
-      code = _mm256_blendv_epi8(code, _mm256_min_epu16(code, _mm256_set1_epi16(0x7B)), finite);
-    }
-    code = _mm256_blendv_epi8(code, _mm256_set1_epi16(0x7E), nan);
+    const __m128i c = _mm_packus_epi16(_mm_srli_epi16(h0, 8), _mm_srli_epi16(h1, 8));
+    // VCVTPS2PH's NaN is 0x7E00 or above: 0x7F (and 0xFF) become E5M2's
+    // NaN 0x7E (0xFE), the sign kept.
+    return _mm_add_epi8(c, _mm_cmpeq_epi8(_mm_or_si128(c, _mm_set1_epi8(-128)), _mm_set1_epi8(-1)));
   }
-  code = _mm256_or_si256(code, _mm256_and_si256(_mm256_srli_epi16(h, 8), _mm256_set1_epi16(0x80)));
-  return _mm_packus_epi16(_mm256_castsi256_si128(code), _mm256_extracti128_si256(code, 1));
 }
 
 template <bool kE4M3>
@@ -144,6 +172,7 @@ void fp8_to_f32(const std::uint8_t* s, float* dst, std::size_t n) {
 // x[i] rounded to E4M3 or E5M2 in place: the encode and the decode above.
 template <bool kE4M3>
 void fp8_quantize(float* x, std::size_t n, bool saturate) {
+  const NearestRounding rne;
   std::size_t i = 0;
   for (; i + 16 <= n; i += 16)
     fp8_decode16<kE4M3>(fp8_encode16<kE4M3>(_mm256_loadu_ps(x + i), _mm256_loadu_ps(x + i + 8), saturate), x + i);
@@ -175,28 +204,61 @@ inline float value_at(const void* src, std::size_t i) {
 // to a signed zero, and an f32 overflow of x * scale encodes as the finite
 // huge product does (past the largest code). scale 2^-8 is exact for any
 // scale >= 2^-118; smaller ones multiply twice.
-template <Format From, bool kE4M3>
-void fp8_scaled(const void* src, std::uint8_t* d, std::size_t n, float scale, bool saturate,
-                std::uint32_t* amax_bits) {
-  const bool fold = kE4M3 && scale >= 0x1p-118f;
-  const __m256 vs = _mm256_set1_ps(fold ? scale * 0x1p-8f : scale);
-  const bool scaled = fold || scale != 1.0f;
+// fp8_scaled's vector loop over the 16-value groups of [0, n), one
+// instantiation per case so that no test or reload is left in it: kSat the
+// saturation, kAmax whether the max of |x| is wanted (into *amax_bits),
+// kMuls the multiplies that bring x to fp8_encode16_down's input (0: none;
+// 1: by vs; 2: by vs, then by 2^-8). Returns the values done.
+template <Format From, bool kE4M3, bool kSat, bool kAmax, int kMuls>
+std::size_t fp8_scaled_body(const void* src, std::uint8_t* d, std::size_t n, __m256 vs, std::uint32_t* amax_bits) {
   __m256i m = _mm256_setzero_si256();
   auto prep = [&](__m256 x) {
-    if (amax_bits) m = _mm256_max_epu32(m, _mm256_and_si256(_mm256_castps_si256(x), c32(0x7FFFFFFFu)));
-    return scaled ? _mm256_mul_ps(x, vs) : x;
+    if constexpr (kAmax) m = _mm256_max_epu32(m, _mm256_and_si256(_mm256_castps_si256(x), c32(0x7FFFFFFFu)));
+    if constexpr (kMuls >= 1) x = _mm256_mul_ps(x, vs);
+    if constexpr (kMuls == 2) x = _mm256_mul_ps(x, _mm256_set1_ps(0x1p-8f));
+    return x;
   };
   std::size_t i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m256 x0 = prep(load8<From>(src, i));
     const __m256 x1 = prep(load8<From>(src, i + 8));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), fold ? fp8_encode16_down<kE4M3>(x0, x1, saturate)
-                                                              : fp8_encode16<kE4M3>(x0, x1, saturate));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), fp8_encode16_down<kE4M3>(x0, x1, kSat));
   }
-  alignas(32) std::uint32_t lanes[8];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), m);
+  if constexpr (kAmax) {
+    alignas(32) std::uint32_t lanes[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), m);
+    std::uint32_t mx = 0;
+    for (std::uint32_t v : lanes) mx = v > mx ? v : mx;
+    *amax_bits = mx;
+  }
+  return i;
+}
+
+// FP8 codes of x[i] * scale (no multiply for scale 1) and the max of the
+// unscaled |x[i]| as FP32 bit patterns: 16 values a time, the tail scalar.
+// E4M3's 2^-8 rides on the scale: x * (scale 2^-8) is (x * scale) 2^-8,
+// rounded once, wherever that product is normal; below 2^-126 both encode
+// to a signed zero, and an f32 overflow of x * scale encodes as the finite
+// huge product does (past the largest code). scale 2^-8 is exact for any
+// scale >= 2^-118; smaller ones multiply twice.
+template <Format From, bool kE4M3>
+void fp8_scaled(const void* src, std::uint8_t* d, std::size_t n, float scale, bool saturate,
+                std::uint32_t* amax_bits) {
+  const NearestRounding rne;
+  const bool fold = kE4M3 && scale >= 0x1p-118f;
+  const __m256 vs = _mm256_set1_ps(fold ? scale * 0x1p-8f : scale);
+  const int muls = kE4M3 ? (fold ? 1 : 2) : (scale != 1.0f ? 1 : 0);
   std::uint32_t mx = 0;
-  for (std::uint32_t v : lanes) mx = v > mx ? v : mx;
+  auto body = [&]<bool kSat, bool kAmax>() -> std::size_t {
+    if (muls == 0) return fp8_scaled_body<From, kE4M3, kSat, kAmax, 0>(src, d, n, vs, &mx);
+    if (muls == 1) return fp8_scaled_body<From, kE4M3, kSat, kAmax, 1>(src, d, n, vs, &mx);
+    return fp8_scaled_body<From, kE4M3, kSat, kAmax, 2>(src, d, n, vs, &mx);
+  };
+  auto with_amax = [&]<bool kSat>() {
+    return amax_bits ? body.template operator()<kSat, true>() : body.template operator()<kSat, false>();
+  };
+  std::size_t i = saturate ? with_amax.template operator()<true>() : with_amax.template operator()<false>();
+  const bool scaled = muls > 0;
   for (; i < n; ++i) {
     const float x = value_at<From>(src, i);
     std::uint32_t u = 0;
