@@ -543,6 +543,14 @@ class Backend {
     scale_amax(scratch, scale, scratch, n, amax);
     convert(Format::FP32, scratch, f, q, n, opt);
   }
+  // The same for ReLU (the mlp's activations into fc2 and fc3): q and *amax
+  // as relu_forward into `scratch` and scale_amax_encode of that give them.
+  virtual void relu_forward_encode(const float* x, std::int64_t n, float scale, Format f, void* q,
+                                   const CastOptions& opt, float* amax, float* scratch) {
+    relu_forward(x, scratch, n);
+    scale_amax(scratch, scale, scratch, n, amax);
+    convert(Format::FP32, scratch, f, q, n, opt);
+  }
   // dst[b, t, :] = src[b, :] for t < T (a [B, C] row repeated T times).
   virtual void repeat_rows(const float* src, float* dst, std::int64_t B, std::int64_t T, std::int64_t C) = 0;
   // y = a + b (residual connections); y may alias a or b.

@@ -11,29 +11,13 @@ void gelu_backward(Backend& be, const float* x, const float* dy, float* dx, std:
   be.gelu_backward(x, dy, dx, n);
 }
 
+PointwiseLayer::ForwardEncode GELU::forward_encode() const { return &Backend::gelu_forward_encode; }
+
 bool GELU::forward_bits(Backend& be, const Tensor& x, Tensor& y) {
   if (!is_half_format(x.format()) || y.format() != x.format()) return false;
   m_x32.resize(x.shape(), Format::FP32);
   m_y32.resize(x.shape(), Format::FP32);
   if (x.numel()) be.gelu16_forward(x.format(), x.data(), y.data(), x.numel(), m_x32.f32(), m_y32.f32());
-  return true;
-}
-
-bool GELU::forward_cast_for(Backend& be, const Tensor& x, Tensor& y, Context& context, const InputCast& c) {
-  const LayerPrecision& p = m_precision;
-  if (!c.amax || !is_fp8(c.format) || !c.scratch || track_nonfinite || x.format() != Format::FP32 ||
-      p.compute != Format::FP32 || p.storage != Format::FP32)
-    return false;
-  auto& ctx = static_cast<PointwiseContext&>(context);
-  ctx.x = &x;  // forward()'s rounding to FP32 keeps x as it is
-  y.resize(output_shape(x.shape()), c.format);
-  if (!x.numel()) {
-    be.fill(c.amax, 0.0f, 1);
-    return true;
-  }
-  CastOptions opt;
-  opt.saturate = true;  // round_scaled's
-  be.gelu_forward_encode(x.f32(), x.numel(), c.scale, c.format, y.data(), opt, c.amax, c.scratch);
   return true;
 }
 

@@ -17,13 +17,10 @@ class GELU : public PointwiseLayer {
  public:
   explicit GELU(std::string name) : PointwiseLayer(std::move(name)) {}
   const char* kind() const override { return "gelu"; }
-  // Layer::forward_cast_for where `c` is FP8's delayed-scaled cast (c.amax
-  // set): the codes into y, y's f32 values never stored
-  // (Backend::gelu_forward_encode). FP32 GELU only, without non-finite
-  // attribution.
-  bool forward_cast_for(Backend& be, const Tensor& x, Tensor& y, Context& ctx, const InputCast& c) override;
 
  protected:
+  // fc2's FP8 input cast written by the GELU (PointwiseLayer::forward_cast_for).
+  ForwardEncode forward_encode() const override;
   void apply_forward(Backend& be, const float* x, float* y, std::int64_t n) override { gelu_forward(be, x, y, n); }
   void apply_backward(Backend& be, const float* x, const float* dy, float* dx, std::int64_t n) override {
     gelu_backward(be, x, dy, dx, n);

@@ -30,6 +30,26 @@ void PointwiseLayer::forward(Backend& be, const Tensor& x, Tensor& y, Context& c
   output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, NonfiniteSlot::Activation));
 }
 
+bool PointwiseLayer::forward_cast_for(Backend& be, const Tensor& x, Tensor& y, Context& context,
+                                      const InputCast& c) {
+  const LayerPrecision& p = m_precision;
+  const ForwardEncode encode = forward_encode();
+  if (!encode || !c.amax || !is_fp8(c.format) || !c.scratch || track_nonfinite || x.format() != Format::FP32 ||
+      p.compute != Format::FP32 || p.storage != Format::FP32)
+    return false;
+  auto& ctx = static_cast<PointwiseContext&>(context);
+  ctx.x = &x;  // forward()'s rounding to FP32 keeps x as it is
+  y.resize(output_shape(x.shape()), c.format);
+  if (!x.numel()) {
+    be.fill(c.amax, 0.0f, 1);
+    return true;
+  }
+  CastOptions opt;
+  opt.saturate = true;  // round_scaled's
+  (be.*encode)(x.f32(), x.numel(), c.scale, c.format, y.data(), opt, c.amax, c.scratch);
+  return true;
+}
+
 void PointwiseLayer::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& context) {
   auto& ctx = static_cast<PointwiseContext&>(context);
   if (!ctx.x) throw std::logic_error(name() + ": backward before forward");

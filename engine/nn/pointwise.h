@@ -9,6 +9,8 @@
 
 namespace engine {
 
+struct CastOptions;
+
 // What a pointwise layer saves: its input in the compute format (the
 // caller's tensor when it already was, else an owned copy).
 struct PointwiseContext : Context {
@@ -27,8 +29,18 @@ class PointwiseLayer : public Layer {
   std::unique_ptr<Context> make_context() const override;
   void forward(Backend& be, const Tensor& x, Tensor& y, Context& ctx) override;
   void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) override;
+  // Layer::forward_cast_for where `c` is FP8's delayed-scaled cast (c.amax
+  // set) and the layer has a backend op for it (forward_encode): the codes
+  // into y, y's f32 values never stored. FP32 layers only, without
+  // non-finite attribution.
+  bool forward_cast_for(Backend& be, const Tensor& x, Tensor& y, Context& ctx, const InputCast& c) override;
 
  protected:
+  // The backend op that writes f(x)'s delayed-scaled FP8 cast in one pass
+  // (Backend::gelu_forward_encode, relu_forward_encode), or null.
+  using ForwardEncode = void (Backend::*)(const float*, std::int64_t, float, Format, void*, const CastOptions&, float*,
+                                          float*);
+  virtual ForwardEncode forward_encode() const { return nullptr; }
   virtual void apply_forward(Backend& be, const float* x, float* y, std::int64_t n) = 0;
   virtual void apply_backward(Backend& be, const float* x, const float* dy, float* dx, std::int64_t n) = 0;
   // A layer whose f keeps x or gives 0 by x's sign (ReLU) may work on the

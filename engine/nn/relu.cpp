@@ -12,6 +12,8 @@ void relu_backward(Backend& be, const float* x, const float* dy, float* dx, std:
   be.relu_backward(x, dy, dx, n);
 }
 
+PointwiseLayer::ForwardEncode ReLU::forward_encode() const { return &Backend::relu_forward_encode; }
+
 bool ReLU::forward_bits(Backend& be, const Tensor& x, Tensor& y) {
   if (!is_half_format(x.format()) || y.format() != x.format()) return false;
   be.relu16_forward(x.format(), x.data(), y.data(), x.numel());

@@ -21,6 +21,8 @@ class ReLU : public PointwiseLayer {
   const char* kind() const override { return "relu"; }
 
  protected:
+  // The next FP8 layer's input cast written by the ReLU (PointwiseLayer::forward_cast_for).
+  ForwardEncode forward_encode() const override;
   void apply_forward(Backend& be, const float* x, float* y, std::int64_t n) override { relu_forward(be, x, y, n); }
   void apply_backward(Backend& be, const float* x, const float* dy, float* dx, std::int64_t n) override {
     relu_backward(be, x, dy, dx, n);

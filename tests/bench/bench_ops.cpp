@@ -325,6 +325,11 @@ class TimingBackend final : public engine::Backend {
     PL_TIMED("gelu_forward_encode " + std::string(engine::format_name(f)),
              m_in->gelu_forward_encode(x, n, s, f, q, o, a, scratch));
   }
+  void relu_forward_encode(const float* x, std::int64_t n, float s, engine::Format f, void* q,
+                           const engine::CastOptions& o, float* a, float* scratch) override {
+    PL_TIMED("relu_forward_encode " + std::string(engine::format_name(f)),
+             m_in->relu_forward_encode(x, n, s, f, q, o, a, scratch));
+  }
   void softmax_coded_forward(engine::Format fx, const void* x, float* y, std::int64_t r, std::int64_t c,
                              float* sx) override {
     PL_TIMED("softmax_coded_forward " + std::string(engine::format_name(fx)),

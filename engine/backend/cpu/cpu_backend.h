@@ -119,6 +119,8 @@ class CpuBackend final : public Backend {
   void gelu_backward_coded(const float* x, Format g, const void* dy, float* dx, std::int64_t n, float* sdy) override;
   void gelu_forward_encode(const float* x, std::int64_t n, float scale, Format f, void* q, const CastOptions& opt,
                            float* amax, float* scratch) override;
+  void relu_forward_encode(const float* x, std::int64_t n, float scale, Format f, void* q, const CastOptions& opt,
+                           float* amax, float* scratch) override;
   void gelu16_backward(Format f, const void* x, Format g, const void* dy, void* dx, std::int64_t n, float* sx,
                        float* sdy, float* sdx) override;
   void add(const float* a, const float* b, float* y, std::int64_t n) override;

@@ -248,6 +248,26 @@ void CpuBackend::gelu_forward_encode(const float* x, std::int64_t n, float scale
   }));
 }
 
+void CpuBackend::relu_forward_encode(const float* x, std::int64_t n, float scale, Format f, void* q,
+                                     const CastOptions& opt, float* amax, float* scratch) {
+  use_threads();
+  const std::size_t qs = storage_bytes(f);
+  if (n <= 0 || qs == 0 || f32_container(f)) {
+    Backend::relu_forward_encode(x, n, scale, f, q, opt, amax, scratch);
+    return;
+  }
+  // Each chunk's ReLU (cpu::relu_forward's select) into the stack, then
+  // scale_amax_encode's chunk cast from there: y never reaches memory.
+  *amax = amax_from_bits(max_over_scaled_chunks(n, [&](std::int64_t b, std::int64_t len) {
+    alignas(64) float y[kScaledChunk];
+    const float* __restrict xb = x + b;
+#pragma omp simd
+    for (std::int64_t i = 0; i < len; ++i) y[i] = xb[i] < 0.0f ? 0.0f : xb[i];
+    return scale_amax_encode_span(y, scale, f, static_cast<std::byte*>(q) + static_cast<std::size_t>(b) * qs, len, opt,
+                                  b);
+  }));
+}
+
 void CpuBackend::scale_amax_encode_sums(Format from, const void* x, std::int64_t rows, std::int64_t cols, float scale,
                                         Format f, void* q, const CastOptions& opt, float* amax, float* db,
                                         float* scratch) {

@@ -371,6 +371,11 @@ class GuardedBackend final : public Backend {
     Open o(*this, "gelu_forward_encode", x, q, amax, scratch);
     m_inner->gelu_forward_encode(x, n, scale, f, q, opt, amax, scratch);
   }
+  void relu_forward_encode(const float* x, std::int64_t n, float scale, Format f, void* q, const CastOptions& opt,
+                           float* amax, float* scratch) override {
+    Open o(*this, "relu_forward_encode", x, q, amax, scratch);
+    m_inner->relu_forward_encode(x, n, scale, f, q, opt, amax, scratch);
+  }
   void softmax_coded_forward(Format fx, const void* x, float* y, std::int64_t rows, std::int64_t cols,
                              float* sx) override {
     Open o(*this, "softmax_coded_forward", x, y, sx);

@@ -484,6 +484,74 @@ TEST(DelayedScaling, GeluWritesFc2sCastWithTheSameBits) {
   EXPECT_NE(fc2->x_scale().scale(), 1.0f);  // the scales moved
 }
 
+// The same in the mlp: each ReLU writes the next layer's delayed-scaled
+// E4M3 cast (PointwiseLayer::forward_cast_for, Backend::relu_forward_encode),
+// and logits, amaxes and weight gradients keep the bits of the ReLU's own
+// FP32 output cast by fc2 and fc3 (ReLUs that count non-finite outputs).
+TEST(DelayedScaling, ReluWritesTheNextLayersCastWithTheSameBits) {
+  auto fused = build_model("mlp", {1, 28, 28}, 10);
+  auto apart = build_model("mlp", {1, 28, 28}, 10);
+  for (auto* m : {fused.get(), apart.get()}) {
+    m->init(6);
+    apply_recipe(backend(), *m, make_recipe("fp8"));
+  }
+  auto leaf = [](Model& m, const std::string& name) -> Layer* {
+    for (Layer* l : m.leaves())
+      if (l->name() == name) return l;
+    return nullptr;
+  };
+  for (const char* name : {"relu1", "relu2"}) {
+    Layer* r = leaf(*apart, name);
+    ASSERT_NE(r, nullptr) << name;
+    r->set_track_nonfinite(true);
+  }
+  {
+    auto* fc2 = static_cast<Linear*>(leaf(*fused, "fc2"));
+    ASSERT_NE(fc2, nullptr);
+    Layer::InputCast cast;
+    ASSERT_TRUE(fc2->input_cast({4, 256}, cast));
+    ASSERT_NE(cast.amax, nullptr);
+    Tensor h = Tensor::from_values({4, 256}, Format::FP32, std::vector<float>(4 * 256, -1.0f)), codes;
+    Layer* relu = leaf(*fused, "relu1");
+    auto ctx = relu->make_context();
+    EXPECT_TRUE(relu->forward_cast_for(backend(), h, codes, *ctx, cast));
+    EXPECT_EQ(codes.format(), Format::E4M3);
+    EXPECT_FALSE(leaf(*apart, "relu1")->forward_cast_for(backend(), h, codes, *ctx, cast));
+  }
+  std::mt19937_64 rng(9);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  for (int step = 0; step < 4; ++step) {
+    std::vector<float> x(8 * 28 * 28);
+    for (auto& v : x) v = d(rng) * static_cast<float>(step + 1);
+    Tensor xt = Tensor::from_values({8, 1, 28, 28}, Format::FP32, x);
+    const std::vector<float> a = fused->forward(backend(), xt).to_f32();
+    const std::vector<float> b = apart->forward(backend(), xt).to_f32();
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << "step " << step;
+    for (const char* name : {"fc2", "fc3"}) {
+      float amax[2];
+      backend().download(&amax[0], static_cast<Linear*>(leaf(*fused, name))->x_scale().pending_slot(), sizeof(float));
+      backend().download(&amax[1], static_cast<Linear*>(leaf(*apart, name))->x_scale().pending_slot(), sizeof(float));
+      EXPECT_GT(amax[0], 0.0f) << name;
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(amax[0]), std::bit_cast<std::uint32_t>(amax[1])) << name << " step " << step;
+    }
+    std::vector<float> g(8 * 10);
+    for (auto& v : g) v = d(rng);
+    const Tensor dl = Tensor::from_values({8, 10}, Format::FP32, g);
+    fused->backward(backend(), dl);
+    apart->backward(backend(), dl);
+    for (const char* name : {"fc1", "fc2", "fc3"}) {
+      const std::vector<float> ga = leaf(*fused, name)->parameters()[0]->grad.to_f32();
+      const std::vector<float> gb = leaf(*apart, name)->parameters()[0]->grad.to_f32();
+      ASSERT_EQ(ga.size(), gb.size());
+      EXPECT_EQ(std::memcmp(ga.data(), gb.data(), ga.size() * sizeof(float)), 0) << name << " step " << step;
+    }
+    record_pending_amaxes(backend(), *fused);
+    record_pending_amaxes(backend(), *apart);
+  }
+  EXPECT_NE(static_cast<Linear*>(leaf(*fused, "fc2"))->x_scale().scale(), 1.0f);  // the scales moved
+}
+
 TEST(DelayedScaling, RefreshEncodesWithThePreviousScaleThenRecords) {
   Model model("one", {4}, 2);
   model.add(std::make_unique<Linear>("fc", 4, 2));

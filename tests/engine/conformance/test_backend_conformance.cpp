@@ -1462,13 +1462,15 @@ TEST_P(Conformance, PointwiseBackwardCodedEqualsDecodeThenBackward) {
     }
 }
 
-// GELU straight into the FP8 cast gives the codes and amax of gelu_forward
-// then scale_amax_encode through the same backend: activations of several
+// GELU and ReLU straight into the FP8 cast (gelu_forward_encode,
+// relu_forward_encode) give the codes and amax of gelu_forward or
+// relu_forward then scale_amax_encode through the same backend (NaN, -0 and
+// negatives through the ReLU's select too): activations of several
 // widths, specials, inputs around the approximation's seams (x = -4, 4,
 // 8, its pieces every 1/4), a sweep of consecutive f32 patterns (values
 // on every side of the FP8 rounding boundaries), ties for the maximum,
 // and scales from tiny to huge, saturating or not.
-TEST_P(Conformance, GeluForwardEncodeEqualsGeluThenCast) {
+TEST_P(Conformance, ForwardEncodeEqualsForwardThenCast) {
   struct Input {
     std::string name;
     std::vector<float> x;
@@ -1512,6 +1514,7 @@ TEST_P(Conformance, GeluForwardEncodeEqualsGeluThenCast) {
     inputs.push_back({"short", x});
   }
   const float scales[] = {1.0f, 64.0f, 121.0811f, 0x1p-20f, 0x1p40f, 3.5e-19f};
+  for (const bool relu : {false, true})
   for (const Input& in : inputs)
     for (Format f : {Format::E4M3, Format::E5M2})
       for (float scale : scales)
@@ -1525,10 +1528,13 @@ TEST_P(Conformance, GeluForwardEncodeEqualsGeluThenCast) {
           DeviceBuffer<std::uint8_t> q2(GetParam(), std::vector<std::uint8_t>(n, 0xCD));
           engine::CastOptions opt;
           opt.saturate = saturate;
-          be->gelu_forward(xd.get(), y.get(), ni);
+          if (relu) be->relu_forward(xd.get(), y.get(), ni);
+          else be->gelu_forward(xd.get(), y.get(), ni);
           be->scale_amax_encode(y.get(), scale, f, q1.get(), ni, opt, a1.get(), scratch.get());
-          be->gelu_forward_encode(xd.get(), ni, scale, f, q2.get(), opt, a2.get(), scratch2.get());
-          const std::string what = "gelu_forward_encode " + in.name + " " + engine::format_name(f) + " scale " +
+          if (relu) be->relu_forward_encode(xd.get(), ni, scale, f, q2.get(), opt, a2.get(), scratch2.get());
+          else be->gelu_forward_encode(xd.get(), ni, scale, f, q2.get(), opt, a2.get(), scratch2.get());
+          const std::string what = std::string(relu ? "relu" : "gelu") + "_forward_encode " + in.name + " " +
+                                   engine::format_name(f) + " scale " +
                                    std::to_string(scale) + (saturate ? " saturate" : "");
           const std::vector<std::uint8_t> want = q1.host(), got = q2.host();
           std::size_t bad = 0, first = 0;
