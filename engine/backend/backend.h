@@ -3,6 +3,7 @@
 // every backend to the scalar reference.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -33,7 +34,20 @@ struct GemmOperand {
   // Batched GEMMs (GemmArgs::batch): where product (i, j) finds this
   // operand, in elements from `data`: i * batch_stride[0] + j * batch_stride[1].
   std::int64_t batch_stride[2] = {0, 0};
+  // Nonzero: a tag (new_keep_tag) under which these values stay as they
+  // are until its last use (keep_last): a layer's saved input, read by its
+  // forward GEMM and again by its weight gradient. A backend that decodes
+  // the operand may keep the decoded copy for the next use of the tag and
+  // drop it after the last; the results are the same bits either way.
+  std::uint64_t keep = 0;
+  bool keep_last = false;
 };
+
+// A fresh GemmOperand::keep tag (never 0; any thread).
+inline std::uint64_t new_keep_tag() {
+  static std::atomic<std::uint64_t> next{0};
+  return next.fetch_add(1, std::memory_order_relaxed) + 1;
+}
 
 // C[m x n] = alpha * op(A)[m x k] * op(B)[k x n] + beta * C (+ bias[n] per row).
 // A and B are read in their own formats and multiplied exactly as the

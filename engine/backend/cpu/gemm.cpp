@@ -24,12 +24,6 @@ using dims = dnnl::memory::dims;
 // Formats whose every value is exactly a BF16 value.
 bool is_bf16_exact(Format f) { return f == Format::BF16 || f == Format::E4M3 || f == Format::E5M2; }
 
-// A stored matrix as the matmul reads it: data and leading dimension.
-struct Prepared {
-  const void* data;
-  std::int64_t ld;
-};
-
 // Applies row_fn(src, dst, count) to a stored rows x cols matrix (leading
 // dimension ld, `esize` bytes per element), writing a compact rows x cols
 // result; one flat pass when the source is contiguous. Parallel above the
@@ -400,8 +394,72 @@ struct GemmEngine::Slice {
   float* part = nullptr;  // run_ksplit: this thread's m x n partial product
   dnnl::stream stream;
   Plan* plan = nullptr;  // this call's primitive for the thread's rows
+  // prepare_kept's decoded copies. An entry whose tag is 0 holds nothing
+  // (its buffer is reused); `used` is the slice call that last read it, and
+  // an entry read in the current call is neither reused nor dropped.
+  struct Kept {
+    std::uint64_t tag = 0;
+    const void* data = nullptr;
+    Format format = Format::FP32;
+    bool bf16 = false;
+    std::int64_t rows = 0, cols = 0, ld = 0;
+    std::uint64_t used = 0;
+    Workspace ws;
+  };
+  std::vector<std::unique_ptr<Kept>> kept;
+  std::uint64_t call = 0;  // counts this slice's work calls (run_sliced, run_grid, run_ksplit)
   explicit Slice(const dnnl::engine& e) : stream(e) {}
 };
+
+Prepared GemmEngine::prepare_kept(Slice& sl, const GemmOperand& op, std::int64_t rows, std::int64_t cols, bool bf16,
+                                  Workspace& ws) {
+  if (op.keep == 0 || !needs_decode(op.format, bf16)) return prepare(op, rows, cols, bf16, ws, true);
+  const std::int64_t ld = op.ld > 0 ? op.ld : cols;
+  const void* found = nullptr;
+  for (auto& e : sl.kept) {
+    if (e->tag != op.keep) continue;
+    if (!found && e->data == op.data && e->format == op.format && e->bf16 == bf16 && e->rows == rows &&
+        e->cols == cols && e->ld == ld) {
+      e->used = sl.call;
+      found = e->ws.get(0);
+    }
+    // After the tag's last use its copies are free (one read now stays
+    // as it is until this call ends: entries it read are not reused).
+    if (op.keep_last) e->tag = 0;
+  }
+  if (found) return {found, cols};
+  const std::size_t bytes = static_cast<std::size_t>(rows * cols) * (bf16 ? 2 : 4);
+  if (op.keep_last || bytes > kKeptMaxBytes / 2) return prepare(op, rows, cols, bf16, ws, true);
+  // A free entry if there is one, the largest; then older entries go (the
+  // least recently read first) while the copies would pass the bound.
+  Slice::Kept* slot = nullptr;
+  for (auto& e : sl.kept)
+    if (e->tag == 0 && e->used != sl.call && (!slot || e->ws.capacity() > slot->ws.capacity())) slot = e.get();
+  auto held = [&] {  // the copies' bytes once this one is in
+    std::size_t n = 0;
+    for (auto& e : sl.kept) n += e->ws.capacity();
+    if (!slot) return n + bytes;
+    return slot->ws.capacity() >= bytes ? n : n - slot->ws.capacity() + bytes;
+  };
+  while (held() > kKeptMaxBytes) {
+    Slice::Kept* oldest = nullptr;
+    for (auto& e : sl.kept)
+      if (e.get() != slot && e->used != sl.call && (!oldest || e->used < oldest->used)) oldest = e.get();
+    if (!oldest) return prepare(op, rows, cols, bf16, ws, true);
+    std::erase_if(sl.kept, [&](const std::unique_ptr<Slice::Kept>& e) { return e.get() == oldest; });
+  }
+  if (!slot) slot = sl.kept.emplace_back(std::make_unique<Slice::Kept>()).get();
+  const Prepared p = prepare(op, rows, cols, bf16, slot->ws, true);
+  slot->tag = op.keep;
+  slot->data = op.data;
+  slot->format = op.format;
+  slot->bf16 = bf16;
+  slot->rows = rows;
+  slot->cols = cols;
+  slot->ld = ld;
+  slot->used = sl.call;
+  return p;
+}
 
 void GemmEngine::ensure_slices(int nt) {
   while (m_slices.size() < static_cast<std::size_t>(nt))
@@ -506,6 +564,7 @@ GemmEngine::Plan* GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int6
     m_slices[static_cast<std::size_t>(t)]->plan = &plan_for(key);
   }
   on_slices(nt, [&](int t, Slice& sl) {
+    ++sl.call;
     const std::int64_t m0 = g.m * t / nt, m1 = g.m * (t + 1) / nt, rows = m1 - m0;
     // This thread's rows of op(A): rows of A, or columns when A is stored
     // transposed (k x m).
@@ -513,13 +572,13 @@ GemmEngine::Plan* GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int6
     a.ld = lda_in;
     const void* a_data;
     if (a_whole) {
-      const Prepared whole = prepare(a, g.k, g.m, bf16, sl.a, true);
+      const Prepared whole = prepare_kept(sl, a, g.k, g.m, bf16, sl.a);
       a_data = static_cast<const std::uint8_t*>(whole.data) + m0 * (bf16 ? 2 : 4);
     } else {
       a.data = static_cast<const std::uint8_t*>(g.a.data) + (g.a.trans ? m0 : m0 * lda_in) * a_es;
-      a_data = prepare(a, g.a.trans ? g.k : rows, g.a.trans ? rows : g.k, bf16, sl.a, true).data;
+      a_data = prepare_kept(sl, a, g.a.trans ? g.k : rows, g.a.trans ? rows : g.k, bf16, sl.a).data;
     }
-    const Prepared pb = prepare(g.b, b_rows, b_cols, bf16, sl.b, true);
+    const Prepared pb = prepare_kept(sl, g.b, b_rows, b_cols, bf16, sl.b);
     float* c = g.c + m0 * ldc;
     execute_on(*sl.plan, a_data, pb.data, c, g.bias, sl.stream, sl.scratch, &g.alpha);
     // This thread's rows finished as the unsliced path finishes all of C
@@ -555,6 +614,7 @@ GemmEngine::Plan* GemmEngine::run_ksplit(const GemmArgs& g, bool bf16, std::int6
     m_slices[static_cast<std::size_t>(t)]->plan = &plan_for(key);
   }
   on_slices(nt, [&](int t, Slice& sl) {
+    ++sl.call;
     const std::int64_t k0 = g.k * t / nt, k1 = g.k * (t + 1) / nt;
     sl.part = sl.partial.get<float>(static_cast<std::size_t>(g.m * g.n));
     GemmOperand a = g.a, b = g.b;
@@ -562,8 +622,8 @@ GemmEngine::Plan* GemmEngine::run_ksplit(const GemmArgs& g, bool bf16, std::int6
     b.ld = ldb_in;
     a.data = static_cast<const std::uint8_t*>(g.a.data) + k0 * lda_in * a_es;
     b.data = static_cast<const std::uint8_t*>(g.b.data) + k0 * ldb_in * b_es;
-    const Prepared pa = prepare(a, k1 - k0, g.m, bf16, sl.a, true);
-    const Prepared pb = prepare(b, k1 - k0, g.n, bf16, sl.b, true);
+    const Prepared pa = prepare_kept(sl, a, k1 - k0, g.m, bf16, sl.a);
+    const Prepared pb = prepare_kept(sl, b, k1 - k0, g.n, bf16, sl.b);
     execute_on(*sl.plan, pa.data, pb.data, sl.part, nullptr, sl.stream, sl.scratch);
   }, [&](int t, Slice&) {
     // This thread's rows of C: the partial products added in thread order,
@@ -656,6 +716,7 @@ GemmEngine::Plan* GemmEngine::run_grid(const GemmArgs& g, bool bf16, std::int64_
     m_slices[static_cast<std::size_t>(t)]->plan = &plan_for(key);
   }
   on_slices(nt, [&](int t, Slice& sl) {
+    ++sl.call;
     std::int64_t m0, m1, n0, n1;
     block(t, m0, m1, n0, n1);
     const std::int64_t rows = m1 - m0, cols = n1 - n0;
@@ -666,8 +727,8 @@ GemmEngine::Plan* GemmEngine::run_grid(const GemmArgs& g, bool bf16, std::int64_
     // op(B)'s columns n0.. are stored rows when B is stored n x k.
     a.data = static_cast<const std::uint8_t*>(g.a.data) + (g.a.trans ? m0 : m0 * lda_in) * a_es;
     b.data = static_cast<const std::uint8_t*>(g.b.data) + (g.b.trans ? n0 * ldb_in : n0) * b_es;
-    const Prepared pa = prepare(a, g.a.trans ? g.k : rows, g.a.trans ? rows : g.k, bf16, sl.a, true);
-    const Prepared pb = prepare(b, g.b.trans ? cols : g.k, g.b.trans ? g.k : cols, bf16, sl.b, true);
+    const Prepared pa = prepare_kept(sl, a, g.a.trans ? g.k : rows, g.a.trans ? rows : g.k, bf16, sl.a);
+    const Prepared pb = prepare_kept(sl, b, g.b.trans ? cols : g.k, g.b.trans ? g.k : cols, bf16, sl.b);
     float* part = sl.partial.get<float>(static_cast<std::size_t>(rows * cols));
     const float* bias = g.bias ? g.bias + n0 : nullptr;
     execute_on(*sl.plan, pa.data, pb.data, part, bias, sl.stream, sl.scratch, &g.alpha);

@@ -64,6 +64,12 @@ void small_product_bf16(const SmallBatch& s, std::int64_t t);
 // exactly, TF32 rounded (RNE) to its grid.
 void decode_operand(Format f, const void* src, float* dst, std::size_t n);
 
+// A stored matrix as the matmul reads it: data and leading dimension.
+struct Prepared {
+  const void* data;
+  std::int64_t ld;
+};
+
 class GemmEngine {
  public:
   GemmEngine(DnnlContext& ctx, bool native_bf16);
@@ -183,6 +189,16 @@ class GemmEngine {
   // run_sliced's, run_ksplit's and run_grid's per-thread buffers,
   // scratchpads and streams.
   struct Slice;
+  // A slice's decode of `rows` x `cols` of op (stored; decoded compact, as
+  // prepare() gives it): where op carries a GemmOperand::keep tag, the
+  // thread keeps its decoded copy (Slice::kept) for the tag's next use and
+  // finds it there then (the mlp's fc1 decodes x for its forward and its
+  // weight gradient on each thread), else it decodes into `ws`.
+  Prepared prepare_kept(Slice& sl, const GemmOperand& op, std::int64_t rows, std::int64_t cols, bool bf16,
+                        Workspace& ws);
+  // A thread's kept copies stay within this many bytes (older ones are
+  // dropped first); a larger decode is not kept.
+  static constexpr std::size_t kKeptMaxBytes = std::size_t{8} << 20;
   std::vector<std::unique_ptr<Slice>> m_slices;
   const std::string* m_last_impl = nullptr;
 };

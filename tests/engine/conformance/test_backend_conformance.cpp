@@ -483,6 +483,141 @@ TEST_P(Conformance, GemmTrainingShapes) {
   }
 }
 
+// GemmOperand::keep: a layer's saved input tagged in its forward GEMM and
+// again, as the last use, in its weight gradient (the CPU backend keeps the
+// decoded copy a thread made for the next use). Tagged products give the
+// bits of the same products untagged: the mlp's fc1 and fc2, the
+// transformer's token-long ones (its weight gradients split by tokens),
+// interleaved as a training step interleaves them; then new values under a
+// new tag at the same address, and enough tags at once to pass what a
+// thread keeps (older copies dropped, decoded again).
+TEST_P(Conformance, GemmKeptOperandsGiveTheSameBits) {
+  struct Layer {
+    i64 rows, in, out;
+    Format fx, fdy;
+  };
+  const Layer layers[] = {{128, 784, 256, Format::E4M3, Format::E5M2},
+                          {128, 256, 128, Format::E4M3, Format::E5M2},
+                          {2048, 64, 192, Format::FP16, Format::FP16},
+                          {2048, 256, 64, Format::BF16, Format::BF16},
+                          {2048, 64, 64, Format::E4M3, Format::E5M2},
+                          {300, 48, 40, Format::E4M3, Format::E4M3}};
+  std::uint64_t seed = 900;
+  auto stored = [&](Format f, i64 n, float sd) {
+    const std::vector<float> v = normal_values(static_cast<std::size_t>(n), ++seed, sd);
+    std::vector<std::uint8_t> b(static_cast<std::size_t>(n) * engine::storage_bytes(f));
+    engine::cast_from_f32(f, v.data(), b.data(), v.size());
+    return b;
+  };
+  // Forward y = x W^T + bias and weight gradient dW = dy^T x of each layer,
+  // tagged or not; C as the host sees it.
+  struct Run {
+    std::vector<float> y, dw;
+  };
+  auto run = [&](const Layer& l, DeviceBuffer<std::uint8_t>& x, DeviceBuffer<std::uint8_t>& w,
+                 DeviceBuffer<std::uint8_t>& dy, std::uint64_t tag, bool forward, bool backward, Run& out) {
+    if (forward) {
+      DeviceBuffer<float> y(GetParam(), std::vector<float>(static_cast<std::size_t>(l.rows * l.out)));
+      DeviceBuffer<float> bias(GetParam(), normal_values(static_cast<std::size_t>(l.out), 7));
+      engine::GemmArgs g;
+      g.m = l.rows;
+      g.n = l.out;
+      g.k = l.in;
+      g.a = {x.get(), l.fx, false, l.in};
+      g.a.keep = tag;
+      g.b = {w.get(), l.fx, true, l.in};
+      g.c = y.get();
+      g.ldc = l.out;
+      g.alpha = 0.37f;
+      g.bias = bias.get();
+      be->gemm(g);
+      out.y = y.host();
+    }
+    if (backward) {
+      DeviceBuffer<float> dw(GetParam(), std::vector<float>(static_cast<std::size_t>(l.out * l.in)));
+      engine::GemmArgs g;
+      g.m = l.out;
+      g.n = l.in;
+      g.k = l.rows;
+      g.a = {dy.get(), l.fdy, true, l.out};
+      g.b = {x.get(), l.fx, false, l.in};
+      g.b.keep = tag;
+      g.b.keep_last = true;
+      g.c = dw.get();
+      g.ldc = l.in;
+      g.alpha = 0.5f;
+      be->gemm(g);
+      out.dw = dw.host();
+    }
+  };
+  struct Data {
+    std::unique_ptr<DeviceBuffer<std::uint8_t>> x, w, dy;
+  };
+  std::vector<Data> data;
+  std::vector<Run> want(std::size(layers)), got(std::size(layers));
+  for (const Layer& l : layers) {
+    Data d;
+    d.x = std::make_unique<DeviceBuffer<std::uint8_t>>(GetParam(), stored(l.fx, l.rows * l.in, 2.0f));
+    d.w = std::make_unique<DeviceBuffer<std::uint8_t>>(GetParam(), stored(l.fx, l.out * l.in, 1.0f));
+    d.dy = std::make_unique<DeviceBuffer<std::uint8_t>>(GetParam(), stored(l.fdy, l.rows * l.out, 1.0f));
+    data.push_back(std::move(d));
+  }
+  for (std::size_t i = 0; i < std::size(layers); ++i)
+    run(layers[i], *data[i].x, *data[i].w, *data[i].dy, 0, true, true, want[i]);
+  // A step: every forward, then the weight gradients last layer first.
+  std::vector<std::uint64_t> tags;
+  for (std::size_t i = 0; i < std::size(layers); ++i) {
+    tags.push_back(engine::new_keep_tag());
+    run(layers[i], *data[i].x, *data[i].w, *data[i].dy, tags[i], true, false, got[i]);
+  }
+  for (std::size_t i = std::size(layers); i-- > 0;)
+    run(layers[i], *data[i].x, *data[i].w, *data[i].dy, tags[i], false, true, got[i]);
+  for (std::size_t i = 0; i < std::size(layers); ++i) {
+    const std::string what = "layer " + std::to_string(i) + " " + engine::format_name(layers[i].fx);
+    expect_bit_equal(got[i].y, want[i].y, what + " forward");
+    expect_bit_equal(got[i].dw, want[i].dw, what + " weight gradient");
+  }
+  // New values at the same address under a new tag: decoded afresh.
+  {
+    const Layer& l = layers[0];
+    const std::uint64_t tag = engine::new_keep_tag();
+    Run before, after, plain;
+    run(l, *data[0].x, *data[0].w, *data[0].dy, tag, true, false, before);
+    const std::vector<std::uint8_t> other = stored(l.fx, l.rows * l.in, 3.0f);
+    GetParam().upload(data[0].x->get(), other.data(), other.size());
+    run(l, *data[0].x, *data[0].w, *data[0].dy, 0, true, true, plain);
+    const std::uint64_t fresh = engine::new_keep_tag();
+    run(l, *data[0].x, *data[0].w, *data[0].dy, fresh, true, false, after);
+    run(l, *data[0].x, *data[0].w, *data[0].dy, fresh, false, true, after);
+    expect_bit_equal(after.y, plain.y, "new values, new tag: forward");
+    expect_bit_equal(after.dw, plain.dw, "new values, new tag: weight gradient");
+  }
+  // More kept at once than a thread holds: 24 layers of 2048 x 256 FP16
+  // inputs (a 2-thread slice decodes 2 MiB of each), forwards in order,
+  // weight gradients in reverse.
+  {
+    const Layer l{2048, 256, 64, Format::FP16, Format::FP16};
+    std::vector<Data> many(24);
+    std::vector<Run> w(many.size()), g(many.size());
+    std::vector<std::uint64_t> ts;
+    for (auto& d : many) {
+      d.x = std::make_unique<DeviceBuffer<std::uint8_t>>(GetParam(), stored(l.fx, l.rows * l.in, 2.0f));
+      d.w = std::make_unique<DeviceBuffer<std::uint8_t>>(GetParam(), stored(l.fx, l.out * l.in, 1.0f));
+      d.dy = std::make_unique<DeviceBuffer<std::uint8_t>>(GetParam(), stored(l.fdy, l.rows * l.out, 1.0f));
+    }
+    for (std::size_t i = 0; i < many.size(); ++i) run(l, *many[i].x, *many[i].w, *many[i].dy, 0, false, true, w[i]);
+    for (std::size_t i = 0; i < many.size(); ++i) {
+      ts.push_back(engine::new_keep_tag());
+      run(l, *many[i].x, *many[i].w, *many[i].dy, ts[i], true, false, g[i]);
+    }
+    for (std::size_t i = many.size(); i-- > 0;) {
+      run(l, *many[i].x, *many[i].w, *many[i].dy, ts[i], false, true, g[i]);
+      expect_bit_equal(g[i].dw, w[i].dw, "many kept: weight gradient " + std::to_string(i));
+      if (HasFailure()) return;
+    }
+  }
+}
+
 TEST_P(Conformance, GemmDecodesEveryFp8CodeExactly) {
   // C[i] = A[i] * 1 for all 256 codes: every FP8 value (subnormals, the
   // largest, NaN; E5M2's inf) must reach the product exactly, on the bf16
