@@ -34,6 +34,10 @@ void linear_backward(Backend& be, const Tensor& dy, const float* dy_f32, const T
                      const Tensor& w, const GemmScales& s, float* dx, float* dw, float* db,
                      std::int64_t rows, std::int64_t in, std::int64_t out, Format accumulate,
                      const GemmEncode* dx_codes, const GemmEncode* dw_codes, std::uint64_t x_keep) {
+  // dy is read by both products below: tagged, its decode may serve both
+  // (the transformer's dgrad and token-split weight gradient take the same
+  // rows on each thread).
+  const std::uint64_t dy_keep = dx ? new_keep_tag() : 0;
   if (dx) {
     // dx [rows, in] = dy [rows, out] W [out, in]
     GemmArgs g;
@@ -41,6 +45,7 @@ void linear_backward(Backend& be, const Tensor& dy, const float* dy_f32, const T
     g.n = in;
     g.k = out;
     g.a = gemm_operand(dy, 0, out, false);
+    g.a.keep = dy_keep;
     g.b = gemm_operand(w, 0, in, false);
     g.c = dx;
     g.ldc = in;
@@ -56,6 +61,8 @@ void linear_backward(Backend& be, const Tensor& dy, const float* dy_f32, const T
   g.n = in;
   g.k = rows;
   g.a = gemm_operand(dy, 0, out, true);
+  g.a.keep = dy_keep;
+  g.a.keep_last = true;
   g.b = gemm_operand(x, 0, in, false);
   g.b.keep = x_keep;
   g.b.keep_last = true;

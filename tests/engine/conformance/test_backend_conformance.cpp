@@ -484,8 +484,9 @@ TEST_P(Conformance, GemmTrainingShapes) {
 }
 
 // GemmOperand::keep: a layer's saved input tagged in its forward GEMM and
-// again, as the last use, in its weight gradient (the CPU backend keeps the
-// decoded copy a thread made for the next use). Tagged products give the
+// again, as the last use, in its weight gradient, and its output gradient
+// dy in the input gradient dy W and then in dy^T x (the CPU backend keeps
+// the decoded copy a thread made for the next use). Tagged products give the
 // bits of the same products untagged: the mlp's fc1 and fc2, the
 // transformer's token-long ones (its weight gradients split by tokens),
 // interleaved as a training step interleaves them; then new values under a
@@ -512,7 +513,7 @@ TEST_P(Conformance, GemmKeptOperandsGiveTheSameBits) {
   // Forward y = x W^T + bias and weight gradient dW = dy^T x of each layer,
   // tagged or not; C as the host sees it.
   struct Run {
-    std::vector<float> y, dw;
+    std::vector<float> y, dx, dw;
   };
   auto run = [&](const Layer& l, DeviceBuffer<std::uint8_t>& x, DeviceBuffer<std::uint8_t>& w,
                  DeviceBuffer<std::uint8_t>& dy, std::uint64_t tag, bool forward, bool backward, Run& out) {
@@ -534,12 +535,30 @@ TEST_P(Conformance, GemmKeptOperandsGiveTheSameBits) {
       out.y = y.host();
     }
     if (backward) {
+      // dx = dy W, then dW = dy^T x: dy tagged for both (its last use in the
+      // second), as linear_backward tags it.
+      const std::uint64_t dy_tag = tag ? engine::new_keep_tag() : 0;
+      DeviceBuffer<float> dx(GetParam(), std::vector<float>(static_cast<std::size_t>(l.rows * l.in)));
+      engine::GemmArgs d;
+      d.m = l.rows;
+      d.n = l.in;
+      d.k = l.out;
+      d.a = {dy.get(), l.fdy, false, l.out};
+      d.a.keep = dy_tag;
+      d.b = {w.get(), l.fx, false, l.in};
+      d.c = dx.get();
+      d.ldc = l.in;
+      d.alpha = 0.25f;
+      be->gemm(d);
+      out.dx = dx.host();
       DeviceBuffer<float> dw(GetParam(), std::vector<float>(static_cast<std::size_t>(l.out * l.in)));
       engine::GemmArgs g;
       g.m = l.out;
       g.n = l.in;
       g.k = l.rows;
       g.a = {dy.get(), l.fdy, true, l.out};
+      g.a.keep = dy_tag;
+      g.a.keep_last = true;
       g.b = {x.get(), l.fx, false, l.in};
       g.b.keep = tag;
       g.b.keep_last = true;
@@ -575,6 +594,7 @@ TEST_P(Conformance, GemmKeptOperandsGiveTheSameBits) {
   for (std::size_t i = 0; i < std::size(layers); ++i) {
     const std::string what = "layer " + std::to_string(i) + " " + engine::format_name(layers[i].fx);
     expect_bit_equal(got[i].y, want[i].y, what + " forward");
+    expect_bit_equal(got[i].dx, want[i].dx, what + " input gradient");
     expect_bit_equal(got[i].dw, want[i].dw, what + " weight gradient");
   }
   // New values at the same address under a new tag: decoded afresh.
