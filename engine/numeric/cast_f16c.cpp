@@ -50,7 +50,7 @@ inline __m256i c32(std::uint32_t v) { return _mm256_set1_epi32(static_cast<int>(
 // 8 FP32 values (E4M3's already times 2^-8) on FP8's grid, as FP16
 // patterns: E5M2 is FP16's top byte, and an E4M3 value times 2^-8 is an
 // FP16 pattern whose bits 7..14 are the E4M3 code, subnormals included.
-// The rounding is the FPU's own RNE in FP32: |x| + c - c with
+// The rounding is the FPU's own RNE in FP32: x + c - c with
 // c = 1.5 * 2^(e + 23 - fraction bits), e the exponent of |x| raised to
 // FP16's smallest normal one (2^-14): the add rounds |x| to a multiple of
 // FP8's step there (2^(e-3) for E4M3, 2^(e-2) for E5M2; 2^-17 and 2^-16
@@ -69,12 +69,16 @@ inline __m256i c32(std::uint32_t v) { return _mm256_set1_epi32(static_cast<int>(
 template <bool kE4M3>
 inline __m128i fp8_grid8(__m256 x, bool saturate) {
   constexpr std::uint32_t kFraction = kE4M3 ? 3 : 2;
-  const __m256 a = _mm256_and_ps(x, _mm256_castsi256_ps(c32(0x7FFFFFFFu)));
-  const __m256 sign = _mm256_xor_ps(x, a);
-  __m256 b = a;
-  if constexpr (kE4M3)
+  // E5M2 rounds x itself (c - |x| stays in c's binade, whose step is the
+  // same, and c's multiple of it even: the same ties); E4M3 its magnitude,
+  // bounded.
+  const __m256 sign = _mm256_and_ps(x, _mm256_castsi256_ps(c32(0x80000000u)));
+  __m256 b = x;
+  if constexpr (kE4M3) {
+    const __m256 a = _mm256_xor_ps(x, sign);
     b = saturate ? _mm256_min_ps(_mm256_min_ps(_mm256_set1_ps(1.75f), a), _mm256_set1_ps(1.875f))
                  : _mm256_min_ps(a, _mm256_set1_ps(1.875f));
+  }
   __m256i e = _mm256_max_epi32(_mm256_and_si256(_mm256_castps_si256(b), c32(0x7F800000u)), c32(113u << 23));
   if constexpr (!kE4M3) e = _mm256_min_epi32(e, c32(142u << 23));
   const __m256 c = _mm256_castsi256_ps(_mm256_add_epi32(e, c32(((23u - kFraction) << 23) | 0x400000u)));
