@@ -1,5 +1,6 @@
 // F16C path (compiled with -mavx2 -mf16c): FP16 <-> FP32 with the hardware
-// conversion, E5M2 and E4M3 through it (fp8_encode16, fp8_decode16), BF16
+// conversion, E5M2 through it both ways and E4M3 decoded through it
+// (fp8_encode16, fp8_decode16; E4M3 encoded with integer rounding), BF16
 // and TF32 with 256-bit integer bit manipulation (the scalar reference's
 // algorithm, 8 lanes at a time), so CPUs without AVX-512 still get fast
 // casts. Only called after the run-time CPU check in cast.cpp; tails take
@@ -47,50 +48,11 @@ inline __m256i tf32_rne(__m256i u) {
 
 inline __m256i c32(std::uint32_t v) { return _mm256_set1_epi32(static_cast<int>(v)); }
 
-// 8 FP32 values (E4M3's already times 2^-8) on FP8's grid, as FP16
-// patterns: E5M2 is FP16's top byte, and an E4M3 value times 2^-8 is an
-// FP16 pattern whose bits 7..14 are the E4M3 code, subnormals included.
-// The rounding is the FPU's own RNE in FP32: x + c - c with
-// c = 1.5 * 2^(e + 23 - fraction bits), e the exponent of |x| raised to
-// FP16's smallest normal one (2^-14): the add rounds |x| to a multiple of
-// FP8's step there (2^(e-3) for E4M3, 2^(e-2) for E5M2; 2^-17 and 2^-16
-// below the normals), the subtract is exact, and so is VCVTPS2PH of the
-// result; x's sign goes back on afterwards (a zero keeps it).
-// Out of range, E4M3's magnitude is first bounded by MINPS, which returns
-// its second operand when either is NaN: at 1.875 (NaN's pattern 0x7F)
-// without saturation, for every finite overflow, inf and NaN; saturating,
-// at 1.75 (448, 0x7E) for finite values and inf, NaN still 1.875. E5M2
-// keeps inf and NaN: its exponent is capped at FP16's largest (so c stays
-// finite), a value past 57344 rounds to 65536 or beyond, and VCVTPS2PH
-// makes that inf (RNE) or 0x7BFF (toward zero: saturating, 0x7B).
-// (It replaced an FP16 conversion toward zero with a sticky bit and an
-// integer rounding of the dropped bits: 4 conversions per 16 values
-// instead of 2.)
-template <bool kE4M3>
-inline __m128i fp8_grid8(__m256 x, bool saturate) {
-  constexpr std::uint32_t kFraction = kE4M3 ? 3 : 2;
-  // E5M2 rounds x itself (c - |x| stays in c's binade, whose step is the
-  // same, and c's multiple of it even: the same ties); E4M3 its magnitude,
-  // bounded.
-  const __m256 sign = _mm256_and_ps(x, _mm256_castsi256_ps(c32(0x80000000u)));
-  __m256 b = x;
-  if constexpr (kE4M3) {
-    const __m256 a = _mm256_xor_ps(x, sign);
-    b = saturate ? _mm256_min_ps(_mm256_min_ps(_mm256_set1_ps(1.75f), a), _mm256_set1_ps(1.875f))
-                 : _mm256_min_ps(a, _mm256_set1_ps(1.875f));
-  }
-  __m256i e = _mm256_max_epi32(_mm256_and_si256(_mm256_castps_si256(b), c32(0x7F800000u)), c32(113u << 23));
-  if constexpr (!kE4M3) e = _mm256_min_epi32(e, c32(142u << 23));
-  const __m256 c = _mm256_castsi256_ps(_mm256_add_epi32(e, c32(((23u - kFraction) << 23) | 0x400000u)));
-  const __m256 r = _mm256_or_ps(_mm256_sub_ps(_mm256_add_ps(b, c), c), sign);
-  if (!kE4M3 && !saturate) return _mm256_cvtps_ph(r, kRne);
-  return _mm256_cvtps_ph(r, _MM_FROUND_TO_ZERO);
-}
-
-// fp8_grid8's add rounds as MXCSR.RC says: the FP8 loops set it to
-// nearest (RNE) while they run, when something (the engine, a library) left
-// another mode, and put it back after. DAZ and FTZ change nothing there: a
-// denormal input rounds to zero either way, and the results are normal.
+// The FP8 encoders below round with FP32 additions, which round as
+// MXCSR.RC says: the FP8 loops set it to nearest (RNE) while they run, when
+// something (the engine, a library) left another mode, and put it back
+// after. DAZ and FTZ change nothing there: a denormal input rounds to zero
+// either way, and no sum or result is denormal.
 class NearestRounding {
  public:
   NearestRounding() : m_saved(_mm_getcsr()) {
@@ -107,37 +69,81 @@ class NearestRounding {
   unsigned m_saved;
 };
 
-// 16 FP32 values (x0: elements 0-7, x1: 8-15) -> 16 E4M3 or E5M2 codes,
-// RNE, as the scalar fp32_to_e4m3 / fp32_to_e5m2 give them (fp8_grid8).
-// fp8_encode16_down takes E4M3's values already times 2^-8 (fp8_scaled
-// folds it into its scale).
-template <bool kE4M3>
-inline __m128i fp8_encode16_down(__m256 x0, __m256 x1, bool saturate) {
-  const __m128i h0 = fp8_grid8<kE4M3>(x0, saturate);
-  const __m128i h1 = fp8_grid8<kE4M3>(x1, saturate);
-  if constexpr (kE4M3) {
-    // Bits 15 and 13..7 (bit 14 is 0 below 2.0): shifted right 7, the sign
-    // lands on bit 8; taking 0x80 off moves it to bit 7.
-    const __m256i h = _mm256_set_m128i(h1, h0);
-    const __m256i t = _mm256_srli_epi16(h, 7);
-    const __m256i code = _mm256_sub_epi16(t, _mm256_and_si256(_mm256_srli_epi16(h, 8), _mm256_set1_epi16(0x80)));
-    return _mm_packus_epi16(_mm256_castsi256_si128(code), _mm256_extracti128_si256(code, 1));
+// 8 FP32 values on E5M2's grid, as FP16 patterns (E5M2 is FP16's top
+// byte). The rounding is the FPU's own RNE in FP32: x + c - c with
+// c = 1.5 * 2^(e + 21), e the exponent of x raised to FP16's smallest
+// normal one (2^-14) and capped at its largest (so c stays finite): the
+// add rounds x to a multiple of E5M2's step there (2^(e-2); 2^-16 below
+// the normals; x and -x alike: c - |x| stays in c's binade, and c is an
+// even multiple of the step), the subtract is exact, and so is VCVTPS2PH
+// of the result. x's sign goes back on afterwards (a zero keeps it). A
+// value past 57344 rounds to 65536 or beyond, which VCVTPS2PH makes inf
+// (RNE) or 0x7BFF (toward zero: saturating, 0x7B); inf and NaN stay.
+// (It replaced a conversion toward zero with a sticky bit and an integer
+// rounding of the dropped bits: 2 FP16 conversions per 16 values instead
+// of 4; bench_cast, 64Ki values, one thread: 13.5 -> 9.8 us.)
+inline __m128i e5m2_grid8(__m256 x, bool saturate) {
+  const __m256 sign = _mm256_and_ps(x, _mm256_castsi256_ps(c32(0x80000000u)));
+  __m256i e = _mm256_max_epi32(_mm256_and_si256(_mm256_castps_si256(x), c32(0x7F800000u)), c32(113u << 23));
+  e = _mm256_min_epi32(e, c32(142u << 23));
+  const __m256 c = _mm256_castsi256_ps(_mm256_add_epi32(e, c32((21u << 23) | 0x400000u)));
+  const __m256 r = _mm256_or_ps(_mm256_sub_ps(_mm256_add_ps(x, c), c), sign);
+  return saturate ? _mm256_cvtps_ph(r, _MM_FROUND_TO_ZERO) : _mm256_cvtps_ph(r, kRne);
+}
+
+// 16 FP32 values (x0: elements 0-7, x1: 8-15) -> 16 E5M2 codes, RNE, as
+// fp32_to_e5m2 gives them: the top bytes of e5m2_grid8's patterns, with
+// VCVTPS2PH's NaN (0x7E00 and above) left 0x7E or 0x7F: 0x7F (and 0xFF)
+// become E5M2's NaN 0x7E (0xFE), the sign kept.
+inline __m128i e5m2_encode16(__m256 x0, __m256 x1, bool saturate) {
+  const __m128i c =
+      _mm_packus_epi16(_mm_srli_epi16(e5m2_grid8(x0, saturate), 8), _mm_srli_epi16(e5m2_grid8(x1, saturate), 8));
+  return _mm_add_epi8(c, _mm_cmpeq_epi8(_mm_or_si128(c, _mm_set1_epi8(-128)), _mm_set1_epi8(-1)));
+}
+
+// 8 FP32 values -> 8 E4M3 codes in 32-bit lanes, the AVX-512 path's
+// integer encoder (cast_avx512.cpp: fp8_magnitude, e4m3_encode) in 8 lanes:
+// normals by integer RNE of the 20 dropped bits (the rebias folded into the
+// constant), subnormals by an FP32 add of 2^14 (its ulp 2^-9, the smallest
+// subnormal), whose low bits are then the code; the clamp sends overflow,
+// inf and NaN to NaN (0x7F), or saturating finite values and inf to 0x7E.
+// No FP16 conversion: it replaced VCVTPS2PH of the value times 2^-8 rounded
+// as e5m2_grid8 rounds (bench_cast, 64Ki values, one thread: 13.4 ->
+// 11.9 us; 14.9 us with the sticky-bit conversions before that).
+template <bool kSat>
+inline __m256i e4m3_int8(__m256 x) {
+  constexpr int kDrop = 20;
+  const __m256i u = _mm256_castps_si256(x);
+  const __m256i abs = _mm256_and_si256(u, c32(0x7FFFFFFFu));
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(abs, kDrop), c32(1));
+  constexpr std::uint32_t kBiasConst = ((1u << (kDrop - 1)) - 1u) - (120u << 23);
+  const __m256i code_n = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(abs, c32(kBiasConst)), lsb), kDrop);
+  const __m256i magic = c32(141u << 23);  // 2^14, whose ulp is 2^-9
+  const __m256i code_s =
+      _mm256_sub_epi32(_mm256_castps_si256(_mm256_add_ps(_mm256_castsi256_ps(abs), _mm256_castsi256_ps(magic))), magic);
+  __m256i code = _mm256_blendv_epi8(code_s, code_n, _mm256_cmpgt_epi32(abs, c32((121u << 23) - 1u)));
+  if constexpr (kSat) {
+    const __m256i nan = _mm256_cmpgt_epi32(abs, c32(0x7F800000u));
+    code = _mm256_blendv_epi8(_mm256_min_epu32(code, c32(0x7Eu)), c32(0x7Fu), nan);
   } else {
-    const __m128i c = _mm_packus_epi16(_mm_srli_epi16(h0, 8), _mm_srli_epi16(h1, 8));
-    // VCVTPS2PH's NaN is 0x7E00 or above: 0x7F (and 0xFF) become E5M2's
-    // NaN 0x7E (0xFE), the sign kept.
-    return _mm_add_epi8(c, _mm_cmpeq_epi8(_mm_or_si128(c, _mm_set1_epi8(-128)), _mm_set1_epi8(-1)));
+    code = _mm256_min_epu32(code, c32(0x7Fu));
   }
+  return _mm256_or_si256(code, _mm256_and_si256(_mm256_srli_epi32(u, 24), c32(0x80u)));
+}
+
+// 16 FP32 values (x0: elements 0-7, x1: 8-15) -> 16 E4M3 codes, RNE, as
+// fp32_to_e4m3 gives them.
+template <bool kSat>
+inline __m128i e4m3_encode16(__m256 x0, __m256 x1) {
+  // packus works per 128-bit half: [x0 0-3, x1 0-3 | x0 4-7, x1 4-7].
+  const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(e4m3_int8<kSat>(x0), e4m3_int8<kSat>(x1)), 0xD8);
+  return _mm_packus_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
 }
 
 template <bool kE4M3>
 inline __m128i fp8_encode16(__m256 x0, __m256 x1, bool saturate) {
-  if constexpr (kE4M3) {
-    const __m256 down = _mm256_set1_ps(0x1p-8f);
-    x0 = _mm256_mul_ps(x0, down);
-    x1 = _mm256_mul_ps(x1, down);
-  }
-  return fp8_encode16_down<kE4M3>(x0, x1, saturate);
+  if constexpr (kE4M3) return saturate ? e4m3_encode16<true>(x0, x1) : e4m3_encode16<false>(x0, x1);
+  return e5m2_encode16(x0, x1, saturate);
 }
 
 // 16 E4M3 or E5M2 codes -> 16 floats at dst, through FP16: E5M2 is FP16's
@@ -211,22 +217,20 @@ inline float value_at(const void* src, std::size_t i) {
 // fp8_scaled's vector loop over the 16-value groups of [0, n), one
 // instantiation per case so that no test or reload is left in it: kSat the
 // saturation, kAmax whether the max of |x| is wanted (into *amax_bits),
-// kMuls the multiplies that bring x to fp8_encode16_down's input (0: none;
-// 1: by vs; 2: by vs, then by 2^-8). Returns the values done.
-template <Format From, bool kE4M3, bool kSat, bool kAmax, int kMuls>
+// kScaled whether x is multiplied by vs. Returns the values done.
+template <Format From, bool kE4M3, bool kSat, bool kAmax, bool kScaled>
 std::size_t fp8_scaled_body(const void* src, std::uint8_t* d, std::size_t n, __m256 vs, std::uint32_t* amax_bits) {
   __m256i m = _mm256_setzero_si256();
   auto prep = [&](__m256 x) {
     if constexpr (kAmax) m = _mm256_max_epu32(m, _mm256_and_si256(_mm256_castps_si256(x), c32(0x7FFFFFFFu)));
-    if constexpr (kMuls >= 1) x = _mm256_mul_ps(x, vs);
-    if constexpr (kMuls == 2) x = _mm256_mul_ps(x, _mm256_set1_ps(0x1p-8f));
+    if constexpr (kScaled) x = _mm256_mul_ps(x, vs);
     return x;
   };
   std::size_t i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m256 x0 = prep(load8<From>(src, i));
     const __m256 x1 = prep(load8<From>(src, i + 8));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), fp8_encode16_down<kE4M3>(x0, x1, kSat));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), fp8_encode16<kE4M3>(x0, x1, kSat));
   }
   if constexpr (kAmax) {
     alignas(32) std::uint32_t lanes[8];
@@ -240,29 +244,21 @@ std::size_t fp8_scaled_body(const void* src, std::uint8_t* d, std::size_t n, __m
 
 // FP8 codes of x[i] * scale (no multiply for scale 1) and the max of the
 // unscaled |x[i]| as FP32 bit patterns: 16 values a time, the tail scalar.
-// E4M3's 2^-8 rides on the scale: x * (scale 2^-8) is (x * scale) 2^-8,
-// rounded once, wherever that product is normal; below 2^-126 both encode
-// to a signed zero, and an f32 overflow of x * scale encodes as the finite
-// huge product does (past the largest code). scale 2^-8 is exact for any
-// scale >= 2^-118; smaller ones multiply twice.
 template <Format From, bool kE4M3>
 void fp8_scaled(const void* src, std::uint8_t* d, std::size_t n, float scale, bool saturate,
                 std::uint32_t* amax_bits) {
   const NearestRounding rne;
-  const bool fold = kE4M3 && scale >= 0x1p-118f;
-  const __m256 vs = _mm256_set1_ps(fold ? scale * 0x1p-8f : scale);
-  const int muls = kE4M3 ? (fold ? 1 : 2) : (scale != 1.0f ? 1 : 0);
+  const __m256 vs = _mm256_set1_ps(scale);
+  const bool scaled = scale != 1.0f;
   std::uint32_t mx = 0;
   auto body = [&]<bool kSat, bool kAmax>() -> std::size_t {
-    if (muls == 0) return fp8_scaled_body<From, kE4M3, kSat, kAmax, 0>(src, d, n, vs, &mx);
-    if (muls == 1) return fp8_scaled_body<From, kE4M3, kSat, kAmax, 1>(src, d, n, vs, &mx);
-    return fp8_scaled_body<From, kE4M3, kSat, kAmax, 2>(src, d, n, vs, &mx);
+    if (scaled) return fp8_scaled_body<From, kE4M3, kSat, kAmax, true>(src, d, n, vs, &mx);
+    return fp8_scaled_body<From, kE4M3, kSat, kAmax, false>(src, d, n, vs, &mx);
   };
   auto with_amax = [&]<bool kSat>() {
     return amax_bits ? body.template operator()<kSat, true>() : body.template operator()<kSat, false>();
   };
   std::size_t i = saturate ? with_amax.template operator()<true>() : with_amax.template operator()<false>();
-  const bool scaled = muls > 0;
   for (; i < n; ++i) {
     const float x = value_at<From>(src, i);
     std::uint32_t u = 0;
