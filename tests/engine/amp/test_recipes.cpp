@@ -5,6 +5,7 @@
 // precision changes.
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <map>
 
 #include <algorithm>
@@ -423,6 +424,25 @@ TEST(DelayedScaling, Conv2dOnTinyInputsMatchesFp32WithinE4M3Precision) {
   EXPECT_GT(conv->x_scale().scale(), 4.0e5f);
 }
 
+// The leaf of m called `name` (null if none).
+Layer* leaf(Model& m, const std::string& name) {
+  for (Layer* l : m.leaves())
+    if (l->name() == name) return l;
+  return nullptr;
+}
+
+// The pending input amaxes of the named FP8 Linear layers: positive, and
+// the same bits in both models.
+void expect_same_pending_amaxes(Model& fused, Model& apart, std::initializer_list<const char*> names, int step) {
+  for (const char* name : names) {
+    float amax[2];
+    backend().download(&amax[0], static_cast<Linear*>(leaf(fused, name))->x_scale().pending_slot(), sizeof(float));
+    backend().download(&amax[1], static_cast<Linear*>(leaf(apart, name))->x_scale().pending_slot(), sizeof(float));
+    EXPECT_GT(amax[0], 0.0f) << name;
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(amax[0]), std::bit_cast<std::uint32_t>(amax[1])) << name << " step " << step;
+  }
+}
+
 // In the fp8 recipe a transformer block's GELU writes fc2's delayed-scaled
 // E4M3 cast itself (GELU::forward_cast_for, Backend::gelu_forward_encode):
 // logits and fc2's amaxes keep the bits of the GELU's own FP32 output cast
@@ -435,11 +455,6 @@ TEST(DelayedScaling, GeluWritesFc2sCastWithTheSameBits) {
     m->init(5);
     apply_recipe(backend(), *m, make_recipe("fp8"));
   }
-  auto leaf = [](Model& m, const std::string& name) -> Layer* {
-    for (Layer* l : m.leaves())
-      if (l->name() == name) return l;
-    return nullptr;
-  };
   Layer* gelu = leaf(*apart, "block0.gelu");
   ASSERT_NE(gelu, nullptr);
   gelu->set_track_nonfinite(true);
@@ -470,13 +485,7 @@ TEST(DelayedScaling, GeluWritesFc2sCastWithTheSameBits) {
     const std::vector<float> b = apart->forward(backend(), xt).to_f32();
     ASSERT_EQ(a.size(), b.size());
     EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << "step " << step;
-    for (const char* name : {"block0.fc2", "block1.fc2"}) {
-      float amax[2];
-      backend().download(&amax[0], static_cast<Linear*>(leaf(*fused, name))->x_scale().pending_slot(), sizeof(float));
-      backend().download(&amax[1], static_cast<Linear*>(leaf(*apart, name))->x_scale().pending_slot(), sizeof(float));
-      EXPECT_GT(amax[0], 0.0f) << name;
-      EXPECT_EQ(std::bit_cast<std::uint32_t>(amax[0]), std::bit_cast<std::uint32_t>(amax[1])) << name << " step " << step;
-    }
+    expect_same_pending_amaxes(*fused, *apart, {"block0.fc2", "block1.fc2"}, step);
     EXPECT_EQ(fc2->x_scale().scale(), static_cast<Linear*>(leaf(*apart, "block0.fc2"))->x_scale().scale());
     record_pending_amaxes(backend(), *fused);
     record_pending_amaxes(backend(), *apart);
@@ -495,11 +504,6 @@ TEST(DelayedScaling, ReluWritesTheNextLayersCastWithTheSameBits) {
     m->init(6);
     apply_recipe(backend(), *m, make_recipe("fp8"));
   }
-  auto leaf = [](Model& m, const std::string& name) -> Layer* {
-    for (Layer* l : m.leaves())
-      if (l->name() == name) return l;
-    return nullptr;
-  };
   for (const char* name : {"relu1", "relu2"}) {
     Layer* r = leaf(*apart, name);
     ASSERT_NE(r, nullptr) << name;
@@ -528,13 +532,7 @@ TEST(DelayedScaling, ReluWritesTheNextLayersCastWithTheSameBits) {
     const std::vector<float> b = apart->forward(backend(), xt).to_f32();
     ASSERT_EQ(a.size(), b.size());
     EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << "step " << step;
-    for (const char* name : {"fc2", "fc3"}) {
-      float amax[2];
-      backend().download(&amax[0], static_cast<Linear*>(leaf(*fused, name))->x_scale().pending_slot(), sizeof(float));
-      backend().download(&amax[1], static_cast<Linear*>(leaf(*apart, name))->x_scale().pending_slot(), sizeof(float));
-      EXPECT_GT(amax[0], 0.0f) << name;
-      EXPECT_EQ(std::bit_cast<std::uint32_t>(amax[0]), std::bit_cast<std::uint32_t>(amax[1])) << name << " step " << step;
-    }
+    expect_same_pending_amaxes(*fused, *apart, {"fc2", "fc3"}, step);
     std::vector<float> g(8 * 10);
     for (auto& v : g) v = d(rng);
     const Tensor dl = Tensor::from_values({8, 10}, Format::FP32, g);
