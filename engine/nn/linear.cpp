@@ -11,7 +11,7 @@ namespace engine {
 
 void linear_forward(Backend& be, const Tensor& x, const Tensor& w, const GemmScales& s, const float* bias,
                     float* y, std::int64_t rows, std::int64_t in, std::int64_t out, Format accumulate,
-                    const GemmEncode* y_codes, std::uint64_t x_keep) {
+                    const GemmEncode* y_codes, std::uint64_t x_keep, std::uint64_t w_keep) {
   GemmArgs g;
   g.m = rows;
   g.n = out;
@@ -19,6 +19,7 @@ void linear_forward(Backend& be, const Tensor& x, const Tensor& w, const GemmSca
   g.a = gemm_operand(x, 0, in, false);
   g.a.keep = x_keep;
   g.b = gemm_operand(w, 0, in, true);  // op(B) = W^T: [in, out]
+  g.b.keep = w_keep;
   g.c = y;
   g.ldc = out;
   // Scaled FP8 operands: the f32 GEMM result times 1/(s_x s_w), then the
@@ -33,7 +34,8 @@ void linear_forward(Backend& be, const Tensor& x, const Tensor& w, const GemmSca
 void linear_backward(Backend& be, const Tensor& dy, const float* dy_f32, const Tensor& x,
                      const Tensor& w, const GemmScales& s, float* dx, float* dw, float* db,
                      std::int64_t rows, std::int64_t in, std::int64_t out, Format accumulate,
-                     const GemmEncode* dx_codes, const GemmEncode* dw_codes, std::uint64_t x_keep) {
+                     const GemmEncode* dx_codes, const GemmEncode* dw_codes, std::uint64_t x_keep,
+                     std::uint64_t w_keep) {
   // dy is read by both products below: tagged, its decode may serve both
   // (the transformer's dgrad and token-split weight gradient take the same
   // rows on each thread).
@@ -47,6 +49,8 @@ void linear_backward(Backend& be, const Tensor& dy, const float* dy_f32, const T
     g.a = gemm_operand(dy, 0, out, false);
     g.a.keep = dy_keep;
     g.b = gemm_operand(w, 0, in, false);
+    g.b.keep = w_keep;
+    g.b.keep_last = true;
     g.c = dx;
     g.ldc = in;
     g.alpha = unscale_alpha(s.dy, s.w);
@@ -215,10 +219,14 @@ bool Linear::forward_into(Backend& be, const Tensor& x, Tensor& y, LinearContext
   }
   // An FP32 output's copy (forward_copy): C stays in y, the codes go there.
   const GemmEncode* encode = y_codes.codes ? &y_codes : copy;
-  // x stays as it is until backward (the caller's promise, or ctx's copy).
+  // x stays as it is until backward (the caller's promise, or ctx's copy),
+  // and so does w (the optimizer steps after backward). w is tagged only
+  // where the last backward computed dx, its tag's last use: a first
+  // layer's w would otherwise leave a kept copy behind every step.
   ctx.x_keep = new_keep_tag();
+  ctx.w_keep = m_dgrad ? new_keep_tag() : 0;
   linear_forward(be, xc, wc, {ctx.x_scale, ctx.w_scale, 1.0f}, b, yf, rows, m_in, m_out, p.accumulate, encode,
-                 ctx.x_keep);
+                 ctx.x_keep, ctx.w_keep);
   if (!y_codes.codes) output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), nonfinite);
   return encode == copy && copy;
 }
@@ -313,7 +321,8 @@ void Linear::backward_from(Backend& be, const Tensor& dy, const Tensor* rounded,
                        (dw_storage == Format::FP32 || dw_storage == gf);
   const GemmEncode dw_codes{gf, dw_storage == Format::FP32 ? nullptr : m_weight.grad.data(), {}};
   linear_backward(be, *dyg, dy32, x, *ctx.w, s, dxf, dw, dy32 ? db : nullptr, rows, m_in, m_out, p.accumulate,
-                  dx_codes.codes ? &dx_codes : nullptr, dw_done ? &dw_codes : nullptr, ctx.x_keep);
+                  dx_codes.codes ? &dx_codes : nullptr, dw_done ? &dw_codes : nullptr, ctx.x_keep, ctx.w_keep);
+  m_dgrad = dx != nullptr;
   if (sum_codes) {
     m_dy32.resize(dyg->shape(), Format::FP32);
     be.column_sums16(dyg->format(), dyg->data(), rows, m_out, db, m_dy32.f32());

@@ -27,21 +27,23 @@ struct GemmScales {
 // [out, in] are GEMM operands read in their own formats, holding their
 // values times s.x and s.w. bias (f32, length out, unscaled) may be null.
 // y [rows, out] is f32, overwritten; with y_codes it is also encoded there
-// (Backend::gemm_encode). x_keep: x's GemmOperand::keep tag (0: none).
+// (Backend::gemm_encode). x_keep, w_keep: x's and w's GemmOperand::keep
+// tags (0: none).
 void linear_forward(Backend& be, const Tensor& x, const Tensor& w, const GemmScales& s, const float* bias,
                     float* y, std::int64_t rows, std::int64_t in, std::int64_t out, Format accumulate,
-                    const GemmEncode* y_codes = nullptr, std::uint64_t x_keep = 0);
+                    const GemmEncode* y_codes = nullptr, std::uint64_t x_keep = 0, std::uint64_t w_keep = 0);
 // dy [rows, out] is the GEMM operand (holding dy * s.dy), dy_f32 the
 // unscaled values as floats (for the bias sums; may be null when db is).
 // dx [rows, in] (null: not needed), dw [out, in] and db [out] (null: no
 // bias) are f32, overwritten; with dx_codes dx is also encoded there, and
 // with dw_codes dw is encoded (or rounded in place, codes null) as it says.
-// x_keep: the tag x had in linear_forward (GemmOperand::keep; its last use).
+// x_keep, w_keep: the tags x and w had in linear_forward (GemmOperand::keep;
+// the last use of each: x's in dW, w's in dx).
 void linear_backward(Backend& be, const Tensor& dy, const float* dy_f32, const Tensor& x,
                      const Tensor& w, const GemmScales& s, float* dx, float* dw, float* db,
                      std::int64_t rows, std::int64_t in, std::int64_t out, Format accumulate,
                      const GemmEncode* dx_codes = nullptr, const GemmEncode* dw_codes = nullptr,
-                     std::uint64_t x_keep = 0);
+                     std::uint64_t x_keep = 0, std::uint64_t w_keep = 0);
 
 // What Linear saves: its input as multiplied (the caller's tensor when it
 // already was in the compute format, else an owned copy in that format;
@@ -55,6 +57,7 @@ struct LinearContext : Context {
   Tensor x_compute;
   float x_scale = 1.0f;
   std::uint64_t x_keep = 0;  // x's GemmOperand::keep tag, from forward to the weight gradient
+  std::uint64_t w_keep = 0;  // w's, from forward to the input gradient (0: none)
   const Tensor* w = nullptr;
   float w_scale = 1.0f;
   bool block = false;
@@ -114,6 +117,7 @@ class Linear : public Layer {
  private:
   std::int64_t m_in, m_out;
   bool m_has_bias;
+  bool m_dgrad = false;  // the last backward computed dx (forward then tags w for it)
   Parameter m_weight, m_bias;
   DelayedScaling m_scaling;
   DelayedScale m_x_scale, m_dy_scale, m_w_scale;

@@ -486,7 +486,8 @@ TEST_P(Conformance, GemmTrainingShapes) {
 // GemmOperand::keep: a layer's saved input tagged in its forward GEMM and
 // again, as the last use, in its weight gradient, and its output gradient
 // dy in the input gradient dy W and then in dy^T x (the CPU backend keeps
-// the decoded copy a thread made for the next use). Tagged products give the
+// the decoded copy a thread made for the next use), and the weight w in the
+// forward product and, last, in dy W. Tagged products give the
 // bits of the same products untagged: the mlp's fc1 and fc2, the
 // transformer's token-long ones (its weight gradients split by tokens),
 // interleaved as a training step interleaves them; then new values under a
@@ -516,7 +517,8 @@ TEST_P(Conformance, GemmKeptOperandsGiveTheSameBits) {
     std::vector<float> y, dx, dw;
   };
   auto run = [&](const Layer& l, DeviceBuffer<std::uint8_t>& x, DeviceBuffer<std::uint8_t>& w,
-                 DeviceBuffer<std::uint8_t>& dy, std::uint64_t tag, bool forward, bool backward, Run& out) {
+                 DeviceBuffer<std::uint8_t>& dy, std::uint64_t tag, std::uint64_t wtag, bool forward, bool backward,
+                 Run& out) {
     if (forward) {
       DeviceBuffer<float> y(GetParam(), std::vector<float>(static_cast<std::size_t>(l.rows * l.out)));
       DeviceBuffer<float> bias(GetParam(), normal_values(static_cast<std::size_t>(l.out), 7));
@@ -527,6 +529,7 @@ TEST_P(Conformance, GemmKeptOperandsGiveTheSameBits) {
       g.a = {x.get(), l.fx, false, l.in};
       g.a.keep = tag;
       g.b = {w.get(), l.fx, true, l.in};
+      g.b.keep = wtag;
       g.c = y.get();
       g.ldc = l.out;
       g.alpha = 0.37f;
@@ -546,6 +549,8 @@ TEST_P(Conformance, GemmKeptOperandsGiveTheSameBits) {
       d.a = {dy.get(), l.fdy, false, l.out};
       d.a.keep = dy_tag;
       d.b = {w.get(), l.fx, false, l.in};
+      d.b.keep = wtag;
+      d.b.keep_last = true;
       d.c = dx.get();
       d.ldc = l.in;
       d.alpha = 0.25f;
@@ -582,15 +587,16 @@ TEST_P(Conformance, GemmKeptOperandsGiveTheSameBits) {
     data.push_back(std::move(d));
   }
   for (std::size_t i = 0; i < std::size(layers); ++i)
-    run(layers[i], *data[i].x, *data[i].w, *data[i].dy, 0, true, true, want[i]);
+    run(layers[i], *data[i].x, *data[i].w, *data[i].dy, 0, 0, true, true, want[i]);
   // A step: every forward, then the weight gradients last layer first.
-  std::vector<std::uint64_t> tags;
+  std::vector<std::uint64_t> tags, wtags;
   for (std::size_t i = 0; i < std::size(layers); ++i) {
     tags.push_back(engine::new_keep_tag());
-    run(layers[i], *data[i].x, *data[i].w, *data[i].dy, tags[i], true, false, got[i]);
+    wtags.push_back(engine::new_keep_tag());
+    run(layers[i], *data[i].x, *data[i].w, *data[i].dy, tags[i], wtags[i], true, false, got[i]);
   }
   for (std::size_t i = std::size(layers); i-- > 0;)
-    run(layers[i], *data[i].x, *data[i].w, *data[i].dy, tags[i], false, true, got[i]);
+    run(layers[i], *data[i].x, *data[i].w, *data[i].dy, tags[i], wtags[i], false, true, got[i]);
   for (std::size_t i = 0; i < std::size(layers); ++i) {
     const std::string what = "layer " + std::to_string(i) + " " + engine::format_name(layers[i].fx);
     expect_bit_equal(got[i].y, want[i].y, what + " forward");
@@ -602,13 +608,13 @@ TEST_P(Conformance, GemmKeptOperandsGiveTheSameBits) {
     const Layer& l = layers[0];
     const std::uint64_t tag = engine::new_keep_tag();
     Run before, after, plain;
-    run(l, *data[0].x, *data[0].w, *data[0].dy, tag, true, false, before);
+    run(l, *data[0].x, *data[0].w, *data[0].dy, tag, 0, true, false, before);
     const std::vector<std::uint8_t> other = stored(l.fx, l.rows * l.in, 3.0f);
     GetParam().upload(data[0].x->get(), other.data(), other.size());
-    run(l, *data[0].x, *data[0].w, *data[0].dy, 0, true, true, plain);
+    run(l, *data[0].x, *data[0].w, *data[0].dy, 0, 0, true, true, plain);
     const std::uint64_t fresh = engine::new_keep_tag();
-    run(l, *data[0].x, *data[0].w, *data[0].dy, fresh, true, false, after);
-    run(l, *data[0].x, *data[0].w, *data[0].dy, fresh, false, true, after);
+    run(l, *data[0].x, *data[0].w, *data[0].dy, fresh, 0, true, false, after);
+    run(l, *data[0].x, *data[0].w, *data[0].dy, fresh, 0, false, true, after);
     expect_bit_equal(after.y, plain.y, "new values, new tag: forward");
     expect_bit_equal(after.dw, plain.dw, "new values, new tag: weight gradient");
   }
@@ -625,13 +631,13 @@ TEST_P(Conformance, GemmKeptOperandsGiveTheSameBits) {
       d.w = std::make_unique<DeviceBuffer<std::uint8_t>>(GetParam(), stored(l.fx, l.out * l.in, 1.0f));
       d.dy = std::make_unique<DeviceBuffer<std::uint8_t>>(GetParam(), stored(l.fdy, l.rows * l.out, 1.0f));
     }
-    for (std::size_t i = 0; i < many.size(); ++i) run(l, *many[i].x, *many[i].w, *many[i].dy, 0, false, true, w[i]);
+    for (std::size_t i = 0; i < many.size(); ++i) run(l, *many[i].x, *many[i].w, *many[i].dy, 0, 0, false, true, w[i]);
     for (std::size_t i = 0; i < many.size(); ++i) {
       ts.push_back(engine::new_keep_tag());
-      run(l, *many[i].x, *many[i].w, *many[i].dy, ts[i], true, false, g[i]);
+      run(l, *many[i].x, *many[i].w, *many[i].dy, ts[i], 0, true, false, g[i]);
     }
     for (std::size_t i = many.size(); i-- > 0;) {
-      run(l, *many[i].x, *many[i].w, *many[i].dy, ts[i], false, true, g[i]);
+      run(l, *many[i].x, *many[i].w, *many[i].dy, ts[i], 0, false, true, g[i]);
       expect_bit_equal(g[i].dw, w[i].dw, "many kept: weight gradient " + std::to_string(i));
       if (HasFailure()) return;
     }
