@@ -92,6 +92,7 @@ BackendInfo CpuBackend::info() const {
 
 std::int64_t CpuBackend::primitives_created() const { return m_dnnl->primitives_created(); }
 std::string CpuBackend::last_gemm_impl() const { return m_gemm->last_impl(); }
+std::size_t CpuBackend::kept_gemm_copies() const { return m_gemm->kept_copies(); }
 std::string CpuBackend::last_conv_impl() const { return m_conv->last_impl(); }
 
 void CpuBackend::gemm(const GemmArgs& args) {

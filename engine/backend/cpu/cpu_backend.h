@@ -173,6 +173,8 @@ class CpuBackend final : public Backend {
   // The oneDNN implementation chosen for the last gemm / convolution call
   // ("brg:avx512_core_bf16", ...), or "" when the own kernel ran.
   std::string last_gemm_impl() const;
+  // Decoded GEMM operands kept for a later product under a tag (GemmOperand::keep), all threads.
+  std::size_t kept_gemm_copies() const;
   std::string last_conv_impl() const;
 
  private:

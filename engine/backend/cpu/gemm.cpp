@@ -415,26 +415,31 @@ Prepared GemmEngine::prepare_kept(Slice& sl, const GemmOperand& op, std::int64_t
                                   Workspace& ws) {
   if (op.keep == 0 || !needs_decode(op.format, bf16)) return prepare(op, rows, cols, bf16, ws, true);
   const std::int64_t ld = op.ld > 0 ? op.ld : cols;
-  const void* found = nullptr;
-  for (auto& e : sl.kept) {
-    if (e->tag != op.keep) continue;
-    if (!found && e->data == op.data && e->format == op.format && e->bf16 == bf16 && e->rows == rows &&
+  for (auto& e : sl.kept)
+    if (e->tag == op.keep && e->data == op.data && e->format == op.format && e->bf16 == bf16 && e->rows == rows &&
         e->cols == cols && e->ld == ld) {
       e->used = sl.call;
-      found = e->ws.get(0);
+      return {e->ws.get(0), cols};
     }
-    // After the tag's last use its copies are free (one read now stays
-    // as it is until this call ends: entries it read are not reused).
-    if (op.keep_last) e->tag = 0;
-  }
-  if (found) return {found, cols};
   const std::size_t bytes = static_cast<std::size_t>(rows * cols) * (bf16 ? 2 : 4);
   if (op.keep_last || bytes > kKeptMaxBytes / 2) return prepare(op, rows, cols, bf16, ws, true);
-  // A free entry if there is one, the largest; then older entries go (the
-  // least recently read first) while the copies would pass the bound.
+  // A free entry if there is one: the smallest that holds the copy, else
+  // the largest (it grows), so that the step's copies settle into buffers
+  // that fit them and nothing is reallocated once the shapes have been
+  // seen; then older entries go (the least recently read first) while the
+  // copies would pass the bound.
   Slice::Kept* slot = nullptr;
-  for (auto& e : sl.kept)
-    if (e->tag == 0 && e->used != sl.call && (!slot || e->ws.capacity() > slot->ws.capacity())) slot = e.get();
+  for (auto& e : sl.kept) {
+    if (e->tag != 0 || e->used == sl.call) continue;
+    const std::size_t cap = e->ws.capacity();
+    if (!slot) {
+      slot = e.get();
+      continue;
+    }
+    const std::size_t best = slot->ws.capacity();
+    const bool fits = cap >= bytes, best_fits = best >= bytes;
+    if ((fits && (!best_fits || cap < best)) || (!fits && !best_fits && cap > best)) slot = e.get();
+  }
   auto held = [&] {  // the copies' bytes once this one is in
     std::size_t n = 0;
     for (auto& e : sl.kept) n += e->ws.capacity();
@@ -743,8 +748,22 @@ GemmEngine::Plan* GemmEngine::run_grid(const GemmArgs& g, bool bf16, std::int64_
   return m_slices[0]->plan;
 }
 
+std::size_t GemmEngine::kept_copies() const {
+  std::size_t n = 0;
+  for (const auto& sl : m_slices)
+    for (const auto& e : sl->kept) n += e->tag != 0 ? 1 : 0;
+  return n;
+}
+
 void GemmEngine::run(const GemmArgs& g, const GemmEncode* encode) {
   if (!product(g, encode) && encode && g.m > 0 && g.n > 0) encode_all(*encode, g.c, g.m, g.n);
+  // After a tag's last use every thread's copies under it are free, on
+  // threads this product ran on or not (a tiny one runs on one).
+  for (const GemmOperand* op : {&g.a, &g.b})
+    if (op->keep && op->keep_last)
+      for (auto& sl : m_slices)
+        for (auto& e : sl->kept)
+          if (e->tag == op->keep) e->tag = 0;
 }
 
 bool GemmEngine::product(const GemmArgs& g, const GemmEncode* encode) {

@@ -83,6 +83,8 @@ class GemmEngine {
   void run(const GemmArgs& args, const GemmEncode* encode = nullptr);
   // oneDNN implementation of the last call ("" after the own kernel).
   std::string last_impl() const { return m_last_impl ? *m_last_impl : std::string(); }
+  // Decoded operands kept under a tag (prepare_kept), over all threads.
+  std::size_t kept_copies() const;
 
  private:
   // Everything the primitive depends on. oneDNN's fast kernels (brgemm)
