@@ -39,8 +39,11 @@ struct GemmOperand {
   // forward GEMM and again by its weight gradient. A backend that decodes
   // the operand may keep the decoded copy for the next use of the tag and
   // drop it after the last; the results are the same bits either way.
+  // keep_next: the tag's next use is the very next product (dy, read by dx
+  // = dy W and then by dW = dy^T x), so a copy kept for it is still in cache.
   std::uint64_t keep = 0;
   bool keep_last = false;
+  bool keep_next = false;
 };
 
 // A fresh GemmOperand::keep tag (never 0; any thread).

@@ -48,6 +48,7 @@ void linear_backward(Backend& be, const Tensor& dy, const float* dy_f32, const T
     g.k = out;
     g.a = gemm_operand(dy, 0, out, false);
     g.a.keep = dy_keep;
+    g.a.keep_next = true;
     g.b = gemm_operand(w, 0, in, false);
     g.b.keep = w_keep;
     g.b.keep_last = true;

@@ -394,35 +394,59 @@ struct GemmEngine::Slice {
   float* part = nullptr;  // run_ksplit: this thread's m x n partial product
   dnnl::stream stream;
   Plan* plan = nullptr;  // this call's primitive for the thread's rows
-  // prepare_kept's decoded copies. An entry whose tag is 0 holds nothing
-  // (its buffer is reused); `used` is the slice call that last read it, and
-  // an entry read in the current call is neither reused nor dropped.
-  struct Kept {
+  // A tagged operand's decoded region: its tag (0: none), where and how it
+  // is stored, and the matmul type it was decoded to.
+  struct Region {
     std::uint64_t tag = 0;
     const void* data = nullptr;
     Format format = Format::FP32;
     bool bf16 = false;
     std::int64_t rows = 0, cols = 0, ld = 0;
+    bool operator==(const Region&) const = default;
+  };
+  // prepare_kept's copies of whole operands. An entry whose tag is 0 holds
+  // nothing (its buffer is reused); `used` is the slice call that last read
+  // it, and an entry read in the current call is neither reused nor dropped.
+  struct Kept {
+    Region r;
     std::uint64_t used = 0;
     Workspace ws;
   };
   std::vector<std::unique_ptr<Kept>> kept;
+  // The tagged part a thread decoded into `a` or `b` for the very next
+  // product (GemmOperand::keep_next), which finds it there.
+  Region a_holds, b_holds;
   std::uint64_t call = 0;  // counts this slice's work calls (run_sliced, run_grid, run_ksplit)
   explicit Slice(const dnnl::engine& e) : stream(e) {}
 };
 
 Prepared GemmEngine::prepare_kept(Slice& sl, const GemmOperand& op, std::int64_t rows, std::int64_t cols, bool bf16,
-                                  Workspace& ws) {
-  if (op.keep == 0 || !needs_decode(op.format, bf16)) return prepare(op, rows, cols, bf16, ws, true);
-  const std::int64_t ld = op.ld > 0 ? op.ld : cols;
+                                  Workspace& ws, bool whole) {
+  Slice::Region* holds = &ws == &sl.a ? &sl.a_holds : &ws == &sl.b ? &sl.b_holds : nullptr;
+  // A decode into ws replaces what it held.
+  auto into_ws = [&](const Slice::Region& now) {
+    const Prepared p = prepare(op, rows, cols, bf16, ws, true);
+    if (holds) *holds = now;
+    return p;
+  };
+  if (op.keep == 0 || !needs_decode(op.format, bf16)) return into_ws({});
+  const Slice::Region want{op.keep, op.data, op.format, bf16, rows, cols, op.ld > 0 ? op.ld : cols};
+  if (holds && *holds == want) return {ws.get(0), cols};
   for (auto& e : sl.kept)
-    if (e->tag == op.keep && e->data == op.data && e->format == op.format && e->bf16 == bf16 && e->rows == rows &&
-        e->cols == cols && e->ld == ld) {
+    if (e->r == want) {
       e->used = sl.call;
       return {e->ws.get(0), cols};
     }
+  // A thread's own part of an operand is kept only for the very next
+  // product, in the workspace it decodes into anyway (still in cache then):
+  // copies of their own, kept from the forward products to the backward
+  // ones, cost the transformer's forwards more than they saved its weight
+  // gradients, and even for the next product writing a buffer of its own
+  // cost about what the reuse saved. A whole operand, which every thread
+  // decodes, gets a copy of its own until its next use.
+  if (!whole) return into_ws(op.keep_next && !op.keep_last ? want : Slice::Region{});
   const std::size_t bytes = static_cast<std::size_t>(rows * cols) * (bf16 ? 2 : 4);
-  if (op.keep_last || bytes > kKeptMaxBytes / 2) return prepare(op, rows, cols, bf16, ws, true);
+  if (op.keep_last || bytes > kKeptMaxBytes / 2) return into_ws({});
   // A free entry if there is one: the smallest that holds the copy, else
   // the largest (it grows), so that the step's copies settle into buffers
   // that fit them and nothing is reallocated once the shapes have been
@@ -430,7 +454,7 @@ Prepared GemmEngine::prepare_kept(Slice& sl, const GemmOperand& op, std::int64_t
   // copies would pass the bound.
   Slice::Kept* slot = nullptr;
   for (auto& e : sl.kept) {
-    if (e->tag != 0 || e->used == sl.call) continue;
+    if (e->r.tag != 0 || e->used == sl.call) continue;
     const std::size_t cap = e->ws.capacity();
     if (!slot) {
       slot = e.get();
@@ -455,13 +479,7 @@ Prepared GemmEngine::prepare_kept(Slice& sl, const GemmOperand& op, std::int64_t
   }
   if (!slot) slot = sl.kept.emplace_back(std::make_unique<Slice::Kept>()).get();
   const Prepared p = prepare(op, rows, cols, bf16, slot->ws, true);
-  slot->tag = op.keep;
-  slot->data = op.data;
-  slot->format = op.format;
-  slot->bf16 = bf16;
-  slot->rows = rows;
-  slot->cols = cols;
-  slot->ld = ld;
+  slot->r = want;
   slot->used = sl.call;
   return p;
 }
@@ -577,13 +595,13 @@ GemmEngine::Plan* GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int6
     a.ld = lda_in;
     const void* a_data;
     if (a_whole) {
-      const Prepared whole = prepare_kept(sl, a, g.k, g.m, bf16, sl.a);
+      const Prepared whole = prepare_kept(sl, a, g.k, g.m, bf16, sl.a, true);
       a_data = static_cast<const std::uint8_t*>(whole.data) + m0 * (bf16 ? 2 : 4);
     } else {
       a.data = static_cast<const std::uint8_t*>(g.a.data) + (g.a.trans ? m0 : m0 * lda_in) * a_es;
-      a_data = prepare_kept(sl, a, g.a.trans ? g.k : rows, g.a.trans ? rows : g.k, bf16, sl.a).data;
+      a_data = prepare_kept(sl, a, g.a.trans ? g.k : rows, g.a.trans ? rows : g.k, bf16, sl.a, nt == 1).data;
     }
-    const Prepared pb = prepare_kept(sl, g.b, b_rows, b_cols, bf16, sl.b);
+    const Prepared pb = prepare_kept(sl, g.b, b_rows, b_cols, bf16, sl.b, true);
     float* c = g.c + m0 * ldc;
     execute_on(*sl.plan, a_data, pb.data, c, g.bias, sl.stream, sl.scratch, &g.alpha);
     // This thread's rows finished as the unsliced path finishes all of C
@@ -627,8 +645,8 @@ GemmEngine::Plan* GemmEngine::run_ksplit(const GemmArgs& g, bool bf16, std::int6
     b.ld = ldb_in;
     a.data = static_cast<const std::uint8_t*>(g.a.data) + k0 * lda_in * a_es;
     b.data = static_cast<const std::uint8_t*>(g.b.data) + k0 * ldb_in * b_es;
-    const Prepared pa = prepare_kept(sl, a, k1 - k0, g.m, bf16, sl.a);
-    const Prepared pb = prepare_kept(sl, b, k1 - k0, g.n, bf16, sl.b);
+    const Prepared pa = prepare_kept(sl, a, k1 - k0, g.m, bf16, sl.a, false);
+    const Prepared pb = prepare_kept(sl, b, k1 - k0, g.n, bf16, sl.b, false);
     execute_on(*sl.plan, pa.data, pb.data, sl.part, nullptr, sl.stream, sl.scratch);
   }, [&](int t, Slice&) {
     // This thread's rows of C: the partial products added in thread order,
@@ -732,8 +750,10 @@ GemmEngine::Plan* GemmEngine::run_grid(const GemmArgs& g, bool bf16, std::int64_
     // op(B)'s columns n0.. are stored rows when B is stored n x k.
     a.data = static_cast<const std::uint8_t*>(g.a.data) + (g.a.trans ? m0 : m0 * lda_in) * a_es;
     b.data = static_cast<const std::uint8_t*>(g.b.data) + (g.b.trans ? n0 * ldb_in : n0) * b_es;
-    const Prepared pa = prepare_kept(sl, a, g.a.trans ? g.k : rows, g.a.trans ? rows : g.k, bf16, sl.a);
-    const Prepared pb = prepare_kept(sl, b, g.b.trans ? cols : g.k, g.b.trans ? g.k : cols, bf16, sl.b);
+    const Prepared pa =
+        prepare_kept(sl, a, g.a.trans ? g.k : rows, g.a.trans ? rows : g.k, bf16, sl.a, grid.rows == 1);
+    const Prepared pb =
+        prepare_kept(sl, b, g.b.trans ? cols : g.k, g.b.trans ? g.k : cols, bf16, sl.b, grid.cols == 1);
     float* part = sl.partial.get<float>(static_cast<std::size_t>(rows * cols));
     const float* bias = g.bias ? g.bias + n0 : nullptr;
     execute_on(*sl.plan, pa.data, pb.data, part, bias, sl.stream, sl.scratch, &g.alpha);
@@ -751,7 +771,7 @@ GemmEngine::Plan* GemmEngine::run_grid(const GemmArgs& g, bool bf16, std::int64_
 std::size_t GemmEngine::kept_copies() const {
   std::size_t n = 0;
   for (const auto& sl : m_slices)
-    for (const auto& e : sl->kept) n += e->tag != 0 ? 1 : 0;
+    for (const auto& e : sl->kept) n += e->r.tag != 0 ? 1 : 0;
   return n;
 }
 
@@ -763,7 +783,7 @@ void GemmEngine::run(const GemmArgs& g, const GemmEncode* encode) {
     if (op->keep && op->keep_last)
       for (auto& sl : m_slices)
         for (auto& e : sl->kept)
-          if (e->tag == op->keep) e->tag = 0;
+          if (e->r.tag == op->keep) e->r.tag = 0;
 }
 
 bool GemmEngine::product(const GemmArgs& g, const GemmEncode* encode) {

@@ -194,10 +194,12 @@ class GemmEngine {
   // A slice's decode of `rows` x `cols` of op (stored; decoded compact, as
   // prepare() gives it): where op carries a GemmOperand::keep tag, the
   // thread keeps its decoded copy (Slice::kept) for the tag's next use and
-  // finds it there then (the mlp's fc1 decodes x for its forward and its
-  // weight gradient on each thread), else it decodes into `ws`.
+  // finds it there then (the mlp's fc1 decodes all of x on each thread for
+  // its forward and its weight gradient), else it decodes into `ws`. whole:
+  // the region is the whole operand (every thread decodes it); a thread's
+  // own part is kept only for a keep_next use.
   Prepared prepare_kept(Slice& sl, const GemmOperand& op, std::int64_t rows, std::int64_t cols, bool bf16,
-                        Workspace& ws);
+                        Workspace& ws, bool whole);
   // A thread's kept copies stay within this many bytes (older ones are
   // dropped first); a larger decode is not kept.
   static constexpr std::size_t kKeptMaxBytes = std::size_t{8} << 20;

@@ -550,6 +550,7 @@ TEST_P(Conformance, GemmKeptOperandsGiveTheSameBits) {
       d.k = l.out;
       d.a = {dy.get(), l.fdy, false, l.out};
       d.a.keep = dy_tag;
+      d.a.keep_next = true;
       d.b = {w.get(), l.fx, false, l.in};
       d.b.keep = wtag;
       d.b.keep_last = true;
