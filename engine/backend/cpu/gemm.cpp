@@ -474,7 +474,7 @@ Prepared GemmEngine::prepare_kept(Slice& sl, const GemmOperand& op, std::int64_t
     Slice::Kept* oldest = nullptr;
     for (auto& e : sl.kept)
       if (e.get() != slot && e->used != sl.call && (!oldest || e->used < oldest->used)) oldest = e.get();
-    if (!oldest) return prepare(op, rows, cols, bf16, ws, true);
+    if (!oldest) return into_ws({});
     std::erase_if(sl.kept, [&](const std::unique_ptr<Slice::Kept>& e) { return e.get() == oldest; });
   }
   if (!slot) slot = sl.kept.emplace_back(std::make_unique<Slice::Kept>()).get();
