@@ -101,6 +101,13 @@ inline __m128i e5m2_encode16(__m256 x0, __m256 x1, bool saturate) {
   return _mm_add_epi8(c, _mm_cmpeq_epi8(_mm_or_si128(c, _mm_set1_epi8(-128)), _mm_set1_epi8(-1)));
 }
 
+// Packs the low 16 bits of 2 x 8 lanes into 16 uint16 in order.
+inline __m256i pack16(__m256i lo, __m256i hi) {
+  // packus works within 128-bit halves: [lo0 hi0 | lo1 hi1]; restore order.
+  const __m256i p = _mm256_packus_epi32(lo, hi);
+  return _mm256_permute4x64_epi64(p, 0xD8);
+}
+
 // 8 FP32 values -> 8 E4M3 codes in 32-bit lanes, the AVX-512 path's
 // integer encoder (cast_avx512.cpp: fp8_magnitude, e4m3_encode) in 8 lanes:
 // normals by integer RNE of the 20 dropped bits (the rebias folded into the
@@ -135,8 +142,7 @@ inline __m256i e4m3_int8(__m256 x) {
 // fp32_to_e4m3 gives them.
 template <bool kSat>
 inline __m128i e4m3_encode16(__m256 x0, __m256 x1) {
-  // packus works per 128-bit half: [x0 0-3, x1 0-3 | x0 4-7, x1 4-7].
-  const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(e4m3_int8<kSat>(x0), e4m3_int8<kSat>(x1)), 0xD8);
+  const __m256i p = pack16(e4m3_int8<kSat>(x0), e4m3_int8<kSat>(x1));
   return _mm_packus_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
 }
 
@@ -207,13 +213,6 @@ inline float value_at(const void* src, std::size_t i) {
   return fp16_to_fp32(c);
 }
 
-// FP8 codes of x[i] * scale (no multiply for scale 1) and the max of the
-// unscaled |x[i]| as FP32 bit patterns: 16 values a time, the tail scalar.
-// E4M3's 2^-8 rides on the scale: x * (scale 2^-8) is (x * scale) 2^-8,
-// rounded once, wherever that product is normal; below 2^-126 both encode
-// to a signed zero, and an f32 overflow of x * scale encodes as the finite
-// huge product does (past the largest code). scale 2^-8 is exact for any
-// scale >= 2^-118; smaller ones multiply twice.
 // fp8_scaled's vector loop over the 16-value groups of [0, n), one
 // instantiation per case so that no test or reload is left in it: kSat the
 // saturation, kAmax whether the max of |x| is wanted (into *amax_bits),
@@ -279,13 +278,6 @@ bool fp8_scaled_to(Format to, const void* src, float scale, void* dst, std::size
   else if (to == Format::E5M2) fp8_scaled<From, false>(src, d, n, scale, saturate, amax_bits);
   else return false;
   return true;
-}
-
-// Packs the low 16 bits of 2 x 8 lanes into 16 uint16 in order.
-inline __m256i pack16(__m256i lo, __m256i hi) {
-  // packus works within 128-bit halves: [lo0 hi0 | lo1 hi1]; restore order.
-  const __m256i p = _mm256_packus_epi32(lo, hi);
-  return _mm256_permute4x64_epi64(p, 0xD8);
 }
 
 }  // namespace
