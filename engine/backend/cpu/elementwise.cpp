@@ -13,12 +13,14 @@
 
 namespace engine::cpu {
 
-void relu_forward(const float* x, float* y, std::int64_t n) {
+void relu_run(const float* x, float* y, std::int64_t n) {
   // x < 0 ? 0 : x lets NaN through (as torch.relu does), so an overflow in
   // the layer below is not hidden by the activation.
-  for_chunks(n, [=](std::int64_t b, std::int64_t e) {
-    for (std::int64_t i = b; i < e; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
-  });
+  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
+}
+
+void relu_forward(const float* x, float* y, std::int64_t n) {
+  for_chunks(n, [=](std::int64_t b, std::int64_t e) { relu_run(x + b, y + b, e - b); });
 }
 
 void relu_backward(const float* x, const float* dy, float* dx, std::int64_t n) {

@@ -34,6 +34,9 @@ bool maxpool2d_forward16(Format f, std::int64_t n, std::int64_t c, std::int64_t 
 
 // elementwise.cpp
 void relu_forward(const float* x, float* y, std::int64_t n);
+// relu_forward's select over [0, n) on the calling thread (the fused
+// ReLU-and-cast runs it chunk by chunk).
+void relu_run(const float* x, float* y, std::int64_t n);
 void relu_backward(const float* x, const float* dy, float* dx, std::int64_t n);
 void gelu_forward(const float* x, float* y, std::int64_t n);
 void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n);

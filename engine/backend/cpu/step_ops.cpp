@@ -256,13 +256,11 @@ void CpuBackend::relu_forward_encode(const float* x, std::int64_t n, float scale
     Backend::relu_forward_encode(x, n, scale, f, q, opt, amax, scratch);
     return;
   }
-  // Each chunk's ReLU (cpu::relu_forward's select) into the stack, then
-  // scale_amax_encode's chunk cast from there: y never reaches memory.
+  // Each chunk's ReLU into the stack, then scale_amax_encode's chunk cast
+  // from there: y never reaches memory.
   *amax = amax_from_bits(max_over_scaled_chunks(n, [&](std::int64_t b, std::int64_t len) {
     alignas(64) float y[kScaledChunk];
-    const float* __restrict xb = x + b;
-#pragma omp simd
-    for (std::int64_t i = 0; i < len; ++i) y[i] = xb[i] < 0.0f ? 0.0f : xb[i];
+    cpu::relu_run(x + b, y, len);
     return scale_amax_encode_span(y, scale, f, static_cast<std::byte*>(q) + static_cast<std::size_t>(b) * qs, len, opt,
                                   b);
   }));
