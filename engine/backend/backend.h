@@ -88,10 +88,14 @@ struct GemmArgs {
 // format's storage width), with opt's rounding and
 // saturation; with codes null, C itself rounded to the format's values in
 // place (quantize: round to nearest even, opt.saturate).
+// With codes set and c_scratch, C's f32 values are the caller's scratch
+// (nothing reads them after the call): a backend may encode them from
+// wherever it computed them and leave C unwritten. Ignored where beta != 0.
 struct GemmEncode {
   Format format = Format::FP32;
   void* codes = nullptr;
   CastOptions opt;
+  bool c_scratch = false;
 };
 
 // A convolution input as stored: FP32 values or BF16 codes (format), in

@@ -217,6 +217,7 @@ bool Linear::forward_into(Backend& be, const Tensor& x, Tensor& y, LinearContext
     // cast, the same bits).
     y_codes = {p.storage, y.data(), {}};
     y_codes.opt.saturate = saturates_forward(p.storage);
+    y_codes.c_scratch = true;  // yf is m_y32: output_end does not run
   }
   // An FP32 output's copy (forward_copy): C stays in y, the codes go there.
   const GemmEncode* encode = y_codes.codes ? &y_codes : copy;
@@ -309,7 +310,7 @@ void Linear::backward_from(Backend& be, const Tensor& dy, const Tensor* rounded,
   // dx in an FP16/BF16 or (unscaled, as output_end casts it) FP8 grad
   // format: encoded by the GEMM as it finishes its rows.
   if (dx && (is_half_format(p.grad) || is_fp8(p.grad)) && !dx_nonfinite && dx->numel())
-    dx_codes = {p.grad, dx->data(), {}};
+    dx_codes = {p.grad, dx->data(), {}, true};  // dxf is m_dx32: output_end does not run
   // FP8 gradients: weight and bias gradients leave the GEMM in FP32 (as
   // Transformer Engine's wgrad into an FP32 main_grad); E5M2 is dy's format.
   const Format gf = is_fp8(p.grad) ? Format::FP32 : p.grad;
@@ -320,7 +321,9 @@ void Linear::backward_from(Backend& be, const Tensor& dy, const Tensor* rounded,
   const Format dw_storage = m_weight.grad.format();
   const bool dw_done = is_half_format(gf) && !dw_nonfinite && m_weight.grad.numel() &&
                        (dw_storage == Format::FP32 || dw_storage == gf);
-  const GemmEncode dw_codes{gf, dw_storage == Format::FP32 ? nullptr : m_weight.grad.data(), {}};
+  // Encoded into the grad's own storage, dw is m_dw32, which grad_end then
+  // does not read.
+  const GemmEncode dw_codes{gf, dw_storage == Format::FP32 ? nullptr : m_weight.grad.data(), {}, true};
   linear_backward(be, *dyg, dy32, x, *ctx.w, s, dxf, dw, dy32 ? db : nullptr, rows, m_in, m_out, p.accumulate,
                   dx_codes.codes ? &dx_codes : nullptr, dw_done ? &dw_codes : nullptr, ctx.x_keep, ctx.w_keep);
   m_dgrad = dx != nullptr;

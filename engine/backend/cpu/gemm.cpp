@@ -147,6 +147,8 @@ bool cpu_has_amx() {
   return (isa & amx) == amx;
 }
 
+void encode_from(const GemmEncode& e, const float* values, std::int64_t at, std::int64_t len);
+
 // C's values [at, at + len) (rows contiguous, ldc == n: flat indices)
 // encoded as e says, stochastic rounding at their index offset (or rounded
 // in place: e.codes null): element for element what one cast of all of C
@@ -159,12 +161,22 @@ void encode_span(const GemmEncode& e, float* c, std::int64_t at, std::int64_t le
     quantize_inplace(e.format, c + at, static_cast<std::size_t>(len), q);
     return;
   }
+  encode_from(e, c + at, at, len);
+}
+
+// C's values [at, at + len) encoded into e.codes from `values` (where they
+// were computed: C, or a thread's own buffer when C is scratch).
+void encode_from(const GemmEncode& e, const float* values, std::int64_t at, std::int64_t len) {
   CastOptions o = e.opt;
   o.index_offset += static_cast<std::uint64_t>(at);
   const std::size_t es = storage_bytes(e.format);
-  cast_from_f32(e.format, c + at, static_cast<std::byte*>(e.codes) + static_cast<std::size_t>(at) * es,
+  cast_from_f32(e.format, values, static_cast<std::byte*>(e.codes) + static_cast<std::size_t>(at) * es,
                 static_cast<std::size_t>(len), o);
 }
+
+// Whether a product's slices may leave C unwritten and encode from their
+// own buffers (GemmEncode::c_scratch).
+bool scratch_c(const GemmEncode* e, const GemmArgs& g) { return e && e->codes && e->c_scratch && g.beta == 0.0f; }
 
 // Rows [m0, m0 + rows) of C (ldc == n) encoded.
 void encode_rows(const GemmEncode& e, float* c, std::int64_t m0, std::int64_t rows, std::int64_t n) {
@@ -564,6 +576,7 @@ GemmEngine::Plan* GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int6
   // transformer), which cost more in calls than the whole matrix costs to
   // decode. Wider ones (qkv's 192) decode their slice.
   const bool a_whole = g.a.trans && needs_decode(g.a.format, bf16) && g.m <= 128;
+  const bool c_own = scratch_c(encode, g);
   for (int t = 0; t < nt; ++t) {
     const std::int64_t m0 = g.m * t / nt, m1 = g.m * (t + 1) / nt;
     GemmArgs s = g;
@@ -602,12 +615,16 @@ GemmEngine::Plan* GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int6
       a_data = prepare_kept(sl, a, g.a.trans ? g.k : rows, g.a.trans ? rows : g.k, bf16, sl.a, nt == 1).data;
     }
     const Prepared pb = prepare_kept(sl, g.b, b_rows, b_cols, bf16, sl.b, true);
-    float* c = g.c + m0 * ldc;
+    // C's rows, or where C is scratch the thread's own buffer, which the
+    // products of a step share (still in cache) where C is the layer's own
+    // (ldc == n whenever there is an encode).
+    float* c = c_own ? sl.partial.get<float>(static_cast<std::size_t>(rows * g.n)) : g.c + m0 * ldc;
     execute_on(*sl.plan, a_data, pb.data, c, g.bias, sl.stream, sl.scratch, &g.alpha);
     // This thread's rows finished as the unsliced path finishes all of C
     // (alpha and bias), and encoded, while in its cache (ldc == n then).
     finish_slice(alpha_pass, sl.plan->runtime_alpha, sl.plan->manual_bias, c, rows, g.n, ldc, g.alpha, g.bias);
-    if (encode) encode_rows(*encode, g.c, m0, rows, g.n);
+    if (c_own) encode_from(*encode, c, m0 * g.n, rows * g.n);
+    else if (encode) encode_rows(*encode, g.c, m0, rows, g.n);
   }, nullptr);
   Plan* first = m_slices[0]->plan;
   m_last_impl = &first->impl;
@@ -627,6 +644,7 @@ GemmEngine::Plan* GemmEngine::run_ksplit(const GemmArgs& g, bool bf16, std::int6
   const std::int64_t b_es = static_cast<std::int64_t>(storage_bytes(g.b.format));
   const std::int64_t lda = needs_decode(g.a.format, bf16) ? g.m : lda_in;
   const std::int64_t ldb = needs_decode(g.b.format, bf16) ? g.n : ldb_in;
+  const bool c_own = scratch_c(encode, g);
   for (int t = 0; t < nt; ++t) {
     GemmArgs s = g;
     s.k = g.k * (t + 1) / nt - g.k * t / nt;
@@ -651,13 +669,15 @@ GemmEngine::Plan* GemmEngine::run_ksplit(const GemmArgs& g, bool bf16, std::int6
   }, [&](int t, Slice&) {
     // This thread's rows of C: the partial products added in thread order,
     // then C = alpha * sum (+ bias) (+ beta * C), then encoded.
+    // Where C is scratch, the sums are finished and encoded where they are.
     const std::int64_t i0 = g.m * t / nt, i1 = g.m * (t + 1) / nt;
     for (std::int64_t i = i0; i < i1; ++i) {
       float* sum = m_slices[0]->part + i * g.n;
       for (int u = 1; u < nt; ++u) add_row(sum, m_slices[static_cast<std::size_t>(u)]->part + i * g.n, g.n);
-      finish_row(g.c + i * ldc, sum, g.n, g.alpha, g.bias, g.beta);
+      finish_row(c_own ? sum : g.c + i * ldc, sum, g.n, g.alpha, g.bias, g.beta);
     }
-    if (encode && i1 > i0) encode_rows(*encode, g.c, i0, i1 - i0, g.n);
+    if (c_own && i1 > i0) encode_from(*encode, m_slices[0]->part + i0 * g.n, i0 * g.n, (i1 - i0) * g.n);
+    else if (encode && i1 > i0) encode_rows(*encode, g.c, i0, i1 - i0, g.n);
   });
   m_last_impl = &m_slices[0]->plan->impl;
   return m_slices[0]->plan;
@@ -712,6 +732,7 @@ GemmEngine::Plan* GemmEngine::run_grid(const GemmArgs& g, bool bf16, std::int64_
   const auto a_es = static_cast<std::int64_t>(storage_bytes(g.a.format));
   const auto b_es = static_cast<std::int64_t>(storage_bytes(g.b.format));
   const bool dec_a = needs_decode(g.a.format, bf16), dec_b = needs_decode(g.b.format, bf16);
+  const bool c_own = scratch_c(encode, g);
   // Thread t's block: rows [m0, m1) and columns [n0, n1) of C.
   auto block = [&](int t, std::int64_t& m0, std::int64_t& m1, std::int64_t& n0, std::int64_t& n1) {
     const int r = t / grid.cols, c = t % grid.cols;
@@ -758,8 +779,13 @@ GemmEngine::Plan* GemmEngine::run_grid(const GemmArgs& g, bool bf16, std::int64_
     const float* bias = g.bias ? g.bias + n0 : nullptr;
     execute_on(*sl.plan, pa.data, pb.data, part, bias, sl.stream, sl.scratch, &g.alpha);
     finish_slice(alpha_pass, sl.plan->runtime_alpha, sl.plan->manual_bias, part, rows, cols, cols, g.alpha, bias);
-    // Its block of C, each row encoded while in cache.
+    // Its block of C, each row encoded while in cache; where C is scratch,
+    // encoded from the block alone (mlp fc1, capped AVX2: 277 -> 270 us).
     for (std::int64_t i = 0; i < rows; ++i) {
+      if (c_own) {
+        encode_from(*encode, part + i * cols, (m0 + i) * g.n + n0, cols);
+        continue;
+      }
       std::memcpy(g.c + (m0 + i) * ldc + n0, part + i * cols, static_cast<std::size_t>(cols) * sizeof(float));
       if (encode) encode_span(*encode, g.c, (m0 + i) * g.n + n0, cols);
     }

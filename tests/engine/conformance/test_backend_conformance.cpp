@@ -773,6 +773,18 @@ TEST_P(Conformance, GemmEncodeEqualsGemmThenConvert) {
         DeviceBuffer<std::uint8_t> want(GetParam(), std::vector<std::uint8_t>(nc * es, 0xABu));
         be->convert(Format::FP32, c2.get(), fy, want.get(), static_cast<i64>(nc), e.opt);
         EXPECT_EQ(got.host(), want.host()) << what << ": codes";
+        {
+          // C as the caller's scratch (GemmEncode::c_scratch): the same
+          // codes, from wherever the backend kept its values.
+          engine::GemmEncode scratch = e;
+          scratch.c_scratch = true;
+          DeviceBuffer<std::uint8_t> got_s(GetParam(), std::vector<std::uint8_t>(nc * es, 0x34u));
+          scratch.codes = got_s.get();
+          auto c4 = out(nc);
+          g.c = c4.get();
+          be->gemm_encode(g, scratch);
+          EXPECT_EQ(got_s.host(), want.host()) << what << ": codes, C as scratch";
+        }
         const std::vector<float> h1 = c1.host(), h2 = c2.host();
         if (mode != 2) {
           // Rounded in place (codes null): quantize of the C this path wrote.
