@@ -51,13 +51,15 @@ void column_sums(const float* dy, std::int64_t rows, std::int64_t cols, float* d
 // for other formats or rows wider than the stack block.
 bool column_sums16(Format f, const void* dy, std::int64_t rows, std::int64_t cols, float* db, Workspace& ws);
 // column_sums (f FP32) or column_sums16 (FP16/BF16 codes) that hands each
-// block of rows [i0, i1) (at most 4096 values) as f32 values to
-// visit(ctx, i0, i1, values) on the thread about to sum it, the values
-// then in its cache (the same sums in the same order). false, with nothing
-// done, for other formats or code rows wider than a block.
+// block of rows [i0, i1) as f32 values to visit(ctx, i0, i1, values) (when
+// not null) before summing it: at most 4096 values on the thread about to
+// sum them, or, for FP32 rows too few to split (the threads share the
+// columns out instead), a thread's share of the rows. The same sums in the
+// same order. false, with nothing done, for other formats or code rows
+// wider than a block.
+using ColumnVisit = void (*)(void* ctx, std::int64_t i0, std::int64_t i1, const float* values);
 bool column_sums_visiting(Format f, const void* dy, std::int64_t rows, std::int64_t cols, float* db, Workspace& ws,
-                          void (*visit)(void* ctx, std::int64_t i0, std::int64_t i1, const float* values),
-                          void* ctx);
+                          ColumnVisit visit, void* ctx);
 
 // step_ops.cpp
 // scale_amax_encode of len <= kScaledChunk values at x into q (their format

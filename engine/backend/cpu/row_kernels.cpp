@@ -145,13 +145,15 @@ PL_CPU_CLONES void layernorm_param_rows(const float* x, const float* dy, std::in
   }
 }
 
-PL_CPU_CLONES void column_accumulate(double* p, const float* r, std::int64_t rows, std::int64_t cols) {
+PL_CPU_CLONES void column_accumulate(double* p, const float* r, std::int64_t rows, std::int64_t cols,
+                                     std::int64_t ld) {
+  static_assert(kSumCols == kColumnBlock);
   std::int64_t j0 = 0;
   for (; j0 + kSumCols <= cols; j0 += kSumCols) {
     v8d acc[kSumVecs];
     load_sums(acc, p + j0);
     for (std::int64_t i = 0; i < rows; ++i)
-      for (int v = 0; v < kSumVecs; ++v) acc[v] += widen8(r + i * cols + j0 + 8 * v);
+      for (int v = 0; v < kSumVecs; ++v) acc[v] += widen8(r + i * ld + j0 + 8 * v);
     store_sums(p + j0, acc);
   }
   if (j0 == cols) return;
@@ -159,7 +161,7 @@ PL_CPU_CLONES void column_accumulate(double* p, const float* r, std::int64_t row
   const std::int64_t w = cols - j0;
   p += j0;
   r += j0;
-  for (std::int64_t i = 0; i < rows; ++i, r += cols)
+  for (std::int64_t i = 0; i < rows; ++i, r += ld)
     for (std::int64_t j = 0; j < w; ++j) p[j] += r[j];
 }
 

@@ -24,8 +24,10 @@ void layernorm_dx_rows_f32(const float* x, const float* dy, float* dx, std::int6
 // double (the parameter gradients' partial sums).
 void layernorm_param_rows(const float* x, const float* dy, std::int64_t count, std::int64_t cols,
                           const float* mean, const float* rstd, double* pg, double* pb);
-// p[j] += r[i * cols + j] over `rows` rows, in double, row by row.
-void column_accumulate(double* p, const float* r, std::int64_t rows, std::int64_t cols);
+// p[j] += r[i * ld + j] over `rows` rows, in double, row by row; whole
+// blocks of kColumnBlock columns at a time, then the rest.
+inline constexpr std::int64_t kColumnBlock = 64;
+void column_accumulate(double* p, const float* r, std::int64_t rows, std::int64_t cols, std::int64_t ld);
 
 // FP32 softmax of `count` (1 or kSoftmaxRows) consecutive rows of `cols`
 // values (y may not alias x): each row's maximum and sum run over its

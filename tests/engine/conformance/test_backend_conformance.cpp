@@ -1481,9 +1481,12 @@ TEST_P(Conformance, ScaleAmaxEncodeEqualsScalarReference) {
 // The FP8 layers' fused dy cast and bias sums give the bits of
 // scale_amax_encode and column_sums (scale_amax_encode16 and column_sums16
 // for FP16/BF16 codes) of the same backend: codes, amax and sums, for
-// shapes around the CPU's blocks and rows wider than them.
+// shapes around the CPU's blocks, rows wider than them, and rows too few
+// to split (the CPU splits the columns: the mlp's 128 x 256, and a width
+// that is no multiple of its 64-column blocks).
 TEST_P(Conformance, ScaleAmaxEncodeSumsEqualsItsTwoCalls) {
-  const std::pair<i64, i64> shapes[] = {{1, 10}, {128, 10}, {2048, 64}, {2048, 192}, {700, 129}, {3, 5000}};
+  const std::pair<i64, i64> shapes[] = {{1, 10},    {128, 10}, {2048, 64}, {2048, 192},
+                                        {700, 129}, {3, 5000}, {128, 256}, {100, 200}};
   for (Format from : {Format::FP32, Format::BF16, Format::FP16})
     for (const auto& [rows, cols] : shapes)
       for (bool special : {false, true})
@@ -2872,6 +2875,29 @@ TEST(CpuBackend, ReductionsDoNotDependOnTheThreadCount) {
     return out;
   };
   expect_bit_equal(run(*many), run(*one), "1 thread vs all threads");
+  // Column sums of rows too few to split, whose columns the threads share
+  // instead (FP32, BF16 codes, and the fused FP8 casts with their sums).
+  for (const auto& [r, c] : {std::pair<i64, i64>{128, 256}, {100, 200}, {64, 128}}) {
+    const auto n = static_cast<std::size_t>(r * c);
+    const std::vector<float> g = normal_values(n, 153 + n, 30.0f);
+    std::vector<std::uint16_t> g16(n);
+    engine::cast_from_f32(Format::BF16, g.data(), g16.data(), n);
+    auto sums = [&](Backend& be) {
+      std::vector<float> out(static_cast<std::size_t>(c) * 4), scratch(n);
+      std::vector<std::uint8_t> q(n * 2);
+      float amax[2] = {};
+      be.column_sums(g.data(), r, c, out.data());
+      be.column_sums16(Format::BF16, g16.data(), r, c, out.data() + c, scratch.data());
+      be.scale_amax_encode_sums(Format::FP32, g.data(), r, c, 4.0f, Format::E5M2, q.data(), {}, &amax[0],
+                                out.data() + 2 * c, scratch.data());
+      be.scale_amax_encode_sums(Format::BF16, g16.data(), r, c, 0.5f, Format::E4M3, q.data() + n, {}, &amax[1],
+                                out.data() + 3 * c, scratch.data());
+      for (std::uint8_t b : q) out.push_back(b);
+      out.insert(out.end(), amax, amax + 2);
+      return out;
+    };
+    expect_bit_equal(sums(*many), sums(*one), "column sums " + std::to_string(r) + "x" + std::to_string(c));
+  }
   EXPECT_EQ(sum_squares(*many, x.data(), rows * cols), sum_squares(*one, x.data(), rows * cols));
   EXPECT_EQ(mse_forward(*many, x.data(), dy.data(), rows * cols), mse_forward(*one, x.data(), dy.data(), rows * cols));
   i64 c1 = 0, c2 = 0;
