@@ -21,6 +21,8 @@ namespace {
 // result (quiet, payload truncated) is what fp32_to_fp16 is defined to give.
 constexpr int kRne = _MM_FROUND_TO_NEAREST_INT;
 
+inline __m256i c32(std::uint32_t v) { return _mm256_set1_epi32(static_cast<int>(v)); }
+
 // BF16 RNE on 8 FP32 patterns, result in the low 16 bits of each lane.
 // NaN lanes take (u >> 16) | 0x40 (quiet, sign and payload kept) instead of
 // the rounded value, whose carry could otherwise turn a NaN into inf.
@@ -34,6 +36,30 @@ inline __m256i bf16_rne(__m256i u) {
   return _mm256_blendv_epi8(rounded, quiet, nan);
 }
 
+// bf16_rne's rounding alone (no NaN lanes): the carry of the rounded
+// mantissa runs into the exponent as it should for every finite value and
+// inf, and only a NaN can come out wrong (as inf).
+inline __m256i bf16_rne_no_nan(__m256i u) {
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  return _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), lsb);
+}
+
+// Folds 8 patterns into m, whose lanes exceed 0xFF000000 once a NaN was
+// among them (the pattern without its sign, doubled: NaN above inf's).
+inline __m256i nan_screen(__m256i m, __m256i u) { return _mm256_max_epu32(m, _mm256_slli_epi32(u, 1)); }
+inline bool screened_nan(__m256i m) {
+  return !_mm256_testz_si256(_mm256_cmpgt_epi32(_mm256_xor_si256(m, c32(0x80000000u)), c32(0x7F000000u)),
+                             _mm256_set1_epi32(-1));
+}
+
+// FP32 -> BF16 codes in blocks of kBf16Block values: a block is rounded
+// without the NaN select, its patterns screened for NaN on the way, and
+// redone with bf16_rne where it held one (bench_cast, 64Ki values, one
+// thread: 6.2-7.6 -> 5.4-5.7 us; the same codes for every FP32 pattern).
+// Rounding in place (quantize) would need the screen first, as a pass of
+// its own, and measured no faster: it keeps bf16_rne.
+constexpr std::size_t kBf16Block = 256;
+
 // TF32 RNE on 8 FP32 patterns (result is an FP32 pattern).
 inline __m256i tf32_rne(__m256i u) {
   const __m256i abs = _mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF));
@@ -45,8 +71,6 @@ inline __m256i tf32_rne(__m256i u) {
   const __m256i quiet = _mm256_and_si256(_mm256_or_si256(u, _mm256_set1_epi32(0x00400000)), keep);
   return _mm256_blendv_epi8(rounded, quiet, nan);
 }
-
-inline __m256i c32(std::uint32_t v) { return _mm256_set1_epi32(static_cast<int>(v)); }
 
 // The FP8 encoders below round with FP32 additions, which round as
 // MXCSR.RC says: the FP8 loops set it to nearest (RNE) while they run, when
@@ -304,6 +328,22 @@ bool f16c_from_f32(Format to, const float* src, void* dst, std::size_t n, bool s
     }
     case Format::BF16: {
       auto* d = static_cast<std::uint16_t*>(dst);
+      for (; i + kBf16Block <= n; i += kBf16Block) {
+        __m256i m = _mm256_setzero_si256();
+        for (std::size_t k = i; k < i + kBf16Block; k += 16) {
+          const __m256i u0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k));
+          const __m256i u1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k + 8));
+          m = nan_screen(nan_screen(m, u0), u1);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + k),
+                              pack16(_mm256_srli_epi32(bf16_rne_no_nan(u0), 16), _mm256_srli_epi32(bf16_rne_no_nan(u1), 16)));
+        }
+        if (!screened_nan(m)) continue;
+        for (std::size_t k = i; k < i + kBf16Block; k += 16) {
+          const __m256i lo = bf16_rne(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k)));
+          const __m256i hi = bf16_rne(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k + 8)));
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + k), pack16(lo, hi));
+        }
+      }
       for (; i + 16 <= n; i += 16) {
         const __m256i lo = bf16_rne(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
         const __m256i hi =
