@@ -172,9 +172,9 @@ constexpr std::int64_t kColumnSplitMin = kParallelMin / 4;
 // it: the same bits as column_sums_with. false, with nothing done, where
 // that does not apply. (128 x 256 on 2 threads: 4.1 -> 2.6 us; the mlp
 // fp8 dy cast with its sums, bench_ops per-op minimum: 11.5 -> 7.2 us.
-// FP16/BF16 codes stay on one thread: decoding them
-// on the threads' rows and summing the other thread's rows after a barrier
-// measured slower than one thread for 128 x 256.)
+// FP16/BF16 codes stay on one thread: decoding them on the rows' threads
+// and summing across a barrier measured slower than one thread for
+// 128 x 256.)
 bool column_sums_split(const float* x, std::int64_t rows, std::int64_t cols, float* db, Workspace& ws,
                        ColumnVisit visit, void* ctx) {
   const std::int64_t col_blocks = cols / kColumnBlock;

@@ -615,9 +615,9 @@ GemmEngine::Plan* GemmEngine::run_sliced(const GemmArgs& g, bool bf16, std::int6
       a_data = prepare_kept(sl, a, g.a.trans ? g.k : rows, g.a.trans ? rows : g.k, bf16, sl.a, nt == 1).data;
     }
     const Prepared pb = prepare_kept(sl, g.b, b_rows, b_cols, bf16, sl.b, true);
-    // C's rows, or where C is scratch the thread's own buffer, which the
-    // products of a step share (still in cache) where C is the layer's own
-    // (ldc == n whenever there is an encode).
+    // C's rows; where C is scratch, the thread's own buffer instead, which
+    // every product of a step reuses (still in cache) where C would be a
+    // layer's own, cold one (ldc == n whenever there is an encode).
     float* c = c_own ? sl.partial.get<float>(static_cast<std::size_t>(rows * g.n)) : g.c + m0 * ldc;
     execute_on(*sl.plan, a_data, pb.data, c, g.bias, sl.stream, sl.scratch, &g.alpha);
     // This thread's rows finished as the unsliced path finishes all of C
