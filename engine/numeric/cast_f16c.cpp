@@ -132,6 +132,13 @@ inline __m256i pack16(__m256i lo, __m256i hi) {
   return _mm256_permute4x64_epi64(p, 0xD8);
 }
 
+// 16 FP32 values -> 16 BF16 codes, NaN lanes included.
+inline void bf16_encode16(const float* src, std::uint16_t* d) {
+  const __m256i lo = bf16_rne(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)));
+  const __m256i hi = bf16_rne(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 8)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(d), pack16(lo, hi));
+}
+
 // 8 FP32 values -> 8 E4M3 codes in 32-bit lanes, the AVX-512 path's
 // integer encoder (cast_avx512.cpp: fp8_magnitude, e4m3_encode) in 8 lanes:
 // normals by integer RNE of the 20 dropped bits (the rebias folded into the
@@ -338,18 +345,9 @@ bool f16c_from_f32(Format to, const float* src, void* dst, std::size_t n, bool s
                               pack16(_mm256_srli_epi32(bf16_rne_no_nan(u0), 16), _mm256_srli_epi32(bf16_rne_no_nan(u1), 16)));
         }
         if (!screened_nan(m)) continue;
-        for (std::size_t k = i; k < i + kBf16Block; k += 16) {
-          const __m256i lo = bf16_rne(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k)));
-          const __m256i hi = bf16_rne(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k + 8)));
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + k), pack16(lo, hi));
-        }
+        for (std::size_t k = i; k < i + kBf16Block; k += 16) bf16_encode16(src + k, d + k);
       }
-      for (; i + 16 <= n; i += 16) {
-        const __m256i lo = bf16_rne(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
-        const __m256i hi =
-            bf16_rne(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 8)));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), pack16(lo, hi));
-      }
+      for (; i + 16 <= n; i += 16) bf16_encode16(src + i, d + i);
       for (; i < n; ++i) d[i] = fp32_to_bf16(src[i]);
       return true;
     }

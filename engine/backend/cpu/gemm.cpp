@@ -147,7 +147,15 @@ bool cpu_has_amx() {
   return (isa & amx) == amx;
 }
 
-void encode_from(const GemmEncode& e, const float* values, std::int64_t at, std::int64_t len);
+// C's values [at, at + len) encoded into e.codes from `values` (where they
+// were computed: C, or a thread's own buffer when C is scratch).
+void encode_from(const GemmEncode& e, const float* values, std::int64_t at, std::int64_t len) {
+  CastOptions o = e.opt;
+  o.index_offset += static_cast<std::uint64_t>(at);
+  const std::size_t es = storage_bytes(e.format);
+  cast_from_f32(e.format, values, static_cast<std::byte*>(e.codes) + static_cast<std::size_t>(at) * es,
+                static_cast<std::size_t>(len), o);
+}
 
 // C's values [at, at + len) (rows contiguous, ldc == n: flat indices)
 // encoded as e says, stochastic rounding at their index offset (or rounded
@@ -162,16 +170,6 @@ void encode_span(const GemmEncode& e, float* c, std::int64_t at, std::int64_t le
     return;
   }
   encode_from(e, c + at, at, len);
-}
-
-// C's values [at, at + len) encoded into e.codes from `values` (where they
-// were computed: C, or a thread's own buffer when C is scratch).
-void encode_from(const GemmEncode& e, const float* values, std::int64_t at, std::int64_t len) {
-  CastOptions o = e.opt;
-  o.index_offset += static_cast<std::uint64_t>(at);
-  const std::size_t es = storage_bytes(e.format);
-  cast_from_f32(e.format, values, static_cast<std::byte*>(e.codes) + static_cast<std::size_t>(at) * es,
-                static_cast<std::size_t>(len), o);
 }
 
 // Whether a product's slices may leave C unwritten and encode from their
