@@ -389,6 +389,22 @@ class Backend {
     scale_amax_encode16(from, x, scale, f, q, rows * cols, opt, amax, scratch);
     column_sums16(from, x, rows, cols, db, scratch);
   }
+  // scale_amax_encode of an n x c x hw (NCHW) tensor x that also writes,
+  // where not null, `decoded` (n * c * hw floats: the codes' values, as
+  // convert(f, q, FP32) gives them) and db (c floats: the channel sums of
+  // the unscaled x, as channel_sums gives them): an FP8 convolution's input
+  // cast with the f32 copy its convolution reads, and its gradient cast
+  // with the bias gradient (Transformer Engine's fused cast and dbias).
+  // This default runs the calls one after another (scratch: n * c * hw
+  // floats, which may be `decoded`); a backend may read x once for all,
+  // same bits.
+  virtual void scale_amax_encode_planes(const float* x, std::int64_t n, std::int64_t c, std::int64_t hw, float scale,
+                                        Format f, void* q, const CastOptions& opt, float* amax, float* decoded,
+                                        float* db, float* scratch) {
+    scale_amax_encode(x, scale, f, q, n * c * hw, opt, amax, scratch);
+    if (decoded) convert(f, q, Format::FP32, decoded, n * c * hw, {});
+    if (db) channel_sums(x, db, n, c, hw);
+  }
   // x[i] = value for i in [0, n) (fault injection writes one element).
   virtual void fill(float* x, float value, std::int64_t n) = 0;
 

@@ -65,6 +65,30 @@ void Conv2d::set_delayed_scaling(const DelayedScaling& c) {
 
 namespace {
 
+// An NCHW tensor's dimensions as its channels see them.
+struct Planes {
+  std::int64_t n, c, hw;
+};
+
+// round_scaled of an NCHW tensor x into q with its values as floats in ws
+// (what the convolutions read), and with `sums` (c floats) the channel sums
+// of the unscaled x: one pass over f32 x (Backend::scale_amax_encode_planes).
+// false where x holds codes: then round_scaled alone ran, and the sums are
+// the caller's to take.
+bool round_scaled_planes(Backend& be, const Tensor& x, Format f, float scale, Tensor& q, Tensor& ws, float* amax,
+                         const Planes& s, float* sums) {
+  if (!is_f32_container(x.format()) || x.numel() == 0) {
+    round_scaled(be, x, f, scale, q, ws, true, amax);
+    return false;
+  }
+  ws.resize(x.shape(), Format::FP32);
+  q.resize(x.shape(), f);
+  CastOptions opt;
+  opt.saturate = true;  // round_scaled's cast
+  be.scale_amax_encode_planes(x.f32(), s.n, s.c, s.hw, scale, f, q.data(), opt, amax, ws.f32(), sums, ws.f32());
+  return true;
+}
+
 // y[n, c, :] = alpha * y[n, c, :] + bias[c] (bias may be null).
 void scale_and_add_bias(Backend& be, float* y, const float* bias, float alpha, std::int64_t n, std::int64_t c,
                         std::int64_t hw) {
@@ -206,20 +230,23 @@ void Conv2d::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) 
     // result is multiplied by 1/(s_x s_w).
     DelayedScale& ds = delayed_scale_for(m_x_scale, p.compute, m_scaling);
     ctx.x_scale = ds.scale();
-    round_scaled(be, x, p.compute, ctx.x_scale, ctx.x_compute, m_x32, true, ds.amax_slot());
+    const ConvShape cs = conv_shape(x.shape());
+    round_scaled_planes(be, x, p.compute, ctx.x_scale, ctx.x_compute, m_x32, ds.amax_slot(),
+                        {cs.n, cs.c_in, cs.h * cs.w}, nullptr);
     ctx.x = &ctx.x_compute;
     const float* xf = m_x32.f32();
+    ctx.x32 = xf;
     float sw = 1.0f;
     const float* wf = weight_values(be, true, &sw);
     m_w_used_scale = sw;
     const float* bf = m_has_bias ? f32_values(be, m_bias.weight, m_b32) : nullptr;
-    const ConvShape cs = conv_shape(x.shape());
     const float alpha = unscale_alpha(ctx.x_scale, sw);
     conv2d_forward(be, cs, p.compute, xf, wf, alpha == 1.0f ? bf : nullptr, yf);
     if (alpha != 1.0f) scale_and_add_bias(be, yf, bf, alpha, cs.n, cs.c_out, cs.out_h() * cs.out_w());
   } else {
     const Tensor& xc = round_to(be, x, p.compute, ctx.x_compute, sat);
     ctx.x = &xc;
+    ctx.x32 = nullptr;
     const float* wf = weight_f32(be, m_weight, p.compute, m_w32);
     const float* bf = m_has_bias ? f32_rounded(be, m_bias.weight, p.compute, m_b32, sat) : nullptr;
     // A scaled FP8 weight divided by its scale may leave the FP8 grid: only
@@ -274,15 +301,23 @@ void Conv2d::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
     // w * s_w; the results are multiplied by 1/(s_dy s_w) and 1/(s_dy s_x).
     float sdy = 1.0f;
     const float* dyf;
+    const std::int64_t hw_in = cs.h * cs.w, hw_out = cs.out_h() * cs.out_w();
+    bool db_done = false;
     if (is_fp8(p.grad)) {
       DelayedScale& ds = delayed_scale_for(m_dy_scale, p.grad, m_scaling);
       sdy = ds.scale();
-      round_scaled(be, dy, p.grad, sdy, m_dy8, m_dy32, true, ds.amax_slot());
+      // The bias gradient sums the unscaled, unrounded dy (TE's fused dbias),
+      // in the cast's pass where dy is f32.
+      db_done = round_scaled_planes(be, dy, p.grad, sdy, m_dy8, m_dy32, ds.amax_slot(), {cs.n, cs.c_out, hw_out}, db) &&
+                db;
       dyf = m_dy32.f32();
     } else {
       dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
     }
-    const float* xf = f32_values(be, x, m_x32);
+    // The forward's f32 copy of x where this context's forward made the
+    // last one (one context per layer: Model), else a decode of x's codes.
+    const float* xf = ctx.x32 && ctx.x32 == m_x32.f32() && m_x32.numel() == x.numel() ? ctx.x32
+                                                                                       : f32_values(be, x, m_x32);
     float sw = 1.0f;
     const float* wf;
     Format wfmt = p.compute;
@@ -292,7 +327,6 @@ void Conv2d::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
       wf = weight_f32(be, m_weight, p.compute, m_w32);
       if (m_weight.weight_scale != 1.0f) wfmt = Format::FP32;
     }
-    const std::int64_t hw_in = cs.h * cs.w, hw_out = cs.out_h() * cs.out_w();
     if (dxf) {
       be.conv2d_backward_data(cs, common_compute(p.grad, wfmt), dyf, wf, dxf);
       const float a = unscale_alpha(sdy, sw);
@@ -301,8 +335,7 @@ void Conv2d::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
     be.conv2d_backward_weights(cs, common_compute(p.grad, p.compute), xf, dyf, dw, nullptr);
     const float a = unscale_alpha(sdy, ctx.x_scale);
     if (a != 1.0f) be.scale(dw, a, m_weight.numel());
-    // The bias gradient sums the unscaled, unrounded dy (TE's fused dbias).
-    if (db) be.channel_sums(f32_values(be, dy, m_dyu32), db, cs.n, cs.c_out, hw_out);
+    if (db && !db_done) be.channel_sums(f32_values(be, dy, m_dyu32), db, cs.n, cs.c_out, hw_out);
   }
   if (dx) output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, NonfiniteSlot::ActivationGrad));
   // FP8 gradients: weight and bias gradients stay FP32 (see Linear).

@@ -28,6 +28,9 @@ struct Conv2dContext : Context {
   const Tensor* x = nullptr;
   Tensor x_compute;
   float x_scale = 1.0f;
+  // FP8: the layer's f32 copy of x_compute's values (Conv2d::m_x32) that the
+  // forward convolution read, for the backward's; null where there is none.
+  const float* x32 = nullptr;
   bool block = false;
   Tensor x_block;
   Buffer x_info;  // x_block's BlockQuantized (backend memory)

@@ -115,6 +115,13 @@ class TimingBackend final : public engine::Backend {
                  std::to_string(rows * cols),
              m_in->scale_amax_encode_sums(from, x, rows, cols, s, f, q, o, a, db, scratch));
   }
+  void scale_amax_encode_planes(const float* x, std::int64_t n, std::int64_t c, std::int64_t hw, float s,
+                                engine::Format f, void* q, const engine::CastOptions& o, float* a, float* decoded,
+                                float* db, float* scratch) override {
+    PL_TIMED("scale_amax_encode_planes " + std::string(engine::format_name(f)) + " " + std::to_string(n * c * hw) +
+                 (decoded ? " +decode" : "") + (db ? " +sums" : ""),
+             m_in->scale_amax_encode_planes(x, n, c, hw, s, f, q, o, a, decoded, db, scratch));
+  }
   void fill(float* x, float v, std::int64_t n) override { PL_TIMED("fill", m_in->fill(x, v, n)); }
   void unscale_grads(const engine::GradBuffer* g, std::size_t c, float s, double* q) override {
     PL_TIMED("unscale_grads", m_in->unscale_grads(g, c, s, q));

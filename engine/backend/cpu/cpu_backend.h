@@ -60,6 +60,9 @@ class CpuBackend final : public Backend {
                            const CastOptions& opt, float* amax, float* scratch) override;
   void scale_amax_encode_sums(Format from, const void* x, std::int64_t rows, std::int64_t cols, float scale, Format f,
                               void* q, const CastOptions& opt, float* amax, float* db, float* scratch) override;
+  void scale_amax_encode_planes(const float* x, std::int64_t n, std::int64_t c, std::int64_t hw, float scale,
+                                Format f, void* q, const CastOptions& opt, float* amax, float* decoded, float* db,
+                                float* scratch) override;
   void fill(float* x, float value, std::int64_t n) override;
   void unscale_grads(const GradBuffer* grads, std::size_t count, float inv_scale,
                      double* sum_squares) override;

@@ -151,6 +151,12 @@ class GuardedBackend final : public Backend {
     Open o(*this, "scale_amax_encode_sums", x, q, amax, db, scratch);
     m_inner->scale_amax_encode_sums(from, x, rows, cols, scale, f, q, opt, amax, db, scratch);
   }
+  void scale_amax_encode_planes(const float* x, std::int64_t n, std::int64_t c, std::int64_t hw, float scale,
+                                Format f, void* q, const CastOptions& opt, float* amax, float* decoded, float* db,
+                                float* scratch) override {
+    Open o(*this, "scale_amax_encode_planes", x, q, amax, decoded, db, scratch);
+    m_inner->scale_amax_encode_planes(x, n, c, hw, scale, f, q, opt, amax, decoded, db, scratch);
+  }
   void fill(float* x, float value, std::int64_t n) override {
     Open o(*this, "fill", x);
     m_inner->fill(x, value, n);

@@ -1530,6 +1530,55 @@ TEST_P(Conformance, ScaleAmaxEncodeSumsEqualsItsTwoCalls) {
       }
 }
 
+// An FP8 convolution's casts (scale_amax_encode_planes): the codes, amax,
+// decoded values and channel sums of scale_amax_encode, convert and
+// channel_sums of the same backend, with and without each output, for the
+// cnn's conv shapes, planes shorter than a block, a channel count the
+// threads do not divide, specials, and stochastic rounding.
+TEST_P(Conformance, ScaleAmaxEncodePlanesEqualsItsCalls) {
+  struct Case {
+    i64 n, c, hw;
+  };
+  for (const Case& k : {Case{128, 1, 784}, Case{16, 32, 784}, Case{8, 64, 196}, Case{5, 7, 9}, Case{3, 3, 2000}})
+    for (bool special : {false, true})
+      for (bool stochastic : {false, true})
+        for (Format f : {Format::E4M3, Format::E5M2})
+          for (int outputs = 1; outputs < 4; ++outputs) {
+            const bool want_decoded = outputs & 1, want_sums = outputs & 2;
+            const auto n = static_cast<std::size_t>(k.n * k.c * k.hw);
+            std::vector<float> x = normal_values(n, 81 + n, 40.0f);
+            if (special) {
+              x[n / 3] = INFINITY;
+              x[n - 1] = -1e-40f;
+              x[1] = std::numeric_limits<float>::quiet_NaN();
+              x[n / 2] = 1e6f;  // saturates
+            }
+            const float scale = 2.5f;
+            engine::CastOptions opt;
+            opt.saturate = true;
+            opt.stochastic = stochastic;
+            opt.seed = 99;
+            auto xd = dev(x);
+            DeviceBuffer<std::uint8_t> q1(GetParam(), std::vector<std::uint8_t>(n, 0xAB));
+            DeviceBuffer<std::uint8_t> q2(GetParam(), std::vector<std::uint8_t>(n, 0xCD));
+            auto a1 = out(1), a2 = out(1), d1 = out(n), d2 = out(n), db1 = out(static_cast<std::size_t>(k.c)),
+                 db2 = out(static_cast<std::size_t>(k.c)), scratch = out(n);
+            be->scale_amax_encode(xd.get(), scale, f, q1.get(), static_cast<i64>(n), opt, a1.get(), scratch.get());
+            be->convert(f, q1.get(), Format::FP32, d1.get(), static_cast<i64>(n), {});
+            be->channel_sums(xd.get(), db1.get(), k.n, k.c, k.hw);
+            be->scale_amax_encode_planes(xd.get(), k.n, k.c, k.hw, scale, f, q2.get(), opt, a2.get(),
+                                         want_decoded ? d2.get() : nullptr, want_sums ? db2.get() : nullptr,
+                                         want_decoded ? d2.get() : scratch.get());
+            const std::string what = std::string(engine::format_name(f)) + " " + std::to_string(k.n) + "x" +
+                                     std::to_string(k.c) + "x" + std::to_string(k.hw) + (special ? " specials" : "") +
+                                     (stochastic ? " stochastic" : "") + " outputs " + std::to_string(outputs);
+            EXPECT_EQ(q2.host(), q1.host()) << what;
+            EXPECT_EQ(std::bit_cast<std::uint32_t>(a2.host()[0]), std::bit_cast<std::uint32_t>(a1.host()[0])) << what;
+            if (want_decoded) expect_bit_equal(d2.host(), d1.host(), what + " decoded");
+            if (want_sums) expect_bit_equal(db2.host(), db1.host(), what + " channel sums");
+          }
+}
+
 // The residual add on FP16/BF16 codes gives the bits of decode, add,
 // encode through the same backend, with the specials of both formats,
 // values that overflow FP16 when added (saturating and not) and sizes
@@ -2253,6 +2302,37 @@ TEST_P(Conformance, ColumnSumsMatchDoubleReference) {
   }
 }
 
+// Bias gradients of convolutions: per channel of an NCHW gradient, a double
+// sum rounded once to f32. The cnn's two conv outputs (28 x 28 and 14 x 14
+// planes: whole blocks of 32, blocks of 8 and a tail), planes shorter than
+// a block, and empty shapes.
+TEST_P(Conformance, ChannelSumsMatchDoubleReference) {
+  struct Case {
+    i64 n, c, hw;
+  };
+  for (const Case& k : {Case{128, 32, 784}, Case{128, 64, 196}, Case{3, 5, 7}, Case{2, 3, 41}, Case{1, 1, 1},
+                        Case{0, 4, 9}, Case{4, 3, 0}}) {
+    const std::size_t total = static_cast<std::size_t>(k.n * k.c * k.hw);
+    const std::vector<float> dy = normal_values(total, 71, 3.0f);
+    std::vector<double> ref(static_cast<std::size_t>(k.c), 0.0), mag(ref.size(), 0.0);
+    for (i64 i = 0; i < k.n; ++i)
+      for (i64 j = 0; j < k.c; ++j)
+        for (i64 q = 0; q < k.hw; ++q) {
+          const float v = dy[static_cast<std::size_t>((i * k.c + j) * k.hw + q)];
+          ref[static_cast<std::size_t>(j)] += v;
+          mag[static_cast<std::size_t>(j)] += std::fabs(v);
+        }
+    auto dyd = dev(dy.empty() ? std::vector<float>{0.0f} : dy);
+    std::vector<float> init(static_cast<std::size_t>(k.c), 7.0f);  // every channel written
+    auto db = dev(init.empty() ? std::vector<float>{0.0f} : init);
+    be->channel_sums(dyd.get(), db.get(), k.n, k.c, k.hw);
+    std::vector<float> got = db.host();
+    got.resize(static_cast<std::size_t>(k.c));
+    expect_close(got, ref, mag, 1e-7, 1e-30,
+                 "channel_sums " + std::to_string(k.n) + "x" + std::to_string(k.c) + "x" + std::to_string(k.hw));
+  }
+}
+
 // ============================================================================
 // LayerNorm and softmax
 // ============================================================================
@@ -2897,6 +2977,15 @@ TEST(CpuBackend, ReductionsDoNotDependOnTheThreadCount) {
       return out;
     };
     expect_bit_equal(sums(*many), sums(*one), "column sums " + std::to_string(r) + "x" + std::to_string(c));
+  }
+  // Convolution bias gradients (the cnn's conv1 output: 128 x 32 x 28 x 28).
+  {
+    const i64 n = 128, c = 32, hw = 784;
+    const std::vector<float> g = normal_values(static_cast<std::size_t>(n * c * hw), 154);
+    std::vector<float> s1(static_cast<std::size_t>(c)), s2(s1.size());
+    many->channel_sums(g.data(), s1.data(), n, c, hw);
+    one->channel_sums(g.data(), s2.data(), n, c, hw);
+    expect_bit_equal(s1, s2, "channel sums");
   }
   EXPECT_EQ(sum_squares(*many, x.data(), rows * cols), sum_squares(*one, x.data(), rows * cols));
   EXPECT_EQ(mse_forward(*many, x.data(), dy.data(), rows * cols), mse_forward(*one, x.data(), dy.data(), rows * cols));
