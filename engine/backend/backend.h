@@ -498,6 +498,14 @@ class Backend {
   // y[n, c, :] += bias[c] over planes of hw values; db[c] = sum over n and
   // the plane of dy[n, c, :] (double accumulation, overwritten).
   virtual void bias_add_channels(float* y, const float* bias, std::int64_t n, std::int64_t c, std::int64_t hw) = 0;
+  // y = y * alpha (rounded), then + bias[channel] where bias is not null:
+  // scale, then bias_add_channels, which is this default; a backend may do
+  // both in one pass, same bits (an FP8 convolution's unscaled output).
+  virtual void scale_bias_add_channels(float* y, float alpha, const float* bias, std::int64_t n, std::int64_t c,
+                                       std::int64_t hw) {
+    if (alpha != 1.0f) scale(y, alpha, n * c * hw);
+    if (bias) bias_add_channels(y, bias, n, c, hw);
+  }
   virtual void channel_sums(const float* dy, float* db, std::int64_t n, std::int64_t c, std::int64_t hw) = 0;
 
   // --- pooling (kernel k x k, stride k, no padding) ---

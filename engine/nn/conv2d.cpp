@@ -89,13 +89,6 @@ bool round_scaled_planes(Backend& be, const Tensor& x, Format f, float scale, Te
   return true;
 }
 
-// y[n, c, :] = alpha * y[n, c, :] + bias[c] (bias may be null).
-void scale_and_add_bias(Backend& be, float* y, const float* bias, float alpha, std::int64_t n, std::int64_t c,
-                        std::int64_t hw) {
-  if (alpha != 1.0f) be.scale(y, alpha, n * c * hw);
-  if (bias) be.bias_add_channels(y, bias, n, c, hw);
-}
-
 }  // namespace
 
 const float* Conv2d::weight_values(Backend& be, bool record, float* scale) {
@@ -242,7 +235,8 @@ void Conv2d::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) 
     const float* bf = m_has_bias ? f32_values(be, m_bias.weight, m_b32) : nullptr;
     const float alpha = unscale_alpha(ctx.x_scale, sw);
     conv2d_forward(be, cs, p.compute, xf, wf, alpha == 1.0f ? bf : nullptr, yf);
-    if (alpha != 1.0f) scale_and_add_bias(be, yf, bf, alpha, cs.n, cs.c_out, cs.out_h() * cs.out_w());
+    // y = alpha * y + bias[c] (bias may be null).
+    if (alpha != 1.0f) be.scale_bias_add_channels(yf, alpha, bf, cs.n, cs.c_out, cs.out_h() * cs.out_w());
   } else {
     const Tensor& xc = round_to(be, x, p.compute, ctx.x_compute, sat);
     ctx.x = &xc;

@@ -213,6 +213,10 @@ class TimingBackend final : public engine::Backend {
   void bias_add_channels(float* y, const float* b, std::int64_t n, std::int64_t c, std::int64_t hw) override {
     PL_TIMED("bias_add_channels", m_in->bias_add_channels(y, b, n, c, hw));
   }
+  void scale_bias_add_channels(float* y, float a, const float* b, std::int64_t n, std::int64_t c,
+                               std::int64_t hw) override {
+    PL_TIMED("scale_bias_add_channels", m_in->scale_bias_add_channels(y, a, b, n, c, hw));
+  }
   void channel_sums(const float* dy, float* db, std::int64_t n, std::int64_t c, std::int64_t hw) override {
     PL_TIMED("channel_sums", m_in->channel_sums(dy, db, n, c, hw));
   }

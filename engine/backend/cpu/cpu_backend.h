@@ -94,6 +94,8 @@ class CpuBackend final : public Backend {
                                      float* db) override;
   void conv2d_block(const ConvBlockArgs& args) override;
   void bias_add_channels(float* y, const float* bias, std::int64_t n, std::int64_t c, std::int64_t hw) override;
+  void scale_bias_add_channels(float* y, float alpha, const float* bias, std::int64_t n, std::int64_t c,
+                               std::int64_t hw) override;
   void channel_sums(const float* dy, float* db, std::int64_t n, std::int64_t c, std::int64_t hw) override;
 
   void maxpool2d_forward(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,

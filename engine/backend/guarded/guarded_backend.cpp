@@ -115,6 +115,11 @@ class GuardedBackend final : public Backend {
     Open o(*this, "bias_add_channels", y, bias);
     m_inner->bias_add_channels(y, bias, n, c, hw);
   }
+  void scale_bias_add_channels(float* y, float alpha, const float* bias, std::int64_t n, std::int64_t c,
+                               std::int64_t hw) override {
+    Open o(*this, "scale_bias_add_channels", y, bias);
+    m_inner->scale_bias_add_channels(y, alpha, bias, n, c, hw);
+  }
   void channel_sums(const float* dy, float* db, std::int64_t n, std::int64_t c, std::int64_t hw) override {
     Open o(*this, "channel_sums", dy, db);
     m_inner->channel_sums(dy, db, n, c, hw);

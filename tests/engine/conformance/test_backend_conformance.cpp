@@ -1579,6 +1579,27 @@ TEST_P(Conformance, ScaleAmaxEncodePlanesEqualsItsCalls) {
           }
 }
 
+// An FP8 convolution's output (scale_bias_add_channels): the bits of scale
+// then bias_add_channels, with and without a bias, specials included.
+TEST_P(Conformance, ScaleBiasAddChannelsEqualsItsTwoCalls) {
+  const i64 n = 6, c = 5, hw = 3001;
+  const auto total = static_cast<std::size_t>(n * c * hw);
+  std::vector<float> y = normal_values(total, 91, 50.0f);
+  y[7] = INFINITY;
+  y[total / 2] = std::numeric_limits<float>::quiet_NaN();
+  y[total - 1] = 3e38f;  // overflows when scaled
+  const std::vector<float> bias = normal_values(static_cast<std::size_t>(c), 92);
+  auto bd = dev(bias);
+  for (bool with_bias : {true, false})
+    for (float alpha : {0x1p-7f, 3.3f, 1.0f}) {
+      auto y1 = dev(y), y2 = dev(y);
+      if (alpha != 1.0f) be->scale(y1.get(), alpha, n * c * hw);
+      if (with_bias) be->bias_add_channels(y1.get(), bd.get(), n, c, hw);
+      be->scale_bias_add_channels(y2.get(), alpha, with_bias ? bd.get() : nullptr, n, c, hw);
+      expect_bit_equal(y2.host(), y1.host(), "alpha " + std::to_string(alpha) + (with_bias ? " with bias" : ""));
+    }
+}
+
 // The residual add on FP16/BF16 codes gives the bits of decode, add,
 // encode through the same backend, with the specials of both formats,
 // values that overflow FP16 when added (saturating and not) and sizes
