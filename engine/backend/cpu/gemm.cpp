@@ -688,9 +688,16 @@ GemmEngine::Grid GemmEngine::grid_for(const GemmArgs& g, bool bf16) const {
   // decode (the mlp's fc1, 128 x 256 x 784 on 2 threads): each thread
   // decodes all of A and only its rows of W, which the optimizer step
   // wrote on that thread. Row slices would decode all of W on every thread
-  // and have the next update write codes the other core has read.
+  // and have the next update write codes the other core has read. The
+  // same holds for BF16 codes read as they are on the bf16 path: row
+  // slices had both cores read all of W1's codes, and the update that
+  // rewrites them then waited on the other core's copies (Zen 5, mlp
+  // mixed-bf16 in bench_train --paired, four sittings against row slices:
+  // 1.28-1.30x -> 1.36-1.39x our fp32 where the machine ran slow,
+  // 1.37x -> 1.38-1.41x where it ran fast).
   constexpr std::int64_t kColsMin = 64;
-  if (!g.a.trans && g.b.trans && g.m < g.n && g.n >= nt * kColsMin && needs_decode(g.b.format, bf16))
+  if (!g.a.trans && g.b.trans && g.m < g.n && g.n >= nt * kColsMin &&
+      (needs_decode(g.b.format, bf16) || g.b.format == Format::BF16))
     return {1, nt};
   // Blocks: too few rows for run_sliced's row slices on this many threads
   // (batch 128 on 16 threads: 2 x 8 blocks of 64 x 32 for fc1). Every
