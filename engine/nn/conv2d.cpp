@@ -125,6 +125,7 @@ void Conv2d::forward_block(Backend& be, const Tensor& x, Tensor& y, Conv2dContex
   ctx.block = true;
   ctx.x = &x;
   ctx.x_scale = 1.0f;
+  ctx.x32 = nullptr;
   const std::int64_t rows = cs.n * cs.c_in, hw = cs.h * cs.w;
   ctx.x_block.resize(x.shape(), Format::FP32);
   ctx.x_info.reserve(sizeof(BlockQuantized));
