@@ -321,15 +321,14 @@ void CpuBackend::scale_amax_encode_planes(const float* x, std::int64_t n, std::i
     return;
   }
   auto* qb = static_cast<std::byte*>(q);
-  // [b, b + len): cast, then the codes just written decoded while in cache.
-  // (Pieces of 1024 values, which keep x, its staging and the decode in L1
-  // together, ran faster on hot data but 5-10% slower in the cnn's step,
-  // where x comes from memory.)
-  const std::int64_t piece = kScaledChunk;
+  // [b, b + len): cast, then the codes just written decoded while in cache,
+  // a chunk at a time. (Pieces of 1024 values, which keep x, its staging
+  // and the decode in L1 together, ran faster on hot data but 5-10% slower
+  // in the cnn's step, where x comes from memory.)
   auto cast = [&](std::int64_t b, std::int64_t len) {
     std::uint32_t m = 0;
-    for (std::int64_t o = 0; o < len; o += piece) {
-      const std::int64_t l = std::min(piece, len - o);
+    for (std::int64_t o = 0; o < len; o += kScaledChunk) {
+      const std::int64_t l = std::min(kScaledChunk, len - o);
       m = std::max(m, scale_amax_encode_chunk(x, scale, f, q, b + o, l, opt));
       if (decoded)
         cast_to_f32(f, qb + static_cast<std::size_t>(b + o) * qs, decoded + b + o, static_cast<std::size_t>(l));
@@ -861,7 +860,8 @@ void CpuBackend::scale_bias_add_channels(float* y, float alpha, const float* bia
                                          std::int64_t hw) {
   use_threads();
   // bias_add_channels' planes, each scaled as it is read: two roundings,
-  // as the two passes (this file is built without contraction).
+  // as the two passes (no FMA contraction: ISO C++ mode for baseline
+  // x86-64).
 #pragma omp parallel for schedule(static) if (n * c * hw >= 65536)
   for (std::int64_t plane = 0; plane < n * c; ++plane) {
     float* p = y + plane * hw;
@@ -875,12 +875,12 @@ void CpuBackend::scale_bias_add_channels(float* y, float alpha, const float* bia
 
 void CpuBackend::channel_sums(const float* dy, float* db, std::int64_t n, std::int64_t c, std::int64_t hw) {
   use_threads();
-  // Each channel summed on one thread in channel_sum's fixed order: the
-  // result does not depend on the thread count. (One double add after
+  // Each channel summed on one thread in channel_sums_range's fixed order:
+  // the result does not depend on the thread count. (One double add after
   // another ran at the add's latency: the cnn's two bias gradients took
-  // 1.9 ms of its FP8 step.)
-  // Blocks of channels, each thread reading its channels' planes image by
-  // image (16 planes of 28 x 28 are 50 KB in a row).
+  // 1.9 ms of its FP8 step.) Blocks of channels, each thread reading its
+  // channels' planes image by image (16 planes of 28 x 28 are 50 KB in a
+  // row).
   constexpr std::int64_t kBlock = 16;
 #pragma omp parallel for schedule(static) if (n * c * hw >= 65536)
   for (std::int64_t j0 = 0; j0 < c; j0 += kBlock) {
