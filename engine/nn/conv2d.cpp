@@ -63,34 +63,6 @@ void Conv2d::set_delayed_scaling(const DelayedScaling& c) {
   m_w_scale = {};
 }
 
-namespace {
-
-// An NCHW tensor's dimensions as its channels see them.
-struct Planes {
-  std::int64_t n, c, hw;
-};
-
-// round_scaled of an NCHW tensor x into q with its values as floats in ws
-// (what the convolutions read), and with `sums` (c floats) the channel sums
-// of the unscaled x: one pass over f32 x (Backend::scale_amax_encode_planes).
-// false where x holds codes: then round_scaled alone ran, and the sums are
-// the caller's to take.
-bool round_scaled_planes(Backend& be, const Tensor& x, Format f, float scale, Tensor& q, Tensor& ws, float* amax,
-                         const Planes& s, float* sums) {
-  if (!is_f32_container(x.format()) || x.numel() == 0) {
-    round_scaled(be, x, f, scale, q, ws, true, amax);
-    return false;
-  }
-  ws.resize(x.shape(), Format::FP32);
-  q.resize(x.shape(), f);
-  CastOptions opt;
-  opt.saturate = true;  // round_scaled's cast
-  be.scale_amax_encode_planes(x.f32(), s.n, s.c, s.hw, scale, f, q.data(), opt, amax, ws.f32(), sums, ws.f32());
-  return true;
-}
-
-}  // namespace
-
 const float* Conv2d::weight_values(Backend& be, bool record, float* scale) {
   const Format compute = m_precision.compute;
   if (m_weight.weight.format() == compute) {
@@ -225,8 +197,7 @@ void Conv2d::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) 
     DelayedScale& ds = delayed_scale_for(m_x_scale, p.compute, m_scaling);
     ctx.x_scale = ds.scale();
     const ConvShape cs = conv_shape(x.shape());
-    round_scaled_planes(be, x, p.compute, ctx.x_scale, ctx.x_compute, m_x32, ds.amax_slot(),
-                        {cs.n, cs.c_in, cs.h * cs.w}, nullptr);
+    round_scaled(be, x, p.compute, ctx.x_scale, ctx.x_compute, m_x32, true, ds.amax_slot());
     ctx.x = &ctx.x_compute;
     const float* xf = m_x32.f32();
     ctx.x32 = xf;
@@ -297,14 +268,12 @@ void Conv2d::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
     float sdy = 1.0f;
     const float* dyf;
     const std::int64_t hw_in = cs.h * cs.w, hw_out = cs.out_h() * cs.out_w();
-    bool db_done = false;
     if (is_fp8(p.grad)) {
       DelayedScale& ds = delayed_scale_for(m_dy_scale, p.grad, m_scaling);
       sdy = ds.scale();
-      // The bias gradient sums the unscaled, unrounded dy (TE's fused dbias),
-      // in the cast's pass where dy is f32.
-      db_done = round_scaled_planes(be, dy, p.grad, sdy, m_dy8, m_dy32, ds.amax_slot(), {cs.n, cs.c_out, hw_out}, db) &&
-                db;
+      // The bias gradient sums the unscaled, unrounded dy (TE's fused
+      // dbias), in the cast's pass.
+      round_scaled(be, dy, p.grad, sdy, m_dy8, m_dy32, true, ds.amax_slot(), db, cs.c_out, hw_out);
       dyf = m_dy32.f32();
     } else {
       dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
@@ -330,7 +299,7 @@ void Conv2d::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
     be.conv2d_backward_weights(cs, common_compute(p.grad, p.compute), xf, dyf, dw, nullptr);
     const float a = unscale_alpha(sdy, ctx.x_scale);
     if (a != 1.0f) be.scale(dw, a, m_weight.numel());
-    if (db && !db_done) be.channel_sums(f32_values(be, dy, m_dyu32), db, cs.n, cs.c_out, hw_out);
+    if (db && !is_fp8(p.grad)) be.channel_sums(f32_values(be, dy, m_dyu32), db, cs.n, cs.c_out, hw_out);
   }
   if (dx) output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, NonfiniteSlot::ActivationGrad));
   // FP8 gradients: weight and bias gradients stay FP32 (see Linear).

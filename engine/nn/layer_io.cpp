@@ -104,7 +104,7 @@ const float* weight_f32(Backend& be, const Parameter& p, Format compute, Tensor&
 }
 
 void round_scaled(Backend& be, const Tensor& x, Format f, float scale, Tensor& q, Tensor& ws, bool rounded_floats,
-                  float* amax, float* sums, std::int64_t cols) {
+                  float* amax, float* sums, std::int64_t cols, std::int64_t hw) {
   const std::int64_t n = x.numel();
   ws.resize(x.shape(), Format::FP32);
   q.resize(x.shape(), f);
@@ -118,11 +118,18 @@ void round_scaled(Backend& be, const Tensor& x, Format f, float scale, Tensor& q
   // are decoded by the backend as it casts (their values in f32 the same).
   CastOptions opt;
   opt.saturate = true;
-  const bool f32_values = is_f32_container(x.format());
-  if (sums && (f32_values || is_half_format(x.format()))) {
+  const bool f32_values = is_f32_container(x.format()), half = is_half_format(x.format());
+  if (sums && hw == 1 && (f32_values || half)) {
     be.scale_amax_encode_sums(f32_values ? Format::FP32 : x.format(), x.data(), n / cols, cols, scale, f, q.data(),
                               opt, amax, sums, ws.f32());
-  } else if (is_half_format(x.format())) {
+  } else if (f32_values && (rounded_floats || sums)) {
+    // Codes, their decode and the channel sums in one pass; without sums
+    // the tensor is one plane.
+    const std::int64_t c = sums ? cols : 1, plane = sums ? hw : n;
+    be.scale_amax_encode_planes(x.f32(), n / (c * plane), c, plane, scale, f, q.data(), opt, amax,
+                                rounded_floats ? ws.f32() : nullptr, sums, ws.f32());
+    return;
+  } else if (half && !sums) {
     be.scale_amax_encode16(x.format(), x.data(), scale, f, q.data(), n, opt, amax, ws.f32());
   } else {
     const float* src = x.f32();
@@ -130,7 +137,9 @@ void round_scaled(Backend& be, const Tensor& x, Format f, float scale, Tensor& q
       be.convert(x.format(), x.data(), Format::FP32, ws.f32(), n, {});
       src = ws.f32();
     }
-    if (sums) be.column_sums(src, n / cols, cols, sums);  // other codes: from their decode
+    // Other codes (and FP16/BF16 with channel sums): from their decode.
+    if (sums && hw == 1) be.column_sums(src, n / cols, cols, sums);
+    else if (sums) be.channel_sums(src, sums, n / (cols * hw), cols, hw);
     be.scale_amax_encode(src, scale, f, q.data(), n, opt, amax, ws.f32());
   }
   if (rounded_floats) be.convert(f, q.data(), Format::FP32, ws.f32(), n, {});

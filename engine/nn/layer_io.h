@@ -68,11 +68,14 @@ const float* weight_f32(Backend& be, const Parameter& p, Format compute, Tensor&
 // afterwards (for the conv kernels). `amax` (backend memory: a DelayedScale's
 // pending slot) receives max|x| before scaling (NaN/inf propagate), recorded
 // with the step's one read. With `sums` (backend memory, cols floats) x is
-// a rows x cols matrix whose column sums of the unscaled values are written
-// there too, in the same pass (an FP8 layer's bias gradient:
-// Backend::scale_amax_encode_sums), as column_sums would give them.
+// an n x cols x hw tensor (hw 1: a rows x cols matrix; NCHW: cols channels
+// of hw pixels) whose column (channel) sums of the unscaled values are
+// written there too, in the same pass where x is FP32 (an FP8 layer's bias
+// gradient: Backend::scale_amax_encode_sums, scale_amax_encode_planes), as
+// column_sums (channel_sums) would give them. FP32 x with rounded_floats
+// is cast and decoded in one pass too.
 void round_scaled(Backend& be, const Tensor& x, Format f, float scale, Tensor& q, Tensor& ws, bool rounded_floats,
-                  float* amax, float* sums = nullptr, std::int64_t cols = 0);
+                  float* amax, float* sums = nullptr, std::int64_t cols = 0, std::int64_t hw = 1);
 
 // The alpha of a GEMM whose operands hold value * scale_a and value *
 // scale_b: 1/scale_a * 1/scale_b (each reciprocal rounded to float, as

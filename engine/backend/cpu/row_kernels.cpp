@@ -167,7 +167,7 @@ PL_CPU_CLONES void column_accumulate(double* p, const float* r, std::int64_t row
 
 namespace {
 
-// One plane of channel_sum: 32 partial sums in four registers.
+// One plane of add_plane_sums: 32 partial sums in four registers.
 [[gnu::always_inline]] inline double plane_sum(const float* p, std::int64_t hw) {
   v8d acc[4] = {};
   std::int64_t k = 0;
@@ -186,15 +186,8 @@ namespace {
 
 }  // namespace
 
-PL_CPU_CLONES void add_plane_sums(const float* x, std::int64_t hw, std::int64_t j0, std::int64_t j1, double* sums) {
-  for (std::int64_t j = j0; j < j1; ++j) sums[j - j0] += plane_sum(x + j * hw, hw);
-}
-
-PL_CPU_CLONES void channel_sums_range(const float* x, std::int64_t n, std::int64_t c, std::int64_t hw,
-                                      std::int64_t j0, std::int64_t j1, double* sums) {
-  for (std::int64_t j = j0; j < j1; ++j) sums[j - j0] = 0.0;
-  for (std::int64_t i = 0; i < n; ++i)
-    for (std::int64_t j = j0; j < j1; ++j) sums[j - j0] += plane_sum(x + (i * c + j) * hw, hw);
+PL_CPU_CLONES void add_plane_sums(const float* x, std::int64_t hw, std::int64_t count, double* sums) {
+  for (std::int64_t j = 0; j < count; ++j) sums[j] += plane_sum(x + j * hw, hw);
 }
 
 namespace {

@@ -28,18 +28,12 @@ void layernorm_param_rows(const float* x, const float* dy, std::int64_t count, s
 // blocks of kColumnBlock columns at a time, then the rest.
 inline constexpr std::int64_t kColumnBlock = 64;
 void column_accumulate(double* p, const float* r, std::int64_t rows, std::int64_t cols, std::int64_t ld);
-// Channel sums of an n x c x hw (NCHW) tensor x in double, for channels
-// [j0, j1): sums[j - j0] = the sum over images i in order of plane (i, j)'s
-// sum, each plane summed in 32 partial sums (value k of the plane's whole
-// blocks of 32 into sum k % 32, then its blocks of 8 into sums 0..7,
-// 8..15, ...), folded in a fixed tree, its last hw % 8 values added in
-// order. A function of the shape and the values alone; images outer, so
-// the planes are read in memory order.
-void channel_sums_range(const float* x, std::int64_t n, std::int64_t c, std::int64_t hw, std::int64_t j0,
-                        std::int64_t j1, double* sums);
-// sums[j - j0] += the sum of plane (i, j) for j in [j0, j1): one image's
-// step of channel_sums_range (the planes at x + j * hw), the same adds.
-void add_plane_sums(const float* x, std::int64_t hw, std::int64_t j0, std::int64_t j1, double* sums);
+// sums[j] += the sum in double of the plane of hw values at x + j * hw,
+// for j < count (one image's run of an NCHW tensor's channels): each plane
+// in 32 partial sums (value k of its whole blocks of 32 into sum k % 32,
+// then its blocks of 8 into sums 0..7, 8..15, ...) folded in a fixed tree,
+// then its last hw % 8 values in order. The same bits in every clone.
+void add_plane_sums(const float* x, std::int64_t hw, std::int64_t count, double* sums);
 
 // FP32 softmax of `count` (1 or kSoftmaxRows) consecutive rows of `cols`
 // values (y may not alias x): each row's maximum and sum run over its

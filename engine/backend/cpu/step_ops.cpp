@@ -310,6 +310,37 @@ void CpuBackend::scale_amax_encode_sums(Format from, const void* x, std::int64_t
   *amax = amax_from_bits(v.m.load(std::memory_order_relaxed));
 }
 
+namespace {
+
+// db = the channel sums of an n x c x hw (NCHW) tensor x: blocks of
+// channels, one a thread, each summing its planes image by image (memory
+// order) with add_plane_sums, so a channel's adds are the same for any
+// split. visit(at, len) -> bits then runs on each image's run of the
+// block's planes [at, at + len) just summed; the results combine by max
+// (the FP8 casts' amax bits).
+template <class Visit>
+std::uint32_t channel_blocks(const float* x, std::int64_t n, std::int64_t c, std::int64_t hw, float* db,
+                             cpu::Workspace& ws, Visit&& visit) {
+  const int nt = cpu::worth_parallel(n * c * hw) ? omp_get_max_threads() : 1;
+  const std::int64_t per = (c + nt - 1) / nt;
+  double* sums = ws.get<double>(static_cast<std::size_t>(c));
+  std::uint32_t m = 0;
+#pragma omp parallel for schedule(static) reduction(max : m) if (nt > 1)
+  for (std::int64_t j0 = 0; j0 < c; j0 += per) {
+    const std::int64_t j1 = std::min(c, j0 + per);
+    for (std::int64_t j = j0; j < j1; ++j) sums[j] = 0.0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t at = (i * c + j0) * hw;
+      cpu::add_plane_sums(x + at, hw, j1 - j0, sums + j0);
+      m = std::max(m, visit(at, (j1 - j0) * hw));
+    }
+  }
+  for (std::int64_t j = 0; j < c; ++j) db[j] = static_cast<float>(sums[j]);
+  return m;
+}
+
+}  // namespace
+
 void CpuBackend::scale_amax_encode_planes(const float* x, std::int64_t n, std::int64_t c, std::int64_t hw, float scale,
                                           Format f, void* q, const CastOptions& opt, float* amax, float* decoded,
                                           float* db, float* scratch) {
@@ -339,25 +370,9 @@ void CpuBackend::scale_amax_encode_planes(const float* x, std::int64_t n, std::i
     *amax = amax_from_bits(max_over_scaled_chunks(total, cast));
     return;
   }
-  // With the channel sums: a block of channels a thread, image by image its
-  // planes summed (channel_sums' adds) and cast (one run of planes per
-  // image). The amax combines as bit patterns: the same for any split.
-  const int nt = cpu::worth_parallel(total) ? omp_get_max_threads() : 1;
-  const std::int64_t per = (c + nt - 1) / nt;
-  double* sums = m_reduce_ws.get<double>(static_cast<std::size_t>(c));
-  std::uint32_t m = 0;
-#pragma omp parallel for schedule(static) reduction(max : m) if (nt > 1)
-  for (std::int64_t j0 = 0; j0 < c; j0 += per) {
-    const std::int64_t j1 = std::min(c, j0 + per);
-    for (std::int64_t j = j0; j < j1; ++j) sums[j] = 0.0;
-    for (std::int64_t i = 0; i < n; ++i) {
-      const std::int64_t at = (i * c + j0) * hw;
-      cpu::add_plane_sums(x + at, hw, 0, j1 - j0, sums + j0);
-      m = std::max(m, cast(at, (j1 - j0) * hw));
-    }
-  }
-  for (std::int64_t j = 0; j < c; ++j) db[j] = static_cast<float>(sums[j]);
-  *amax = amax_from_bits(m);
+  // With the channel sums: channel_sums' blocks, each image's run of a
+  // block's planes cast right after it is summed.
+  *amax = amax_from_bits(channel_blocks(x, n, c, hw, db, m_reduce_ws, cast));
 }
 
 void CpuBackend::scale_amax_encode16(Format from, const void* x, float scale, Format f, void* q, std::int64_t n,
@@ -875,20 +890,11 @@ void CpuBackend::scale_bias_add_channels(float* y, float alpha, const float* bia
 
 void CpuBackend::channel_sums(const float* dy, float* db, std::int64_t n, std::int64_t c, std::int64_t hw) {
   use_threads();
-  // Each channel summed on one thread in channel_sums_range's fixed order:
-  // the result does not depend on the thread count. (One double add after
-  // another ran at the add's latency: the cnn's two bias gradients took
-  // 1.9 ms of its FP8 step.) Blocks of channels, each thread reading its
-  // channels' planes image by image (16 planes of 28 x 28 are 50 KB in a
-  // row).
-  constexpr std::int64_t kBlock = 16;
-#pragma omp parallel for schedule(static) if (n * c * hw >= 65536)
-  for (std::int64_t j0 = 0; j0 < c; j0 += kBlock) {
-    double sums[kBlock];
-    const std::int64_t j1 = std::min(c, j0 + kBlock);
-    cpu::channel_sums_range(dy, n, c, hw, j0, j1, sums);
-    for (std::int64_t j = j0; j < j1; ++j) db[j] = static_cast<float>(sums[j - j0]);
-  }
+  // Each channel summed in channel_blocks' fixed order: the result does
+  // not depend on the thread count. (One double add after another ran at
+  // the add's latency: the cnn's two bias gradients took 1.9 ms of its FP8
+  // step.)
+  channel_blocks(dy, n, c, hw, db, m_reduce_ws, [](std::int64_t, std::int64_t) { return std::uint32_t{0}; });
 }
 
 // The copies below run over the threads above the size threshold: on one

@@ -219,6 +219,46 @@ TEST(LowPrecision, Fp16ConvMatchesRoundedFp32Conv) {
   EXPECT_EQ(c1->bytes() * 2, c2->bytes());  // FP16 input saved: half the bytes
 }
 
+// An FP8 convolution's dy cast with its bias gradient: from FP32 dy one
+// fused pass (codes, decode, channel sums), from BF16 codes of the same
+// values a decode first. Both give the same gradients, to the bit, and the
+// bias gradient is the double sum of dy per channel.
+TEST(LowPrecision, Fp8ConvGradientsFromFp32AndFromBf16CodesAgree) {
+  std::mt19937_64 rng(35);
+  Backend& be = test::backend();
+  const LayerPrecision fp8{Format::E4M3, Format::FP32, Format::FP32, Format::E5M2};
+  Conv2d a("conv", 3, 20, 3, 1), b("conv", 3, 20, 3, 1);
+  test::randomize(a.parameters(), rng, 0.3f);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const std::vector<float> v = a.parameters()[i]->weight.to_f32();
+    b.parameters()[i]->weight.from_f32(v.data(), static_cast<std::int64_t>(v.size()));
+  }
+  a.set_precision(fp8);
+  b.set_precision(fp8);
+  const Tensor x = test::random_tensor({4, 3, 9, 9}, rng);
+  auto ca = a.make_context(), cb = b.make_context();
+  Tensor ya, yb, dxa, dxb;
+  a.forward(be, x, ya, *ca);
+  b.forward(be, x, yb, *cb);
+  std::vector<float> g = test::random_tensor(ya.shape(), rng, -2.0f, 2.0f).to_f32();
+  for (float& v : g) v = quantize(Format::BF16, v);  // values both tensors hold exactly
+  const Tensor dy32 = Tensor::from_values(ya.shape(), Format::FP32, g);
+  const Tensor dy16 = Tensor::from_values(ya.shape(), Format::BF16, g);
+  a.backward(be, dy32, &dxa, *ca);
+  b.backward(be, dy16, &dxb, *cb);
+  EXPECT_EQ(dxa.to_f32(), dxb.to_f32());
+  EXPECT_EQ(a.weight().grad.to_f32(), b.weight().grad.to_f32());
+  const std::vector<float> db = a.bias().grad.to_f32();
+  EXPECT_EQ(db, b.bias().grad.to_f32());
+  const std::int64_t n = 4, c = 20, hw = 9 * 9;
+  for (std::int64_t j = 0; j < c; ++j) {
+    double s = 0.0;
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t k = 0; k < hw; ++k) s += g[static_cast<std::size_t>((i * c + j) * hw + k)];
+    EXPECT_NEAR(db[static_cast<std::size_t>(j)], s, 1e-6 * std::max(1.0, std::abs(s))) << "channel " << j;
+  }
+}
+
 TEST(LowPrecision, SavedActivationBytesHalve) {
   std::mt19937_64 rng(34);
   Tensor x = test::random_tensor({8, 1, 28, 28}, rng);
