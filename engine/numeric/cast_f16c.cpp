@@ -132,6 +132,12 @@ inline __m256i pack16(__m256i lo, __m256i hi) {
   return _mm256_permute4x64_epi64(p, 0xD8);
 }
 
+// Packs bytes held in the low 8 bits of 2 x 8 lanes into 16 bytes in order.
+inline __m128i pack_bytes16(__m256i lo, __m256i hi) {
+  const __m256i p = pack16(lo, hi);
+  return _mm_packus_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+}
+
 // 16 FP32 values -> 16 BF16 codes, NaN lanes included.
 inline void bf16_encode16(const float* src, std::uint16_t* d) {
   const __m256i lo = bf16_rne(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)));
@@ -182,8 +188,7 @@ inline __m256i e4m3_int8(__m256 x) {
 // fp32_to_e4m3 gives them.
 template <bool kSat>
 inline __m128i e4m3_encode16(__m256 x0, __m256 x1) {
-  const __m256i p = pack16(e4m3_int8<kSat>(x0), e4m3_int8<kSat>(x1));
-  return _mm_packus_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+  return pack_bytes16(e4m3_int8<kSat>(x0), e4m3_int8<kSat>(x1));
 }
 
 template <bool kE4M3>
@@ -271,11 +276,9 @@ std::size_t fp8_scaled_body(const void* src, std::uint8_t* d, std::size_t n, __m
       if constexpr (kScaled) a = _mm256_mul_ps(a, vs);
       return e4m3_code8<kSat>(a, x);
     };
-    for (; i + 16 <= n; i += 16) {
-      const __m256i p = pack16(code8(load8<From>(src, i)), code8(load8<From>(src, i + 8)));
+    for (; i + 16 <= n; i += 16)
       _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i),
-                       _mm_packus_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1)));
-    }
+                       pack_bytes16(code8(load8<From>(src, i)), code8(load8<From>(src, i + 8))));
   } else {
     auto prep = [&](__m256 x) {
       if constexpr (kAmax) m = _mm256_max_epu32(m, _mm256_and_si256(_mm256_castps_si256(x), c32(0x7FFFFFFFu)));
