@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -648,10 +649,10 @@ void CpuBackend::unscale_grads_coded(const GradBuffer* grads, const GradCodes* c
     // fp32 28.2 -> 26.4).
     auto one_block = [&](std::int64_t b) {
       const std::int64_t i0 = b * kBlock, len = std::min(n, i0 + kBlock) - i0;
-      std::int64_t local = 0;
-      double local_sq = 0.0;
       if (src_bytes)
         cast_to_f32(src.format, src_bytes + static_cast<std::size_t>(i0) * src_es, p + i0, static_cast<std::size_t>(len));
+      std::int64_t local = 0;
+      double local_sq = 0.0;
       if (!write) local_sq = cpu::sum_squares_run(p + i0, len, &local);
       if (write || local > 0) local_sq = cpu::unscale_run(p + i0, len, inv, &local);
       part[b] = local_sq;
