@@ -2105,6 +2105,42 @@ TEST_P(Conformance, UnscaleGradsCodedEqualsDecodeThenUnscale) {
     }
 }
 
+// The unscale pass's sum of squares counts every value once, whichever
+// thread takes which of its 16384-value blocks: against a double sum, for
+// lengths around the block and the optimizer's 2048-value splits, scaled
+// and unscaled, with the counts of inf/NaN.
+TEST_P(Conformance, UnscaleSumOfSquaresCountsEveryValueOnce) {
+  std::uint64_t seed = 990;
+  for (std::size_t n : {std::size_t{16383}, std::size_t{16385}, std::size_t{32768}, std::size_t{98305},
+                        std::size_t{200704}, std::size_t{1000003}})
+    for (float inv : {1.0f, 0.25f}) {
+      std::vector<float> v = normal_values(n, ++seed, 3.0f);
+      v[n / 3] = NAN;
+      v[n - 1] = -INFINITY;
+      double want = 0.0;
+      for (std::size_t i = 0; i < n; ++i)
+        if (std::isfinite(v[i])) want += static_cast<double>(v[i] * inv) * static_cast<double>(v[i] * inv);
+      auto d = dev(v);
+      auto count = DeviceBuffer<std::int64_t>(GetParam(), {-1});
+      auto sum = DeviceBuffer<double>(GetParam(), {0.0});
+      const engine::GradBuffer g{d.get(), static_cast<i64>(n), count.get()};
+      be->unscale_grads(&g, 1, inv, sum.get());
+      const std::string what = "n=" + std::to_string(n) + " inv " + std::to_string(inv);
+      EXPECT_EQ(count.host()[0], 2) << what;
+      // inf and NaN make the sum non-finite: it is the finite values' sum
+      // only once they are gone, so the check runs on a second, finite copy.
+      v[n / 3] = 1.0f;
+      v[n - 1] = -2.0f;
+      want += static_cast<double>(1.0f * inv) * (1.0f * inv) + static_cast<double>(-2.0f * inv) * (-2.0f * inv);
+      auto d2 = dev(v);
+      const engine::GradBuffer g2{d2.get(), static_cast<i64>(n), count.get()};
+      be->unscale_grads(&g2, 1, inv, sum.get());
+      EXPECT_EQ(count.host()[0], 0) << what;
+      EXPECT_NEAR(sum.host()[0] / want, 1.0, 1e-12) << what;
+      if (HasFailure()) return;
+    }
+}
+
 TEST_P(Conformance, LayerNormCodedEqualsDecodeNormEncode) {
   struct Shape2 {
     i64 rows, cols;
