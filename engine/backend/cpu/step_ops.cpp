@@ -609,7 +609,7 @@ std::pair<std::int64_t, std::int64_t> blocks_near_split(std::int64_t n, std::int
     if (u >= nt) return blocks;
     const std::int64_t q = ob / nt, r = ob % nt;
     const std::int64_t start = (q * u + std::min<std::int64_t>(u, r)) * static_cast<std::int64_t>(optim_detail::kBlock);
-    return std::clamp<std::int64_t>((start + block / 2) / block, 0, blocks);
+    return (start + block / 2) / block;  // start < n + 2048: at most blocks
   };
   return {boundary(t), boundary(t + 1)};
 }
@@ -647,30 +647,26 @@ void CpuBackend::unscale_grads_coded(const GradBuffer* grads, const GradCodes* c
     // Two blocks are worth the threads (the mlp's fc2 gradients, 32768
     // values; the whole pass a step, capped AVX2: fp16 40.0 -> 37.0 us,
     // fp32 28.2 -> 26.4).
-    auto one_block = [&](std::int64_t b) {
-      const std::int64_t i0 = b * kBlock, len = std::min(n, i0 + kBlock) - i0;
-      if (src_bytes)
-        cast_to_f32(src.format, src_bytes + static_cast<std::size_t>(i0) * src_es, p + i0, static_cast<std::size_t>(len));
-      std::int64_t local = 0;
-      double local_sq = 0.0;
-      if (!write) local_sq = cpu::sum_squares_run(p + i0, len, &local);
-      if (write || local > 0) local_sq = cpu::unscale_run(p + i0, len, inv, &local);
-      part[b] = local_sq;
-      bad[b] = local;
-    };
     // Blocks by blocks_near_split rather than a static schedule (the
     // mlp's fc1 gradients: 13 blocks, 7 on the first thread, whose update
     // then takes 6 1/8): the whole pass a step, bench_ops mlp, four
     // alternations, 2 threads with native bf16: fp32 16.5 -> 13.5 us,
     // fp16 23.3 -> 19.9, mixed-fp16 17.2 -> 14.3, fp8 17.3 -> 14.5.
-    if (blocks >= 2) {
-#pragma omp parallel
-      {
-        const auto [b0, b1] = blocks_near_split(n, kBlock, blocks, omp_get_thread_num(), omp_get_num_threads());
-        for (std::int64_t b = b0; b < b1; ++b) one_block(b);
+#pragma omp parallel if (blocks >= 2)
+    {
+      const auto [b0, b1] = blocks_near_split(n, kBlock, blocks, omp_get_thread_num(), omp_get_num_threads());
+      for (std::int64_t b = b0; b < b1; ++b) {
+        const std::int64_t i0 = b * kBlock, len = std::min(n, i0 + kBlock) - i0;
+        if (src_bytes)
+          cast_to_f32(src.format, src_bytes + static_cast<std::size_t>(i0) * src_es, p + i0,
+                      static_cast<std::size_t>(len));
+        std::int64_t local = 0;
+        double local_sq = 0.0;
+        if (!write) local_sq = cpu::sum_squares_run(p + i0, len, &local);
+        if (write || local > 0) local_sq = cpu::unscale_run(p + i0, len, inv, &local);
+        part[b] = local_sq;
+        bad[b] = local;
       }
-    } else {
-      for (std::int64_t b = 0; b < blocks; ++b) one_block(b);
     }
     std::int64_t nonfinite = 0;
     for (std::int64_t b = 0; b < blocks; ++b) {
