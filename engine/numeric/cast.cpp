@@ -26,7 +26,8 @@ struct CpuFeatures {
   bool f16c = false;
   bool avx512 = false;
   bool avx512bf16 = false;
-  bool capped = false;  // PL_MAX_CPU_ISA=avx2
+  bool capped = false;       // PL_MAX_CPU_ISA=avx2
+  bool bf16_capped = false;  // PL_MAX_CPU_ISA=avx512 (or avx2)
 };
 
 // F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does
@@ -37,17 +38,18 @@ bool cpu_has_f16c() {
   return (c & (1u << 29)) != 0;
 }
 
-// PL_MAX_CPU_ISA=avx2 (any case): the engine's own kernels take their AVX2
-// paths on an AVX-512 CPU, as DNNL_MAX_CPU_ISA=AVX2 does for oneDNN, so an
-// AVX2 machine's code runs (and is measured) on this one. Other values
-// change nothing. The tests still check every path the CPU has
-// (cast_path_supported is not capped).
-bool avx512_capped() {
+// PL_MAX_CPU_ISA (any case) caps the ISA the engine's own kernels use, as
+// DNNL_MAX_CPU_ISA does for oneDNN, so that another machine's code runs (and
+// is measured) on this one: avx2 takes the AVX2 paths on an AVX-512 CPU (an
+// AVX2 machine), avx512 (or oneDNN's name avx512_core) keeps AVX-512 but not
+// its BF16 instructions (Skylake-SP to Ice Lake: FP32 -> BF16 by integer
+// rounding). Other values change nothing. The tests still check every path
+// the CPU has (cast_path_supported is not capped).
+std::string max_cpu_isa() {
   const char* v = std::getenv("PL_MAX_CPU_ISA");
-  if (!v) return false;
-  std::string s(v);
+  std::string s(v ? v : "");
   for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s == "avx2";
+  return s;
 }
 
 CpuFeatures detect_features() {
@@ -57,7 +59,9 @@ CpuFeatures detect_features() {
   c.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   c.avx512bf16 = c.avx512 && __builtin_cpu_supports("avx512bf16");
-  c.capped = avx512_capped();
+  const std::string cap = max_cpu_isa();
+  c.capped = cap == "avx2";
+  c.bf16_capped = c.capped || cap == "avx512" || cap == "avx512_core";
   return c;
 }
 
@@ -271,7 +275,7 @@ bool cast_path_supported(CastPath p) {
 bool cpu_runs_avx512() { return features().avx512 && !features().capped; }
 
 CastPath best_cast_path() {
-  if (features().avx512bf16 && !features().capped) return CastPath::AVX512BF16;
+  if (features().avx512bf16 && !features().bf16_capped) return CastPath::AVX512BF16;
   if (cpu_runs_avx512()) return CastPath::AVX512;
   if (features().f16c) return CastPath::F16C;
   return CastPath::Scalar;

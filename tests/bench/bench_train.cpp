@@ -308,10 +308,10 @@ int main(int argc, char** argv) {
     if (!be) continue;
     const engine::BackendInfo info = be->info();
     std::printf("FMA peak (%s): 1 thread %.1f GFLOP/s, %d threads %.1f GFLOP/s; %s: %s, %d threads, native bf16: %s, "
-                "own AVX-512 kernels: %s; data: %s\n",
+                "own AVX-512 kernels: %s, casts: %s; data: %s\n",
                 g_peak.isa, g_peak.one, g_peak.threads, g_peak.all, info.name.c_str(), info.device.c_str(),
                 info.threads, info.native_bf16 ? "yes" : "no", engine::cpu_runs_avx512() ? "yes" : "no",
-                g_data->train.name.c_str());
+                engine::cast_path_name(engine::best_cast_path()), g_data->train.name.c_str());
   }
   if (paired_rounds > 0) {
     engine::Backend* be = g_cpu ? g_cpu.get() : g_cuda.get();

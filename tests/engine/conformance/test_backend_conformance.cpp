@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
 #include <cmath>
 #include <deque>
 #include <cstdint>
@@ -33,6 +34,7 @@
 #include "tensor/tensor.h"
 #include "train/run.h"
 #include "train/run_config.h"
+#include "numeric/cast.h"
 #include "numeric/convert.h"
 #include "numeric/format.h"
 
@@ -2874,6 +2876,28 @@ engine::GemmArgs mlp_forward_args(const void* x, Format fx, const void* w, Forma
   g.ldc = 256;
   g.bias = bias;
   return g;
+}
+
+// PL_MAX_CPU_ISA (the ctest runs of this suite set it, with oneDNN's
+// DNNL_MAX_CPU_ISA) picks the casts another machine would run: avx2 the
+// F16C ones, avx512 the AVX-512 ones without VCVTNEPS2BF16; unset, the
+// best the CPU has.
+TEST(CpuBackend, CastPathFollowsTheIsaCap) {
+  using engine::CastPath;
+  const char* env = std::getenv("PL_MAX_CPU_ISA");
+  std::string cap = env ? env : "";
+  for (char& ch : cap) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const CastPath got = engine::best_cast_path();
+  if (cap == "avx2" && engine::cast_path_supported(CastPath::F16C)) {
+    EXPECT_EQ(got, CastPath::F16C);
+  } else if ((cap == "avx512" || cap == "avx512_core") && engine::cast_path_supported(CastPath::AVX512)) {
+    EXPECT_EQ(got, CastPath::AVX512);
+    EXPECT_TRUE(engine::cpu_runs_avx512());
+  } else if (cap.empty() && engine::cast_path_supported(CastPath::AVX512BF16)) {
+    EXPECT_EQ(got, CastPath::AVX512BF16);
+  } else {
+    GTEST_SKIP() << "this CPU lacks the ISA of PL_MAX_CPU_ISA='" << cap << "'";
+  }
 }
 
 TEST(CpuBackend, Bf16AndFp8GemmsRunTheNativeBf16KernelWhenTheCpuHasIt) {

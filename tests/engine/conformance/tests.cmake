@@ -13,3 +13,8 @@ set_source_files_properties(engine/conformance/test_backend_conformance.cpp
 add_test(NAME test_backend_conformance_avx2 COMMAND test_backend_conformance --gtest_brief=1)
 set_tests_properties(test_backend_conformance_avx2 PROPERTIES LABELS engine
   ENVIRONMENT "PL_MAX_CPU_ISA=avx2;DNNL_MAX_CPU_ISA=AVX2" WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+# And on AVX-512 without its BF16 instructions (Skylake-SP to Ice Lake: FP32
+# -> BF16 by integer rounding, BF16 and FP8 GEMMs decoded to f32).
+add_test(NAME test_backend_conformance_avx512 COMMAND test_backend_conformance --gtest_brief=1)
+set_tests_properties(test_backend_conformance_avx512 PROPERTIES LABELS engine
+  ENVIRONMENT "PL_MAX_CPU_ISA=avx512;DNNL_MAX_CPU_ISA=AVX512_CORE" WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
