@@ -4,8 +4,9 @@
 #   run(command="bash scripts/device_sitting.sh cpu", carry=[".device-bundle"], timeout_s=420)
 # What it measures, by the first argument (default cpu):
 #   cpu          the CPU performance targets on the machine's cores:
-#                bench_train --paired on 16 threads (twice) and on 2, and
-#                bench_ops at 16 threads for the recipes that missed there
+#                bench_train --paired on all of them (16 on the GPU
+#                machine; twice) and on 2, and bench_ops on all of them
+#                for the recipes that missed there
 #                (where each step's time goes, op by op); about 4 minutes
 #   conformance  the backend conformance suite, the cuda cases included
 #                (about 2 minutes)
@@ -64,12 +65,14 @@ step() {
 } | tee -a "$summary"
 
 cpu() {
-  step bench_train_16a 120 "$B/bin/bench_train" --threads=16 --paired=10
+  local n
+  n=$(nproc)
+  step "bench_train_${n}a" 120 "$B/bin/bench_train" --threads="$n" --paired=10
   step bench_train_2 120 "$B/bin/bench_train" --threads=2 --paired=10
-  step bench_train_16b 120 "$B/bin/bench_train" --threads=16 --paired=10
+  step "bench_train_${n}b" 120 "$B/bin/bench_train" --threads="$n" --paired=10
   for mr in "mlp fp32" "mlp mixed-bf16" "mlp fp8" "transformer fp32" "transformer mixed-bf16" "transformer fp8"; do
     set -- $mr
-    step "ops16_$1_$2" 30 "$B/bin/bench_ops" "$1" "$2" "$([ "$1" = mlp ] && echo 1000 || echo 300)"
+    step "ops${n}_$1_$2" 30 "$B/bin/bench_ops" "$1" "$2" "$([ "$1" = mlp ] && echo 1000 || echo 300)"
   done
 }
 
