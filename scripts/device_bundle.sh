@@ -14,8 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/setup.sh build release
-cmake --build build/release --target bench_train bench_ops bench_gemm test_backend_conformance precision-lab-cli
+bash scripts/setup.sh build release  # every target, the benchmarks and the CLI among them
 
 out=.device-bundle
 rm -rf "$out"

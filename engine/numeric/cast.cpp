@@ -26,7 +26,7 @@ struct CpuFeatures {
   bool f16c = false;
   bool avx512 = false;
   bool avx512bf16 = false;
-  bool capped = false;       // PL_MAX_CPU_ISA=avx2
+  bool avx2_capped = false;  // PL_MAX_CPU_ISA=avx2
   bool bf16_capped = false;  // PL_MAX_CPU_ISA=avx512 (or avx2)
 };
 
@@ -60,8 +60,8 @@ CpuFeatures detect_features() {
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   c.avx512bf16 = c.avx512 && __builtin_cpu_supports("avx512bf16");
   const std::string cap = max_cpu_isa();
-  c.capped = cap == "avx2";
-  c.bf16_capped = c.capped || cap == "avx512" || cap == "avx512_core";
+  c.avx2_capped = cap == "avx2";
+  c.bf16_capped = c.avx2_capped || cap == "avx512" || cap == "avx512_core";
   return c;
 }
 
@@ -272,7 +272,7 @@ bool cast_path_supported(CastPath p) {
   return false;
 }
 
-bool cpu_runs_avx512() { return features().avx512 && !features().capped; }
+bool cpu_runs_avx512() { return features().avx512 && !features().avx2_capped; }
 
 CastPath best_cast_path() {
   if (features().avx512bf16 && !features().bf16_capped) return CastPath::AVX512BF16;
