@@ -16,6 +16,16 @@ PyTorch processes. bench_train runs in the same sitting (fp32 and mixed-bf16,
 best of --rounds repetitions, interleaved), and the script prints samples/s
 and the ratios, with the targets of the performance issue (ours >= 1.2x).
 
+--isa avx512 or avx2 measures both sides held to a smaller ISA, a stand-in
+for a CPU without AVX512-BF16 (Skylake-SP to Ice Lake) or without AVX-512:
+ours with PL_MAX_CPU_ISA and DNNL_MAX_CPU_ISA, PyTorch with
+ATEN_CPU_CAPABILITY, its oneDNN's DNNL_MAX_CPU_ISA and OPENBLAS_CORETYPE
+(SkylakeX, Haswell). Held to AVX2, PyTorch's autocast bf16 runs with its
+oneDNN off (torch.backends.mkldnn.enabled = False), as on a CPU without
+AVX-512, where PyTorch's bf16 device check turns oneDNN's bf16 kernels
+down: its capped oneDNN would refuse the bf16 matmul instead ("could not
+create a primitive descriptor iterator").
+
 Needs python3-torch (Debian: apt-get install python3-torch
 libopenblas0-pthread); it is a benchmark peer, not a dependency of the
 project. Exits 1 with one line when it is missing or bench_train fails.
@@ -33,6 +43,18 @@ BATCH = 128
 TARGET = 1.2
 
 
+# Both sides held to a smaller ISA (--isa): (ours, PyTorch's) environments.
+ISA_CAPS = {
+    "native": ({}, {}),
+    "avx512": ({"PL_MAX_CPU_ISA": "avx512", "DNNL_MAX_CPU_ISA": "AVX512_CORE"},
+               {"ATEN_CPU_CAPABILITY": "avx512", "DNNL_MAX_CPU_ISA": "AVX512_CORE", "OPENBLAS_CORETYPE": "SkylakeX"}),
+    "avx2": ({"PL_MAX_CPU_ISA": "avx2", "DNNL_MAX_CPU_ISA": "AVX2"},
+             {"ATEN_CPU_CAPABILITY": "avx2", "DNNL_MAX_CPU_ISA": "AVX2", "OPENBLAS_CORETYPE": "Haswell",
+              "PL_PEER_BF16_NO_ONEDNN": "1"}),
+}
+ISA = "native"
+
+
 def torch_child(model_name, mode, threads, seconds):
     """Runs in a subprocess: prints {"samples_per_s": ...} as JSON."""
     import torch
@@ -40,6 +62,8 @@ def torch_child(model_name, mode, threads, seconds):
     import torch.nn.functional as F
 
     torch.set_num_threads(threads)
+    if mode == "bf16" and os.environ.get("PL_PEER_BF16_NO_ONEDNN"):
+        torch.backends.mkldnn.enabled = False
     torch.manual_seed(0)
 
     class Attention(nn.Module):
@@ -123,6 +147,7 @@ def torch_env(threads=None, blas_threads=None):
     env = dict(os.environ)
     for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
         env.pop(k, None)
+    env.update(ISA_CAPS[ISA][1])
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)
     if blas_threads:
@@ -159,7 +184,7 @@ def run_torch(model, mode, threads, blas_threads, seconds):
 def run_bench(bench, rounds):
     cmd = [bench, "--benchmark_filter=/(fp32|mixed-bf16)/", f"--benchmark_repetitions={rounds}",
            "--benchmark_enable_random_interleaving=true"]
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    out = subprocess.run(cmd, env={**os.environ, **ISA_CAPS[ISA][0]}, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"pytorch_peer: {bench} failed (exit {out.returncode}): "
                  f"{(out.stderr.strip().splitlines() or ['no output'])[-1]}")
@@ -183,8 +208,11 @@ def main():
     ap.add_argument("--threads", default="1,2", help="PyTorch thread counts to try (its best counts)")
     ap.add_argument("--seconds", type=float, default=1.0, help="length of one PyTorch timing window")
     ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--isa", choices=sorted(ISA_CAPS), default="native",
+                    help="hold both sides to a smaller ISA: a stand-in for a CPU without AVX512-BF16 or AVX-512")
     a = ap.parse_args()
-    global PYTHON
+    global PYTHON, ISA
+    ISA = a.isa
     PYTHON, version = find_torch_python()
     if not PYTHON:
         sys.exit("pytorch_peer: PyTorch is not installed (apt-get install python3-torch libopenblas0-pthread)")
@@ -194,6 +222,9 @@ def main():
     threads = [int(t) for t in a.threads.split(",") if t]
 
     print(f"PyTorch {version} ({PYTHON}); bench_train: {a.bench}; best of {a.rounds}; batch {BATCH}")
+    if ISA != "native":
+        caps = lambda d: " ".join(f"{k}={v}" for k, v in d.items())
+        print(f"held to {ISA}: ours {caps(ISA_CAPS[ISA][0])}; PyTorch {caps(ISA_CAPS[ISA][1])}")
     ours, header = run_bench(a.bench, a.rounds)
     print(header)
     peer = {}
