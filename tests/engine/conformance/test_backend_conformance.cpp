@@ -1853,15 +1853,16 @@ TEST(GeluCastKernel, ApproximationStaysWithinItsBound) {
 }
 
 // Column sums of FP16/BF16 codes give the bits of decode then column_sums
-// through the same backend, for the linear layers' bias shapes and a row
-// wider than the CPU's stack block (its fallback).
+// through the same backend, for the linear layers' bias shapes (the mlp's
+// 128 x 256 and 128 x 128, and 128 x 200 with a partial block of columns),
+// and a row wider than the CPU's stack block (its fallback).
 TEST_P(Conformance, ColumnSums16EqualsDecodeThenSum) {
   struct Shape2 {
     i64 rows, cols;
   };
   for (Format f : {Format::BF16, Format::FP16})
     for (const Shape2& sh : {Shape2{1, 1}, Shape2{7, 13}, Shape2{2048, 64}, Shape2{2048, 192}, Shape2{128, 10},
-                             Shape2{3, 5000}}) {
+                             Shape2{128, 256}, Shape2{128, 128}, Shape2{128, 200}, Shape2{3, 5000}}) {
       const auto n = static_cast<std::size_t>(sh.rows * sh.cols);
       std::vector<float> v = normal_values(n, 81 + n, 50.0f);
       const float edges[] = {1e-7f, -0.0f, 60000.0f, -1e-40f, INFINITY};
