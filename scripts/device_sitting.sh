@@ -6,8 +6,9 @@
 #   cpu          the CPU performance targets on the machine's cores:
 #                bench_train --paired on all of them (16 on the GPU
 #                machine; twice) and on 2, and bench_ops on all of them
-#                for the recipes that missed there
-#                (where each step's time goes, op by op); about 4 minutes
+#                for the mlp and the transformer in fp32, mixed-bf16 and
+#                fp8, the recipes that missed there on 2026-11-25 (where
+#                each step's time goes, op by op); about 4 minutes
 #   conformance  the backend conformance suite, the cuda cases included
 #                (about 2 minutes)
 #   gpu          bench_train --backend=both --wide, bench_cuda_gemm, and one

@@ -4,11 +4,10 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
-#include <string>
+
+#include "numeric/cast.h"
 
 // fma_peak_avx512.cpp / fma_peak_avx2.cpp (compiled for their ISA).
 double fma_peak_avx512(std::int64_t iters, float* sink);
@@ -52,22 +51,14 @@ double measure_peak(bool avx512, int threads) {
   return best;
 }
 
-// PL_MAX_CPU_ISA=avx2 (any case): the engine's kernels and, with
-// DNNL_MAX_CPU_ISA=AVX2, oneDNN's run as on an AVX2 machine, whose peak is
-// the AVX2 one (half the AVX-512 one where both run at full width).
-bool capped_to_avx2() {
-  const char* v = std::getenv("PL_MAX_CPU_ISA");
-  std::string s(v ? v : "");
-  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s == "avx2";
-}
-
 }  // namespace
 
 FmaPeak measure_fma_peak() {
   FmaPeak p;
   __builtin_cpu_init();
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma") && !capped_to_avx2();
+  // The engine's answer, so that PL_MAX_CPU_ISA=avx2 (an AVX2 machine run
+  // here) measures the AVX2 peak, half the AVX-512 one at full width.
+  const bool avx512 = engine::cpu_runs_avx512() && __builtin_cpu_supports("fma");
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   if (!avx512 && !avx2) return p;
   p.isa = avx512 ? "avx512 fma" : "avx2 fma";
