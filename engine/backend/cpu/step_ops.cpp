@@ -594,21 +594,19 @@ void CpuBackend::amax(const float* x, std::int64_t n, float* out) {
 namespace {
 
 // Thread t's blocks [b0, b1) of `blocks` blocks of `block` values over n
-// gradients: the block boundaries nearest to where the optimizer's static
-// schedule (optim_detail::kBlock blocks, split as libgomp splits them:
-// the first ob % nt threads one more) divides n, so that a thread unscales
-// mostly the values its own update reads next, which the weight gradient's
-// GEMM also wrote on that thread (its rows of C in the same halves). Which
-// thread runs a block changes no bits.
+// gradients: the block boundaries nearest to where the optimizer's split
+// (optim_detail::first_block over its kBlock blocks) divides n, so that a
+// thread unscales mostly the values its own update reads next, which the
+// weight gradient's GEMM also wrote on that thread (its rows of C in the
+// same halves). Which thread runs a block changes no bits.
 std::pair<std::int64_t, std::int64_t> blocks_near_split(std::int64_t n, std::int64_t block, std::int64_t blocks,
                                                         int t, int nt) {
-  const auto ob = static_cast<std::int64_t>((static_cast<std::size_t>(n) + optim_detail::kBlock - 1) /
-                                            optim_detail::kBlock);
+  const std::size_t ob = (static_cast<std::size_t>(n) + optim_detail::kBlock - 1) / optim_detail::kBlock;
   auto boundary = [&](int u) -> std::int64_t {
     if (u <= 0) return 0;
     if (u >= nt) return blocks;
-    const std::int64_t q = ob / nt, r = ob % nt;
-    const std::int64_t start = (q * u + std::min<std::int64_t>(u, r)) * static_cast<std::int64_t>(optim_detail::kBlock);
+    const auto start = static_cast<std::int64_t>(
+        optim_detail::first_block(ob, static_cast<std::size_t>(u), static_cast<std::size_t>(nt)) * optim_detail::kBlock);
     return (start + block / 2) / block;  // start < n + 2048: at most blocks
   };
   return {boundary(t), boundary(t + 1)};
@@ -747,26 +745,34 @@ void CpuBackend::sgd_encode_blocks(const SgdUpdate& u, const UpdateEncode& e, bo
   const bool fp16_pass = decode_first && f16c && e.format == Format::FP16 && !e.opt.stochastic &&
                          !e.opt.saturate && u.momentum_buf && !u.nesterov &&
                          (u.state_format == Format::FP16 || u.state_format == Format::FP32);
-  std::uint32_t m = 0;
-#pragma omp parallel for schedule(static) reduction(max : m) if (n >= kEncodeParallelMin)
-  for (std::int64_t b = 0; b < blocks; ++b) {
+  // Block b updated and encoded; returns its amax bits (0 without one).
+  auto block = [&](std::int64_t b) -> std::uint32_t {
     const std::int64_t i0 = b * kBlock, len = std::min(kBlock, n - i0);
     if (fp16_pass) {
       cpu::sgd_fp16_block(reinterpret_cast<std::uint16_t*>(codes) + i0, u.value + i0, u.grad + i0,
                           u.momentum_buf + i0, len, c, u.first, u.state_format == Format::FP16);
-      continue;
+      return 0;
     }
     // Weights kept only as codes: this block's values decoded first.
     if (decode_first)
       cast_to_f32(e.format, codes + static_cast<std::size_t>(i0) * es, u.value + i0, static_cast<std::size_t>(len));
     sgd_block(u, c, static_cast<std::size_t>(i0), static_cast<std::size_t>(i0 + len));
-    if (e.amax) {
-      m = std::max(m, scale_amax_encode_chunk(u.value, e.scale, e.format, e.codes, i0, len, e.opt));
-    } else {
-      CastOptions o = e.opt;
-      o.index_offset += static_cast<std::uint64_t>(i0);
-      convert_range(Format::FP32, u.value + i0, e.format, codes + static_cast<std::size_t>(i0) * es, len, o);
-    }
+    if (e.amax) return scale_amax_encode_chunk(u.value, e.scale, e.format, e.codes, i0, len, e.opt);
+    CastOptions o = e.opt;
+    o.index_offset += static_cast<std::uint64_t>(i0);
+    convert_range(Format::FP32, u.value + i0, e.format, codes + static_cast<std::size_t>(i0) * es, len, o);
+    return 0;
+  };
+  // Each thread its optim_detail::first_block run, as sgd_update's blocks
+  // (the unscale pass lines up with it).
+  std::uint32_t m = 0;
+#pragma omp parallel reduction(max : m) if (n >= kEncodeParallelMin)
+  {
+    const auto nt = static_cast<std::size_t>(omp_get_num_threads());
+    const auto t = static_cast<std::size_t>(omp_get_thread_num());
+    const auto nb = static_cast<std::size_t>(blocks);
+    for (std::size_t b = optim_detail::first_block(nb, t, nt); b < optim_detail::first_block(nb, t + 1, nt); ++b)
+      m = std::max(m, block(static_cast<std::int64_t>(b)));
   }
   if (e.amax) *e.amax = amax_from_bits(m);
 }
