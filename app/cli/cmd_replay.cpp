@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "train/journal.h"
+#include "journal/journal.h"
 
 namespace cli {
 

@@ -12,6 +12,7 @@
 
 #include "backend/registry.h"
 #include "cli/commands.h"
+#include "journal/journal.h"
 #include "report/csv.h"
 #include "train/comparison.h"
 #include "train/run.h"
@@ -114,7 +115,7 @@ int train_runs(const std::vector<engine::ComparisonRun>& runs, const std::string
   // The run folder is written as the runs go (a kill leaves everything up
   // to the last second, marked interrupted).
   try {
-    trainer.set_journal(out, recipes);
+    attach_journal(trainer, out, recipes);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "precision-lab-cli: %s\n", e.what());
     return 2;

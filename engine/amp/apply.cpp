@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "amp/fp8_scaling.h"
+#include "nn/fp8_scaling.h"
 #include "amp/recipe.h"
 #include "backend/backend.h"
 #include "nn/layer.h"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "amp/precision.h"
+#include "numeric/precision.h"
 
 namespace engine {
 

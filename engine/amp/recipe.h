@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "amp/loss_scaler.h"
-#include "amp/precision.h"
+#include "numeric/precision.h"
 
 namespace engine {
 

@@ -1,7 +1,6 @@
 # engine/amp: recipes, loss scaler, precision application.
-target_sources(engine_core PRIVATE
+target_sources(engine_amp PRIVATE
   amp/loss_scaler.cpp
   amp/recipe.cpp
   amp/apply.cpp
-  amp/fp8_scaling.cpp
 )

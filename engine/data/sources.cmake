@@ -1,5 +1,5 @@
 # engine/data: IDX reader, MNIST-format folders, generated sets, batching.
-target_sources(engine_core PRIVATE
+target_sources(engine_data PRIVATE
   data/idx.cpp
   data/mnist.cpp
   data/synthetic.cpp

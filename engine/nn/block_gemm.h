@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "amp/precision.h"
+#include "numeric/precision.h"
 #include "numeric/block.h"
 #include "tensor/tensor.h"
 

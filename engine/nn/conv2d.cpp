@@ -4,7 +4,7 @@
 #include <functional>
 #include <stdexcept>
 
-#include "amp/fp8_scaling.h"
+#include "nn/fp8_scaling.h"
 #include "backend/backend.h"
 #include "nn/layer_io.h"
 #include "numeric/block.h"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "amp/precision.h"
+#include "numeric/precision.h"
 #include "nn/parameter.h"
 #include "tensor/tensor.h"
 

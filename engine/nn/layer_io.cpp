@@ -5,7 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "amp/fp8_scaling.h"
+#include "nn/fp8_scaling.h"
 #include "numeric/cast.h"
 
 namespace engine {

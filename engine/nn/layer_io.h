@@ -60,7 +60,7 @@ void grad_end(Backend& be, Parameter& p, Format grad_format, Tensor& ws, std::in
 // in it (the AMP code normally keeps it there).
 const float* weight_f32(Backend& be, const Parameter& p, Format compute, Tensor& ws);
 
-// One FP8 GEMM operand under per-tensor delayed scaling (amp/fp8_scaling.h):
+// One FP8 GEMM operand under per-tensor delayed scaling (nn/fp8_scaling.h):
 // x's values times `scale`, rounded with saturation to the FP8 format f
 // (Transformer Engine's cast: finite overflow clamps to the format's max;
 // inf and NaN stay), stored in `q` (resized to x's shape and f). `ws` is

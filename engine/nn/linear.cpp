@@ -3,7 +3,7 @@
 
 #include <stdexcept>
 
-#include "amp/fp8_scaling.h"
+#include "nn/fp8_scaling.h"
 #include "backend/backend.h"
 #include "nn/layer_io.h"
 

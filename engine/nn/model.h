@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "amp/precision.h"
+#include "numeric/precision.h"
 #include "nn/layer.h"
 #include "tensor/tensor.h"
 

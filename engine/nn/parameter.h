@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "amp/fp8_scaling.h"
+#include "nn/fp8_scaling.h"
 #include "tensor/tensor.h"
 
 namespace engine {
@@ -28,7 +28,7 @@ struct Parameter {
   float weight_scale = 1.0f;
   // FP8 GEMM weights with a master copy: the amax history of the weights
   // and the scale the next refresh encodes with (delayed scaling, see
-  // amp/fp8_scaling.h). Inactive otherwise.
+  // nn/fp8_scaling.h). Inactive otherwise.
   DelayedScale weight_history;
   // A layer with a block compute format (MXFP8, MXFP6, MXFP4, NVFP4)
   // quantizes this GEMM weight from its FP32 `weight` every forward; the

@@ -1,5 +1,6 @@
 # engine/nn: layers with explicit forward/backward, losses, models and builders.
-target_sources(engine_core PRIVATE
+target_sources(engine_nn PRIVATE
+  nn/fp8_scaling.cpp
   nn/layer_io.cpp
   nn/block_gemm.cpp
   nn/linear.cpp

@@ -1,5 +1,5 @@
 # engine/numeric: formats, scalar reference conversions, bulk casts.
-target_sources(engine_core PRIVATE
+target_sources(engine_numeric PRIVATE
   numeric/format.cpp
   numeric/convert.cpp
   numeric/inspect.cpp

@@ -1,5 +1,5 @@
 # engine/optim: SGD, Adam/AdamW, global-norm clipping, learning-rate schedules.
-target_sources(engine_core PRIVATE
+target_sources(engine_optim PRIVATE
   optim/optimizer.cpp
   optim/sgd.cpp
   optim/adam.cpp

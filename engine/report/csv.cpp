@@ -1,7 +1,9 @@
 // CSV export: RFC 4180, locale-independent numbers, atomic writes.
 #include "report/csv.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -9,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
+#include <type_traits>
 
 namespace engine {
 
@@ -81,17 +84,185 @@ void write_atomically(const fs::path& dir, const std::string& name, const std::s
 
 }  // namespace
 
+// ------------------------------------------------------------ the columns
+//
+// One table per file: each column's name, how a record writes it and how a
+// row is read back into a record (the journal reopens run folders with it).
+// The header, the rows and the reader all come from these tables, so a
+// column added here is written and read back by name with no other edit.
+
+namespace {
+
+template <class T>
+struct Column {
+  const char* name;
+  std::string (*write)(const T&);
+  void (*read)(T&, const CsvRow&);  // null: written only (derived on reading)
+};
+
+// The text of a value as the files hold it.
+template <class V>
+std::string cell(const V& v) {
+  if constexpr (std::is_same_v<V, bool>) return flag(v);
+  else if constexpr (std::is_same_v<V, std::string>) return v;
+  else if constexpr (std::is_integral_v<V>) return num(static_cast<std::int64_t>(v));
+  else return num(static_cast<double>(v));
+}
+// A value read back from the column `name` of row `c`.
+template <class V>
+void uncell(V& v, const CsvRow& c, const char* name) {
+  if constexpr (std::is_same_v<V, bool>) v = c.b(name);
+  else if constexpr (std::is_same_v<V, std::string>) v = c.at(name);
+  else if constexpr (std::is_integral_v<V>) v = static_cast<V>(c.i(name));
+  else v = static_cast<V>(c.d(name));
+}
+
+// A column that is one member, written and read as it is.
+#define PL_COLUMN(T, NAME, MEMBER)                                        \
+  Column<T> {                                                             \
+    NAME, [](const T& r) { return cell(r.MEMBER); },                      \
+        [](T& r, const CsvRow& c) { uncell(r.MEMBER, c, NAME); }          \
+  }
+
+const Column<StepMetrics> kStepColumns[] = {
+    PL_COLUMN(StepMetrics, "step", step),
+    PL_COLUMN(StepMetrics, "epoch", epoch),
+    PL_COLUMN(StepMetrics, "loss", loss),
+    PL_COLUMN(StepMetrics, "loss_scale", loss_scale),
+    PL_COLUMN(StepMetrics, "overflow", overflow),
+    PL_COLUMN(StepMetrics, "skipped", skipped),
+    PL_COLUMN(StepMetrics, "grad_norm", grad_norm),
+    PL_COLUMN(StepMetrics, "lr", lr),
+    PL_COLUMN(StepMetrics, "mem_weights", mem.weights),
+    PL_COLUMN(StepMetrics, "mem_master", mem.master),
+    PL_COLUMN(StepMetrics, "mem_grads", mem.grads),
+    PL_COLUMN(StepMetrics, "mem_optimizer", mem.optimizer),
+    PL_COLUMN(StepMetrics, "mem_activations", mem.activations),
+    PL_COLUMN(StepMetrics, "mem_workspace", mem.workspace),
+    {"mem_total", [](const StepMetrics& m) { return num(m.mem.total()); }, nullptr},
+    PL_COLUMN(StepMetrics, "mem_emulation", mem.emulation),
+    PL_COLUMN(StepMetrics, "rss", rss),
+    PL_COLUMN(StepMetrics, "wall_ms", wall_ms),
+    PL_COLUMN(StepMetrics, "samples_per_second", samples_per_second),
+    PL_COLUMN(StepMetrics, "train_accuracy", train_accuracy),
+};
+
+const Column<EvalMetrics> kEvalColumns[] = {
+    PL_COLUMN(EvalMetrics, "step", step),
+    PL_COLUMN(EvalMetrics, "epoch", epoch),
+    PL_COLUMN(EvalMetrics, "val_loss", val_loss),
+    PL_COLUMN(EvalMetrics, "val_accuracy", val_accuracy),
+};
+
+const Column<Event> kEventColumns[] = {
+    PL_COLUMN(Event, "step", step),
+    {"kind", [](const Event& e) { return std::string(event_kind_name(e.kind)); },
+     [](Event& e, const CsvRow& c) {
+       const auto kind = parse_event_kind(c.at("kind"));
+       if (!kind) c.fail("unknown event kind '" + c.at("kind") + "'");
+       e.kind = *kind;
+     }},
+    PL_COLUMN(Event, "layer", layer),
+    // A precision change's tensor is the new precision, compute/storage/accumulate/grad.
+    {"tensor",
+     [](const Event& e) { return e.kind == EventKind::PrecisionChange ? precision_text(e.precision) : e.tensor; },
+     [](Event& e, const CsvRow& c) {
+       e.tensor = c.at("tensor");
+       if (e.kind != EventKind::PrecisionChange) return;
+       std::stringstream ss(e.tensor);
+       std::string part;
+       Format* fields[] = {&e.precision.compute, &e.precision.storage, &e.precision.accumulate, &e.precision.grad};
+       for (Format* f : fields) {
+         if (!std::getline(ss, part, '/')) c.fail("bad precision '" + e.tensor + "'");
+         const auto fmt = parse_format(part);
+         if (!fmt) c.fail("bad precision '" + e.tensor + "'");
+         *f = *fmt;
+       }
+       e.tensor.clear();
+     }},
+    PL_COLUMN(Event, "count", count),
+    PL_COLUMN(Event, "value", value),
+};
+
+const Column<GradStats> kGradColumns[] = {
+    PL_COLUMN(GradStats, "step", step),
+    PL_COLUMN(GradStats, "layer", layer),
+    PL_COLUMN(GradStats, "format", format),
+    PL_COLUMN(GradStats, "zeros", zeros),
+    PL_COLUMN(GradStats, "total", total),
+    PL_COLUMN(GradStats, "underflow_unscaled", underflow_unscaled),
+    PL_COLUMN(GradStats, "subnormal_unscaled", subnormal_unscaled),
+    PL_COLUMN(GradStats, "overflow_unscaled", overflow_unscaled),
+    PL_COLUMN(GradStats, "underflow_scaled", underflow_scaled),
+    PL_COLUMN(GradStats, "subnormal_scaled", subnormal_scaled),
+    PL_COLUMN(GradStats, "overflow_scaled", overflow_scaled),
+    PL_COLUMN(GradStats, "shadow", shadow),
+    PL_COLUMN(GradStats, "output_error", output_error),
+    PL_COLUMN(GradStats, "grad_error", grad_error),
+    PL_COLUMN(GradStats, "grad_bias", grad_bias),
+    {"log2_lo", [](const GradStats& g) { return num(g.log2_lo); },
+     [](GradStats& g, const CsvRow& c) {
+       g.log2_lo = static_cast<int>(std::clamp<std::int64_t>(c.i("log2_lo"), -1100, 1100));
+     }},
+    {"histogram", [](const GradStats& g) { return histogram_text(g.histogram); },
+     [](GradStats& g, const CsvRow& c) {
+       std::stringstream hs(c.at("histogram"));
+       g.histogram.clear();
+       for (std::string count; hs >> count;) {
+         char* end = nullptr;
+         const long long v = std::strtoll(count.c_str(), &end, 10);
+         if (*end != '\0' || v < 0 || g.histogram.size() >= 4096) c.fail("bad histogram '" + c.at("histogram") + "'");
+         g.histogram.push_back(v);
+       }
+     }},
+};
+
+// The summary's recipe is the lead column's; the reader takes it from there.
+const Column<RunSummary> kSummaryColumns[] = {
+    PL_COLUMN(RunSummary, "model", model),
+    PL_COLUMN(RunSummary, "dataset", dataset),
+    PL_COLUMN(RunSummary, "backend", backend),
+    PL_COLUMN(RunSummary, "steps", steps),
+    PL_COLUMN(RunSummary, "final_loss", final_loss),
+    PL_COLUMN(RunSummary, "val_loss", val_loss),
+    PL_COLUMN(RunSummary, "val_accuracy", val_accuracy),
+    PL_COLUMN(RunSummary, "overflow_steps", overflow_steps),
+    PL_COLUMN(RunSummary, "skipped_steps", skipped_steps),
+    PL_COLUMN(RunSummary, "final_loss_scale", final_loss_scale),
+    PL_COLUMN(RunSummary, "peak_memory_bytes", peak_memory_bytes),
+    PL_COLUMN(RunSummary, "wall_seconds", wall_seconds),
+    PL_COLUMN(RunSummary, "samples_per_second", samples_per_second),
+};
+
+#undef PL_COLUMN
+
+// Every file starts with the run: its id, its name and its recipe.
+template <class T, std::size_t N>
+std::string header_of(const Column<T> (&columns)[N]) {
+  std::string h = "run_id,run,recipe";
+  for (const Column<T>& c : columns) h += std::string(",") + c.name;
+  return h + "\r\n";
+}
+
+template <class T, std::size_t N>
+std::string row_of(const Column<T> (&columns)[N], const CsvRun& r, const T& record) {
+  Row row;
+  row << num(r.run_id) << r.name << r.recipe;
+  for (const Column<T>& c : columns) row << c.write(record);
+  return row.line();
+}
+
+template <class T, std::size_t N>
+void read_row(const Column<T> (&columns)[N], const CsvRow& row, T& record) {
+  for (const Column<T>& c : columns)
+    if (c.read) c.read(record, row);
+}
+
+}  // namespace
+
 const std::string& csv_header(CsvFile f) {
-  static const std::string headers[] = {
-      "run_id,run,recipe,step,epoch,loss,loss_scale,overflow,skipped,grad_norm,lr,mem_weights,mem_master,mem_grads,"
-      "mem_optimizer,mem_activations,mem_workspace,mem_total,mem_emulation,rss,wall_ms,samples_per_second,"
-      "train_accuracy\r\n",
-      "run_id,run,recipe,step,epoch,val_loss,val_accuracy\r\n",
-      "run_id,run,recipe,step,kind,layer,tensor,count,value\r\n",
-      "run_id,run,recipe,step,layer,format,zeros,total,underflow_unscaled,subnormal_unscaled,overflow_unscaled,"
-      "underflow_scaled,subnormal_scaled,overflow_scaled,shadow,output_error,grad_error,grad_bias,log2_lo,histogram\r\n",
-      "run_id,run,recipe,model,dataset,backend,steps,final_loss,val_loss,val_accuracy,overflow_steps,"
-      "skipped_steps,final_loss_scale,peak_memory_bytes,wall_seconds,samples_per_second\r\n"};
+  static const std::string headers[] = {header_of(kStepColumns), header_of(kEvalColumns), header_of(kEventColumns),
+                                        header_of(kGradColumns), header_of(kSummaryColumns)};
   return headers[static_cast<int>(f)];
 }
 
@@ -100,53 +271,48 @@ const char* csv_file_name(CsvFile f) {
   return names[static_cast<int>(f)];
 }
 
-namespace {
-Row lead(const CsvRun& r) {
-  Row row;
-  row << num(r.run_id) << r.name << r.recipe;
-  return row;
-}
-}  // namespace
+std::string csv_row(const CsvRun& r, const StepMetrics& m) { return row_of(kStepColumns, r, m); }
+std::string csv_row(const CsvRun& r, const EvalMetrics& e) { return row_of(kEvalColumns, r, e); }
+std::string csv_row(const CsvRun& r, const Event& e) { return row_of(kEventColumns, r, e); }
+std::string csv_row(const CsvRun& r, const GradStats& g) { return row_of(kGradColumns, r, g); }
+std::string csv_row(const CsvRun& r, const RunSummary& s) { return row_of(kSummaryColumns, r, s); }
 
-std::string csv_row(const CsvRun& r, const StepMetrics& m) {
-  Row row = lead(r);
-  row << num(m.step) << num(m.epoch) << num(m.loss) << num(m.loss_scale) << flag(m.overflow) << flag(m.skipped)
-      << num(m.grad_norm) << num(m.lr) << num(m.mem.weights) << num(m.mem.master) << num(m.mem.grads)
-      << num(m.mem.optimizer) << num(m.mem.activations) << num(m.mem.workspace) << num(m.mem.total())
-      << num(m.mem.emulation) << num(m.rss) << num(m.wall_ms) << num(m.samples_per_second)
-      << num(m.train_accuracy);
-  return row.line();
+void csv_read(const CsvRow& row, StepMetrics& m) { read_row(kStepColumns, row, m); }
+void csv_read(const CsvRow& row, EvalMetrics& e) { read_row(kEvalColumns, row, e); }
+void csv_read(const CsvRow& row, Event& e) { read_row(kEventColumns, row, e); }
+void csv_read(const CsvRow& row, GradStats& g) { read_row(kGradColumns, row, g); }
+void csv_read(const CsvRow& row, RunSummary& s) {
+  s.recipe = row.at("recipe");
+  read_row(kSummaryColumns, row, s);
 }
 
-std::string csv_row(const CsvRun& r, const EvalMetrics& e) {
-  Row row = lead(r);
-  row << num(e.step) << num(e.epoch) << num(e.val_loss) << num(e.val_accuracy);
-  return row.line();
+// ------------------------------------------------------------ reading rows
+
+void CsvRow::fail(const std::string& what) const {
+  throw std::runtime_error(origin + ":" + std::to_string(row + 2) + ": " + what);
 }
 
-std::string csv_row(const CsvRun& r, const Event& e) {
-  Row row = lead(r);
-  std::string tensor = e.tensor;
-  if (e.kind == EventKind::PrecisionChange) tensor = precision_text(e.precision);
-  row << num(e.step) << event_kind_name(e.kind) << e.layer << tensor << num(e.count) << num(e.value);
-  return row.line();
+const std::string& CsvRow::at(const char* name) const {
+  const int c = table.column(name);
+  if (c < 0) throw std::runtime_error(origin + ": no column '" + name + "'");
+  const auto& r = table.rows[row];
+  if (static_cast<std::size_t>(c) >= r.size())
+    fail("expected " + std::to_string(table.header.size()) + " fields, got " + std::to_string(r.size()));
+  return r[static_cast<std::size_t>(c)];
 }
 
-std::string csv_row(const CsvRun& r, const GradStats& g) {
-  Row row = lead(r);
-  row << num(g.step) << g.layer << g.format << num(g.zeros) << num(g.total) << num(g.underflow_unscaled)
-      << num(g.subnormal_unscaled) << num(g.overflow_unscaled) << num(g.underflow_scaled) << num(g.subnormal_scaled)
-      << num(g.overflow_scaled) << flag(g.shadow) << num(g.output_error) << num(g.grad_error) << num(g.grad_bias) << num(g.log2_lo)
-      << histogram_text(g.histogram);
-  return row.line();
+double CsvRow::d(const char* name) const {
+  const std::string& s = at(name);
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0') fail(std::string("'") + name + "' is not a number: '" + s + "'");
+  return v;
 }
 
-std::string csv_row(const CsvRun& r, const RunSummary& s) {
-  Row row = lead(r);
-  row << s.model << s.dataset << s.backend << num(s.steps) << num(s.final_loss) << num(s.val_loss)
-      << num(s.val_accuracy) << num(s.overflow_steps) << num(s.skipped_steps) << num(s.final_loss_scale)
-      << num(s.peak_memory_bytes) << num(s.wall_seconds) << num(s.samples_per_second);
-  return row.line();
+std::int64_t CsvRow::i(const char* name) const {
+  const double v = d(name);
+  if (!(std::fabs(v) < 9e18) || v != std::floor(v)) fail(std::string("'") + name + "' is not an integer");
+  return static_cast<std::int64_t>(v);
 }
 
 std::string histogram_text(const std::vector<std::int64_t>& counts) {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "train/metrics.h"
+#include "records/metrics.h"
 #include "train/run_config.h"
 
 namespace engine {
@@ -36,7 +36,9 @@ struct RunExport {
 // std::runtime_error naming the file on failure. Any thread.
 void export_runs(const std::string& dir, const std::vector<RunExport>& runs);
 
-// The files and their rows, one way for the export and the run journal.
+// The files and their rows, one way for the export and the run journal:
+// one column table per file writes the header and the rows and reads rows
+// back (csv_read).
 enum class CsvFile { Steps, Evals, Events, Grads, Summary };
 const std::string& csv_header(CsvFile f);  // with its CRLF
 const char* csv_file_name(CsvFile f);      // "steps.csv", ...
@@ -68,6 +70,28 @@ struct CsvTable {
   std::vector<std::vector<std::string>> rows;
   int column(const std::string& name) const;  // -1 if absent
 };
+
+// One row of a table, read by column name. Every failure throws
+// std::runtime_error naming `origin` and the line: a missing column, a
+// short row, a field that is not the number the column holds.
+struct CsvRow {
+  const CsvTable& table;
+  std::string origin;
+  std::size_t row = 0;
+  const std::string& at(const char* name) const;
+  double d(const char* name) const;
+  std::int64_t i(const char* name) const;  // an integral number
+  bool b(const char* name) const { return i(name) != 0; }
+  [[noreturn]] void fail(const std::string& what) const;
+};
+// A row read back into its record by the same column table that wrote it
+// (run_id is left to the caller, which checks it against its runs; a
+// summary's recipe comes from the lead column).
+void csv_read(const CsvRow& row, StepMetrics& m);
+void csv_read(const CsvRow& row, EvalMetrics& e);
+void csv_read(const CsvRow& row, Event& e);
+void csv_read(const CsvRow& row, GradStats& g);
+void csv_read(const CsvRow& row, RunSummary& s);
 CsvTable read_csv(const std::string& path);
 // Same, from text; `origin` names it in errors.
 CsvTable parse_csv(const std::string& text, const std::string& origin);

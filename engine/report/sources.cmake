@@ -1,2 +1,2 @@
-# engine/report: CSV export.
-target_sources(engine_train PRIVATE report/csv.cpp)
+# engine/report: the CSV files of runs, written and read through one column table.
+target_sources(engine_report PRIVATE report/csv.cpp)

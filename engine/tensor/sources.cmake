@@ -1,2 +1,2 @@
 # engine/tensor: Tensor storage.
-target_sources(engine_core PRIVATE tensor/tensor.cpp)
+target_sources(engine_tensor PRIVATE tensor/tensor.cpp)

@@ -10,7 +10,7 @@
 
 #include "amp/recipe.h"
 #include "train/commands.h"
-#include "train/metrics.h"
+#include "records/metrics.h"
 #include "train/run_config.h"
 
 namespace engine {

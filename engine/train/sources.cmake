@@ -1,10 +1,8 @@
 # engine/train: run configuration, run history, comparisons, the step loop, the trainer thread.
 target_sources(engine_train PRIVATE
   train/run_config.cpp
-  train/run_history.cpp
   train/comparison.cpp
   train/commands.cpp
-  train/journal.cpp
   train/run.cpp
   train/round_pool.cpp
   train/trainer.cpp

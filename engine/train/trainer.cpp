@@ -17,7 +17,6 @@
 #include "backend/backend.h"
 #include "backend/registry.h"
 #include "data/dataset.h"
-#include "train/journal.h"
 #include "train/round_pool.h"
 #include "train/run.h"
 
@@ -56,12 +55,9 @@ Trainer::~Trainer() {
   if (m_thread.joinable()) m_thread.join();
 }
 
-void Trainer::set_journal(const std::string& dir, const std::vector<std::string>& names) {
-  if (m_thread.joinable()) throw std::logic_error("Trainer::set_journal after start()");
-  std::vector<JournalRun> runs;
-  for (std::size_t i = 0; i < m_configs.size(); ++i)
-    runs.push_back({i < names.size() ? names[i] : m_configs[i].recipe, m_configs[i]});
-  m_journal = std::make_unique<Journal>(dir, std::move(runs));
+void Trainer::set_sink(std::unique_ptr<RecordSink> sink) {
+  if (m_thread.joinable()) throw std::logic_error("Trainer::set_sink after start()");
+  m_sink = std::move(sink);
 }
 
 void Trainer::schedule(const StampedChange& change) {
@@ -194,21 +190,21 @@ const Run* Trainer::run(int id) const {
   return m_runs[static_cast<std::size_t>(id)].get();
 }
 
-void Trainer::journal_failed(const std::exception& e, std::vector<Record>& out) {
+void Trainer::sink_failed(const std::exception& e, std::vector<Record>& out) {
   // A folder that cannot be written (disk full, removed) must not stop
   // training: say so once, and go on without it.
-  m_journal.reset();
+  m_sink.reset();
   out.emplace_back(Event{0, 0, EventKind::Error, "", std::string("journal: ") + e.what(), 0});
 }
 
 void Trainer::push(std::vector<Record>& batch) {
   if (batch.empty()) return;
-  if (m_journal) {
+  if (m_sink) {
     try {
-      for (const Record& r : batch) m_journal->record(r);
-      m_journal->tick();
+      for (const Record& r : batch) m_sink->record(r);
+      m_sink->tick();
     } catch (const std::exception& e) {
-      journal_failed(e, batch);
+      sink_failed(e, batch);
     }
   }
   {
@@ -240,11 +236,11 @@ void Trainer::apply_change(int id, const LiveChange& c, std::vector<Record>& out
     apply_live_change(r, c);
     // The events the change recorded (a precision change), once.
     for (std::size_t k = events_before; k < r.events().size(); ++k) out.emplace_back(r.events()[k]);
-    if (m_journal) {
+    if (m_sink) {
       try {
-        m_journal->command(id, r.steps_done(), c);
+        m_sink->command(id, r.steps_done(), c);
       } catch (const std::exception& e) {
-        journal_failed(e, out);
+        sink_failed(e, out);
       }
     }
   } catch (const std::exception& e) {
@@ -444,11 +440,11 @@ void Trainer::thread_main() {
   for (std::size_t i = 0; i < m_runs.size(); ++i)
     if (state[i] == RunState::Running || state[i] == RunState::Paused) end_stopped(i);
   push(out);
-  if (m_journal) {
+  if (m_sink) {
     try {
-      m_journal->finish();
+      m_sink->finish();
     } catch (const std::exception& e) {
-      journal_failed(e, out);
+      sink_failed(e, out);
       push(out);
     }
   }

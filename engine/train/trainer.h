@@ -16,9 +16,10 @@
 #include <vector>
 
 #include "amp/loss_scaler.h"
-#include "amp/precision.h"
+#include "numeric/precision.h"
 #include "train/commands.h"
-#include "train/metrics.h"
+#include "train/record_sink.h"
+#include "records/metrics.h"
 #include "train/run_config.h"
 
 namespace engine {
@@ -26,7 +27,6 @@ namespace engine {
 class RoundPool;
 
 class Backend;
-class Journal;
 class Run;
 struct DatasetPair;
 
@@ -66,10 +66,9 @@ class Trainer {
   // first step follows Start at once). `data` must be what
   // load_dataset(dataset, seed) returns.
   void provide_data(const std::string& dataset, std::uint64_t seed, std::shared_ptr<const DatasetPair> data);
-  // Before start(), after the runs are added: write the run folder `dir` as
-  // the runs go (train/journal.h), the runs named `names` (one per run).
-  // Throws std::runtime_error naming the folder when it cannot be written.
-  void set_journal(const std::string& dir, const std::vector<std::string>& names);
+  // Before start(): where the records also go as the runs produce them (a
+  // run folder: attach_journal in journal/journal.h).
+  void set_sink(std::unique_ptr<RecordSink> sink);
   // Before start(): replay. `change` is applied to its run right before the
   // run's step after_step + 1, as it was live; a run with a stop step ends
   // there as a stopped run (the step it was stopped or interrupted at).
@@ -122,7 +121,7 @@ class Trainer {
   void queue_command(int run_id, const LiveChange& c);
   // Applies a change to run `id` and journals it; errors become Error events.
   void apply_change(int id, const LiveChange& c, std::vector<Record>& out);
-  void journal_failed(const std::exception& e, std::vector<Record>& out);
+  void sink_failed(const std::exception& e, std::vector<Record>& out);
 
   std::vector<RunConfig> m_configs;
   std::map<std::pair<std::string, std::uint64_t>, std::shared_ptr<const DatasetPair>> m_provided;
@@ -151,7 +150,7 @@ class Trainer {
   };
   std::mutex m_command_mutex;
   std::vector<Command> m_commands;
-  std::unique_ptr<Journal> m_journal;
+  std::unique_ptr<RecordSink> m_sink;
   std::vector<std::vector<StampedChange>> m_scheduled;  // per run, in order
   std::vector<std::int64_t> m_stop_at;                   // per run; 0: none
 

@@ -14,7 +14,7 @@
 
 #include "cli/cli_runner.h"
 #include "report/csv.h"
-#include "train/journal.h"
+#include "journal/journal.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 foreach(t test_cli_formats test_cli_compare test_cli_lecture test_cli_journal)
   pl_add_test(${t}
     SOURCES cli/${t}.cpp
-    LIBS engine_lecture
+    LIBS engine_lecture engine_journal
     LABELS cli
     TIMEOUT 300)
   add_dependencies(${t} precision-lab-cli)

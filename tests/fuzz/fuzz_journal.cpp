@@ -10,7 +10,7 @@
 #include <string>
 
 #include "report/csv.h"
-#include "train/journal.h"
+#include "journal/journal.h"
 
 namespace fs = std::filesystem;
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "session/run_store.h"
-#include "train/metrics.h"
+#include "records/metrics.h"
 #include "train/run_config.h"
 
 namespace ui_test {

@@ -6,7 +6,7 @@
 #include <QString>
 #include <QVector>
 
-#include "amp/precision.h"
+#include "numeric/precision.h"
 
 struct PrecisionTableRow {
   QString layer;                     // "fc1", "conv2", "block0.attn.qkv"

@@ -13,7 +13,7 @@
 
 #include "charts/chart_style.h"
 #include "session/run_store.h"
-#include "train/journal.h"
+#include "journal/journal.h"
 
 namespace run_folders {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "report/csv.h"
-#include "train/metrics.h"
+#include "records/metrics.h"
 #include "train/run_config.h"
 
 // One run as the UI knows it: the engine's RunHistory (steps, evaluations,

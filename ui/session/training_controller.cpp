@@ -5,6 +5,7 @@
 
 #include "session/run_folders.h"
 #include "session/run_store.h"
+#include "journal/journal.h"
 #include "train/trainer.h"
 
 TrainingController::TrainingController(RunStore* store, QObject* parent)
@@ -44,7 +45,7 @@ QVector<int> TrainingController::start(const std::vector<RunRequest>& runs, int 
     folder = run_folders::newFolder(m_journalRoot, label);
     std::vector<std::string> names;
     for (const RunRequest& r : runs) names.push_back(r.name.toStdString());
-    trainer->set_journal(folder.toStdString(), names);
+    engine::attach_journal(*trainer, folder.toStdString(), names);
   }
 
   if (m_trainer) shutdown();

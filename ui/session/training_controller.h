@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "amp/precision.h"
+#include "numeric/precision.h"
 #include "train/commands.h"
-#include "train/metrics.h"
+#include "records/metrics.h"
 #include "train/run_config.h"
 
 namespace engine {

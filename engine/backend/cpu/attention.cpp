@@ -12,7 +12,7 @@
 #include <cstring>
 #include <vector>
 
-#include "amp/fp8_scaling.h"
+#include "nn/fp8_scaling.h"
 #include "backend/backend.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"

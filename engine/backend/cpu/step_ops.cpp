@@ -18,7 +18,7 @@
 #include "backend/cpu/parallel.h"
 #include "backend/cpu/row_kernels.h"
 #include "backend/cpu/step_kernels.h"
-#include "amp/fp8_scaling.h"
+#include "nn/fp8_scaling.h"
 #include "numeric/cast.h"
 #include "optim/parallel.h"
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "amp/apply.h"
-#include "amp/fp8_scaling.h"
+#include "nn/fp8_scaling.h"
 #include "amp/recipe.h"
 #include "backend/backend.h"
 #include "data/dataset.h"

@@ -4,6 +4,6 @@ pl_add_test(test_data
           engine/data/test_mnist_folder.cpp
           engine/data/test_synthetic.cpp
           engine/data/test_sampler.cpp
-  LIBS engine_core ZLIB::ZLIB
+  LIBS engine_data ZLIB::ZLIB
   LABELS engine
   TIMEOUT 120)

@@ -6,8 +6,8 @@ pl_add_test(test_nn
           engine/nn/test_precision.cpp
           engine/nn/test_loss.cpp
           engine/nn/test_attention_fused.cpp
-  LIBS engine_cpu
+  LIBS engine_core engine_cpu
   LABELS engine
   TIMEOUT 120)
 # Block-scaled GEMM layers (MXFP8, MXFP4, NVFP4) against naive references.
-pl_add_test(test_block_layers SOURCES engine/nn/test_block_layers.cpp LIBS engine_cpu LABELS engine TIMEOUT 120)
+pl_add_test(test_block_layers SOURCES engine/nn/test_block_layers.cpp LIBS engine_core engine_cpu LABELS engine TIMEOUT 120)

@@ -6,6 +6,6 @@ pl_add_test(test_optim
           engine/optim/test_clip.cpp
           engine/optim/test_schedule.cpp
           engine/optim/test_alloc.cpp
-  LIBS engine_cpu
+  LIBS engine_core engine_cpu
   LABELS engine
   TIMEOUT 120)

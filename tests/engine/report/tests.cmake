@@ -1,1 +1,1 @@
-pl_add_test(test_csv SOURCES engine/report/test_csv.cpp LIBS engine_train LABELS engine)
+pl_add_test(test_csv SOURCES engine/report/test_csv.cpp LIBS engine_report LABELS engine)

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "train/comparison.h"
-#include "train/metrics.h"
+#include "records/metrics.h"
 
 namespace {
 

@@ -21,7 +21,7 @@
 #include "data/dataset.h"
 #include "nn/model.h"
 #include "tensor/tensor.h"
-#include "train/metrics.h"
+#include "records/metrics.h"
 #include "train/run.h"
 #include "train/run_config.h"
 

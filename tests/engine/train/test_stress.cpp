@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "engine/train/trainer_test_support.h"
-#include "train/journal.h"
+#include "journal/journal.h"
 
 namespace {
 
@@ -59,7 +59,7 @@ TEST(Stress, PauseResumeStormAndPrecisionChangesRacingSteps) {
   RunConfig c = spirals(100000);
   c.recipe = "mixed-fp16";
   t.add_run(c);
-  t.set_journal(dir.string(), {"storm"});
+  attach_journal(t, dir.string(), {"storm"});
   t.start();
   std::mt19937 rng(11);
   std::thread controls([&] {

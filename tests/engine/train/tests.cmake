@@ -1,9 +1,8 @@
 pl_add_test(test_run_config SOURCES engine/train/test_run_config.cpp LIBS engine_train LABELS engine)
 pl_add_test(test_trainer SOURCES engine/train/test_trainer.cpp LIBS engine_train LABELS engine TIMEOUT 300)
 pl_add_test(test_comparison SOURCES engine/train/test_comparison.cpp LIBS engine_train LABELS engine)
-pl_add_test(test_journal SOURCES engine/train/test_journal.cpp LIBS engine_train LABELS engine TIMEOUT 300)
 pl_add_test(test_faults SOURCES engine/train/test_faults.cpp LIBS engine_train LABELS engine)
-pl_add_test(test_stress SOURCES engine/train/test_stress.cpp LIBS engine_train LABELS engine TIMEOUT 600)
+pl_add_test(test_stress SOURCES engine/train/test_stress.cpp LIBS engine_journal LABELS engine TIMEOUT 600)
 pl_add_test(test_guarded SOURCES engine/train/test_guarded.cpp LIBS engine_train LABELS engine TIMEOUT 300)
 # The trainer and fault tests again on the guarded backend (DESIGN.md
 # "Backends"): a host access to step memory would crash them.

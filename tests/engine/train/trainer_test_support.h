@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "engine/support/test_backend.h"
-#include "train/metrics.h"
+#include "records/metrics.h"
 #include "train/run_config.h"
 #include "train/trainer.h"
 

@@ -22,7 +22,7 @@
 #include "session/run_folders.h"
 #include "session/run_store.h"
 #include "session/training_controller.h"
-#include "train/journal.h"
+#include "journal/journal.h"
 #include "ui/ui_test_support.h"
 
 namespace {

@@ -10,7 +10,7 @@
 #include <variant>
 #include <vector>
 
-#include "amp/precision.h"
+#include "numeric/precision.h"
 
 namespace engine {
 

@@ -1,5 +1,5 @@
 // FP8 delayed scaling: amax history ring and Transformer Engine's scale formula.
-#include "amp/fp8_scaling.h"
+#include "nn/fp8_scaling.h"
 
 #include <algorithm>
 #include <bit>

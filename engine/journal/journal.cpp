@@ -1,5 +1,5 @@
 // Journal: the run folder written as the runs go, and read back.
-#include "train/journal.h"
+#include "journal/journal.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -211,35 +211,6 @@ std::string complete_lines(const std::string& text) {
   return end == std::string::npos ? std::string() : text.substr(0, end + 1);
 }
 
-struct Columns {
-  const CsvTable& t;
-  std::string origin;
-  std::size_t row = 0;
-  const std::string& at(const char* name) const {
-    const int c = t.column(name);
-    if (c < 0) bad(origin, std::string("no column '") + name + "'");
-    const auto& r = t.rows[row];
-    if (static_cast<std::size_t>(c) >= r.size())
-      bad(origin + ":" + std::to_string(row + 2), "expected " + std::to_string(t.header.size()) + " fields, got " +
-                                                      std::to_string(r.size()));
-    return r[static_cast<std::size_t>(c)];
-  }
-  double d(const char* name) const {
-    const std::string& s = at(name);
-    char* end = nullptr;
-    const double v = std::strtod(s.c_str(), &end);
-    if (s.empty() || *end != '\0') bad(origin + ":" + std::to_string(row + 2), std::string("'") + name + "' is not a number: '" + s + "'");
-    return v;
-  }
-  std::int64_t i(const char* name) const {
-    const double v = d(name);
-    if (!(std::fabs(v) < 9e18) || v != std::floor(v))
-      bad(origin + ":" + std::to_string(row + 2), std::string("'") + name + "' is not an integer");
-    return static_cast<std::int64_t>(v);
-  }
-  bool b(const char* name) const { return i(name) != 0; }
-};
-
 CsvTable table(const fs::path& p) {
   const CsvTable t = parse_csv(complete_lines(read_text(p)), p.string());
   if (t.header.empty()) bad(p.string(), "no header");
@@ -251,10 +222,10 @@ CsvTable table(const fs::path& p) {
 }
 
 // The run a row belongs to: its run_id, checked.
-int run_of(const Columns& c, std::size_t runs) {
+int run_of(const CsvRow& c, std::size_t runs) {
   const std::int64_t id = c.i("run_id");
   if (id < 0 || static_cast<std::size_t>(id) >= runs)
-    bad(c.origin + ":" + std::to_string(c.row + 2), "run_id " + std::to_string(id) + " is not a run of this folder");
+    c.fail("run_id " + std::to_string(id) + " is not a run of this folder");
   return static_cast<int>(id);
 }
 
@@ -330,138 +301,31 @@ JournalContents read_journal(const std::string& dir_s) {
     j.exports[i].recipe = j.runs[i].config.recipe;
     j.exports[i].config = j.runs[i].config;
   }
-  {
-    const fs::path p = dir / "steps.csv";
+  // Each file's rows into their runs' histories, by the column table that wrote them.
+  const auto read_rows = [&](const char* file, auto kind) {
+    using T = decltype(kind);
+    const fs::path p = dir / file;
     const CsvTable t = table(p);
-    Columns c{t, p.string()};
-    for (c.row = 0; c.row < t.rows.size(); ++c.row) {
-      StepMetrics m;
-      m.run_id = run_of(c, n);
-      m.step = c.i("step");
-      m.epoch = c.i("epoch");
-      m.loss = c.d("loss");
-      m.loss_scale = c.d("loss_scale");
-      m.overflow = c.b("overflow");
-      m.skipped = c.b("skipped");
-      m.grad_norm = c.d("grad_norm");
-      m.lr = c.d("lr");
-      m.mem.weights = c.i("mem_weights");
-      m.mem.master = c.i("mem_master");
-      m.mem.grads = c.i("mem_grads");
-      m.mem.optimizer = c.i("mem_optimizer");
-      m.mem.activations = c.i("mem_activations");
-      m.mem.workspace = c.i("mem_workspace");
-      m.mem.emulation = c.i("mem_emulation");
-      m.rss = c.i("rss");
-      m.wall_ms = c.d("wall_ms");
-      m.samples_per_second = c.d("samples_per_second");
-      m.train_accuracy = c.d("train_accuracy");
-      j.exports[static_cast<std::size_t>(m.run_id)].history.add(m);
+    for (CsvRow c{t, p.string()}; c.row < t.rows.size(); ++c.row) {
+      T record;
+      record.run_id = run_of(c, n);
+      csv_read(c, record);
+      j.exports[static_cast<std::size_t>(record.run_id)].history.add(record);
     }
-  }
-  {
-    const fs::path p = dir / "evals.csv";
-    const CsvTable t = table(p);
-    Columns c{t, p.string()};
-    for (c.row = 0; c.row < t.rows.size(); ++c.row) {
-      EvalMetrics e;
-      e.run_id = run_of(c, n);
-      e.step = c.i("step");
-      e.epoch = c.i("epoch");
-      e.val_loss = c.d("val_loss");
-      e.val_accuracy = c.d("val_accuracy");
-      j.exports[static_cast<std::size_t>(e.run_id)].history.add(e);
-    }
-  }
-  {
-    const fs::path p = dir / "events.csv";
-    const CsvTable t = table(p);
-    Columns c{t, p.string()};
-    for (c.row = 0; c.row < t.rows.size(); ++c.row) {
-      Event e;
-      e.run_id = run_of(c, n);
-      e.step = c.i("step");
-      const auto kind = parse_event_kind(c.at("kind"));
-      if (!kind) bad(p.string() + ":" + std::to_string(c.row + 2), "unknown event kind '" + c.at("kind") + "'");
-      e.kind = *kind;
-      e.layer = c.at("layer");
-      e.tensor = c.at("tensor");
-      e.count = c.i("count");
-      e.value = c.d("value");
-      if (e.kind == EventKind::PrecisionChange) {
-        // compute/storage/accumulate/grad, typed again
-        std::stringstream ss(e.tensor);
-        std::string part;
-        Format* fields[] = {&e.precision.compute, &e.precision.storage, &e.precision.accumulate, &e.precision.grad};
-        for (Format* f : fields) {
-          if (!std::getline(ss, part, '/')) bad(p.string() + ":" + std::to_string(c.row + 2), "bad precision '" + e.tensor + "'");
-          const auto fmt = parse_format(part);
-          if (!fmt) bad(p.string() + ":" + std::to_string(c.row + 2), "bad precision '" + e.tensor + "'");
-          *f = *fmt;
-        }
-        e.tensor.clear();
-      }
-      j.exports[static_cast<std::size_t>(e.run_id)].history.add(e);
-    }
-  }
-  {
-    const fs::path p = dir / "grads.csv";
-    const CsvTable t = table(p);
-    Columns c{t, p.string()};
-    for (c.row = 0; c.row < t.rows.size(); ++c.row) {
-      GradStats g;
-      g.run_id = run_of(c, n);
-      g.step = c.i("step");
-      g.layer = c.at("layer");
-      g.format = c.at("format");
-      g.zeros = c.i("zeros");
-      g.total = c.i("total");
-      g.underflow_unscaled = c.d("underflow_unscaled");
-      g.subnormal_unscaled = c.d("subnormal_unscaled");
-      g.overflow_unscaled = c.d("overflow_unscaled");
-      g.underflow_scaled = c.d("underflow_scaled");
-      g.subnormal_scaled = c.d("subnormal_scaled");
-      g.overflow_scaled = c.d("overflow_scaled");
-      g.shadow = c.b("shadow");
-      g.output_error = c.d("output_error");
-      g.grad_error = c.d("grad_error");
-      g.grad_bias = c.d("grad_bias");
-      g.log2_lo = static_cast<int>(std::clamp<std::int64_t>(c.i("log2_lo"), -1100, 1100));
-      std::stringstream hs(c.at("histogram"));
-      g.histogram.clear();
-      for (std::string count; hs >> count;) {
-        char* end = nullptr;
-        const long long v = std::strtoll(count.c_str(), &end, 10);
-        if (*end != '\0' || v < 0 || g.histogram.size() >= 4096)
-          bad(p.string() + ":" + std::to_string(c.row + 2), "bad histogram '" + c.at("histogram") + "'");
-        g.histogram.push_back(v);
-      }
-      j.exports[static_cast<std::size_t>(g.run_id)].history.add(g);
-    }
-  }
+  };
+  read_rows("steps.csv", StepMetrics{});
+  read_rows("evals.csv", EvalMetrics{});
+  read_rows("events.csv", Event{});
+  read_rows("grads.csv", GradStats{});
   std::vector<bool> summarized(n, false);
   if (fs::exists(dir / "summary.csv")) {
     const fs::path p = dir / "summary.csv";
     const CsvTable t = table(p);
-    Columns c{t, p.string()};
-    for (c.row = 0; c.row < t.rows.size(); ++c.row) {
+    for (CsvRow c{t, p.string()}; c.row < t.rows.size(); ++c.row) {
       const int id = run_of(c, n);
       RunSummary& s = j.exports[static_cast<std::size_t>(id)].summary;
       s.run_id = id;
-      s.recipe = c.at("recipe");
-      s.model = c.at("model");
-      s.dataset = c.at("dataset");
-      s.backend = c.at("backend");
-      s.steps = c.i("steps");
-      s.final_loss = c.d("final_loss");
-      s.val_loss = c.d("val_loss");
-      s.val_accuracy = c.d("val_accuracy");
-      s.overflow_steps = c.i("overflow_steps");
-      s.skipped_steps = c.i("skipped_steps");
-      s.final_loss_scale = c.d("final_loss_scale");
-      s.peak_memory_bytes = c.i("peak_memory_bytes");
-      s.wall_seconds = c.d("wall_seconds");
-      s.samples_per_second = c.d("samples_per_second");
+      csv_read(c, s);
       summarized[static_cast<std::size_t>(id)] = true;
     }
   }
@@ -494,6 +358,15 @@ JournalContents read_journal(const std::string& dir_s) {
     }
   }
   return j;
+}
+
+void attach_journal(Trainer& trainer, const std::string& dir, const std::vector<std::string>& names) {
+  std::vector<JournalRun> runs;
+  for (int i = 0; i < trainer.run_count(); ++i) {
+    const std::size_t k = static_cast<std::size_t>(i);
+    runs.push_back({k < names.size() ? names[k] : trainer.config(i).recipe, trainer.config(i)});
+  }
+  trainer.set_sink(std::make_unique<Journal>(dir, std::move(runs)));
 }
 
 }  // namespace engine

@@ -19,7 +19,7 @@ namespace engine {
 //
 // FP8 (E4M3/E5M2) as compute or grad format of a GEMM layer (Linear,
 // Conv2d, PatchEmbed) means per-tensor delayed scaling of its GEMM
-// operands (amp/fp8_scaling.h): x and the weight are cast as
+// operands (nn/fp8_scaling.h): x and the weight are cast as
 // saturate(value * scale) to `compute`, dy to `grad`, and the GEMM result
 // is multiplied by 1/(scale_a * scale_b). Biases and position embeddings
 // of such a layer are not GEMM operands: they stay FP32, as Transformer

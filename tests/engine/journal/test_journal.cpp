@@ -12,7 +12,7 @@
 
 #include "engine/train/trainer_test_support.h"
 #include "report/csv.h"
-#include "train/journal.h"
+#include "journal/journal.h"
 #include "train/run.h"
 
 namespace {
@@ -79,7 +79,7 @@ TEST(Journal, TheFolderWrittenAsItGoesEqualsTheExport) {
   b.stats_every = 20;
   t.add_run(a);
   t.add_run(b);
-  t.set_journal(dir.string(), {"a, \"first\"", "b"});
+  attach_journal(t, dir.string(), {"a, \"first\"", "b"});
   t.start();
   t.wait();
   export_runs(exported.string(), exports_of(t, {"a, \"first\"", "b"}));
@@ -125,7 +125,7 @@ TEST(Journal, ALiveRunWithChangesReplaysBitForBit) {
   {
     Trainer t;
     t.add_run(c);
-    t.set_journal(dir.string(), {"live"});
+    attach_journal(t, dir.string(), {"live"});
     t.start();
     std::vector<Record> all;
     // Live changes at whatever step they arrive: the journal stamps them.
@@ -153,7 +153,7 @@ TEST(Journal, ALiveRunWithChangesReplaysBitForBit) {
   r.add_run(j.runs[0].config);
   for (const StampedChange& ch : j.commands) r.schedule(ch);
   r.stop_run_at(0, j.runs[0].steps);
-  r.set_journal(again.string(), {"live"});
+  attach_journal(r, again.string(), {"live"});
   r.start();
   r.wait();
   for (const char* f : {"steps.csv", "evals.csv", "events.csv", "grads.csv", "summary.csv"})

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "amp/precision.h"
+#include "numeric/precision.h"
 #include "tensor/tensor.h"
 
 namespace engine {

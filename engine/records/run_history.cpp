@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "train/metrics.h"
+#include "records/metrics.h"
 
 namespace engine {
 

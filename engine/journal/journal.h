@@ -20,7 +20,9 @@
 
 #include "report/csv.h"
 #include "train/commands.h"
-#include "train/metrics.h"
+#include "train/record_sink.h"
+#include "train/trainer.h"
+#include "records/metrics.h"
 #include "train/run_config.h"
 
 namespace engine {
@@ -31,27 +33,27 @@ struct JournalRun {
 };
 
 // Written by one thread (the trainer's); not thread-safe.
-class Journal {
+class Journal final : public RecordSink {
  public:
   // Creates `dir` (and parents), takes its lock, writes config.json,
   // runs.json, status.json (pending) and the CSV headers. Throws
   // std::runtime_error naming the folder when it cannot, or when another
   // process is writing it.
   Journal(const std::string& dir, std::vector<JournalRun> runs);
-  ~Journal();  // flushes and releases the lock
+  ~Journal() override;  // flushes and releases the lock
   Journal(const Journal&) = delete;
   Journal& operator=(const Journal&) = delete;
 
   const std::string& dir() const { return m_dir; }
   // Appends one record. Status records rewrite status.json at once (after
   // flushing the rows, so the status never runs ahead of the data).
-  void record(const Record& r);
+  void record(const Record& r) override;
   // A live change as it took effect.
-  void command(int run_id, std::int64_t after_step, const LiveChange& c);
+  void command(int run_id, std::int64_t after_step, const LiveChange& c) override;
   // Flushes the files when a second has passed since the last flush.
-  void tick();
+  void tick() override;
   // The trainer ended: summary.csv, the final status.json, everything flushed.
-  void finish();
+  void finish() override;
 
  private:
   struct RunState;
@@ -66,6 +68,12 @@ class Journal {
   std::int64_t m_last_flush_ms = 0;
   bool m_dirty = false;
 };
+
+// Before trainer.start(), after its runs are added: write the run folder
+// `dir` as the runs go, the runs named `names` (one per run; a run without
+// a name is called by its recipe). Throws std::runtime_error naming the
+// folder when it cannot be written.
+void attach_journal(Trainer& trainer, const std::string& dir, const std::vector<std::string>& names);
 
 // What a run folder holds, read back.
 struct JournalEntry {

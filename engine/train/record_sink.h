@@ -1,0 +1,28 @@
+// RecordSink: where the trainer thread hands what its runs produce as they go (the run folder's journal).
+#pragma once
+
+#include <cstdint>
+
+#include "records/metrics.h"
+#include "train/commands.h"
+
+namespace engine {
+
+// Implemented above train (journal/journal.h writes a run folder); the
+// trainer only knows this face, so the step loop does not depend on files.
+// Called on the trainer's thread only. A throw is reported once as an Error
+// event and the trainer goes on without the sink.
+class RecordSink {
+ public:
+  virtual ~RecordSink() = default;
+  // One record, in the order the runs produced it.
+  virtual void record(const Record& r) = 0;
+  // A live change to run `run_id`, which took effect after step `after_step`.
+  virtual void command(int run_id, std::int64_t after_step, const LiveChange& c) = 0;
+  // After each batch of records: a chance to flush.
+  virtual void tick() = 0;
+  // Every run has ended.
+  virtual void finish() = 0;
+};
+
+}  // namespace engine

@@ -1,0 +1,1 @@
+pl_add_test(test_journal SOURCES engine/journal/test_journal.cpp LIBS engine_journal LABELS engine TIMEOUT 300)
