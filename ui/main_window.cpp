@@ -51,7 +51,7 @@
 #include "panels/runs_list.h"
 #include "panels/history_panel.h"
 #include "session/run_folders.h"
-#include "lecture/fault_dialog.h"
+#include "inspect/fault_dialog.h"
 #include "panels/setup_panel.h"
 #include "session/command_line.h"
 #include "session/training_controller.h"
@@ -62,7 +62,7 @@
 #include "lecture/presentation_view.h"
 #include "lecture/preset.h"
 #include "lecture/speed_control.h"
-#include "lecture/step_inspector.h"
+#include "inspect/step_inspector.h"
 
 // Q_INIT_RESOURCE must run outside any namespace; the qrc is compiled into
 // the static `ui` library, whose initialiser the linker would otherwise drop.

@@ -8,4 +8,5 @@ target_sources(engine_train PRIVATE
   train/run.cpp
   train/round_pool.cpp
   train/trainer.cpp
+  train/layer_catalog.cpp
 )

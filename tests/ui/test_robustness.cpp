@@ -28,7 +28,7 @@
 #include <cstdio>
 #include <random>
 
-#include "lecture/fault_dialog.h"
+#include "inspect/fault_dialog.h"
 #include "main_window.h"
 #include "panels/history_panel.h"
 #include "panels/layer_rows.h"

@@ -1,4 +1,4 @@
-// TrainingController: Trainer lifetime, controls, and the 30 Hz drain.
+// TrainingController: Trainer lifetime, controls, and the drain every kDrainIntervalMs (~30 Hz).
 #include "session/training_controller.h"
 
 #include <stdexcept>

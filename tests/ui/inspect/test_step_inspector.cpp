@@ -1,4 +1,4 @@
-// ui/lecture/step_inspector: Step advances every run by exactly one step
+// ui/inspect/step_inspector: Step advances every run by exactly one step
 // and the inspector shows that step's numbers, layer by layer.
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 
 #include "charts/number_text.h"
 #include "lecture/preset.h"
-#include "lecture/step_inspector.h"
+#include "inspect/step_inspector.h"
 #include "main_window.h"
 #include "session/run_store.h"
 #include "session/training_controller.h"
