@@ -91,6 +91,10 @@ class TrainingController : public QObject {
   // Queues a precision change of `layer` in store run `storeId` (applied at
   // the engine's next step boundary). False when that run is not live here.
   bool setLayerPrecision(int storeId, const std::string& layer, const engine::LayerPrecision& p);
+  // Queues a new loss scaler for store run `storeId` (LiveChange::LossScaler,
+  // applied at the engine's next step). False when that run is not live
+  // here; throws std::invalid_argument (naming the field) for a bad value.
+  bool setLossScaler(int storeId, const engine::LossScalerConfig& scaler);
   // A NaN (or inf) in `layer`'s weights, activations or weight gradient, or
   // in the loss, at store run `storeId`'s next step (Trainer::inject_fault;
   // a demonstration of what a non-finite value does). False when that run
