@@ -1,5 +1,5 @@
 # tests/ui: widgets under the offscreen platform (no display needed); the
-# files mirror ui/ (charts/, compare/, panels/, session/).
+# files mirror ui/ (charts/, compare/, inspect/, lecture/, panels/, session/).
 pl_add_test(test_main_window
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_main_window.cpp
   LIBS ui Qt6::Test
