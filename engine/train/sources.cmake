@@ -6,4 +6,5 @@ target_sources(engine_train PRIVATE
   train/run.cpp
   train/round_pool.cpp
   train/trainer.cpp
+  train/layer_catalog.cpp
 )

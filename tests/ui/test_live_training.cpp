@@ -6,6 +6,7 @@
 #include <QAbstractItemModel>
 #include <QAction>
 #include <QApplication>
+#include <QDoubleSpinBox>
 #include <QAreaSeries>
 #include <QChart>
 #include <QChartView>
@@ -48,6 +49,7 @@
 #include "panels/setup_panel.h"
 #include "session/training_controller.h"
 #include "ui/ui_test_support.h"
+#include "ui/window_parts.h"
 
 namespace {
 
@@ -94,7 +96,7 @@ class LiveTrainingTest : public ::testing::Test {
 
   void SetUp() override {
     m_window = std::make_unique<MainWindow>();
-    m_window->setQuietErrors(true);
+    m_window->part<UserMessages>()->setQuiet(true);
     m_window->resize(1400, 900);
     m_window->show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(m_window.get()));
@@ -102,8 +104,8 @@ class LiveTrainingTest : public ::testing::Test {
 
   void TearDown() override { m_window.reset(); }
 
-  RunStore& store() { return *m_window->store(); }
-  TrainingController& controller() { return *m_window->controller(); }
+  RunStore& store() { return *m_window->part<RunStore>(); }
+  TrainingController& controller() { return *m_window->part<TrainingController>(); }
   bool waitFinished(int ms = 30000) {
     return waitFor([this] { return !controller().active(); }, ms);
   }
@@ -121,8 +123,8 @@ void expectContiguous(const RunData& r) {
 }
 
 TEST_F(LiveTrainingTest, ShortRunPutsPointsOnEveryChart) {
-  m_window->setBaseConfig(spirals(300));
-  ASSERT_TRUE(m_window->startRun()) << m_window->lastError().toStdString();
+  m_window->part<PrecisionTableController>()->setBaseConfig(spirals(300));
+  ASSERT_TRUE(m_window->part<RunLauncher>()->startRun()) << m_window->part<UserMessages>()->lastError().toStdString();
   ASSERT_TRUE(waitFinished());
   ASSERT_EQ(store().count(), 1);
   const RunData& r = store().run(0);
@@ -132,7 +134,7 @@ TEST_F(LiveTrainingTest, ShortRunPutsPointsOnEveryChart) {
   EXPECT_FALSE(r.evals.empty());
   EXPECT_TRUE(r.summary.has_value());
 
-  ChartArea* charts = m_window->chartArea();
+  ChartArea* charts = m_window->part<ChartArea>();
   auto* loss = charts->runSeries(ChartArea::Loss, 0);
   ASSERT_NE(loss, nullptr);
   EXPECT_GT(loss->count(), 50);
@@ -166,8 +168,8 @@ TEST_F(LiveTrainingTest, ShortRunPutsPointsOnEveryChart) {
   EXPECT_DOUBLE_EQ(grads->range().minSubnormal, -149.0);
   EXPECT_TRUE(grads->fractionsLabel()->text().contains(QStringLiteral("flush to zero")));
   // Start to first point was measured; the runs list says finished.
-  EXPECT_GE(m_window->firstPointMs(), 0);
-  EXPECT_EQ(m_window->runsList()->runStatus(0), QStringLiteral("finished"));
+  EXPECT_GE(m_window->part<RunLauncher>()->firstPointMs(), 0);
+  EXPECT_EQ(m_window->part<RunsList>()->runStatus(0), QStringLiteral("finished"));
   // Hovering the loss chart shows the run's value at that step.
   auto* view = static_cast<LiveChartView*>(charts->view(ChartArea::Loss));
   const QString tip = view->showValueAt(QPointF(100, 0.5));
@@ -176,28 +178,28 @@ TEST_F(LiveTrainingTest, ShortRunPutsPointsOnEveryChart) {
 }
 
 TEST_F(LiveTrainingTest, PauseResumeStepAndStop) {
-  m_window->setBaseConfig(spirals(1'000'000));
-  ASSERT_TRUE(m_window->startRun());
+  m_window->part<PrecisionTableController>()->setBaseConfig(spirals(1'000'000));
+  ASSERT_TRUE(m_window->part<RunLauncher>()->startRun());
   ASSERT_TRUE(waitFor([this] { return stepsOf(0) > 5; }));
 
-  m_window->togglePause();
+  m_window->part<RunLauncher>()->togglePause();
   ASSERT_TRUE(waitFor([this] { return store().run(0).state == engine::RunState::Paused; }));
   QTest::qWait(150);
   const std::int64_t pausedAt = stepsOf(0);
   QTest::qWait(250);
   EXPECT_EQ(stepsOf(0), pausedAt) << "a paused run took steps";
 
-  m_window->stepOnce();
+  m_window->part<RunLauncher>()->stepOnce();
   ASSERT_TRUE(waitFor([&] { return stepsOf(0) == pausedAt + 1; }, 5000));
   QTest::qWait(200);
   EXPECT_EQ(stepsOf(0), pausedAt + 1) << "Step took more than one step";
 
-  m_window->togglePause();  // resume
+  m_window->part<RunLauncher>()->togglePause();  // resume
   ASSERT_TRUE(waitFor([&] { return stepsOf(0) > pausedAt + 20; }, 10000));
 
   QElapsedTimer t;
   t.start();
-  m_window->stopRun();
+  m_window->part<RunLauncher>()->stopRun();
   ASSERT_TRUE(waitFinished(5000));
   EXPECT_LT(t.elapsed(), 2000) << "stop is not prompt";
   const RunData& r = store().run(0);
@@ -208,23 +210,23 @@ TEST_F(LiveTrainingTest, PauseResumeStepAndStop) {
 }
 
 TEST_F(LiveTrainingTest, StepWithoutARunStartsOnePausedAfterOneStep) {
-  m_window->setBaseConfig(spirals(1000));
-  m_window->stepOnce();
+  m_window->part<PrecisionTableController>()->setBaseConfig(spirals(1000));
+  m_window->part<RunLauncher>()->stepOnce();
   ASSERT_EQ(store().count(), 1);
   ASSERT_TRUE(waitFor([this] { return stepsOf(0) == 1; }));
   QTest::qWait(200);
   EXPECT_EQ(stepsOf(0), 1);
   EXPECT_TRUE(controller().paused());
-  m_window->stopRun();
+  m_window->part<RunLauncher>()->stopRun();
   ASSERT_TRUE(waitFinished());
 }
 
 TEST_F(LiveTrainingTest, PrecisionChangeMidRunReachesTheEngine) {
-  m_window->setBaseConfig(spirals(1'000'000));
-  ASSERT_TRUE(m_window->startRun());
+  m_window->part<PrecisionTableController>()->setBaseConfig(spirals(1'000'000));
+  ASSERT_TRUE(m_window->part<RunLauncher>()->startRun());
   ASSERT_TRUE(waitFor([this] { return stepsOf(0) > 3; }));
 
-  PrecisionTableModel* table = m_window->precisionTable()->precisionModel();
+  PrecisionTableModel* table = m_window->part<PrecisionTable>()->precisionModel();
   const int row = table->rowOf(QStringLiteral("fc2"));
   ASSERT_GE(row, 0);
   ASSERT_TRUE(table->setData(table->index(row, PrecisionTableModel::Compute), QStringLiteral("FP16")));
@@ -238,24 +240,64 @@ TEST_F(LiveTrainingTest, PrecisionChangeMidRunReachesTheEngine) {
   EXPECT_EQ(e->layer, "fc2");
   EXPECT_EQ(e->precision.compute, engine::Format::FP16);  // typed: no string to split
   // The next run is 'custom', and its config carries the edited table.
-  EXPECT_EQ(m_window->setupPanel()->settings().recipe, QStringLiteral("custom"));
-  const engine::RunConfig next = m_window->nextRunConfig();
+  EXPECT_EQ(m_window->part<SetupPanel>()->settings().recipe, QStringLiteral("custom"));
+  const engine::RunConfig next = m_window->part<PrecisionTableController>()->nextRunConfig();
   ASSERT_EQ(next.layers.count("fc2"), 1u);
   EXPECT_EQ(next.layers.at("fc2").compute, engine::Format::FP16);
   // The run keeps training after the change.
   const std::int64_t at = stepsOf(0);
   ASSERT_TRUE(waitFor([&] { return stepsOf(0) > at + 5; }, 5000));
-  m_window->stopRun();
+  m_window->part<RunLauncher>()->stopRun();
   ASSERT_TRUE(waitFinished());
 }
 
+// Loss scaling changed in the setup panel mid-run reaches the live run as a
+// LiveChange::LossScaler, taking effect at its next step: dynamic 2^16 ->
+// static 2^10 (a new mode resets the scale to the new initial one).
+TEST_F(LiveTrainingTest, LossScalerChangeMidRunReachesTheEngine) {
+  engine::RunConfig c = spirals(1'000'000);
+  c.recipe = "mixed-fp16";
+  m_window->part<PrecisionTableController>()->setBaseConfig(c);
+  ASSERT_TRUE(m_window->part<RunLauncher>()->startRun());
+  ASSERT_TRUE(waitFor([this] { return stepsOf(0) > 3; }));
+  m_window->part<RunLauncher>()->togglePause();
+  ASSERT_TRUE(waitFor([this] { return store().run(0).state == engine::RunState::Paused; }));
+  controller().drainNow();
+  const std::int64_t pausedAt = stepsOf(0);
+
+  auto* init = m_window->findChild<QDoubleSpinBox*>(QStringLiteral("initialScaleSpin"));
+  auto* mode = m_window->findChild<QComboBox*>(QStringLiteral("lossScaleModeCombo"));
+  ASSERT_NE(init, nullptr);
+  ASSERT_NE(mode, nullptr);
+  init->setValue(1024.0);
+  mode->setCurrentText(QStringLiteral("static"));
+  EXPECT_TRUE(m_window->statusBar()->currentMessage().contains(QStringLiteral("loss scaling static from 2^10")))
+      << m_window->statusBar()->currentMessage().toStdString();
+
+  // Paused: nothing changed yet; the next step takes the new scaler.
+  m_window->part<RunLauncher>()->stepOnce();
+  ASSERT_TRUE(waitFor([&] { return stepsOf(0) == pausedAt + 1; }, 5000));
+  EXPECT_EQ(store().run(0).steps.back().loss_scale, 1024.0);
+  m_window->part<RunLauncher>()->togglePause();  // resume: static, so it stays
+  ASSERT_TRUE(waitFor([&] { return stepsOf(0) > pausedAt + 20; }, 10000));
+  for (std::size_t i = static_cast<std::size_t>(pausedAt); i < store().run(0).steps.size(); ++i)
+    ASSERT_EQ(store().run(0).steps[i].loss_scale, 1024.0) << "step " << i + 1;
+  m_window->part<RunLauncher>()->stopRun();
+  ASSERT_TRUE(waitFinished());
+  // Without a live run the panel only sets up the next run: nothing is sent.
+  init->setValue(2048.0);
+  EXPECT_TRUE(m_window->part<UserMessages>()->lastError().isEmpty())
+      << m_window->part<UserMessages>()->lastError().toStdString();
+  EXPECT_EQ(m_window->part<PrecisionTableController>()->nextRunConfig().loss_scale.init_scale, 2048.0);
+}
+
 TEST_F(LiveTrainingTest, CompareRunsEachRecipeOnTheSameSeed) {
-  m_window->setBaseConfig(spirals(40));
+  m_window->part<PrecisionTableController>()->setBaseConfig(spirals(40));
   // fp32 twice: identical recipes must give identical losses (same weights, same batches).
-  ASSERT_TRUE(m_window->startComparison({"fp32", "fp32", "mixed-fp16"}));
+  ASSERT_TRUE(m_window->part<RunLauncher>()->startComparison({"fp32", "fp32", "mixed-fp16"}));
   // While it runs, the precision table shows the selected run (the last
   // added, mixed-fp16): edits go to that run.
-  PrecisionTableModel* table = m_window->precisionTable()->precisionModel();
+  PrecisionTableModel* table = m_window->part<PrecisionTable>()->precisionModel();
   ASSERT_GE(table->rowOf(QStringLiteral("fc1")), 0);
   EXPECT_EQ(table->rows()[table->rowOf(QStringLiteral("fc1"))].precision.compute, engine::Format::FP16);
   ASSERT_TRUE(waitFinished());
@@ -279,8 +321,8 @@ TEST_F(LiveTrainingTest, CompareRunsEachRecipeOnTheSameSeed) {
   EXPECT_EQ(mixed.steps[0].loss_scale, 65536.0);
 
   // Overlaid on the Live charts, and on the Compare tab.
-  for (int id : group) EXPECT_GT(m_window->chartArea()->runSeries(ChartArea::Loss, id)->count(), 0);
-  CompareView* cv = m_window->compareView();
+  for (int id : group) EXPECT_GT(m_window->part<ChartArea>()->runSeries(ChartArea::Loss, id)->count(), 0);
+  CompareView* cv = m_window->part<CompareView>();
   cv->refresh();
   ASSERT_EQ(cv->smallCharts().size(), 3);
   for (int id : group) EXPECT_GT(cv->smallLoss(id)->count(), 0);
@@ -311,7 +353,7 @@ TEST_F(LiveTrainingTest, SummaryFlagsAccuracyGapsAboveHalfAPoint) {
     records.emplace_back(engine::EvalMetrics{k, 1, 0, 0.3, acc[k]});
     s.append(records, ids);
   }
-  CompareView* cv = m_window->compareView();
+  CompareView* cv = m_window->part<CompareView>();
   cv->setGroup(group);
   cv->refresh();
   QTableWidget* t = cv->summaryTable();
@@ -324,16 +366,16 @@ TEST_F(LiveTrainingTest, SummaryFlagsAccuracyGapsAboveHalfAPoint) {
 }
 
 TEST_F(LiveTrainingTest, ExportWritesCsvThatReadsBackEqual) {
-  m_window->setBaseConfig(spirals(60));
-  ASSERT_TRUE(m_window->startRun());
+  m_window->part<PrecisionTableController>()->setBaseConfig(spirals(60));
+  ASSERT_TRUE(m_window->part<RunLauncher>()->startRun());
   ASSERT_TRUE(waitFinished());
   QTemporaryDir dir;
   ASSERT_TRUE(dir.isValid());
   ExportRequest request;
   request.dir = dir.filePath(QStringLiteral("out"));
   request.runs = {0};
-  request.charts = m_window->allCharts();
-  ASSERT_TRUE(m_window->exportTo(request)) << m_window->lastError().toStdString();
+  request.charts = m_window->part<ExportController>()->allCharts();
+  ASSERT_TRUE(m_window->part<ExportController>()->exportTo(request)) << m_window->part<UserMessages>()->lastError().toStdString();
 
   const RunData& r = store().run(0);
   const engine::CsvTable steps = engine::read_csv(QDir(request.dir).filePath("steps.csv").toStdString());
@@ -367,7 +409,7 @@ TEST_F(LiveTrainingTest, ExportWritesCsvThatReadsBackEqual) {
   EXPECT_EQ(grads.rows[0][static_cast<std::size_t>(grads.column("layer"))], r.grads[0].layer);
   // Charts: a PNG and an SVG each, named for what they show: the memory
   // stack is run 1's, the histogram one layer's.
-  const QString layer = m_window->chartArea()->gradientPanel()->layer();
+  const QString layer = m_window->part<ChartArea>()->gradientPanel()->layer();
   ASSERT_FALSE(layer.isEmpty());
   for (const QString& stem : {QStringLiteral("loss"), QStringLiteral("loss-scale"), QStringLiteral("memory-run-1"),
                               QStringLiteral("accuracy"), QStringLiteral("gradients-") + layer}) {
@@ -385,37 +427,37 @@ TEST_F(LiveTrainingTest, ExportWritesCsvThatReadsBackEqual) {
 TEST_F(LiveTrainingTest, BadSettingsAreRefusedWithAMessage) {
   engine::RunConfig c = spirals(10);
   c.model = "cnn";  // a cnn cannot take 2-D points
-  m_window->setBaseConfig(c);
-  EXPECT_FALSE(m_window->startRun());
-  EXPECT_TRUE(m_window->lastError().contains(QStringLiteral("cnn"))) << m_window->lastError().toStdString();
-  EXPECT_FALSE(m_window->lastError().contains(QLatin1Char('\n')));
+  m_window->part<PrecisionTableController>()->setBaseConfig(c);
+  EXPECT_FALSE(m_window->part<RunLauncher>()->startRun());
+  EXPECT_TRUE(m_window->part<UserMessages>()->lastError().contains(QStringLiteral("cnn"))) << m_window->part<UserMessages>()->lastError().toStdString();
+  EXPECT_FALSE(m_window->part<UserMessages>()->lastError().contains(QLatin1Char('\n')));
   EXPECT_FALSE(controller().active());
   EXPECT_EQ(store().count(), 0);  // nothing half-started
   // Out-of-range values from a config (keys the panel has no control for)
   // are refused the same way, naming the field.
   c = spirals(10);
   c.momentum = 1.5;
-  m_window->setBaseConfig(c);
-  EXPECT_FALSE(m_window->startComparison({"fp32", "fp16"}));
-  EXPECT_TRUE(m_window->lastError().contains(QStringLiteral("momentum"))) << m_window->lastError().toStdString();
+  m_window->part<PrecisionTableController>()->setBaseConfig(c);
+  EXPECT_FALSE(m_window->part<RunLauncher>()->startComparison({"fp32", "fp16"}));
+  EXPECT_TRUE(m_window->part<UserMessages>()->lastError().contains(QStringLiteral("momentum"))) << m_window->part<UserMessages>()->lastError().toStdString();
   EXPECT_EQ(store().count(), 0);
 }
 
 TEST_F(LiveTrainingTest, AFailedRunShowsItsMessage) {
   engine::RunConfig c = spirals(10);
   c.dataset = "/nonexistent/idx-folder";
-  m_window->setBaseConfig(c);
-  ASSERT_TRUE(m_window->startRun());
+  m_window->part<PrecisionTableController>()->setBaseConfig(c);
+  ASSERT_TRUE(m_window->part<RunLauncher>()->startRun());
   ASSERT_TRUE(waitFinished());
   const RunData& r = store().run(0);
   EXPECT_EQ(r.state, engine::RunState::Failed);
   EXPECT_TRUE(r.message.contains(QStringLiteral("/nonexistent/idx-folder"))) << r.message.toStdString();
   // The status says failed and why (the tooltip has the whole line).
-  EXPECT_EQ(m_window->runsList()->runStatus(0), QStringLiteral("failed: ") + r.message);
-  EXPECT_TRUE(m_window->lastError().contains(r.message));
+  EXPECT_EQ(m_window->part<RunsList>()->runStatus(0), QStringLiteral("failed: ") + r.message);
+  EXPECT_TRUE(m_window->part<UserMessages>()->lastError().contains(r.message));
   // The window is still usable: a good run starts afterwards.
-  m_window->setBaseConfig(spirals(20));
-  ASSERT_TRUE(m_window->startRun());
+  m_window->part<PrecisionTableController>()->setBaseConfig(spirals(20));
+  ASSERT_TRUE(m_window->part<RunLauncher>()->startRun());
   ASSERT_TRUE(waitFinished());
   EXPECT_EQ(store().run(1).state, engine::RunState::Finished);
 }
@@ -424,7 +466,7 @@ TEST_F(LiveTrainingTest, AFailedRunShowsItsMessage) {
 TEST_F(LiveTrainingTest, AFailedRunLeavesTheToolbarRight) {
   engine::RunConfig c = spirals(10);
   c.dataset = "/nonexistent/idx-folder";
-  m_window->setBaseConfig(c);
+  m_window->part<PrecisionTableController>()->setBaseConfig(c);
   auto* start = m_window->findChild<QAction*>(QStringLiteral("actionStart"));
   auto* pause = m_window->findChild<QAction*>(QStringLiteral("actionPause"));
   auto* stop = m_window->findChild<QAction*>(QStringLiteral("actionStop"));
@@ -438,7 +480,7 @@ TEST_F(LiveTrainingTest, AFailedRunLeavesTheToolbarRight) {
     pauseOn = pause->isEnabled();
     stopOn = stop->isEnabled();
   });
-  ASSERT_TRUE(m_window->startRun());
+  ASSERT_TRUE(m_window->part<RunLauncher>()->startRun());
   ASSERT_TRUE(waitFor([&] { return seen; }));
   EXPECT_TRUE(startOn);
   EXPECT_FALSE(pauseOn);
@@ -453,24 +495,24 @@ TEST_F(LiveTrainingTest, DivergenceIsAnEventMarkerNotACrash) {
   c.recipe = "fp16";
   c.optimizer = "adam";
   c.lr = 10.0;  // FP16 weights overflow within a few steps
-  m_window->setBaseConfig(c);
-  ASSERT_TRUE(m_window->startRun());
+  m_window->part<PrecisionTableController>()->setBaseConfig(c);
+  ASSERT_TRUE(m_window->part<RunLauncher>()->startRun());
   ASSERT_TRUE(waitFinished());
   const RunData& r = store().run(0);
   bool nanEvent = false;
   for (const engine::Event& e : r.events) nanEvent = nanEvent || e.kind == engine::EventKind::NanLoss;
   ASSERT_TRUE(nanEvent);
-  auto* stars = m_window->chartArea()->runSeries(ChartArea::Loss, 0, ChartArea::Markers);
+  auto* stars = m_window->part<ChartArea>()->runSeries(ChartArea::Loss, 0, ChartArea::Markers);
   ASSERT_NE(stars, nullptr);
   EXPECT_GT(stars->count(), 0);
   // The markers sit inside the plot (at the top of the loss axis).
-  const double top = m_window->chartArea()->yAxis(ChartArea::Loss)->max();
+  const double top = m_window->part<ChartArea>()->yAxis(ChartArea::Loss)->max();
   for (const QPointF& p : stars->points()) EXPECT_LE(p.y(), top);
 }
 
 TEST_F(LiveTrainingTest, ClosingDuringARunStopsPromptlyAndKeepsTheHistory) {
-  m_window->setBaseConfig(spirals(1'000'000));
-  ASSERT_TRUE(m_window->startRun());
+  m_window->part<PrecisionTableController>()->setBaseConfig(spirals(1'000'000));
+  ASSERT_TRUE(m_window->part<RunLauncher>()->startRun());
   ASSERT_TRUE(waitFor([this] { return stepsOf(0) > 10; }));
   QElapsedTimer t;
   t.start();

@@ -35,6 +35,7 @@
 #include "panels/runs_list.h"
 #include "panels/setup_panel.h"
 #include "ui/ui_test_support.h"
+#include "ui/window_parts.h"
 
 namespace {
 
@@ -105,7 +106,7 @@ TEST_F(MainWindowTest, SetupPanelOffersTheDesignChoices) {
   EXPECT_EQ(comboItems(child<QComboBox>("durationUnitCombo")), (QStringList{"epochs", "steps"}));
 
   // GradScaler's defaults (DESIGN.md).
-  const SetupSettings s = m_window->setupPanel()->settings();
+  const SetupSettings s = m_window->part<SetupPanel>()->settings();
   EXPECT_EQ(s.initialScale, 65536.0);
   EXPECT_EQ(s.growthFactor, 2.0);
   EXPECT_EQ(s.backoffFactor, 0.5);
@@ -138,7 +139,7 @@ TEST_F(MainWindowTest, StepsAndEpochsKeepTheirOwnValues) {
   length->setValue(500);
   unit->setCurrentIndex(0);
   EXPECT_EQ(length->value(), 3);
-  const SetupSettings s = m_window->setupPanel()->settings();
+  const SetupSettings s = m_window->part<SetupPanel>()->settings();
   EXPECT_FALSE(s.useSteps);
   EXPECT_EQ(s.epochs, 3);
   EXPECT_EQ(s.steps, 500);
@@ -235,7 +236,8 @@ TEST_F(MainWindowTest, ChartAreaHasFiveChartsWithLabelledAxes) {
   QStringList expected{"Loss", "Loss scale (log2)", "Memory", "Accuracy", "Gradients"};
   expected.sort();
   EXPECT_EQ(titles, expected);
-  for (int m = 0; m < ChartArea::MetricCount; ++m) {
+  ASSERT_EQ(area->chartCount(), 5);
+  for (int m = 0; m < area->chartCount(); ++m) {
     const auto metric = static_cast<ChartArea::Metric>(m);
     QValueAxis* x = area->xAxis(metric);
     QValueAxis* y = area->yAxis(metric);
@@ -288,7 +290,7 @@ TEST_F(MainWindowTest, ToolbarAndStatusBar) {
   EXPECT_TRUE(child<QAction>("actionStep")->isEnabled());
   EXPECT_TRUE(child<QAction>("actionCompare")->isEnabled());
 
-  m_window->setStatusMetrics(1234, 5678.0, 65536.0, 3 * 1024 * 1024);
+  m_window->part<StatusReadouts>()->set(1234, 5678.0, 65536.0, 3 * 1024 * 1024);
   EXPECT_TRUE(child<QLabel>("statusStep")->text().contains(QStringLiteral("1")));
   EXPECT_TRUE(child<QLabel>("statusRate")->text().contains(QStringLiteral("samples/s")));
   EXPECT_EQ(child<QLabel>("statusScale")->text(), QStringLiteral("loss scale 2^16"));
@@ -307,7 +309,7 @@ TEST_F(MainWindowTest, NothingIsClippedAt1400x900) {
     EXPECT_GE(w->height(), need.height()) << name;
   }
   // Every setup control is fully inside the panel horizontally.
-  SetupPanel* panel = m_window->setupPanel();
+  SetupPanel* panel = m_window->part<SetupPanel>();
   for (QWidget* w : panel->findChildren<QWidget*>()) {
     if (!w->isVisible()) continue;
     const QRect r(w->mapTo(panel, QPoint(0, 0)), w->size());

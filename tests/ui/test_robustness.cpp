@@ -28,7 +28,7 @@
 #include <cstdio>
 #include <random>
 
-#include "lecture/fault_dialog.h"
+#include "inspect/fault_dialog.h"
 #include "main_window.h"
 #include "panels/history_panel.h"
 #include "panels/layer_rows.h"
@@ -38,6 +38,7 @@
 #include "session/training_controller.h"
 #include "journal/journal.h"
 #include "ui/ui_test_support.h"
+#include "ui/window_parts.h"
 
 namespace {
 
@@ -80,15 +81,15 @@ class RobustnessTest : public ::testing::Test {
   }
   void makeWindow() {
     m_window = std::make_unique<MainWindow>();
-    m_window->setQuietErrors(true);
+    m_window->part<UserMessages>()->setQuiet(true);
     m_window->resize(1400, 900);
     m_window->show();
   }
   QString root() const { return QDir(m_home.path()).filePath(QStringLiteral("precision-lab/runs")); }
   bool waitFinished(int ms = 30000) {
-    return ui_test::waitFor([this] { return !m_window->controller()->active(); }, ms);
+    return ui_test::waitFor([this] { return !m_window->part<TrainingController>()->active(); }, ms);
   }
-  const RunData& run(int id) const { return m_window->store()->run(id); }
+  const RunData& run(int id) const { return m_window->part<RunStore>()->run(id); }
 
   QTemporaryDir m_home;
   std::unique_ptr<MainWindow> m_window;
@@ -129,7 +130,7 @@ TEST_F(RobustnessTest, AppKilledMidRunReopensInterruptedWithItsData) {
   EXPECT_EQ(app.exitStatus(), QProcess::CrashExit);
 
   makeWindow();  // the next start, same data folder
-  HistoryPanel* history = m_window->historyPanel();
+  HistoryPanel* history = m_window->part<HistoryPanel>();
   ASSERT_EQ(history->pastRuns().size(), 1);
   const PastRun& p = history->pastRuns()[0];
   EXPECT_TRUE(p.interrupted);
@@ -137,17 +138,17 @@ TEST_F(RobustnessTest, AppKilledMidRunReopensInterruptedWithItsData) {
   EXPECT_GT(p.steps, 0);  // status.json's count, at most a second old
   EXPECT_EQ(history->tree()->topLevelItem(0)->text(HistoryPanel::Status), QStringLiteral("interrupted"));
   EXPECT_TRUE(history->tree()->topLevelItem(0)->font(HistoryPanel::Status).bold());
-  EXPECT_TRUE(m_window->runsTabs()->tabText(m_window->runsTabs()->indexOf(history)).contains(QStringLiteral("1 interrupted")));
+  EXPECT_TRUE(m_window->findChild<QTabWidget*>(QStringLiteral("runsTabs"))->tabText(m_window->findChild<QTabWidget*>(QStringLiteral("runsTabs"))->indexOf(history)).contains(QStringLiteral("1 interrupted")));
   EXPECT_TRUE(m_window->statusBar()->currentMessage().contains(QStringLiteral("interrupted")))
       << m_window->statusBar()->currentMessage().toStdString();
 
   history->openRow(0);
-  ASSERT_EQ(m_window->store()->count(), 1) << m_window->lastError().toStdString();
+  ASSERT_EQ(m_window->part<RunStore>()->count(), 1) << m_window->part<UserMessages>()->lastError().toStdString();
   const RunData& r = run(0);
   EXPECT_TRUE(r.interrupted);
   EXPECT_EQ(r.state, engine::RunState::Stopped);
   EXPECT_FALSE(r.live());
-  EXPECT_EQ(m_window->runsList()->runStatus(0), QStringLiteral("interrupted"));
+  EXPECT_EQ(m_window->part<RunsList>()->runStatus(0), QStringLiteral("interrupted"));
   // Everything on disk, which is everything up to its last second.
   ASSERT_GE(static_cast<int>(r.steps.size()), rowsSeen);
   EXPECT_GE(static_cast<std::int64_t>(r.steps.size()), p.steps);
@@ -193,12 +194,12 @@ TEST_F(RobustnessTest, AppTerminatedMidRunLeavesTheFolderStopped) {
 // interrupted, every step in the store also in the folder.
 TEST_F(RobustnessTest, ClosingTheWindowMidRunLeavesTheFolderStopped) {
   makeWindow();
-  m_window->setBaseConfig(spirals(1000000));
-  ASSERT_TRUE(m_window->startRun()) << m_window->lastError().toStdString();
-  const QString folder = m_window->controller()->currentFolder();
+  m_window->part<PrecisionTableController>()->setBaseConfig(spirals(1000000));
+  ASSERT_TRUE(m_window->part<RunLauncher>()->startRun()) << m_window->part<UserMessages>()->lastError().toStdString();
+  const QString folder = m_window->part<TrainingController>()->currentFolder();
   ASSERT_TRUE(ui_test::waitFor([&] { return run(0).steps.size() > 30; }));
   EXPECT_TRUE(m_window->close());
-  EXPECT_FALSE(m_window->controller()->active());
+  EXPECT_FALSE(m_window->part<TrainingController>()->active());
   const engine::JournalContents j = engine::read_journal(folder.toStdString());
   EXPECT_EQ(j.status, "stopped");
   EXPECT_FALSE(j.interrupted);
@@ -215,7 +216,7 @@ TEST_F(RobustnessTest, ClosingTheWindowMidRunLeavesTheFolderStopped) {
 // store and equal to its folder's.
 TEST_F(RobustnessTest, RandomClicksLoseNothingAndNeverDeadlock) {
   makeWindow();
-  m_window->setBaseConfig(spirals(1500));
+  m_window->part<PrecisionTableController>()->setBaseConfig(spirals(1500));
   std::mt19937 rng(20240305u);
   QElapsedTimer total;
   total.start();
@@ -225,12 +226,12 @@ TEST_F(RobustnessTest, RandomClicksLoseNothingAndNeverDeadlock) {
     QElapsedTimer t;
     t.start();
     switch (rng() % 7) {
-      case 0: m_window->startRun(); break;
-      case 1: m_window->stopRun(); break;
-      case 2: m_window->togglePause(); break;
-      case 3: m_window->startComparison({QStringLiteral("fp32"), QStringLiteral("mixed-fp16")}); break;
-      case 4: m_window->stepOnce(); break;
-      case 5: m_window->togglePause(); m_window->togglePause(); break;
+      case 0: m_window->part<RunLauncher>()->startRun(); break;
+      case 1: m_window->part<RunLauncher>()->stopRun(); break;
+      case 2: m_window->part<RunLauncher>()->togglePause(); break;
+      case 3: m_window->part<RunLauncher>()->startComparison({QStringLiteral("fp32"), QStringLiteral("mixed-fp16")}); break;
+      case 4: m_window->part<RunLauncher>()->stepOnce(); break;
+      case 5: m_window->part<RunLauncher>()->togglePause(); m_window->part<RunLauncher>()->togglePause(); break;
       default: break;
     }
     slowest = std::max(slowest, t.elapsed());
@@ -240,14 +241,14 @@ TEST_F(RobustnessTest, RandomClicksLoseNothingAndNeverDeadlock) {
   }
   // Every action returns within a step's time (a stop joins at most one step).
   EXPECT_LT(slowest, 3000) << "an action blocked";
-  if (m_window->controller()->paused()) m_window->togglePause();
-  m_window->stopRun();
+  if (m_window->part<TrainingController>()->paused()) m_window->part<RunLauncher>()->togglePause();
+  m_window->part<RunLauncher>()->stopRun();
   ASSERT_TRUE(waitFinished(20000)) << "the engine did not stop";
-  m_window->controller()->shutdown();
+  m_window->part<TrainingController>()->shutdown();
 
-  ASSERT_GT(m_window->store()->count(), 3) << actions << " actions started almost nothing";
+  ASSERT_GT(m_window->part<RunStore>()->count(), 3) << actions << " actions started almost nothing";
   std::map<QString, engine::JournalContents> journals;
-  for (int id = 0; id < m_window->store()->count(); ++id) {
+  for (int id = 0; id < m_window->part<RunStore>()->count(); ++id) {
     const RunData& r = run(id);
     SCOPED_TRACE(r.name.toStdString());
     EXPECT_FALSE(r.live());
@@ -266,9 +267,9 @@ TEST_F(RobustnessTest, RandomClicksLoseNothingAndNeverDeadlock) {
     }
     EXPECT_EQ(h.evals.size(), r.evals.size());
   }
-  EXPECT_EQ(m_window->historyPanel()->pastRuns().size(), static_cast<int>(journals.size()));
+  EXPECT_EQ(m_window->part<HistoryPanel>()->pastRuns().size(), static_cast<int>(journals.size()));
   std::printf("stress: %d actions in %.1f s, %d runs in %d folders, slowest action %lld ms\n", actions,
-              total.elapsed() / 1000.0, m_window->store()->count(), static_cast<int>(journals.size()),
+              total.elapsed() / 1000.0, m_window->part<RunStore>()->count(), static_cast<int>(journals.size()),
               static_cast<long long>(slowest));
 }
 
@@ -276,8 +277,8 @@ TEST_F(RobustnessTest, RandomClicksLoseNothingAndNeverDeadlock) {
 // message, and the run fails with its reason in the runs list and journal.
 TEST_F(RobustnessTest, InjectedNaNDivergesAnFp32RunWhichShowsAsFailed) {
   makeWindow();
-  m_window->setBaseConfig(spirals(1000000));
-  ASSERT_TRUE(m_window->startRun());
+  m_window->part<PrecisionTableController>()->setBaseConfig(spirals(1000000));
+  ASSERT_TRUE(m_window->part<RunLauncher>()->startRun());
   ASSERT_TRUE(ui_test::waitFor([&] { return run(0).steps.size() > 5; }));
   QString layer;
   for (const PrecisionTableRow& row : layerRowsFor(run(0).config))
@@ -289,8 +290,8 @@ TEST_F(RobustnessTest, InjectedNaNDivergesAnFp32RunWhichShowsAsFailed) {
   QStringList messages;
   QObject::connect(m_window->statusBar(), &QStatusBar::messageChanged,
                    [&messages](const QString& m) { messages << m; });
-  EXPECT_TRUE(m_window->injectFaultAction()->isEnabled());
-  ASSERT_TRUE(m_window->injectFault(0, engine::FaultTarget::Gradients, layer.toStdString(), false));
+  EXPECT_TRUE(m_window->findChild<QAction*>(QStringLiteral("actionInjectFault"))->isEnabled());
+  ASSERT_TRUE(m_window->part<FaultInjector>()->inject(0, engine::FaultTarget::Gradients, layer.toStdString(), false));
   ASSERT_TRUE(ui_test::waitFor([&] { return run(0).state == engine::RunState::Failed; }, 20000));
   ASSERT_TRUE(waitFinished());
   const RunData& r = run(0);
@@ -299,9 +300,9 @@ TEST_F(RobustnessTest, InjectedNaNDivergesAnFp32RunWhichShowsAsFailed) {
   for (const engine::Event& e : r.events)
     attributed = attributed || (e.kind == engine::EventKind::Overflow && e.layer == layer.toStdString() && e.count > 0);
   EXPECT_TRUE(attributed);
-  EXPECT_TRUE(m_window->runsList()->runStatus(0).startsWith(QStringLiteral("failed: diverged at step")))
-      << m_window->runsList()->runStatus(0).toStdString();
-  EXPECT_TRUE(m_window->lastError().contains(QStringLiteral("diverged"))) << m_window->lastError().toStdString();
+  EXPECT_TRUE(m_window->part<RunsList>()->runStatus(0).startsWith(QStringLiteral("failed: diverged at step")))
+      << m_window->part<RunsList>()->runStatus(0).toStdString();
+  EXPECT_TRUE(m_window->part<UserMessages>()->lastError().contains(QStringLiteral("diverged"))) << m_window->part<UserMessages>()->lastError().toStdString();
   bool told = false;
   for (const QString& m : messages) told = told || (m.contains(QStringLiteral("non-finite")) && m.contains(layer));
   EXPECT_TRUE(told) << messages.join(QStringLiteral(" | ")).toStdString();
@@ -310,21 +311,21 @@ TEST_F(RobustnessTest, InjectedNaNDivergesAnFp32RunWhichShowsAsFailed) {
   const engine::JournalContents j = engine::read_journal_status(r.folder.toStdString());
   EXPECT_EQ(j.status, "failed");
   EXPECT_NE(j.runs[0].message.find("diverged"), std::string::npos);
-  EXPECT_FALSE(m_window->injectFaultAction()->isEnabled());
+  EXPECT_FALSE(m_window->findChild<QAction*>(QStringLiteral("actionInjectFault"))->isEnabled());
   // Reopened, it is failed with the same reason (copies: the store grows).
   const QString folder = r.folder, reason = r.message;
-  ASSERT_TRUE(m_window->openPastRun(folder));
-  const RunData& again = run(m_window->store()->count() - 1);
+  ASSERT_TRUE(m_window->part<HistoryController>()->open(folder));
+  const RunData& again = run(m_window->part<RunStore>()->count() - 1);
   EXPECT_EQ(again.state, engine::RunState::Failed);
   EXPECT_EQ(again.message, reason);
-  EXPECT_TRUE(m_window->runsList()->runStatus(again.id).startsWith(QStringLiteral("failed: diverged")));
+  EXPECT_TRUE(m_window->part<RunsList>()->runStatus(again.id).startsWith(QStringLiteral("failed: diverged")));
 }
 
 // The Run menu's dialog, end to end, on a loss-scaled run: the overflow is
 // caught (step skipped, scale halved) and the run trains on.
 TEST_F(RobustnessTest, InjectNaNDialogFromTheRunMenu) {
   makeWindow();
-  QAction* action = m_window->injectFaultAction();
+  QAction* action = m_window->findChild<QAction*>(QStringLiteral("actionInjectFault"));
   bool inRunMenu = false;
   for (QAction* menu : m_window->menuBar()->actions())
     if (menu->menu() && menu->text().remove(QLatin1Char('&')) == QStringLiteral("Run"))
@@ -333,8 +334,8 @@ TEST_F(RobustnessTest, InjectNaNDialogFromTheRunMenu) {
   EXPECT_EQ(action->text(), QStringLiteral("Inject NaN…"));
   EXPECT_FALSE(action->isEnabled());  // nothing is training
 
-  m_window->setBaseConfig(spirals(1000000, "mixed-fp16"));
-  ASSERT_TRUE(m_window->startRun());
+  m_window->part<PrecisionTableController>()->setBaseConfig(spirals(1000000, "mixed-fp16"));
+  ASSERT_TRUE(m_window->part<RunLauncher>()->startRun());
   ASSERT_TRUE(ui_test::waitFor([&] { return run(0).steps.size() > 5; }));
   ASSERT_TRUE(action->isEnabled());
   const double scaleBefore = run(0).steps.back().loss_scale;
@@ -375,7 +376,7 @@ TEST_F(RobustnessTest, InjectNaNDialogFromTheRunMenu) {
   EXPECT_TRUE(hit.skipped);
   EXPECT_LT(run(0).steps[overflowAt].loss_scale, scaleBefore);  // backed off
   EXPECT_TRUE(run(0).live());  // caught, not diverged
-  m_window->stopRun();
+  m_window->part<RunLauncher>()->stopRun();
   ASSERT_TRUE(waitFinished());
   // The journal has the injection and the event.
   const engine::JournalContents j = engine::read_journal(run(0).folder.toStdString());

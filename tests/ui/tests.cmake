@@ -1,5 +1,5 @@
 # tests/ui: widgets under the offscreen platform (no display needed); the
-# files mirror ui/ (charts/, compare/, panels/, session/).
+# files mirror ui/ (charts/, compare/, inspect/, lecture/, panels/, session/).
 pl_add_test(test_main_window
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_main_window.cpp
   LIBS ui Qt6::Test
@@ -44,12 +44,18 @@ target_compile_definitions(test_ui_session_panels PRIVATE PL_GUI_BINARY="$<TARGE
 # ui/lecture: the Lecture menu and panel, the speed control, the format
 # explorer (against engine::inspect, every FP8, FP6, FP4 and E8M0 code), its
 # block view (hand-worked MX and NVFP4 blocks, the outlier slider, live
-# blocks), the step inspector and the presentation view.
+# blocks) and the presentation view.
 pl_add_test(test_ui_lecture
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/lecture/test_lecture_mode.cpp
           ${CMAKE_CURRENT_LIST_DIR}/lecture/test_format_explorer.cpp
-          ${CMAKE_CURRENT_LIST_DIR}/lecture/test_step_inspector.cpp
           ${CMAKE_CURRENT_LIST_DIR}/lecture/test_block_view.cpp
+  LIBS ui Qt6::Test
+  LABELS ui
+  ENV QT_QPA_PLATFORM=offscreen
+  TIMEOUT 180)
+# ui/inspect: the step inspector (what one Step did, layer by layer).
+pl_add_test(test_ui_inspect
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/inspect/test_step_inspector.cpp
   LIBS ui Qt6::Test
   LABELS ui
   ENV QT_QPA_PLATFORM=offscreen

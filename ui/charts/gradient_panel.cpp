@@ -18,7 +18,7 @@
 #include <cmath>
 #include <functional>
 
-#include "charts/chart_area.h"
+#include "charts/step_chart.h"
 #include "charts/chart_style.h"
 #include "charts/decimate.h"
 #include "charts/number_text.h"
@@ -78,7 +78,7 @@ struct GradientPanel::RunHist {
 GradientPanel::GradientPanel(RunStore* store, QWidget* parent) : QWidget(parent), m_store(store) {
   setObjectName(QStringLiteral("gradientPanel"));
   auto* chart = new QChart;
-  chart->setTitle(ChartArea::title(ChartArea::Gradients));
+  chart->setTitle(tr("Gradients"));
   chart_style::styleChart(chart);
 
   auto* x = chart_style::makeValueAxis(chart, tr("log2 |gradient|"), QStringLiteral("xAxis"));

@@ -2,12 +2,18 @@
 // and the element format's scalar codec on the other.
 #include "lecture/block_compare.h"
 
+#include <QLocale>
+#include <QObject>
+
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <limits>
 
 #include "numeric/block.h"
 #include "numeric/convert.h"
+#include "numeric/inspect.h"
+#include "charts/number_text.h"
 
 namespace {
 
@@ -108,4 +114,63 @@ BlockComparison compareBlocks(engine::Format f, const std::vector<float>& values
     c.tensor.push_back(element(x, code, engine::decode(bi.element, code) / scale));
   }
   return c;
+}
+
+// --- the block view's words for its numbers ---
+
+namespace {
+QString decimal(float v) { return QString::fromStdString(engine::shortest_decimal(v)); }
+}  // namespace
+
+// A number as the explorer reads one: a decimal, 2^k, inf, nan.
+bool parseBlockNumber(QString t, float* out) {
+  t = t.trimmed().toLower();
+  bool negative = false;
+  if (t.startsWith(QLatin1Char('-')) || t.startsWith(QLatin1Char('+'))) {
+    negative = t.startsWith(QLatin1Char('-'));
+    t = t.mid(1);
+  }
+  if (t.isEmpty() || t.startsWith(QLatin1Char('-')) || t.startsWith(QLatin1Char('+'))) return false;
+  double d = 0;
+  bool ok = false;
+  if (t == QLatin1String("inf") || t == QLatin1String("infinity")) {
+    d = std::numeric_limits<double>::infinity();
+    ok = true;
+  } else if (t == QLatin1String("nan")) {
+    d = std::numeric_limits<double>::quiet_NaN();
+    ok = true;
+  } else if (t.startsWith(QLatin1String("2^"))) {
+    const double e = t.mid(2).toDouble(&ok);
+    if (ok) d = std::exp2(e);
+  } else {
+    d = QLocale::c().toDouble(t, &ok);
+  }
+  if (!ok) return false;
+  *out = static_cast<float>(negative ? -d : d);
+  return true;
+}
+
+// A scale's value: E8M0 codes are powers of two ("2^-2 = 0.25").
+QString scaleValueText(engine::Format scaleFormat, float v) {
+  if (std::isnan(v)) return QStringLiteral("NaN");
+  if (scaleFormat == engine::Format::E8M0 && v > 0)
+    return QStringLiteral("2^%1 = %2").arg(std::ilogb(v)).arg(decimal(v));
+  return decimal(v);
+}
+
+QString factorText(double f) {
+  return QStringLiteral("× %1").arg(QString::number(f, 'f', f < 10 ? 2 : f < 100 ? 1 : 0));
+}
+
+QString summaryLine(const ErrorSummary& s) {
+  if (s.nonzero == 0) return QObject::tr("no nonzero values");
+  return QObject::tr("RMS relative error %1 · %2 of %3 nonzero values flushed to zero")
+      .arg(number_text::percent(s.rmsRelError))
+      .arg(s.flushed)
+      .arg(s.nonzero);
+}
+
+QString shortSummary(const ErrorSummary& s) {
+  if (s.nonzero == 0) return QStringLiteral("—");
+  return QObject::tr("RMS %1, %2 flushed").arg(number_text::percent(s.rmsRelError)).arg(s.flushed);
 }

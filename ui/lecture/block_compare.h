@@ -4,9 +4,11 @@
 // element format (Transformer Engine's current scaling: scale = element max
 // / amax, a saturating cast of value * scale, divided by the scale again,
 // through engine::encode / decode) — with every element's code, value and
-// error, and the summaries the block view shows. No float format code of
+// error, and the summaries the block view shows, and the words it says them in. No float format code of
 // its own: every number comes from the engine.
 #pragma once
+
+#include <QString>
 
 #include <cstdint>
 #include <vector>
@@ -66,3 +68,14 @@ struct BlockComparison {
 // tensor's, as a run would have them. Throws std::invalid_argument when f
 // is not a block format. Any thread.
 BlockComparison compareBlocks(engine::Format f, const std::vector<float>& values, double tensorAmax = 0.0);
+
+// --- the block view's words for its numbers ---
+// A number as the explorer reads one: a decimal, 2^k, inf, nan.
+bool parseBlockNumber(QString text, float* out);
+// A scale's value: E8M0 codes are powers of two ("2^-2 = 0.25").
+QString scaleValueText(engine::Format scaleFormat, float v);
+// An outlier factor ("× 12.5").
+QString factorText(double f);
+// The error over some values, in a sentence and in short.
+QString summaryLine(const ErrorSummary& s);
+QString shortSummary(const ErrorSummary& s);

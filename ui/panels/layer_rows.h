@@ -8,8 +8,8 @@
 #include "panels/precision_table_model.h"
 #include "train/run_config.h"
 
-// Builds the model of `config` (shapes only; no data is loaded) and applies
-// its recipe plus config.layers. Throws std::runtime_error (one line) when
-// the model does not fit the data set (a cnn on 2-D spirals). GUI thread;
-// takes a few milliseconds.
+// One row per leaf of engine::describe_layers(config) (shapes only; no data
+// is loaded), with its recipe plus config.layers applied. Throws
+// std::runtime_error (one line) when the model does not fit the data set (a
+// cnn on 2-D spirals). Takes a few milliseconds.
 QVector<PrecisionTableRow> layerRowsFor(const engine::RunConfig& config);

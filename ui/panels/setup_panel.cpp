@@ -189,6 +189,13 @@ SetupPanel::SetupPanel(QWidget* parent) : QWidget(parent) {
   m_growthInterval->setSuffix(tr(" steps"));
   form->addRow(tr("Growth interval"), m_growthInterval);
   connect(m_scalerMode, &QComboBox::currentIndexChanged, this, &SetupPanel::updateScalerControls);
+  auto edited = [this] {
+    if (m_filling == 0) emit lossScalerEdited();
+  };
+  connect(m_scalerMode, &QComboBox::currentIndexChanged, this, edited);
+  for (QDoubleSpinBox* spin : {m_initialScale, m_growthFactor, m_backoff})
+    connect(spin, &QDoubleSpinBox::valueChanged, this, edited);
+  connect(m_growthInterval, &QSpinBox::valueChanged, this, edited);
   layout->addWidget(scaler);
 
   // --- backend ---
@@ -273,14 +280,7 @@ engine::RunConfig SetupPanel::toConfig(const engine::RunConfig& base) const {
   c.recipe = s.recipe.toStdString();
   c.backend = s.backend.toStdString();
   c.threads = s.threads;
-  engine::LossScalerConfig scaler;
-  scaler.mode = s.lossScaling == QLatin1String("static")    ? engine::ScalingMode::Static
-                : s.lossScaling == QLatin1String("dynamic") ? engine::ScalingMode::Dynamic
-                                                            : engine::ScalingMode::None;
-  scaler.init_scale = s.initialScale;
-  scaler.growth_factor = s.growthFactor;
-  scaler.backoff_factor = s.backoffFactor;
-  scaler.growth_interval = s.growthInterval;
+  const engine::LossScalerConfig scaler = lossScaler();
   engine::LossScalerConfig recipeDefault;
   try {
     recipeDefault = engine::make_recipe(c.recipe).scaling;
@@ -299,9 +299,23 @@ engine::RunConfig SetupPanel::toConfig(const engine::RunConfig& base) const {
   return c;
 }
 
+engine::LossScalerConfig SetupPanel::lossScaler() const {
+  engine::LossScalerConfig scaler;
+  const QString mode = m_scalerMode->currentText();
+  scaler.mode = mode == QLatin1String("static")    ? engine::ScalingMode::Static
+                : mode == QLatin1String("dynamic") ? engine::ScalingMode::Dynamic
+                                                   : engine::ScalingMode::None;
+  scaler.init_scale = m_initialScale->value();
+  scaler.growth_factor = m_growthFactor->value();
+  scaler.backoff_factor = m_backoff->value();
+  scaler.growth_interval = m_growthInterval->value();
+  return scaler;
+}
+
 void SetupPanel::setRecipe(const QString& recipe) { m_recipe->setCurrentText(recipe); }
 
 void SetupPanel::applyConfig(const engine::RunConfig& c) {
+  ++m_filling;
   const QString dataset = QString::fromStdString(c.dataset);
   const int builtin = m_dataset->findData(dataset);
   if (builtin >= 0 && builtin != kFolderItem) {
@@ -344,6 +358,7 @@ void SetupPanel::applyConfig(const engine::RunConfig& c) {
   const QString model = m_model->currentText();
   updateModelChoices();
   if (items && m_model->currentText() != model) m_model->setCurrentText(model);
+  --m_filling;
 }
 
 // "folder…" asks for a directory of IDX files; the chosen path becomes
@@ -433,8 +448,10 @@ void SetupPanel::updateModelChoices() {
 void SetupPanel::onRecipeChanged(const QString& recipe) {
   // "custom" comes from editing the precision table: the loss scaling the
   // user had stays (the engine's custom preset alone would turn it off).
+  ++m_filling;
   if (recipe != QLatin1String("custom"))
     m_scalerMode->setCurrentText(defaultScaling(recipe, m_scalerMode->currentText()));
+  --m_filling;
   updateScalerControls();
 }
 

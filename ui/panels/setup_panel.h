@@ -79,8 +79,14 @@ class SetupPanel : public QWidget {
   // The recipes in the order the combo lists them.
   static QStringList recipes();
 
+  // The loss scaler as the controls show it (mode, scale, factors, interval).
+  engine::LossScalerConfig lossScaler() const;
+
  signals:
   void settingsChanged();
+  // The user changed a loss-scaler control (not a recipe or a config
+  // filling them in): a live run may take the new scaler at its next step.
+  void lossScalerEdited();
 
  private:
   void onDatasetActivated(int index);
@@ -110,4 +116,5 @@ class SetupPanel : public QWidget {
   QComboBox* m_backend = nullptr;
   QLabel* m_backendNote = nullptr;
   QSpinBox* m_threads = nullptr;
+  int m_filling = 0;  // > 0 while the panel sets its own scaler controls
 };

@@ -1,8 +1,9 @@
-// TrainingController: Trainer lifetime, controls, and the 30 Hz drain.
+// TrainingController: Trainer lifetime, controls, and the drain every kDrainIntervalMs (~30 Hz).
 #include "session/training_controller.h"
 
 #include <stdexcept>
 
+#include "amp/loss_scaler.h"
 #include "session/run_folders.h"
 #include "session/run_store.h"
 #include "journal/journal.h"
@@ -128,6 +129,15 @@ bool TrainingController::setLayerPrecision(int storeId, const std::string& layer
   const int trainerId = static_cast<int>(m_storeIds.indexOf(storeId));
   if (trainerId < 0 || !m_store->run(storeId).live()) return false;
   m_trainer->set_layer_precision(trainerId, layer, p);
+  return true;
+}
+
+bool TrainingController::setLossScaler(int storeId, const engine::LossScalerConfig& scaler) {
+  if (!active()) return false;
+  const int trainerId = static_cast<int>(m_storeIds.indexOf(storeId));
+  if (trainerId < 0 || !m_store->run(storeId).live()) return false;
+  engine::validate(scaler);  // throws (one line naming the field) before anything is queued
+  m_trainer->set_loss_scaler(trainerId, scaler);
   return true;
 }
 

@@ -4,6 +4,7 @@ pl_add_test(test_comparison SOURCES engine/train/test_comparison.cpp LIBS engine
 pl_add_test(test_faults SOURCES engine/train/test_faults.cpp LIBS engine_train LABELS engine)
 pl_add_test(test_stress SOURCES engine/train/test_stress.cpp LIBS engine_journal LABELS engine TIMEOUT 600)
 pl_add_test(test_guarded SOURCES engine/train/test_guarded.cpp LIBS engine_train LABELS engine TIMEOUT 300)
+pl_add_test(test_layer_catalog SOURCES engine/train/test_layer_catalog.cpp LIBS engine_train LABELS engine)
 # The trainer and fault tests again on the guarded backend (DESIGN.md
 # "Backends"): a host access to step memory would crash them.
 add_test(NAME test_trainer_guarded COMMAND test_trainer --gtest_brief=1)

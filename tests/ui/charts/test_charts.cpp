@@ -14,6 +14,7 @@
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QLogValueAxis>
+#include <QSet>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QValueAxis>
@@ -23,6 +24,7 @@
 
 #include "charts/chart_area.h"
 #include "charts/chart_export.h"
+#include "charts/chart_registry.h"
 #include "charts/chart_style.h"
 #include "charts/gradient_panel.h"
 #include "charts/live_chart_view.h"
@@ -289,7 +291,7 @@ TEST_F(ChartsTest, PngExportIsLargeEnoughForSlidesAndNamedForRunAndLayer) {
   request.dir = dir.path();
   request.csv = false;
   request.svg = false;
-  for (int m = 0; m < ChartArea::MetricCount; ++m) request.charts << m_area->view(static_cast<ChartArea::Metric>(m));
+  for (int m = 0; m < m_area->chartCount(); ++m) request.charts << m_area->view(static_cast<ChartArea::Metric>(m));
   const QStringList files = exportRuns(*m_store, request);
   QStringList names;
   for (const QString& f : files) names << QFileInfo(f).fileName();
@@ -300,6 +302,34 @@ TEST_F(ChartsTest, PngExportIsLargeEnoughForSlidesAndNamedForRunAndLayer) {
   const int onScreen = m_area->view(ChartArea::Loss)->width();
   EXPECT_TRUE(image.width() >= 1920 || image.width() >= 2 * onScreen) << image.width();
   EXPECT_GE(image.width(), 2 * onScreen);
+}
+
+}  // namespace
+
+namespace {
+
+// The area makes exactly the registered charts, in PL_LIVE_CHARTS order, each
+// under the key a lesson's `watch` names it by, in a cell of its own.
+TEST_F(ChartsTest, TheAreaMakesTheRegisteredChartsInOrder) {
+  ASSERT_EQ(m_area->chartCount(), static_cast<int>(liveCharts().size()));
+  const QStringList keys{"loss", "loss_scale", "memory", "accuracy", "gradients"};
+  ASSERT_EQ(m_area->chartCount(), keys.size());
+  for (int m = 0; m < keys.size(); ++m) {
+    EXPECT_EQ(m_area->chartIndex(keys[m]), m) << keys[m].toStdString();
+    EXPECT_TRUE(m_area->view(m)->isVisible()) << m;
+  }
+  EXPECT_EQ(m_area->chartIndex(QStringLiteral("no-such-chart")), -1);
+  EXPECT_EQ(m_area->chartIndex(QStringLiteral("loss")), ChartArea::Loss);
+  EXPECT_EQ(m_area->chartIndex(QStringLiteral("gradients")), ChartArea::Gradients);
+  // No two charts share a cell of the usual grid.
+  QSet<QPair<int, int>> cells;
+  for (int m = 0; m < m_area->chartCount(); ++m) {
+    const QRect r = m_area->view(m)->geometry();
+    EXPECT_GT(r.width(), 0) << m;
+    cells.insert({m_area->view(m)->mapTo(m_area.get(), QPoint(0, 0)).x(),
+                  m_area->view(m)->mapTo(m_area.get(), QPoint(0, 0)).y()});
+  }
+  EXPECT_EQ(cells.size(), m_area->chartCount());
 }
 
 }  // namespace

@@ -33,6 +33,7 @@
 #include "session/run_store.h"
 #include "session/training_controller.h"
 #include "../ui_test_support.h"
+#include "../window_parts.h"
 
 namespace {
 
@@ -446,20 +447,20 @@ TEST(BlockView, LiveBlocksComeFromTheLatestInspectedStep) {
 TEST(BlockView, StepOnAnMxfp4RunGivesTheViewALiveBlock) {
   ui_test::ensureApplication();
   MainWindow w;
-  w.setQuietErrors(true);
+  w.part<UserMessages>()->setQuiet(true);
   engine::RunConfig c = ui_test::config("mxfp4");
   c.steps = 50;
   c.threads = 1;
-  w.setBaseConfig(c);
+  w.part<PrecisionTableController>()->setBaseConfig(c);
   BlockView* view = w.formatExplorer()->blockView();
   view->setSource(BlockView::Source::Live);
   EXPECT_TRUE(view->sourceText().contains(QStringLiteral("Press Step")));
-  w.stepOnce();
-  ASSERT_EQ(w.controller()->currentRuns().size(), 1);
-  const int id = w.controller()->currentRuns().front();
-  ASSERT_TRUE(ui_test::waitFor([&] { return w.store()->run(id).inspection.has_value(); }, 20000));
+  w.part<RunLauncher>()->stepOnce();
+  ASSERT_EQ(w.part<TrainingController>()->currentRuns().size(), 1);
+  const int id = w.part<TrainingController>()->currentRuns().front();
+  ASSERT_TRUE(ui_test::waitFor([&] { return w.part<RunStore>()->run(id).inspection.has_value(); }, 20000));
   const engine::LayerInspection* fc2 = nullptr;
-  for (const engine::LayerInspection& li : w.store()->run(id).inspection->layers)
+  for (const engine::LayerInspection& li : w.part<RunStore>()->run(id).inspection->layers)
     if (li.layer == "fc2") fc2 = &li;
   ASSERT_NE(fc2, nullptr);
   ASSERT_EQ(fc2->weight_block.size(), 64u);  // two MX blocks
@@ -470,20 +471,20 @@ TEST(BlockView, StepOnAnMxfp4RunGivesTheViewALiveBlock) {
   EXPECT_TRUE(view->sourceText().contains(QStringLiteral("step 1 · layer fc2"))) << view->sourceText().toStdString();
   ASSERT_TRUE(view->selectLive(id, QStringLiteral("fc2"), true));
   EXPECT_EQ(view->comparison().input, fc2->grad_block);
-  w.controller()->shutdown();
+  w.part<TrainingController>()->shutdown();
 }
 
 TEST(BlockView, TheLectureMenuOpensTheExplorerOnItsBlocksTab) {
   ui_test::ensureApplication();
   MainWindow w;
-  w.setQuietErrors(true);
-  ASSERT_NE(w.blockViewAction(), nullptr);
-  EXPECT_TRUE(w.lectureMenu()->actions().contains(w.blockViewAction()));
-  w.blockViewAction()->trigger();
+  w.part<UserMessages>()->setQuiet(true);
+  ASSERT_NE(w.findChild<QAction*>(QStringLiteral("actionBlockView")), nullptr);
+  EXPECT_TRUE(w.part<LectureMenu>()->actions().contains(w.findChild<QAction*>(QStringLiteral("actionBlockView"))));
+  w.findChild<QAction*>(QStringLiteral("actionBlockView"))->trigger();
   FormatExplorer* e = w.formatExplorer();
   EXPECT_TRUE(e->isVisible());
   EXPECT_EQ(e->tabs()->currentWidget(), e->blockView());
-  w.explorerAction()->trigger();
+  w.findChild<QAction*>(QStringLiteral("actionFormatExplorer"))->trigger();
   EXPECT_EQ(e->tabs()->currentIndex(), 0);
   e->close();
 }
@@ -494,7 +495,7 @@ TEST(BlockView, Screenshot) {
   if (dir.isEmpty()) GTEST_SKIP() << "set PL_SCREENSHOT_DIR to write block-view.png";
   ui_test::ensureApplication();
   MainWindow w;
-  w.setQuietErrors(true);
+  w.part<UserMessages>()->setQuiet(true);
   w.showBlockView();
   FormatExplorer* e = w.formatExplorer();
   BlockView* view = e->blockView();

@@ -30,6 +30,7 @@
 #include "session/run_store.h"
 #include "session/training_controller.h"
 #include "../ui_test_support.h"
+#include "../window_parts.h"
 
 namespace {
 
@@ -55,31 +56,31 @@ engine::Preset testLesson() {
 TEST(LectureMode, TheMenuListsEveryBuiltInPresetAndChoosingOneSetsTheLessonUp) {
   ui_test::ensureApplication();
   MainWindow w;
-  w.setQuietErrors(true);
+  w.part<UserMessages>()->setQuiet(true);
   const auto& presets = engine::builtin_presets();
   ASSERT_FALSE(presets.empty());
-  const QList<QAction*> actions = w.lectureMenu()->presetActions();
+  const QList<QAction*> actions = w.part<LectureMenu>()->presetActions();
   ASSERT_EQ(actions.size(), static_cast<int>(presets.size()));
   for (std::size_t i = 0; i < presets.size(); ++i) {
     EXPECT_EQ(actions[static_cast<int>(i)]->text(), QString::fromStdString(presets[i].title));
-    EXPECT_TRUE(w.lectureMenu()->actions().contains(actions[static_cast<int>(i)]));
+    EXPECT_TRUE(w.part<LectureMenu>()->actions().contains(actions[static_cast<int>(i)]));
   }
-  EXPECT_TRUE(w.lectureMenu()->actions().contains(w.lectureMenu()->openFileAction()));
-  EXPECT_TRUE(w.lectureMenu()->openFileAction()->text().startsWith(QStringLiteral("Open preset file")));
+  EXPECT_TRUE(w.part<LectureMenu>()->actions().contains(w.part<LectureMenu>()->openFileAction()));
+  EXPECT_TRUE(w.part<LectureMenu>()->openFileAction()->text().startsWith(QStringLiteral("Open preset file")));
 
   for (std::size_t i = 0; i < presets.size(); ++i) {
     const engine::Preset& p = presets[i];
     SCOPED_TRACE(p.name);
     actions[static_cast<int>(i)]->trigger();
-    ASSERT_NE(w.lecture(), nullptr);
-    EXPECT_EQ(w.lecture()->name, p.name);
+    ASSERT_NE(w.part<LessonController>()->lesson(), nullptr);
+    EXPECT_EQ(w.part<LessonController>()->lesson()->name, p.name);
     EXPECT_TRUE(actions[static_cast<int>(i)]->isChecked());
-    EXPECT_FALSE(w.lecturePanel()->isHidden());
-    EXPECT_EQ(w.lecturePanel()->title(), QString::fromStdString(p.title));
-    EXPECT_EQ(w.lecturePanel()->explanation(), QString::fromStdString(p.explanation));
+    EXPECT_FALSE(w.part<LecturePanel>()->isHidden());
+    EXPECT_EQ(w.part<LecturePanel>()->title(), QString::fromStdString(p.title));
+    EXPECT_EQ(w.part<LecturePanel>()->explanation(), QString::fromStdString(p.explanation));
     // The setup panel holds the preset's settings.
     const engine::RunConfig& c = p.runs.front().config;
-    const SetupSettings s = w.setupPanel()->settings();
+    const SetupSettings s = w.part<SetupPanel>()->settings();
     EXPECT_EQ(s.dataset.toStdString(), c.dataset);
     EXPECT_EQ(s.model.toStdString(), c.model);
     EXPECT_EQ(s.recipe.toStdString(), c.recipe);
@@ -98,13 +99,13 @@ TEST(LectureMode, TheMenuListsEveryBuiltInPresetAndChoosingOneSetsTheLessonUp) {
                                                           : ChartArea::Gradients;
       if (!expected.contains(m)) expected << m;
     }
-    EXPECT_EQ(w.chartArea()->watched(), expected);
+    EXPECT_EQ(w.part<ChartArea>()->watched(), expected);
   }
   // Leaving the lesson gives the usual grid back.
-  w.leaveLecture();
-  EXPECT_EQ(w.lecture(), nullptr);
-  EXPECT_TRUE(w.chartArea()->watched().isEmpty());
-  EXPECT_TRUE(w.lecturePanel()->isHidden());
+  w.part<LessonController>()->leave();
+  EXPECT_EQ(w.part<LessonController>()->lesson(), nullptr);
+  EXPECT_TRUE(w.part<ChartArea>()->watched().isEmpty());
+  EXPECT_TRUE(w.part<LecturePanel>()->isHidden());
 }
 
 TEST(LectureMode, WatchedChartsAreLargerThanTheOthers) {
@@ -112,10 +113,10 @@ TEST(LectureMode, WatchedChartsAreLargerThanTheOthers) {
   MainWindow w;
   w.resize(1280, 720);
   w.show();
-  w.setLecture(testLesson());
+  w.part<LessonController>()->set(testLesson());
   ui_test::settle();
   ui_test::waitFor([&] { return false; }, 200);
-  ChartArea* a = w.chartArea();
+  ChartArea* a = w.part<ChartArea>();
   const int watched = a->view(ChartArea::Loss)->height() * a->view(ChartArea::Loss)->width();
   const int other = a->view(ChartArea::Memory)->height() * a->view(ChartArea::Memory)->width();
   EXPECT_GT(watched, other * 3 / 2) << "loss " << a->view(ChartArea::Loss)->size().width() << "x"
@@ -127,24 +128,24 @@ TEST(LectureMode, WatchedChartsAreLargerThanTheOthers) {
 TEST(LectureMode, StartRunsAllItsRunsAndTheClaimsAreCheckedWhenTheyEnd) {
   ui_test::ensureApplication();
   MainWindow w;
-  w.setQuietErrors(true);
-  w.setLecture(testLesson());
+  w.part<UserMessages>()->setQuiet(true);
+  w.part<LessonController>()->set(testLesson());
   bool checked = false;
-  QObject::connect(&w, &MainWindow::lectureChecked, [&] { checked = true; });
-  ASSERT_TRUE(w.startRun()) << w.lastError().toStdString();
-  ASSERT_EQ(w.lectureRuns().size(), 2);
-  EXPECT_EQ(w.store()->run(w.lectureRuns()[0]).name, QStringLiteral("base"));
-  EXPECT_EQ(w.store()->run(w.lectureRuns()[1]).name, QStringLiteral("half"));
-  EXPECT_EQ(w.store()->run(w.lectureRuns()[1]).config.recipe, "mixed-fp16");
-  EXPECT_TRUE(w.lecturePanel()->claimsText().contains(QStringLiteral("Checked when the runs end")));
+  QObject::connect(w.part<LessonController>(), &LessonController::checked, [&] { checked = true; });
+  ASSERT_TRUE(w.part<RunLauncher>()->startRun()) << w.part<UserMessages>()->lastError().toStdString();
+  ASSERT_EQ(w.part<LessonController>()->runs().size(), 2);
+  EXPECT_EQ(w.part<RunStore>()->run(w.part<LessonController>()->runs()[0]).name, QStringLiteral("base"));
+  EXPECT_EQ(w.part<RunStore>()->run(w.part<LessonController>()->runs()[1]).name, QStringLiteral("half"));
+  EXPECT_EQ(w.part<RunStore>()->run(w.part<LessonController>()->runs()[1]).config.recipe, "mixed-fp16");
+  EXPECT_TRUE(w.part<LecturePanel>()->claimsText().contains(QStringLiteral("Checked when the runs end")));
   ASSERT_TRUE(ui_test::waitFor([&] { return checked; }, 60000));
   // Side by side: both ran every step.
-  for (int id : w.lectureRuns()) EXPECT_EQ(w.store()->run(id).steps.size(), 60u);
-  const auto& results = w.lecturePanel()->claimResults();
+  for (int id : w.part<LessonController>()->runs()) EXPECT_EQ(w.part<RunStore>()->run(id).steps.size(), 60u);
+  const auto& results = w.part<LecturePanel>()->claimResults();
   ASSERT_EQ(results.size(), 2u);
   EXPECT_TRUE(results[0].pass) << results[0].text;
   EXPECT_FALSE(results[1].pass) << results[1].text;
-  const QString text = w.lecturePanel()->claimsText();
+  const QString text = w.part<LecturePanel>()->claimsText();
   EXPECT_TRUE(text.contains(QStringLiteral("PASS final_loss half / base"))) << text.toStdString();
   EXPECT_TRUE(text.contains(QStringLiteral("FAIL skipped_steps base"))) << text.toStdString();
 }
@@ -158,7 +159,7 @@ TEST(LectureMode, ABadPresetFileIsAnErrorDialogWithItsOneLine) {
   f.write(R"({"title": "Broken", "explanation": "x", "recipes": ["fp32"], "expect": [{"metric": "nope", "run": "fp32"}]})");
   f.close();
   MainWindow w;
-  w.setLecture(testLesson());
+  w.part<LessonController>()->set(testLesson());
   // The dialog: found and closed while it is open.
   QString dialogText;
   QTimer::singleShot(200, [&] {
@@ -168,47 +169,47 @@ TEST(LectureMode, ABadPresetFileIsAnErrorDialogWithItsOneLine) {
         box->accept();
       }
   });
-  EXPECT_FALSE(w.openLecture(path));
+  EXPECT_FALSE(w.part<LessonController>()->open(path));
   EXPECT_FALSE(dialogText.isEmpty());
   EXPECT_FALSE(dialogText.contains(QLatin1Char('\n')));
   EXPECT_TRUE(dialogText.contains(QStringLiteral("broken.json"))) << dialogText.toStdString();
-  EXPECT_EQ(dialogText, w.lastError());
+  EXPECT_EQ(dialogText, w.part<UserMessages>()->lastError());
   // The lesson before it stays.
-  ASSERT_NE(w.lecture(), nullptr);
-  EXPECT_EQ(w.lecture()->name, "test-lesson");
+  ASSERT_NE(w.part<LessonController>()->lesson(), nullptr);
+  EXPECT_EQ(w.part<LessonController>()->lesson()->name, "test-lesson");
   // A name that is no preset: the same.
-  w.setQuietErrors(true);
-  EXPECT_FALSE(w.openLecture(QStringLiteral("no-such-lesson")));
-  EXPECT_TRUE(w.lastError().contains(QStringLiteral("no-such-lesson")));
-  EXPECT_FALSE(w.lastError().contains(QLatin1Char('\n')));
+  w.part<UserMessages>()->setQuiet(true);
+  EXPECT_FALSE(w.part<LessonController>()->open(QStringLiteral("no-such-lesson")));
+  EXPECT_TRUE(w.part<UserMessages>()->lastError().contains(QStringLiteral("no-such-lesson")));
+  EXPECT_FALSE(w.part<UserMessages>()->lastError().contains(QLatin1Char('\n')));
 }
 
 TEST(LectureMode, TheSpeedControlPacesTheRunningTrainerAndTheNextOne) {
   ui_test::ensureApplication();
   MainWindow w;
-  w.setQuietErrors(true);
+  w.part<UserMessages>()->setQuiet(true);
   engine::RunConfig c = ui_test::config("fp32");
   c.steps = 2000;
   c.threads = 1;
-  w.setBaseConfig(c);
+  w.part<PrecisionTableController>()->setBaseConfig(c);
   // Set before the start: the next trainer gets it.
-  w.speedControl()->setRate(20);
-  EXPECT_EQ(w.speedControl()->rate(), 20.0);
-  EXPECT_EQ(w.controller()->stepRate(), 20.0);
-  ASSERT_TRUE(w.startRun());
-  const int id = w.controller()->currentRuns().front();
-  ASSERT_TRUE(ui_test::waitFor([&] { return !w.store()->run(id).steps.empty(); }, 20000));
+  w.part<SpeedControl>()->setRate(20);
+  EXPECT_EQ(w.part<SpeedControl>()->rate(), 20.0);
+  EXPECT_EQ(w.part<TrainingController>()->stepRate(), 20.0);
+  ASSERT_TRUE(w.part<RunLauncher>()->startRun());
+  const int id = w.part<TrainingController>()->currentRuns().front();
+  ASSERT_TRUE(ui_test::waitFor([&] { return !w.part<RunStore>()->run(id).steps.empty(); }, 20000));
   ui_test::waitFor([] { return false; }, 1000);
-  const std::size_t paced = w.store()->run(id).steps.size();
+  const std::size_t paced = w.part<RunStore>()->run(id).steps.size();
   EXPECT_LE(paced, 45u) << "20 steps/s for about a second";
   EXPECT_GE(paced, 5u);
   // As fast as possible, applied to the running trainer: it finishes.
-  w.speedControl()->setRate(0);
-  EXPECT_EQ(w.controller()->stepRate(), 0.0);
+  w.part<SpeedControl>()->setRate(0);
+  EXPECT_EQ(w.part<TrainingController>()->stepRate(), 0.0);
   bool done = false;
   QObject::connect(&w, &MainWindow::trainingFinished, [&] { done = true; });
   ASSERT_TRUE(ui_test::waitFor([&] { return done; }, 30000));
-  EXPECT_EQ(w.store()->run(id).steps.size(), 2000u);
+  EXPECT_EQ(w.part<RunStore>()->run(id).steps.size(), 2000u);
   // Every offered rate, and "as fast as possible".
   EXPECT_EQ(SpeedControl::rates(), (QVector<double>{0, 1, 2, 5, 10, 20, 50, 100}));
 }
@@ -218,45 +219,45 @@ TEST(LectureMode, PresentationViewOnOneShortcutAndBack) {
   MainWindow w;
   w.resize(1280, 720);
   w.show();
-  w.setLecture(testLesson());
+  w.part<LessonController>()->set(testLesson());
   ui_test::settle();
-  EXPECT_EQ(w.presentationAction()->shortcut(), QKeySequence(Qt::Key_F11));
+  EXPECT_EQ(w.findChild<QAction*>(QStringLiteral("actionPresentation"))->shortcut(), QKeySequence(Qt::Key_F11));
   QDockWidget* setup = w.findChild<QDockWidget*>(QStringLiteral("setupDock"));
   ASSERT_NE(setup, nullptr);
   ASSERT_TRUE(setup->isVisible());
-  QChart* loss = w.chartArea()->chart(ChartArea::Loss);
+  QChart* loss = w.part<ChartArea>()->chart(ChartArea::Loss);
   const QFont normalTitle = loss->titleFont();
-  w.presentationAction()->trigger();
+  w.findChild<QAction*>(QStringLiteral("actionPresentation"))->trigger();
   ui_test::settle();
   EXPECT_TRUE(w.presentation());
   EXPECT_FALSE(setup->isVisible());
   EXPECT_FALSE(w.findChild<QWidget*>(QStringLiteral("precisionBox"))->isVisible());
-  EXPECT_FALSE(w.tabs()->tabBar()->isVisible());
-  EXPECT_TRUE(w.lecturePanel()->isVisible());
-  EXPECT_GE(w.lecturePanel()->findChild<QWidget*>(QStringLiteral("lectureExplanation"))->font().pointSizeF(),
+  EXPECT_FALSE(w.findChild<QTabWidget*>(QStringLiteral("centreTabs"))->tabBar()->isVisible());
+  EXPECT_TRUE(w.part<LecturePanel>()->isVisible());
+  EXPECT_GE(w.part<LecturePanel>()->findChild<QWidget*>(QStringLiteral("lectureExplanation"))->font().pointSizeF(),
             chart_style::presentation::kTextPt);
   EXPECT_GE(loss->titleFont().pointSizeF(), chart_style::presentation::kTitlePt);
   // Only the watched charts.
-  EXPECT_TRUE(w.chartArea()->view(ChartArea::Loss)->isVisible());
-  EXPECT_TRUE(w.chartArea()->view(ChartArea::LossScale)->isVisible());
-  EXPECT_FALSE(w.chartArea()->view(ChartArea::Memory)->isVisible());
+  EXPECT_TRUE(w.part<ChartArea>()->view(ChartArea::Loss)->isVisible());
+  EXPECT_TRUE(w.part<ChartArea>()->view(ChartArea::LossScale)->isVisible());
+  EXPECT_FALSE(w.part<ChartArea>()->view(ChartArea::Memory)->isVisible());
   // Lines drawn after the switch are thick too.
-  ASSERT_TRUE(w.startRun());
+  ASSERT_TRUE(w.part<RunLauncher>()->startRun());
   ASSERT_TRUE(ui_test::waitFor([&] {
-    w.chartArea()->refresh();
-    auto* s = qobject_cast<QLineSeries*>(w.chartArea()->runSeries(ChartArea::Loss, w.lectureRuns().value(0, 0)));
+    w.part<ChartArea>()->refresh();
+    auto* s = qobject_cast<QLineSeries*>(w.part<ChartArea>()->runSeries(ChartArea::Loss, w.part<LessonController>()->runs().value(0, 0)));
     return s && s->pen().widthF() >= chart_style::kLossWidth * chart_style::presentation::kLineFactor - 1e-9;
   }, 20000));
-  w.controller()->shutdown();
+  w.part<TrainingController>()->shutdown();
   // The same shortcut returns.
-  w.presentationAction()->trigger();
+  w.findChild<QAction*>(QStringLiteral("actionPresentation"))->trigger();
   ui_test::settle();
   EXPECT_FALSE(w.presentation());
   EXPECT_TRUE(setup->isVisible());
-  EXPECT_TRUE(w.tabs()->tabBar()->isVisible());
+  EXPECT_TRUE(w.findChild<QTabWidget*>(QStringLiteral("centreTabs"))->tabBar()->isVisible());
   EXPECT_EQ(loss->titleFont(), normalTitle);
-  EXPECT_TRUE(w.chartArea()->view(ChartArea::Memory)->isVisible());
-  auto* s = qobject_cast<QLineSeries*>(w.chartArea()->runSeries(ChartArea::Loss, w.lectureRuns().value(0, 0)));
+  EXPECT_TRUE(w.part<ChartArea>()->view(ChartArea::Memory)->isVisible());
+  auto* s = qobject_cast<QLineSeries*>(w.part<ChartArea>()->runSeries(ChartArea::Loss, w.part<LessonController>()->runs().value(0, 0)));
   ASSERT_NE(s, nullptr);
   EXPECT_DOUBLE_EQ(s->pen().widthF(), chart_style::kLossWidth);
 }

@@ -11,6 +11,7 @@
 #include "main_window.h"
 #include "session/command_line.h"
 #include "ui/ui_test_support.h"
+#include "ui/window_parts.h"
 
 namespace {
 
@@ -22,14 +23,14 @@ class CommandLineTest : public ::testing::Test {
 // Today `--dataset spirals` also reset recipe, loss scaling, batch, seed and length.
 TEST_F(CommandLineTest, AnOptionChangesOnlyWhatItNames) {
   MainWindow window;
-  window.setQuietErrors(true);
-  const engine::RunConfig before = window.nextRunConfig();
+  window.part<UserMessages>()->setQuiet(true);
+  const engine::RunConfig before = window.part<PrecisionTableController>()->nextRunConfig();
   LaunchOptions o;
   QString error;
   bool exitNow = false;
   ASSERT_TRUE(parseLaunchOptions({"precision-lab", "--dataset", "spirals"}, o, &error, &exitNow)) << error.toStdString();
-  ASSERT_TRUE(window.applyLaunchOptions(o)) << window.lastError().toStdString();
-  const engine::RunConfig after = window.nextRunConfig();
+  ASSERT_TRUE(window.part<PrecisionTableController>()->applyLaunchOptions(o)) << window.part<UserMessages>()->lastError().toStdString();
+  const engine::RunConfig after = window.part<PrecisionTableController>()->nextRunConfig();
   EXPECT_EQ(after.dataset, "spirals");
   EXPECT_EQ(after.recipe, before.recipe);
   EXPECT_EQ(after.loss_scale_set, before.loss_scale_set);
@@ -42,8 +43,8 @@ TEST_F(CommandLineTest, AnOptionChangesOnlyWhatItNames) {
 
   // A second option on top: only the steps change.
   ASSERT_TRUE(parseLaunchOptions({"precision-lab", "--steps", "123"}, o, &error, &exitNow));
-  ASSERT_TRUE(window.applyLaunchOptions(o));
-  const engine::RunConfig third = window.nextRunConfig();
+  ASSERT_TRUE(window.part<PrecisionTableController>()->applyLaunchOptions(o));
+  const engine::RunConfig third = window.part<PrecisionTableController>()->nextRunConfig();
   EXPECT_EQ(third.steps, 123);
   EXPECT_EQ(third.dataset, "spirals");
   EXPECT_EQ(third.recipe, before.recipe);
@@ -59,10 +60,10 @@ TEST_F(CommandLineTest, AMissingConfigOpensTheWindowWithTheError) {
   ASSERT_TRUE(parseLaunchOptions({"precision-lab", "--config", missing, "--dataset", "spirals"}, o, &error, &exitNow));
   EXPECT_TRUE(o.configError.contains(QStringLiteral("missing.json"))) << o.configError.toStdString();
   MainWindow window;
-  window.setQuietErrors(true);
-  EXPECT_FALSE(window.applyLaunchOptions(o));
-  EXPECT_TRUE(window.lastError().contains(QStringLiteral("missing.json"))) << window.lastError().toStdString();
-  EXPECT_EQ(window.nextRunConfig().dataset, "spirals");  // the rest of the line still applies
+  window.part<UserMessages>()->setQuiet(true);
+  EXPECT_FALSE(window.part<PrecisionTableController>()->applyLaunchOptions(o));
+  EXPECT_TRUE(window.part<UserMessages>()->lastError().contains(QStringLiteral("missing.json"))) << window.part<UserMessages>()->lastError().toStdString();
+  EXPECT_EQ(window.part<PrecisionTableController>()->nextRunConfig().dataset, "spirals");  // the rest of the line still applies
 }
 
 QProcessEnvironment withoutDisplay() {

@@ -24,6 +24,7 @@
 #include "session/training_controller.h"
 #include "journal/journal.h"
 #include "ui/ui_test_support.h"
+#include "ui/window_parts.h"
 
 namespace {
 
@@ -58,7 +59,7 @@ class RunFoldersTest : public ::testing::Test {
 
   static std::unique_ptr<MainWindow> makeWindow() {
     auto w = std::make_unique<MainWindow>();
-    w->setQuietErrors(true);
+    w->part<UserMessages>()->setQuiet(true);
     w->resize(1400, 900);
     w->show();
     return w;
@@ -66,14 +67,14 @@ class RunFoldersTest : public ::testing::Test {
   QString root() const { return QDir(m_home.path()).filePath(QStringLiteral("precision-lab/runs")); }
   QStringList folders() const { return QDir(root()).entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name); }
   bool waitFinished(int ms = 30000) {
-    return ui_test::waitFor([this] { return !m_window->controller()->active(); }, ms);
+    return ui_test::waitFor([this] { return !m_window->part<TrainingController>()->active(); }, ms);
   }
   // One finished single run of `steps` steps; its folder.
   QString trainOne(std::int64_t steps, const std::string& recipe = "fp32") {
-    m_window->setBaseConfig(spirals(steps, recipe));
-    EXPECT_TRUE(m_window->startRun()) << m_window->lastError().toStdString();
+    m_window->part<PrecisionTableController>()->setBaseConfig(spirals(steps, recipe));
+    EXPECT_TRUE(m_window->part<RunLauncher>()->startRun()) << m_window->part<UserMessages>()->lastError().toStdString();
     EXPECT_TRUE(waitFinished());
-    return m_window->controller()->currentFolder();
+    return m_window->part<TrainingController>()->currentFolder();
   }
 
   QTemporaryDir m_home;
@@ -87,7 +88,7 @@ TEST_F(RunFoldersTest, SingleRunIsJournaledIntoTheDataFolder) {
   EXPECT_EQ(QFileInfo(folder).absolutePath(), QFileInfo(root()).absoluteFilePath());
   EXPECT_TRUE(QRegularExpression(QStringLiteral("^\\d{8}-\\d{6}-run-1$")).match(QFileInfo(folder).fileName()).hasMatch())
       << folder.toStdString();
-  const RunData& r = m_window->store()->run(0);
+  const RunData& r = m_window->part<RunStore>()->run(0);
   EXPECT_EQ(r.folder, folder);
   EXPECT_EQ(r.folderRun, 0);
   const engine::JournalContents j = engine::read_journal(folder.toStdString());
@@ -101,15 +102,15 @@ TEST_F(RunFoldersTest, SingleRunIsJournaledIntoTheDataFolder) {
     EXPECT_EQ(j.exports[0].history.steps[i].loss, r.steps[i].loss);  // round-trip digits
   }
   // The History tab lists it (refreshed when it started and when it ended).
-  ASSERT_EQ(m_window->historyPanel()->pastRuns().size(), 1);
-  EXPECT_EQ(m_window->historyPanel()->pastRuns()[0].status, QStringLiteral("finished"));
+  ASSERT_EQ(m_window->part<HistoryPanel>()->pastRuns().size(), 1);
+  EXPECT_EQ(m_window->part<HistoryPanel>()->pastRuns()[0].status, QStringLiteral("finished"));
 }
 
 TEST_F(RunFoldersTest, ComparisonAndLessonAreJournaledAsOneFolderEach) {
-  m_window->setBaseConfig(spirals(60));
-  ASSERT_TRUE(m_window->startComparison({QStringLiteral("fp32"), QStringLiteral("fp16"), QStringLiteral("mixed-fp16")}));
+  m_window->part<PrecisionTableController>()->setBaseConfig(spirals(60));
+  ASSERT_TRUE(m_window->part<RunLauncher>()->startComparison({QStringLiteral("fp32"), QStringLiteral("fp16"), QStringLiteral("mixed-fp16")}));
   ASSERT_TRUE(waitFinished());
-  const QString compare = m_window->controller()->currentFolder();
+  const QString compare = m_window->part<TrainingController>()->currentFolder();
   EXPECT_TRUE(QFileInfo(compare).fileName().endsWith(QStringLiteral("-compare-fp32-fp16-mixed-fp16")))
       << compare.toStdString();
   engine::JournalContents j = engine::read_journal_status(compare.toStdString());
@@ -118,20 +119,20 @@ TEST_F(RunFoldersTest, ComparisonAndLessonAreJournaledAsOneFolderEach) {
   EXPECT_EQ(j.runs[1].config.recipe, "fp16");
 
   // A lesson: its runs under the preset's name (stopped early: it is long).
-  ASSERT_TRUE(m_window->openLecture(QStringLiteral("range-not-precision"))) << m_window->lastError().toStdString();
-  ASSERT_TRUE(m_window->startRun()) << m_window->lastError().toStdString();
-  const QString lesson = m_window->controller()->currentFolder();
+  ASSERT_TRUE(m_window->part<LessonController>()->open(QStringLiteral("range-not-precision"))) << m_window->part<UserMessages>()->lastError().toStdString();
+  ASSERT_TRUE(m_window->part<RunLauncher>()->startRun()) << m_window->part<UserMessages>()->lastError().toStdString();
+  const QString lesson = m_window->part<TrainingController>()->currentFolder();
   ASSERT_NE(lesson, compare);
   EXPECT_TRUE(QFileInfo(lesson).fileName().endsWith(QStringLiteral("-range-not-precision"))) << lesson.toStdString();
-  const int first = m_window->lectureRuns().front();
-  ASSERT_TRUE(ui_test::waitFor([&] { return m_window->store()->run(first).steps.size() > 5; }));
-  m_window->stopRun();
+  const int first = m_window->part<LessonController>()->runs().front();
+  ASSERT_TRUE(ui_test::waitFor([&] { return m_window->part<RunStore>()->run(first).steps.size() > 5; }));
+  m_window->part<RunLauncher>()->stopRun();
   ASSERT_TRUE(waitFinished());
   j = engine::read_journal(lesson.toStdString());
   EXPECT_EQ(j.status, "stopped");
-  ASSERT_EQ(j.runs.size(), static_cast<std::size_t>(m_window->lectureRuns().size()));
-  for (int k = 0; k < m_window->lectureRuns().size(); ++k)
-    EXPECT_EQ(j.exports[k].history.steps.size(), m_window->store()->run(m_window->lectureRuns()[k]).steps.size());
+  ASSERT_EQ(j.runs.size(), static_cast<std::size_t>(m_window->part<LessonController>()->runs().size()));
+  for (int k = 0; k < m_window->part<LessonController>()->runs().size(); ++k)
+    EXPECT_EQ(j.exports[k].history.steps.size(), m_window->part<RunStore>()->run(m_window->part<LessonController>()->runs()[k]).steps.size());
   EXPECT_EQ(folders().size(), 2);
 }
 
@@ -140,25 +141,25 @@ TEST_F(RunFoldersTest, UnwritableFolderRefusesTheStart) {
   QFile blocker(QDir(m_home.path()).filePath(QStringLiteral("blocker")));
   ASSERT_TRUE(blocker.open(QIODevice::WriteOnly));
   blocker.close();
-  m_window->controller()->setJournalRoot(QDir(blocker.fileName()).filePath(QStringLiteral("runs")));
-  m_window->setBaseConfig(spirals(50));
-  EXPECT_FALSE(m_window->startRun());
-  EXPECT_TRUE(m_window->lastError().contains(QStringLiteral("blocker"))) << m_window->lastError().toStdString();
-  EXPECT_FALSE(m_window->lastError().contains(QLatin1Char('\n')));
-  EXPECT_EQ(m_window->store()->count(), 0);  // nothing started
-  EXPECT_FALSE(m_window->controller()->active());
-  EXPECT_FALSE(m_window->startComparison({QStringLiteral("fp32"), QStringLiteral("fp16")}));
-  EXPECT_EQ(m_window->store()->count(), 0);
+  m_window->part<TrainingController>()->setJournalRoot(QDir(blocker.fileName()).filePath(QStringLiteral("runs")));
+  m_window->part<PrecisionTableController>()->setBaseConfig(spirals(50));
+  EXPECT_FALSE(m_window->part<RunLauncher>()->startRun());
+  EXPECT_TRUE(m_window->part<UserMessages>()->lastError().contains(QStringLiteral("blocker"))) << m_window->part<UserMessages>()->lastError().toStdString();
+  EXPECT_FALSE(m_window->part<UserMessages>()->lastError().contains(QLatin1Char('\n')));
+  EXPECT_EQ(m_window->part<RunStore>()->count(), 0);  // nothing started
+  EXPECT_FALSE(m_window->part<TrainingController>()->active());
+  EXPECT_FALSE(m_window->part<RunLauncher>()->startComparison({QStringLiteral("fp32"), QStringLiteral("fp16")}));
+  EXPECT_EQ(m_window->part<RunStore>()->count(), 0);
 }
 
 TEST_F(RunFoldersTest, PastRunsAreListedOnStartAndOpenWithEveryChartAndExport) {
   const QString folder = trainOne(150, "mixed-fp16");
-  const RunData trained = m_window->store()->run(0);
+  const RunData trained = m_window->part<RunStore>()->run(0);
   m_window.reset();
 
   // The next start of the app.
   m_window = makeWindow();
-  HistoryPanel* history = m_window->historyPanel();
+  HistoryPanel* history = m_window->part<HistoryPanel>();
   ASSERT_EQ(history->pastRuns().size(), 1);
   const PastRun& p = history->pastRuns()[0];
   EXPECT_EQ(p.dir, QFileInfo(folder).absoluteFilePath());
@@ -174,13 +175,13 @@ TEST_F(RunFoldersTest, PastRunsAreListedOnStartAndOpenWithEveryChartAndExport) {
   EXPECT_TRUE(row->text(HistoryPanel::Steps).startsWith(QStringLiteral("150")));
   EXPECT_TRUE(history->sizeText().contains(QStringLiteral("1 run folder"))) << history->sizeText().toStdString();
   EXPECT_GT(history->totalBytes(), 0);
-  EXPECT_TRUE(m_window->runsTabs()->tabText(1).startsWith(QStringLiteral("History (1")));
+  EXPECT_TRUE(m_window->findChild<QTabWidget*>(QStringLiteral("runsTabs"))->tabText(1).startsWith(QStringLiteral("History (1")));
 
   // Open: the whole history in the store, as trained.
   history->tree()->setCurrentItem(row);
   history->openRow(0);
-  ASSERT_EQ(m_window->store()->count(), 1);
-  const RunData& r = m_window->store()->run(0);
+  ASSERT_EQ(m_window->part<RunStore>()->count(), 1);
+  const RunData& r = m_window->part<RunStore>()->run(0);
   EXPECT_TRUE(r.reopened);
   EXPECT_FALSE(r.interrupted);
   EXPECT_EQ(r.state, engine::RunState::Finished);
@@ -190,16 +191,16 @@ TEST_F(RunFoldersTest, PastRunsAreListedOnStartAndOpenWithEveryChartAndExport) {
   for (std::size_t i = 0; i < r.steps.size(); ++i) ASSERT_EQ(r.steps[i].loss, trained.steps[i].loss);
   EXPECT_EQ(r.evals.size(), trained.evals.size());
   EXPECT_EQ(r.grads.size(), trained.grads.size());
-  EXPECT_EQ(m_window->runsList()->runStatus(0), QStringLiteral("finished"));
+  EXPECT_EQ(m_window->part<RunsList>()->runStatus(0), QStringLiteral("finished"));
   EXPECT_TRUE(r.summary.has_value());
   // The charts draw it; Export writes it.
-  m_window->chartArea();
+  m_window->part<ChartArea>();
   QTemporaryDir out;
   ExportRequest request;
   request.dir = out.path();
   request.runs = {0};
   request.csv = true;
-  ASSERT_TRUE(m_window->exportTo(request)) << m_window->lastError().toStdString();
+  ASSERT_TRUE(m_window->part<ExportController>()->exportTo(request)) << m_window->part<UserMessages>()->lastError().toStdString();
   QFile steps(QDir(out.path()).filePath(QStringLiteral("steps.csv")));
   ASSERT_TRUE(steps.open(QIODevice::ReadOnly));
   EXPECT_EQ(steps.readAll().count('\n'), 151);  // header + 150 rows
@@ -208,7 +209,7 @@ TEST_F(RunFoldersTest, PastRunsAreListedOnStartAndOpenWithEveryChartAndExport) {
 TEST_F(RunFoldersTest, DeletingAsksFirstAndClearAllEmptiesTheFolder) {
   trainOne(40);
   trainOne(40);
-  HistoryPanel* history = m_window->historyPanel();
+  HistoryPanel* history = m_window->part<HistoryPanel>();
   history->refresh();
   ASSERT_EQ(history->pastRuns().size(), 2);
   int asked = 0;
@@ -242,9 +243,9 @@ TEST_F(RunFoldersTest, DeletingAsksFirstAndClearAllEmptiesTheFolder) {
 }
 
 TEST_F(RunFoldersTest, ARunBeingWrittenIsNotDeleted) {
-  m_window->setBaseConfig(spirals(1000000));
-  ASSERT_TRUE(m_window->startRun());
-  HistoryPanel* history = m_window->historyPanel();
+  m_window->part<PrecisionTableController>()->setBaseConfig(spirals(1000000));
+  ASSERT_TRUE(m_window->part<RunLauncher>()->startRun());
+  HistoryPanel* history = m_window->part<HistoryPanel>();
   history->refresh();
   ASSERT_EQ(history->pastRuns().size(), 1);
   EXPECT_TRUE(history->pastRuns()[0].beingWritten);
@@ -254,7 +255,7 @@ TEST_F(RunFoldersTest, ARunBeingWrittenIsNotDeleted) {
   EXPECT_TRUE(history->lastError().contains(QStringLiteral("still writing")));
   EXPECT_TRUE(history->clearAll());  // nothing else to clear; the live one is kept
   EXPECT_EQ(folders().size(), 1);
-  m_window->stopRun();
+  m_window->part<RunLauncher>()->stopRun();
   ASSERT_TRUE(waitFinished());
   EXPECT_EQ(history->pastRuns()[0].status, QStringLiteral("stopped"));
 }
@@ -277,7 +278,7 @@ TEST_F(RunFoldersTest, UnreadableFoldersShowTheirLineAndAreSkipped) {
     f.write("{\"status\": \"finished\"}");
   }
   // A good status but a corrupt steps.csv: lists fine, fails to open.
-  const QString good = m_window->controller()->currentFolder();
+  const QString good = m_window->part<TrainingController>()->currentFolder();
   const QString corrupt = QDir(root()).filePath(QStringLiteral("20200103-000000-corrupt"));
   ASSERT_TRUE(QDir().mkpath(corrupt));
   for (const QString& name : QDir(good).entryList(QDir::Files))
@@ -290,7 +291,7 @@ TEST_F(RunFoldersTest, UnreadableFoldersShowTheirLineAndAreSkipped) {
   // Not a run folder at all: not listed.
   ASSERT_TRUE(QDir().mkpath(QDir(root()).filePath(QStringLiteral("somewhere-else"))));
 
-  HistoryPanel* history = m_window->historyPanel();
+  HistoryPanel* history = m_window->part<HistoryPanel>();
   history->refresh();
   ASSERT_EQ(history->pastRuns().size(), 4);
   int unreadable = 0;
@@ -305,17 +306,17 @@ TEST_F(RunFoldersTest, UnreadableFoldersShowTheirLineAndAreSkipped) {
     EXPECT_EQ(history->lastError(), p.error);
   }
   EXPECT_EQ(unreadable, 2);
-  EXPECT_EQ(m_window->store()->count(), 1);
+  EXPECT_EQ(m_window->part<RunStore>()->count(), 1);
 
-  const int before = m_window->store()->count();
-  EXPECT_FALSE(m_window->openPastRun(corrupt));
-  EXPECT_TRUE(m_window->lastError().contains(QStringLiteral("steps.csv"))) << m_window->lastError().toStdString();
-  EXPECT_FALSE(m_window->lastError().contains(QLatin1Char('\n')));
-  EXPECT_EQ(m_window->store()->count(), before);  // nothing half-added
-  EXPECT_FALSE(m_window->openPastRun(QDir(root()).filePath(QStringLiteral("does-not-exist"))));
+  const int before = m_window->part<RunStore>()->count();
+  EXPECT_FALSE(m_window->part<HistoryController>()->open(corrupt));
+  EXPECT_TRUE(m_window->part<UserMessages>()->lastError().contains(QStringLiteral("steps.csv"))) << m_window->part<UserMessages>()->lastError().toStdString();
+  EXPECT_FALSE(m_window->part<UserMessages>()->lastError().contains(QLatin1Char('\n')));
+  EXPECT_EQ(m_window->part<RunStore>()->count(), before);  // nothing half-added
+  EXPECT_FALSE(m_window->part<HistoryController>()->open(QDir(root()).filePath(QStringLiteral("does-not-exist"))));
   // The good one still opens.
-  EXPECT_TRUE(m_window->openPastRun(good)) << m_window->lastError().toStdString();
-  EXPECT_EQ(m_window->store()->count(), before + 1);
+  EXPECT_TRUE(m_window->part<HistoryController>()->open(good)) << m_window->part<UserMessages>()->lastError().toStdString();
+  EXPECT_EQ(m_window->part<RunStore>()->count(), before + 1);
 }
 
 TEST(RunFolders, NamesAreSafeAndUnique) {

@@ -1,5 +1,5 @@
 // StepInspector: two tables over RunData::inspection.
-#include "lecture/step_inspector.h"
+#include "inspect/step_inspector.h"
 
 #include <QHeaderView>
 #include <QLabel>

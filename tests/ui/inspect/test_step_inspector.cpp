@@ -1,4 +1,4 @@
-// ui/lecture/step_inspector: Step advances every run by exactly one step
+// ui/inspect/step_inspector: Step advances every run by exactly one step
 // and the inspector shows that step's numbers, layer by layer.
 #include <gtest/gtest.h>
 
@@ -9,11 +9,12 @@
 
 #include "charts/number_text.h"
 #include "lecture/preset.h"
-#include "lecture/step_inspector.h"
+#include "inspect/step_inspector.h"
 #include "main_window.h"
 #include "session/run_store.h"
 #include "session/training_controller.h"
 #include "../ui_test_support.h"
+#include "../window_parts.h"
 
 namespace {
 
@@ -42,23 +43,23 @@ void expectShown(StepInspector* inspector, const RunData& r, int row) {
 TEST(StepInspector, StepAdvancesExactlyOneStepAndShowsIt) {
   ui_test::ensureApplication();
   MainWindow w;
-  w.setQuietErrors(true);
+  w.part<UserMessages>()->setQuiet(true);
   engine::RunConfig c = ui_test::config("mixed-fp16");
   c.steps = 50;
   c.threads = 1;
-  w.setBaseConfig(c);
-  StepInspector* inspector = w.stepInspector();
+  w.part<PrecisionTableController>()->setBaseConfig(c);
+  StepInspector* inspector = w.part<StepInspector>();
 
-  w.stepOnce();  // no run yet: one is built paused and takes its first step
-  ASSERT_EQ(w.controller()->currentRuns().size(), 1);
-  const int id = w.controller()->currentRuns().front();
-  ASSERT_TRUE(ui_test::waitFor([&] { return w.store()->run(id).inspection.has_value(); }, 20000));
-  EXPECT_FALSE(w.stepInspectorDock()->isHidden());
+  w.part<RunLauncher>()->stepOnce();  // no run yet: one is built paused and takes its first step
+  ASSERT_EQ(w.part<TrainingController>()->currentRuns().size(), 1);
+  const int id = w.part<TrainingController>()->currentRuns().front();
+  ASSERT_TRUE(ui_test::waitFor([&] { return w.part<RunStore>()->run(id).inspection.has_value(); }, 20000));
+  EXPECT_FALSE(w.findChild<QDockWidget*>(QStringLiteral("stepInspectorDock"))->isHidden());
   ui_test::waitFor([] { return false; }, 300);  // nothing more arrives: paused
-  const RunData& r = w.store()->run(id);
+  const RunData& r = w.part<RunStore>()->run(id);
   EXPECT_EQ(r.steps.size(), 1u);
   EXPECT_EQ(r.inspection->step, 1);
-  EXPECT_TRUE(w.controller()->paused());
+  EXPECT_TRUE(w.part<TrainingController>()->paused());
   expectShown(inspector, r, 0);
   EXPECT_EQ(inspector->runsTable()->item(0, StepInspector::RunScaleBefore)->text(),
             QStringLiteral("2^%1").arg(static_cast<int>(std::log2(r.inspection->scale_before))));
@@ -81,36 +82,36 @@ TEST(StepInspector, StepAdvancesExactlyOneStepAndShowsIt) {
   }
 
   // Again: exactly one more.
-  w.stepOnce();
-  ASSERT_TRUE(ui_test::waitFor([&] { return w.store()->run(id).inspection->step == 2; }, 20000));
+  w.part<RunLauncher>()->stepOnce();
+  ASSERT_TRUE(ui_test::waitFor([&] { return w.part<RunStore>()->run(id).inspection->step == 2; }, 20000));
   ui_test::waitFor([] { return false; }, 300);
-  EXPECT_EQ(w.store()->run(id).steps.size(), 2u);
-  expectShown(inspector, w.store()->run(id), 0);
-  w.controller()->shutdown();
+  EXPECT_EQ(w.part<RunStore>()->run(id).steps.size(), 2u);
+  expectShown(inspector, w.part<RunStore>()->run(id), 0);
+  w.part<TrainingController>()->shutdown();
 }
 
 TEST(StepInspector, StepInALessonStepsEveryRunOnce) {
   ui_test::ensureApplication();
   MainWindow w;
-  w.setQuietErrors(true);
-  w.setLecture(engine::parse_preset(R"({"title": "t", "explanation": "Three runs on spirals, one step at a time: watch the inspector.", "dataset": "spirals", "model": "mlp",
+  w.part<UserMessages>()->setQuiet(true);
+  w.part<LessonController>()->set(engine::parse_preset(R"({"title": "t", "explanation": "Three runs on spirals, one step at a time: watch the inspector.", "dataset": "spirals", "model": "mlp",
       "steps": 40, "threads": 1, "recipes": ["fp32", "fp16", "mixed-fp16"],
       "expect": [{"metric": "skipped_steps", "run": "fp32", "max": 0}]})",
                                     "t.json", "t"));
-  w.stepOnce();
-  const QVector<int> ids = w.controller()->currentRuns();
+  w.part<RunLauncher>()->stepOnce();
+  const QVector<int> ids = w.part<TrainingController>()->currentRuns();
   ASSERT_EQ(ids.size(), 3);
   ASSERT_TRUE(ui_test::waitFor([&] {
     for (int id : ids)
-      if (!w.store()->run(id).inspection) return false;
+      if (!w.part<RunStore>()->run(id).inspection) return false;
     return true;
   }, 20000));
   ui_test::waitFor([] { return false; }, 300);
   for (int row = 0; row < ids.size(); ++row) {
-    const RunData& r = w.store()->run(ids[row]);
+    const RunData& r = w.part<RunStore>()->run(ids[row]);
     EXPECT_EQ(r.steps.size(), 1u) << r.name.toStdString();
-    expectShown(w.stepInspector(), r, row);
+    expectShown(w.part<StepInspector>(), r, row);
   }
-  EXPECT_EQ(w.store()->run(ids[0]).name, QStringLiteral("fp32"));
-  w.controller()->shutdown();
+  EXPECT_EQ(w.part<RunStore>()->run(ids[0]).name, QStringLiteral("fp32"));
+  w.part<TrainingController>()->shutdown();
 }

@@ -1,5 +1,5 @@
 // FaultDialog: a form (run, target, layer, value) over the store's live runs.
-#include "lecture/fault_dialog.h"
+#include "inspect/fault_dialog.h"
 
 #include <QComboBox>
 #include <QDialogButtonBox>

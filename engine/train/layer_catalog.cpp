@@ -1,0 +1,101 @@
+// Layer catalog: builds the model of a config on a private CPU backend and
+// reads each leaf's shapes, formats and bytes from the engine's own objects.
+#include "train/layer_catalog.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "amp/apply.h"
+#include "amp/recipe.h"
+#include "backend/backend.h"
+#include "backend/registry.h"
+#include "data/synthetic.h"
+#include "nn/block_gemm.h"
+#include "nn/composite.h"
+#include "nn/layer.h"
+#include "nn/model.h"
+
+namespace engine {
+
+DatasetShape dataset_shape(const std::string& dataset) {
+  if (dataset == "spirals") return {{2}, 2};
+  if (dataset == "tiny-gradients")
+    return {{static_cast<std::int64_t>(kTinyGradientsInputs)}, static_cast<std::int64_t>(kTinyGradientsOutputs)};
+  return {{1, 28, 28}, 10};
+}
+
+namespace {
+
+std::int64_t numel(const Shape& s) {
+  std::int64_t n = 1;
+  for (std::int64_t d : s) n *= d;
+  return n;
+}
+
+// Each leaf's output shape per sample, composites opened up (the same walk as
+// Model::describe()).
+std::map<std::string, Shape> leaf_outputs(Model& model) {
+  std::map<std::string, Shape> out;
+  Shape s = {1};
+  s.insert(s.end(), model.sample_shape().begin(), model.sample_shape().end());
+  for (const auto& owned : model.layers()) {
+    Layer* top = owned.get();
+    std::vector<std::pair<Layer*, Shape>> leaves;
+    if (auto* c = dynamic_cast<CompositeLayer*>(top))
+      c->leaf_shapes(s, leaves);
+    else
+      leaves.emplace_back(top, top->output_shape(s));
+    for (auto& [leaf, shape] : leaves) out[leaf->name()] = Shape(shape.begin() + 1, shape.end());
+    s = top->output_shape(s);
+  }
+  return out;
+}
+
+}  // namespace
+
+LayerCatalog describe_layers(const RunConfig& config) {
+  LayerCatalog catalog;
+  catalog.data = dataset_shape(config.dataset);
+  std::unique_ptr<Model> model;
+  if (config.model == "mlp" && !config.widths.empty())
+    model = build_mlp(catalog.data.sample, catalog.data.outputs, config.widths);
+  else
+    model = build_model(config.model, catalog.data.sample, catalog.data.outputs);
+
+  Recipe recipe = make_recipe(config.recipe);
+  std::map<std::string, LayerPrecision> plain;
+  for (Layer* l : model->leaves()) plain[l->name()] = recipe.precision_for(*l);
+  for (const auto& [name, p] : config.layers) recipe.overrides[name] = p;
+  // Host memory and a backend apart from any trainer's; one at a time, since
+  // callers may be on any thread.
+  static std::mutex mutex;
+  static const std::unique_ptr<Backend> backend = make_backend("cpu", 1).backend;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    apply_recipe(*backend, *model, recipe);
+  }
+
+  const std::map<std::string, Shape> outputs = leaf_outputs(*model);
+  for (Layer* l : model->leaves()) {
+    LayerInfo info;
+    info.name = l->name();
+    info.kind = l->kind();
+    info.precision = l->precision();
+    info.recipe_precision = plain[l->name()];
+    if (auto it = outputs.find(l->name()); it != outputs.end()) info.output = it->second;
+    const std::vector<Parameter*> params = l->parameters();
+    if (!params.empty()) info.weight = params.front()->shape;
+    for (Parameter* p : params) {
+      info.parameters += p->numel();
+      info.state_bytes += weight_device_bytes(*p) + static_cast<std::int64_t>(p->master.bytes());
+    }
+    if (!info.output.empty())
+      info.activation_bytes =
+          config.batch * numel(info.output) * static_cast<std::int64_t>(storage_bytes(info.precision.storage));
+    catalog.layers.push_back(std::move(info));
+  }
+  return catalog;
+}
+
+}  // namespace engine

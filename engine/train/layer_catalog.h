@@ -1,0 +1,54 @@
+// Layer catalog: what a run config's model is made of, layer by layer, and the
+// shape of its data set, without loading data or training (for tables and menus).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "amp/precision.h"
+#include "tensor/tensor.h"
+#include "train/run_config.h"
+
+namespace engine {
+
+// One sample's shape and the width of the model's output, as the data set
+// will have them once loaded.
+struct DatasetShape {
+  Shape sample;              // {2}, {4}, {1, 28, 28}
+  std::int64_t outputs = 0;  // classes, or target floats for a regression
+};
+
+// The data set's shape without reading it: spirals and tiny-gradients are
+// generated with fixed shapes; Fashion-MNIST and every IDX folder are read as
+// 1x28x28 images of 10 classes (a folder of another size is only found out
+// when it loads).
+DatasetShape dataset_shape(const std::string& dataset);
+
+// One leaf of the model, as a run of `config` would build it.
+struct LayerInfo {
+  std::string name;                 // "fc1", "block1.attn.qkv"
+  std::string kind;                 // "linear", "relu", ...
+  Shape output;                     // per sample ("16x64" is {16, 64})
+  Shape weight;                     // the first parameter's shape; empty without parameters
+  std::int64_t parameters = 0;      // every parameter's elements
+  LayerPrecision precision;         // the recipe with config.layers applied
+  LayerPrecision recipe_precision;  // the recipe alone
+  // Weights in their device storage plus the FP32 master copy, and one
+  // batch of this layer's saved output in its storage format.
+  std::int64_t state_bytes = 0;
+  std::int64_t activation_bytes = 0;
+};
+
+struct LayerCatalog {
+  DatasetShape data;
+  std::vector<LayerInfo> layers;  // the model's leaves in order
+};
+
+// Builds `config`'s model (shapes only, on a CPU backend of its own) and
+// applies its recipe and layer overrides. Throws std::runtime_error with one
+// line when the model cannot take the data set (a cnn on 2-D spirals) or the
+// recipe is unknown. Any thread; a few milliseconds.
+LayerCatalog describe_layers(const RunConfig& config);
+
+}  // namespace engine

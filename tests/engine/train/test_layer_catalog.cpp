@@ -1,0 +1,81 @@
+// describe_layers: the model's leaves, shapes, formats and bytes as a run of
+// the config would build them, and the data set's shape without loading it.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "train/layer_catalog.h"
+
+using engine::Format;
+using engine::RunConfig;
+
+namespace {
+RunConfig small_mlp(const std::string& recipe) {
+  RunConfig c;
+  c.model = "mlp";
+  c.dataset = "spirals";
+  c.widths = {16, 8};
+  c.batch = 4;
+  c.recipe = recipe;
+  return c;
+}
+}  // namespace
+
+TEST(LayerCatalog, DatasetShapesWithoutLoading) {
+  EXPECT_EQ(engine::dataset_shape("spirals").sample, (engine::Shape{2}));
+  EXPECT_EQ(engine::dataset_shape("spirals").outputs, 2);
+  EXPECT_EQ(engine::dataset_shape("fashion-mnist").sample, (engine::Shape{1, 28, 28}));
+  EXPECT_EQ(engine::dataset_shape("fashion-mnist").outputs, 10);
+  EXPECT_EQ(engine::dataset_shape("tiny-gradients").sample, (engine::Shape{4}));
+  EXPECT_EQ(engine::dataset_shape("tiny-gradients").outputs, 128);
+}
+
+TEST(LayerCatalog, MlpLeavesShapesAndParameters) {
+  const engine::LayerCatalog cat = engine::describe_layers(small_mlp("fp32"));
+  EXPECT_EQ(cat.data.sample, (engine::Shape{2}));
+  ASSERT_EQ(cat.layers.size(), 5u);  // 2-D samples need no flatten
+  const char* names[] = {"fc1", "relu1", "fc2", "relu2", "fc3"};
+  const std::int64_t widths[] = {16, 16, 8, 8, 2};
+  for (std::size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(cat.layers[i].name, names[i]);
+    EXPECT_EQ(cat.layers[i].output, (engine::Shape{widths[i]})) << names[i];
+  }
+  EXPECT_EQ(cat.layers[0].kind, "linear");
+  EXPECT_EQ(cat.layers[0].parameters, 2 * 16 + 16);
+  EXPECT_EQ(cat.layers[2].parameters, 16 * 8 + 8);
+  EXPECT_EQ(cat.layers[4].parameters, 8 * 2 + 2);
+  EXPECT_EQ(cat.layers[1].parameters, 0);
+  EXPECT_TRUE(cat.layers[1].weight.empty());
+  EXPECT_EQ(cat.layers[0].weight.size(), 2u);
+  // FP32: one batch of fc1's 16 outputs in 4-byte floats.
+  EXPECT_EQ(cat.layers[0].activation_bytes, 4 * 16 * 4);
+  EXPECT_GE(cat.layers[0].state_bytes, (2 * 16 + 16) * 4);
+  EXPECT_TRUE(cat.layers[0].precision.is_fp32());
+}
+
+TEST(LayerCatalog, RecipeAndOverridesPerLayer) {
+  RunConfig c = small_mlp("fp16");
+  engine::LayerPrecision bf16;
+  bf16.compute = bf16.storage = Format::BF16;
+  c.layers["fc2"] = bf16;
+  const engine::LayerCatalog cat = engine::describe_layers(c);
+  const engine::LayerInfo& fc1 = cat.layers[0];
+  const engine::LayerInfo& fc2 = cat.layers[2];
+  EXPECT_EQ(fc1.precision.storage, Format::FP16);
+  EXPECT_EQ(fc1.precision, fc1.recipe_precision);
+  EXPECT_EQ(fc1.activation_bytes, 4 * 16 * 2);  // FP16: two bytes a value
+  EXPECT_EQ(fc2.precision, bf16);
+  EXPECT_EQ(fc2.recipe_precision.storage, Format::FP16);  // the recipe's own, before the override
+}
+
+TEST(LayerCatalog, ModelThatCannotTakeTheDataThrows) {
+  RunConfig c = small_mlp("fp32");
+  c.model = "cnn";
+  c.widths.clear();
+  EXPECT_THROW(engine::describe_layers(c), std::runtime_error);
+  c.model = "cnn";
+  c.dataset = "fashion-mnist";
+  const engine::LayerCatalog cat = engine::describe_layers(c);
+  EXPECT_EQ(cat.data.sample, (engine::Shape{1, 28, 28}));
+  EXPECT_EQ(cat.layers.back().output, (engine::Shape{10}));
+}

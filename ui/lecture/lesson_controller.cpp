@@ -1,0 +1,150 @@
+// LessonController: chooses, shows, starts and checks a lesson.
+#include "lecture/lesson_controller.h"
+
+#include <QAction>
+#include <QSplitter>
+#include <QTabWidget>
+
+#include <algorithm>
+#include <exception>
+
+#include "charts/chart_area.h"
+#include "charts/gradient_panel.h"
+#include "compare/compare_view.h"
+#include "lecture/claims.h"
+#include "lecture/lecture_menu.h"
+#include "lecture/lecture_panel.h"
+#include "lecture/preset.h"
+#include "panels/precision_table_controller.h"
+#include "panels/runs_list.h"
+#include "session/run_launcher.h"
+#include "session/run_store.h"
+#include "session/training_controller.h"
+#include "session/user_messages.h"
+
+LessonController::LessonController(const Parts& parts, QObject* parent) : QObject(parent), m_parts(parts) {
+  connect(m_parts.panel, &LecturePanel::closeRequested, this, &LessonController::leave);
+  connect(m_parts.menu, &LectureMenu::presetChosen, this, [this](const QString& nameOrFile) { open(nameOrFile); });
+  // A new start: the claims shown belong to the runs before it.
+  connect(m_parts.launcher, &RunLauncher::launched, this, [this] {
+    if (m_lesson) m_parts.panel->resetClaims();
+    m_runs.clear();
+  });
+}
+
+LessonController::~LessonController() = default;
+
+bool LessonController::open(const QString& nameOrFile) {
+  try {
+    set(engine::find_preset(nameOrFile.toStdString()));
+    return true;
+  } catch (const std::exception& e) {
+    m_parts.messages->error(tr("Cannot open the lesson"), QString::fromStdString(e.what()));
+    return false;
+  }
+}
+
+void LessonController::set(const engine::Preset& preset) {
+  if (preset.runs.empty()) {
+    m_parts.messages->error(tr("Cannot open the lesson"),
+                            tr("%1: the preset has no runs").arg(QString::fromStdString(preset.name)));
+    return;
+  }
+  m_lesson = std::make_unique<engine::Preset>(preset);
+  m_runs.clear();
+  // The setup panel shows the first run's settings (the runs share data,
+  // model, length and seed; they differ in precision).
+  m_parts.settings->setBaseConfig(preset.runs.front().config);
+  m_parts.panel->setPreset(preset);
+  m_parts.panel->show();
+  QSplitter* live = m_parts.liveSplitter;
+  live->setSizes({3 * live->width() / 4, live->width() / 4});
+  m_parts.tabs->setCurrentWidget(live);
+  applyWatch();
+  for (QAction* a : m_parts.menu->presetActions()) {
+    a->setCheckable(true);
+    a->setChecked(a->data().toString() == QString::fromStdString(preset.name));
+  }
+  m_parts.messages->status(tr("Lesson: %1 — Start (F5) runs its %2 runs side by side")
+                               .arg(QString::fromStdString(preset.title))
+                               .arg(preset.runs.size()),
+                           8000);
+}
+
+void LessonController::leave() {
+  m_lesson.reset();
+  m_runs.clear();
+  m_parts.panel->hide();
+  for (QAction* a : m_parts.menu->presetActions()) a->setChecked(false);
+  applyWatch();
+}
+
+void LessonController::applyWatch() {
+  QVector<ChartArea::Metric> watched;
+  if (m_lesson) {
+    for (const std::string& w : m_lesson->watch) {
+      // "gradients:fc2" also puts the gradient panel on that layer.
+      const QString name = QString::fromStdString(w);
+      const int chart = m_parts.charts->chartIndex(name.section(QLatin1Char(':'), 0, 0));
+      if (chart < 0) continue;
+      watched << static_cast<ChartArea::Metric>(chart);
+      const QString layer = name.section(QLatin1Char(':'), 1);
+      if (chart == ChartArea::Gradients && !layer.isEmpty()) m_parts.charts->gradientPanel()->setLayer(layer);
+    }
+  }
+  const bool presentation = m_parts.presentation();
+  if (watched.isEmpty() && presentation) watched = {ChartArea::Loss, ChartArea::LossScale};
+  m_parts.charts->setWatched(watched, presentation);
+}
+
+void LessonController::setPresentation(bool on) {
+  applyWatch();
+  // The lesson takes a third of the width: its explanation in large type.
+  if (m_lesson) {
+    QSplitter* live = m_parts.liveSplitter;
+    const int w = std::max(live->width(), 600);
+    live->setSizes(on ? QList<int>{w * 63 / 100, w * 37 / 100} : QList<int>{w * 3 / 4, w / 4});
+  }
+}
+
+bool LessonController::start(bool paused) {
+  if (!m_lesson || !m_parts.launcher->readyToStart()) return false;
+  std::vector<engine::RunConfig> configs;
+  QStringList names;
+  for (const engine::PresetRun& r : m_lesson->runs) {
+    configs.push_back(r.config);
+    names << QString::fromStdString(r.name);
+  }
+  const int previous = m_parts.store->count();
+  const int group = m_parts.store->newCompareGroup();
+  if (!m_parts.launcher->launch(configs, names, group, paused, QString::fromStdString(m_lesson->name))) return false;
+  m_runs = m_parts.controller->currentRuns();
+  // Older runs step back: the charts show the lesson.
+  for (int id = 0; id < previous; ++id) m_parts.runs->setRunChecked(id, false);
+  m_parts.compare->setGroup(group);
+  m_parts.messages->status(
+      tr("Lesson: %1 — %2").arg(QString::fromStdString(m_lesson->title), names.join(QStringLiteral(", "))), 8000);
+  return true;
+}
+
+// The claims are checked on the same data the CSV export holds.
+void LessonController::checkClaims() {
+  if (!m_lesson || m_runs.isEmpty() || m_parts.controller->currentRuns() != m_runs) return;
+  std::vector<engine::RunExport> exports;
+  QStringList shortRuns;
+  for (int id : m_runs) {
+    const RunData& r = m_parts.store->run(id);
+    exports.push_back(r.toExport());
+    const std::int64_t done = r.steps.empty() ? 0 : r.steps.back().step;
+    if (r.totalSteps > 0 && done < r.totalSteps)
+      shortRuns << tr("%1 stopped at step %2 of %3").arg(r.name).arg(done).arg(r.totalSteps);
+  }
+  const std::vector<engine::ClaimResult> results = engine::check_claims(*m_lesson, exports);
+  QString note;
+  if (!shortRuns.isEmpty()) note = tr("%1: the claims are made for whole runs.").arg(shortRuns.join(QStringLiteral("; ")));
+  m_parts.panel->setClaimResults(results, note);
+  int passed = 0;
+  for (const engine::ClaimResult& r : results) passed += r.pass ? 1 : 0;
+  m_parts.messages->status(tr("Lesson checked: %1 of %2 claims hold").arg(passed).arg(results.size()), 10000);
+  emit checked();
+}

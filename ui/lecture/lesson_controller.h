@@ -1,0 +1,82 @@
+// LessonController: the chosen lesson (a preset) — its settings in the setup
+// panel, its text beside the charts, the charts it watches enlarged — and
+// its runs: started side by side, their claims checked when they end.
+#pragma once
+
+#include <QObject>
+#include <QVector>
+
+#include <functional>
+#include <memory>
+
+class ChartArea;
+class CompareView;
+class LectureMenu;
+class LecturePanel;
+class PrecisionTableController;
+class QSplitter;
+class QTabWidget;
+class RunLauncher;
+class RunStore;
+class RunsList;
+class TrainingController;
+class UserMessages;
+namespace engine {
+struct Preset;
+}
+
+// GUI thread only.
+class LessonController : public QObject {
+  Q_OBJECT
+
+ public:
+  struct Parts {
+    RunStore* store;
+    TrainingController* controller;
+    RunLauncher* launcher;
+    PrecisionTableController* settings;
+    ChartArea* charts;
+    CompareView* compare;
+    RunsList* runs;
+    LecturePanel* panel;
+    LectureMenu* menu;
+    QSplitter* liveSplitter;  // the charts and the lesson panel
+    QTabWidget* tabs;
+    UserMessages* messages;
+    std::function<bool()> presentation;  // whether presentation view is on
+  };
+  LessonController(const Parts& parts, QObject* parent);
+  ~LessonController() override;
+
+  // A built-in preset by name or a preset file: chosen as the lesson. A
+  // preset that cannot be read is shown as an error (its one line) and
+  // false returned; the lesson before it stays.
+  bool open(const QString& nameOrFile);
+  // Fills the setup panel with the lesson's settings, shows its title and
+  // explanation beside the charts, enlarges the charts it watches.
+  void set(const engine::Preset& preset);
+  void leave();
+  const engine::Preset* lesson() const { return m_lesson.get(); }
+  // Runs the lesson's runs (a comparison group); `paused`: built and
+  // waiting for Step.
+  bool start(bool paused = false);
+  // The store ids of the lesson's last start.
+  const QVector<int>& runs() const { return m_runs; }
+
+  // The charts the lesson names in `watch`, large; in presentation view
+  // only those (loss and loss scale without a lesson).
+  void applyWatch();
+  // Presentation view on or off: the lesson's share of the width.
+  void setPresentation(bool on);
+  // After the lesson's runs end: its claims, checked on their output.
+  void checkClaims();
+
+ signals:
+  // The lesson's claims were checked on its runs' output.
+  void checked();
+
+ private:
+  Parts m_parts;
+  std::unique_ptr<engine::Preset> m_lesson;
+  QVector<int> m_runs;  // its title says whose precisions the table shows
+};
