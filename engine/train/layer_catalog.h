@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "amp/precision.h"
+#include "numeric/precision.h"
 #include "tensor/tensor.h"
 #include "train/run_config.h"
 
