@@ -5,7 +5,9 @@ target_sources(engine_train PRIVATE
   train/comparison.cpp
   train/commands.cpp
   train/journal.cpp
+  train/build_model.cpp
   train/run.cpp
+  train/run_statistics.cpp
   train/round_pool.cpp
   train/trainer.cpp
 )
