@@ -27,7 +27,7 @@ struct LossScalerConfig {
 // must be > 1") for out-of-range values.
 void validate(const LossScalerConfig& c);
 
-// Misuse of the ready -> unscaled -> stepped -> ready cycle.
+// Misuse of the ready -> unscaled -> counted -> stepped -> ready cycle.
 class ScalerStateError : public std::logic_error {
  public:
   using std::logic_error::logic_error;

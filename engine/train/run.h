@@ -92,7 +92,7 @@ class Run {
   void update_parameters(double lr, std::int64_t step);
   // Measuring phases (run_statistics.cpp). Overflow attribution: the step
   // recomputed with per-layer counting on, one event per layer and tensor.
-  void attribute_overflow(StepState& st, std::vector<Record>& out);
+  void attribute_overflow(const StepState& st, std::vector<Record>& out);
   // A statistics step's GradStats (and StepInspection when requested).
   void measure(StepState& st, std::vector<Record>& out);
   void gradient_statistics(std::int64_t step, float loss_scale, std::vector<Record>& out);

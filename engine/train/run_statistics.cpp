@@ -42,7 +42,7 @@ void inspect_block(const Parameter& p, const float* grad, std::size_t n, LayerIn
 
 }  // namespace
 
-void Run::attribute_overflow(StepState& st, std::vector<Record>& out) {
+void Run::attribute_overflow(const StepState& st, std::vector<Record>& out) {
   // Per-layer counting costs a pass over every activation and gradient, so
   // it runs only on steps that overflowed. The step is recomputed with
   // counting on (same batch, same weights, same scale, so the same values)
