@@ -109,13 +109,9 @@ void apply_recipe(Backend& be, Model& model, const Recipe& recipe) {
 
 void apply_layer_precision(Backend& be, Model& model, const std::string& layer, const LayerPrecision& p,
                            bool master_weights, const DelayedScaling& scaling, bool stochastic_grads) {
-  for (Layer* leaf : model.leaves()) {
-    if (leaf->name() == layer) {
-      apply_to_leaf(be, *leaf, p, master_weights, scaling, stochastic_grads);
-      return;
-    }
-  }
-  throw std::invalid_argument("no layer named '" + layer + "' in the model");
+  Layer* leaf = model.find_leaf(layer);
+  if (!leaf) throw std::invalid_argument("no layer named '" + layer + "' in the model");
+  apply_to_leaf(be, *leaf, p, master_weights, scaling, stochastic_grads);
 }
 
 UpdateEncode refresh_encode(Parameter& p, float* scratch) {

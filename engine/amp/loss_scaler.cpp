@@ -1,13 +1,10 @@
 // LossScaler: a port of GradScaler's state machine and scale update rule.
 #include "amp/loss_scaler.h"
 
-#include <vector>
-
-#include "backend/backend.h"
-#include "tensor/tensor.h"
-
 #include <cmath>
-#include <cstring>
+
+#include "amp/grad_set.h"
+#include "backend/backend.h"
 
 namespace engine {
 
@@ -48,48 +45,38 @@ void LossScaler::set_config(const LossScalerConfig& c, bool reset_scale) {
   }
 }
 
-std::int64_t LossScaler::unscale(Backend& be, std::span<const GradSpan> grads, double* sum_squares) {
+void LossScaler::unscale(Backend& be, const GradSet& grads) {
   if (m_state != State::Ready)
     throw ScalerStateError("unscale() has already been called since the last update()");
   // GradScaler: inv_scale = scale.double().reciprocal().float()
-  Buffer results;  // sum of squares (double), then one count per gradient
-  results.reserve(sizeof(double) * (1 + grads.size()));
-  auto* sum = results.as<double>();
-  auto* counts = reinterpret_cast<std::int64_t*>(sum + 1);
-  std::vector<GradBuffer> views;
-  views.reserve(grads.size());
-  for (std::size_t k = 0; k < grads.size(); ++k) views.push_back({grads[k].data, grads[k].n, counts + k});
-  be.unscale_grads(views.data(), views.size(), inverse_scale(), sum);
-  std::vector<double> host(1 + grads.size());
-  results.download(host.data(), host.size() * sizeof(double));
-  std::int64_t bad = 0;
-  for (std::size_t k = 0; k < grads.size(); ++k) {
-    std::int64_t c;
-    std::memcpy(&c, &host[1 + k], sizeof c);
-    bad += c;
-  }
-  if (sum_squares) *sum_squares = host[0];
-  m_found = bad;
+  be.unscale_grads_coded(grads.views().data(), grads.codes().data(), grads.size(), inverse_scale(),
+                         grads.sum_squares());
   m_state = State::Unscaled;
-  return bad;
 }
 
-void LossScaler::multiply_by_inverse(Backend& be, std::span<const GradSpan> grads, float scale) {
-  const float inv = static_cast<float>(1.0 / static_cast<double>(scale));
+void LossScaler::unscale_again(Backend& be, GradSet& grads) const {
+  if (m_state == State::Ready)
+    throw ScalerStateError("unscale_again() called before unscale(): there is nothing to repeat");
+  grads.decode(be);
+  const float inv = inverse_scale();
   if (inv == 1.0f) return;
-  for (const GradSpan& g : grads) be.scale(g.data, inv, g.n);
+  for (const GradBuffer& g : grads.views()) be.scale(g.data, inv, g.n);
 }
 
 void LossScaler::record_nonfinite(std::int64_t count) {
-  if (m_state != State::Ready)
-    throw ScalerStateError("unscale() has already been called since the last update()");
+  if (m_state == State::Ready)
+    throw ScalerStateError("record_nonfinite() called before unscale(): no count has been taken");
+  if (m_state != State::Unscaled)
+    throw ScalerStateError("record_nonfinite() already called for this unscale()");
   m_found = count;
-  m_state = State::Unscaled;
+  m_state = State::Counted;
 }
 
 bool LossScaler::should_step() {
   if (m_state == State::Ready)
     throw ScalerStateError("should_step() called before unscale(): gradients are still scaled");
+  if (m_state == State::Unscaled)
+    throw ScalerStateError("should_step() called before record_nonfinite(): unscale()'s count has not been read");
   if (m_state == State::Stepped)
     throw ScalerStateError("should_step() already called since the last update()");
   m_state = State::Stepped;

@@ -2,13 +2,13 @@
 #pragma once
 
 #include <cstdint>
-#include <span>
 #include <stdexcept>
 #include <string>
 
 namespace engine {
 
 class Backend;
+class GradSet;
 
 enum class ScalingMode : std::uint8_t { None, Static, Dynamic };
 const char* scaling_mode_key(ScalingMode m);  // "none", "static", "dynamic"
@@ -27,25 +27,35 @@ struct LossScalerConfig {
 // must be > 1") for out-of-range values.
 void validate(const LossScalerConfig& c);
 
-// Misuse of the ready -> unscaled -> stepped -> ready cycle.
+// Misuse of the ready -> unscaled -> counted -> stepped -> ready cycle.
 class ScalerStateError : public std::logic_error {
  public:
   using std::logic_error::logic_error;
 };
 
-// One training step with a scaler:
-//   loss_scale = scaler.scale();             // multiply the loss (its gradient seed) by this
+// One training step with a scaler, as with PyTorch's GradScaler:
+//   loss_scale = scaler.scale();        // multiply the loss (its gradient seed) by this
 //   ... backward ...
-//   scaler.unscale(be, grads);               // grads *= 1/scale in FP32; finds inf/NaN
+//   grads.bind(params, counts, &sum);   // the step's gradients (GradSet)
+//   scaler.unscale(be, grads);          // grads *= 1/scale in FP32, inf/NaN counted
+//   ... read the counts back (the step reads them with its loss) ...
+//   scaler.record_nonfinite(total);     // what unscale found
 //   if (scaler.should_step()) optimizer.step();   // else the step is skipped
-//   scaler.update();                         // backoff on overflow, growth after N clean steps
+//   scaler.update();                    // backoff on overflow, growth after N clean steps
 //
-// Mode None is a no-op scaler (scale 1, nothing to unscale, every step is
-// taken), so the trainer never branches on it. As in PyTorch without a
-// GradScaler, non-finite gradients are then applied: the weights go NaN and
-// the run diverges — which is what the fp16 recipe demonstrates. They are
-// still counted (overflow attribution). Static keeps the scale fixed and,
-// like Dynamic, skips steps with non-finite gradients.
+// unscale() issues the backend's fused pass and does not wait for it: like
+// GradScaler's found_inf, its result lives in backend memory until the
+// caller's one read of the step, which hands the total to
+// record_nonfinite(). The cycle is ready -> unscaled -> (counted) ->
+// stepped -> ready; a call out of order is a ScalerStateError saying which.
+//
+// Mode None is a no-op scaler (scale 1, the unscale multiplies by 1, every
+// step is taken, the scale never changes), so the trainer never branches on
+// it. As in PyTorch without a GradScaler, non-finite gradients are then
+// applied: the weights go NaN and the run diverges, which is what the fp16
+// recipe demonstrates. They are still counted (overflow attribution).
+// Static keeps the scale fixed and, like Dynamic, skips steps with
+// non-finite gradients.
 //
 // Not thread-safe: the trainer thread owns it. Settings may be replaced
 // between steps with set_config() (live changes from the UI).
@@ -66,36 +76,29 @@ class LossScaler {
   // then rounded to float); 1 with mode None.
   float inverse_scale() const { return static_cast<float>(1.0 / static_cast<double>(scale())); }
 
-  // Multiplies every gradient (backend memory) by inverse_scale() and counts
-  // the non-finite values, through the backend's fused unscale_grads, then
-  // reads the count back (one read) and records it. Returns that count.
-  // ready -> unscaled. Calling it twice before update() is a
-  // ScalerStateError. The training step issues unscale_grads itself and
-  // records the count from its one read (record_nonfinite).
-  struct GradSpan {
-    float* data;
-    std::int64_t n;
-  };
-  // When `sum_squares` is non-null it receives the sum of the squared
-  // unscaled gradients (double accumulation), from the same pass.
-  std::int64_t unscale(Backend& be, std::span<const GradSpan> grads, double* sum_squares = nullptr);
-  // The unscale multiply alone (grads *= float(1 / double(scale))), for
-  // gradients recomputed after unscale() — the overflow attribution re-run.
-  static void multiply_by_inverse(Backend& be, std::span<const GradSpan> grads, float scale);
-  // Records the non-finite count found by the backend's unscale_grads (read
-  // with the step's results). ready -> unscaled.
+  // Issues the backend's fused unscale-and-check over every gradient of
+  // `grads` (coded ones decoded into their FP32 views on the way): each
+  // multiplied by inverse_scale(), its non-finite count into its count
+  // slot, the sum of the squared unscaled values into grads.sum_squares().
+  // Nothing is read back. ready -> unscaled.
+  void unscale(Backend& be, const GradSet& grads);
+  // The gradients recomputed after unscale() (the overflow attribution
+  // re-run, same batch and scale): decoded and multiplied by the same
+  // 1/scale again, without counting. Only between unscale() and update().
+  void unscale_again(Backend& be, GradSet& grads) const;
+  // The total non-finite count unscale() found, once the caller has read
+  // its slots back. Once per unscale().
   void record_nonfinite(std::int64_t count);
 
-  // True when the optimizer may step (no inf/NaN found). unscaled -> stepped.
+  // True when the optimizer may step (no inf/NaN found, or mode None).
+  // -> stepped.
   bool should_step();
   // Adjusts the scale: backoff on overflow, growth after growth_interval
   // consecutive clean steps (if the grown scale is finite). -> ready.
   void update();
 
-  bool found_nonfinite() const { return m_found > 0; }
-
  private:
-  enum class State : std::uint8_t { Ready, Unscaled, Stepped };
+  enum class State : std::uint8_t { Ready, Unscaled, Counted, Stepped };
   LossScalerConfig m_config;
   float m_scale;
   std::int64_t m_growth_tracker = 0;

@@ -183,6 +183,19 @@ std::vector<Layer*> Model::leaves() {
   return out;
 }
 
+Layer* Model::find_leaf(std::string_view name) {
+  for (const auto& l : m_layers)
+    for (Layer* leaf : l->leaves())
+      if (leaf->name() == name) return leaf;
+  return nullptr;
+}
+
+std::string Model::leaf_names() {
+  std::string names;
+  for (Layer* l : leaves()) names += (names.empty() ? "" : ", ") + l->name();
+  return names;
+}
+
 void Model::set_precision(const LayerPrecision& p) {
   for (Layer* l : leaves()) l->set_precision(p);
 }

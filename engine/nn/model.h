@@ -57,6 +57,10 @@ class Model {
   // The leaf layers in forward order (composites expanded): the rows of the
   // precision table and of the non-finite attribution.
   std::vector<Layer*> leaves();
+  // The leaf named `name`, or nullptr; leaf_names() lists them for the
+  // message that refuses an unknown one ("fc1, relu1, fc2").
+  Layer* find_leaf(std::string_view name);
+  std::string leaf_names();
   // Sets every leaf's precision (a recipe uses amp/apply.h instead).
   void set_precision(const LayerPrecision& p);
   void set_track_nonfinite(bool on);

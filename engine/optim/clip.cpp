@@ -11,10 +11,10 @@
 
 namespace engine {
 
-double global_grad_norm(Backend& be, std::span<const GradSpan> grads) {
+double global_grad_norm(Backend& be, std::span<const GradBuffer> grads) {
   std::vector<GradBuffer> views;
   views.reserve(grads.size());
-  for (const GradSpan& g : grads) views.push_back({g.data, static_cast<std::int64_t>(g.n), nullptr});
+  for (const GradBuffer& g : grads) views.push_back({g.data, g.n, nullptr});
   Buffer sum;
   sum.reserve(sizeof(double));
   be.unscale_grads(views.data(), views.size(), 1.0f, sum.as<double>());
@@ -23,7 +23,7 @@ double global_grad_norm(Backend& be, std::span<const GradSpan> grads) {
   return std::sqrt(total);
 }
 
-double clip_grad_norm(Backend& be, std::span<const GradSpan> grads, double total, double max_norm) {
+double clip_grad_norm(Backend& be, std::span<const GradBuffer> grads, double total, double max_norm) {
   if (!(max_norm >= 0.0)) {
     throw std::invalid_argument("clip_grad_norm: max_norm must be >= 0, got " + std::to_string(max_norm));
   }
@@ -31,7 +31,7 @@ double clip_grad_norm(Backend& be, std::span<const GradSpan> grads, double total
   const double coef = max_norm / (total + 1e-6);
   if (coef < 1.0) {
     const float c = static_cast<float>(coef);
-    for (const GradSpan& g : grads) be.scale(g.data, c, static_cast<std::int64_t>(g.n));
+    for (const GradBuffer& g : grads) be.scale(g.data, c, g.n);
   }
   return total;
 }

@@ -27,10 +27,4 @@ struct ParamSlot {
   bool value_in_codes = false;
 };
 
-// A mutable gradient, for clipping.
-struct GradSpan {
-  float* data = nullptr;
-  std::size_t n = 0;
-};
-
 }  // namespace engine

@@ -10,20 +10,12 @@
 #include "amp/recipe.h"
 #include "backend/backend.h"
 #include "backend/registry.h"
-#include "data/synthetic.h"
 #include "nn/block_gemm.h"
 #include "nn/composite.h"
 #include "nn/layer.h"
 #include "nn/model.h"
 
 namespace engine {
-
-DatasetShape dataset_shape(const std::string& dataset) {
-  if (dataset == "spirals") return {{2}, 2};
-  if (dataset == "tiny-gradients")
-    return {{static_cast<std::int64_t>(kTinyGradientsInputs)}, static_cast<std::int64_t>(kTinyGradientsOutputs)};
-  return {{1, 28, 28}, 10};
-}
 
 namespace {
 
@@ -56,12 +48,8 @@ std::map<std::string, Shape> leaf_outputs(Model& model) {
 
 LayerCatalog describe_layers(const RunConfig& config) {
   LayerCatalog catalog;
-  catalog.data = dataset_shape(config.dataset);
-  std::unique_ptr<Model> model;
-  if (config.model == "mlp" && !config.widths.empty())
-    model = build_mlp(catalog.data.sample, catalog.data.outputs, config.widths);
-  else
-    model = build_model(config.model, catalog.data.sample, catalog.data.outputs);
+  catalog.data = planned_data_shape(config.dataset);
+  std::unique_ptr<Model> model = build_model(config, catalog.data.sample, catalog.data.outputs);
 
   Recipe recipe = make_recipe(config.recipe);
   std::map<std::string, LayerPrecision> plain;

@@ -8,22 +8,10 @@
 
 #include "numeric/precision.h"
 #include "tensor/tensor.h"
+#include "train/build_model.h"
 #include "train/run_config.h"
 
 namespace engine {
-
-// One sample's shape and the width of the model's output, as the data set
-// will have them once loaded.
-struct DatasetShape {
-  Shape sample;              // {2}, {4}, {1, 28, 28}
-  std::int64_t outputs = 0;  // classes, or target floats for a regression
-};
-
-// The data set's shape without reading it: spirals and tiny-gradients are
-// generated with fixed shapes; Fashion-MNIST and every IDX folder are read as
-// 1x28x28 images of 10 classes (a folder of another size is only found out
-// when it loads).
-DatasetShape dataset_shape(const std::string& dataset);
 
 // One leaf of the model, as a run of `config` would build it.
 struct LayerInfo {
@@ -41,7 +29,7 @@ struct LayerInfo {
 };
 
 struct LayerCatalog {
-  DatasetShape data;
+  DataShape data;  // planned_data_shape(config.dataset)
   std::vector<LayerInfo> layers;  // the model's leaves in order
 };
 

@@ -1,6 +1,8 @@
-// Run: the training step — forward, loss, scaled backward, unscale and
-// non-finite check, clipping, optimizer step (or skip), scale update — and
-// its metrics.
+// Run: one training step as named phases (load the batch, forward and
+// scaled backward, unscale and check, step or skip, record) and the run's
+// construction, evaluation and step-boundary changes. The measuring phases
+// (statistics, shadow pass, inspection, overflow attribution) are in
+// run_statistics.cpp.
 #include "train/run.h"
 
 #include <algorithm>
@@ -8,28 +10,20 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <stdexcept>
 #include <unistd.h>
 
 #include "amp/apply.h"
-#include "amp/loss_scaler.h"
 #include "amp/recipe.h"
-#include "backend/backend.h"
 #include "data/batch.h"
 #include "data/dataset.h"
-#include "data/sampler.h"
 #include "nn/block_gemm.h"
 #include "nn/layer.h"
-#include "nn/model.h"
 #include "numeric/block.h"
-#include "numeric/cast.h"
-#include "numeric/convert.h"
-#include "numeric/inspect.h"
 #include "optim/clip.h"
-#include "optim/optimizer.h"
-#include "optim/schedule.h"
+#include "train/build_model.h"
+#include "train/run_state.h"
 
 namespace engine {
 
@@ -42,43 +36,6 @@ std::int64_t process_rss_bytes() {
   if (got != 2) return 0;
   return static_cast<std::int64_t>(pages_rss) * static_cast<std::int64_t>(sysconf(_SC_PAGESIZE));
 }
-
-struct Run::Impl {
-  std::unique_ptr<Optimizer> optimizer;
-  LossScaler scaler;
-  LrSchedule schedule;
-  std::unique_ptr<BatchSampler> sampler;
-  std::int64_t batch_in_epoch = 0;
-  std::int64_t epoch = 0;
-  Shape sample_shape;
-  std::int64_t outputs = 0;
-  // Step buffers (reused every step), all backend memory.
-  Tensor x;
-  Buffer labels;  // int32 per sample
-  Tensor targets;
-  Tensor logits_f32;
-  Tensor probs;
-  Tensor dlogits;
-  // f32 views of non-FP32 gradients / weights (the fp16 recipe), per parameter.
-  std::vector<Tensor> grad_scratch;
-  std::vector<Tensor> weight_scratch;
-  std::vector<ParamSlot> slots;
-  std::vector<LossScaler::GradSpan> scaler_spans;
-  std::vector<GradSpan> clip_spans;
-  std::vector<GradBuffer> unscale_views;
-  std::vector<GradCodes> grad_codes;  // the coded gradients unscale_grads_coded decodes
-  // The step's results, read back in one transfer (see step()).
-  Buffer results;
-  std::vector<std::int64_t> results_host;
-  std::vector<DelayedScale*> pending;
-  std::vector<UpdateEncode> encodes;  // the slots' encodes (ParamSlot::encode)
-  Tensor fp8_scratch;                 // FP8 weights' f32 scratch (UpdateEncode::scratch)
-  std::size_t amax_slots = 0;  // the model's delayed scales: the most amaxes a step can have pending
-  // The FP32 shadow model of statistics steps (built at the first one) and
-  // its loss buffers. Not part of the recipe's memory: a measuring tool.
-  std::unique_ptr<Model> shadow;
-  Tensor shadow_probs, shadow_dlogits;
-};
 
 namespace {
 
@@ -99,40 +56,6 @@ OptimizerConfig optimizer_config(const RunConfig& c, Format state) {
   return o;
 }
 
-// The results slots of a step (8 bytes each): the loss (double), the
-// correct count, the sum of squared unscaled gradients (double), one
-// non-finite count per parameter, then one pending FP8 amax (float) each.
-enum : std::size_t { kLossSlot = 0, kCorrectSlot = 1, kSumSquaresSlot = 2, kCountsSlot = 3 };
-
-double slot_double(const std::vector<std::int64_t>& r, std::size_t k) {
-  double d;
-  std::memcpy(&d, &r[k], sizeof d);
-  return d;
-}
-
-// The explorer's live block of one parameter (LayerInspection::weight_block).
-void inspect_block(const Parameter& p, const float* grad, std::size_t n, LayerInspection& li) {
-  std::vector<float> w = p.has_master() ? p.master.to_f32() : p.weight.to_f32();
-  if (p.weight_scale != 1.0f)
-    for (float& v : w) v /= p.weight_scale;
-  if (w.size() != n || n == 0) return;
-  std::size_t arg = 0;
-  for (std::size_t k = 0; k < n; ++k) {
-    li.weight_amax = std::max(li.weight_amax, static_cast<double>(std::fabs(w[k])));
-    li.grad_amax = std::max(li.grad_amax, static_cast<double>(std::fabs(grad[k])));
-    if (std::fabs(w[k]) > std::fabs(w[arg])) arg = k;
-  }
-  // The aligned run of 64 (two MX blocks, four NVFP4 blocks) along the row
-  // (everything after the first dimension: a GEMM weight's reduction
-  // dimension) holding arg.
-  const std::size_t row = p.shape.size() < 2 ? n : n / static_cast<std::size_t>(p.shape.front());
-  const std::size_t row_start = arg / row * row;
-  const std::size_t start = row_start + (arg - row_start) / 64 * 64;
-  const std::size_t end = std::min(start + 64, row_start + row);
-  li.weight_block.assign(w.begin() + static_cast<std::ptrdiff_t>(start), w.begin() + static_cast<std::ptrdiff_t>(end));
-  li.grad_block.assign(grad + start, grad + end);
-}
-
 }  // namespace
 
 Run::Run(int id, const RunConfig& config, std::shared_ptr<const DatasetPair> data, Backend& backend)
@@ -145,10 +68,7 @@ Run::Run(int id, const RunConfig& config, std::shared_ptr<const DatasetPair> dat
   Impl& s = *m_impl;
   s.sample_shape = sample_shape_of(train);
   s.outputs = static_cast<std::int64_t>(train.output_width());
-  if (m_config.model == "mlp" && !m_config.widths.empty())
-    m_model = build_mlp(s.sample_shape, s.outputs, m_config.widths);
-  else
-    m_model = build_model(m_config.model, s.sample_shape, s.outputs);
+  m_model = build_model(m_config, s.sample_shape, s.outputs);
   // Regression heads start at zero (their targets can be far below a
   // default-initialised network's outputs: tiny-gradients' are ~2^-14).
   m_model->init(m_config.seed, !train.is_classification());
@@ -156,16 +76,9 @@ Run::Run(int id, const RunConfig& config, std::shared_ptr<const DatasetPair> dat
   for (const auto& [name, p] : m_config.layers) {
     // A per-layer setting for a layer the model does not have would be
     // silently ignored: refuse it by name.
-    if (name.rfind(kKindPrefix, 0) != 0) {
-      bool found = false;
-      for (Layer* l : m_model->leaves()) found = found || l->name() == name;
-      if (!found) {
-        std::string names;
-        for (Layer* l : m_model->leaves()) names += (names.empty() ? "" : ", ") + l->name();
-        throw std::runtime_error("'layers." + name + "': the " + m_config.model + " has no layer '" + name +
-                                 "' (its layers: " + names + ")");
-      }
-    }
+    if (name.rfind(kKindPrefix, 0) != 0 && !m_model->find_leaf(name))
+      throw std::runtime_error("'layers." + name + "': the " + m_config.model + " has no layer '" + name +
+                               "' (its layers: " + m_model->leaf_names() + ")");
     m_recipe.overrides[name] = p;
   }
   if (m_config.loss_scale_set) m_recipe.scaling = m_config.loss_scale;
@@ -182,13 +95,13 @@ Run::Run(int id, const RunConfig& config, std::shared_ptr<const DatasetPair> dat
     float value = 0.0f;
     if (!parse_spike(m_config.spike, m_spike_step, layer, value))
       throw std::runtime_error("'spike' must be STEP:LAYER:VALUE (got '" + m_config.spike + "')");
-    for (Layer* l : m_model->leaves())
-      if (l->name() == layer) m_spike = Fault{FaultTarget::Activations, l, value};
+    if (Layer* l = m_model->find_leaf(layer)) m_spike = Fault{FaultTarget::Activations, l, value};
     if (!m_spike) throw std::runtime_error("'spike': the " + m_config.model + " has no layer '" + layer + "'");
   }
-  m_model->set_track_nonfinite(false);  // counted only on overflow steps (see step())
+  m_model->set_track_nonfinite(false);  // counted only on overflow steps (attribute_overflow)
   for (Layer* l : m_model->leaves())
     s.amax_slots += l->delayed_scales().size() + l->parameters().size();
+  s.param_count = m_model->parameters().size();
 
   s.scaler.set_config(m_recipe.scaling, true);
   s.optimizer = make_optimizer(optimizer_config(m_config, m_recipe.optimizer_state));
@@ -233,131 +146,126 @@ MemoryBytes Run::memory() const {
   // layers' decode/encode scratch. A device holding the recipe has none.
   em += static_cast<std::int64_t>(s.logits_f32.bytes()) + static_cast<std::int64_t>(m_model->workspace_bytes()) +
         static_cast<std::int64_t>(m_model->saved_emulation_bytes());
-  for (const Tensor& t : s.grad_scratch) em += static_cast<std::int64_t>(t.bytes());
+  em += s.grads.scratch_bytes();
   for (const Tensor& t : s.weight_scratch) em += static_cast<std::int64_t>(t.bytes());
   m.emulation = em;
   return m;
 }
 
+// One step, in the order of PyTorch's AMP loop (scale the loss, backward,
+// GradScaler.unscale_, clip, GradScaler.step, GradScaler.update), with the
+// lab's measuring phases where they must sit: overflow attribution before
+// the update changes the weights, statistics on the unscaled gradients.
 void Run::step(std::vector<Record>& out) {
-  using clock = std::chrono::steady_clock;
-  const auto t0 = clock::now();
+  const auto t0 = std::chrono::steady_clock::now();
   BackendScope scope(m_backend);
-  Backend& be = m_backend;
+  StepState st = begin_step();
+  load_batch(st);
+  forward_backward(st);
+  unscale_and_check(st);
+  if (st.overflow || !std::isfinite(st.loss)) attribute_overflow(st, out);
+  if (st.statistics) measure(st, out);
+  step_or_skip(st);
+  const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  record(st, wall_ms, out);
+}
+
+Run::StepState Run::begin_step() {
+  StepState st;
+  st.number = m_step + 1;
+  st.loss_scale = m_impl->scaler.scale();
+  st.inspect = m_inspect_next;
+  m_inspect_next = false;
+  st.statistics =
+      st.inspect || (m_config.stats_every > 0 && (st.number == 1 || st.number % m_config.stats_every == 0));
+  if (st.inspect) m_model->set_track_nonfinite(true);
+  // An injected fault lasts this one step (the attribution re-run sees it too).
+  if (m_spike && st.number == m_spike_step && !m_fault) m_fault = m_spike;
+  st.fault = m_fault;
+  m_fault.reset();
+  if (st.fault && st.fault->target == FaultTarget::Weights) {
+    Parameter& p = *st.fault->layer->parameters().front();
+    if (p.has_master()) write_first(m_backend, p.master, st.fault->value);
+    write_first(m_backend, p.weight, st.fault->value);
+  }
+  if (st.fault && st.fault->target == FaultTarget::Activations) {
+    st.fault->layer->fault_output = true;
+    st.fault->layer->fault_value = st.fault->value;
+  }
+  // Statistics steps keep each parameterised leaf's output for the
+  // comparison with the FP32 shadow pass.
+  if (st.statistics) m_model->set_capture_outputs(true);
+  return st;
+}
+
+void Run::load_batch(StepState& st) {
   Impl& s = *m_impl;
   const Dataset& train = m_data->train;
-
-  // --- batch (uploaded) ---
   if (s.batch_in_epoch >= m_steps_per_epoch) {
     s.batch_in_epoch = 0;
     ++s.epoch;
     s.sampler->set_epoch(static_cast<std::uint64_t>(s.epoch));
   }
   const auto idx = s.sampler->batch(static_cast<std::size_t>(s.batch_in_epoch));
-  const std::int64_t B = static_cast<std::int64_t>(idx.size());
-  Shape xs = {B};
+  st.batch = static_cast<std::int64_t>(idx.size());
+  Shape xs = {st.batch};
   xs.insert(xs.end(), s.sample_shape.begin(), s.sample_shape.end());
   s.x.resize(xs, Format::FP32);
-  const bool cls = train.is_classification();
-  if (cls) s.labels.reserve(static_cast<std::size_t>(B) * sizeof(std::int32_t));
-  else s.targets.resize({B, s.outputs}, Format::FP32);
-  upload_batch(be, train, idx, s.x.data(), s.labels.data(), s.targets.data());
+  if (train.is_classification()) s.labels.reserve(static_cast<std::size_t>(st.batch) * sizeof(std::int32_t));
+  else s.targets.resize({st.batch, s.outputs}, Format::FP32);
+  upload_batch(m_backend, train, idx, s.x.data(), s.labels.data(), s.targets.data());
+  // The step's results slots (see run_state.h), reused step after step.
+  s.results.reserve((kCountsSlot + s.param_count + s.amax_slots) * sizeof(std::int64_t));
+}
 
-  // --- forward, the true (unscaled) loss in FP32/double, scaled backward ---
-  const float loss_scale = s.scaler.scale();
-  const std::int64_t step_no = m_step + 1;
-  const bool inspect = m_inspect_next;
-  m_inspect_next = false;
-  const bool stats_step =
-      inspect || (m_config.stats_every > 0 && (step_no == 1 || step_no % m_config.stats_every == 0));
-  if (inspect) m_model->set_track_nonfinite(true);
-  // An injected fault lasts this one step (the attribution re-run sees it too).
-  if (m_spike && step_no == m_spike_step && !m_fault) m_fault = m_spike;
-  const std::optional<Fault> fault = m_fault;
-  m_fault.reset();
-  if (fault && fault->target == FaultTarget::Weights) {
-    Parameter& p = *fault->layer->parameters().front();
-    if (p.has_master()) write_first(be, p.master, fault->value);
-    write_first(be, p.weight, fault->value);
-  }
-  if (fault && fault->target == FaultTarget::Activations) {
-    fault->layer->fault_output = true;
-    fault->layer->fault_value = fault->value;
-  }
-  // Statistics steps keep each parameterised leaf's output for the
-  // comparison with the FP32 shadow pass.
-  if (stats_step) m_model->set_capture_outputs(true);
-
-  std::vector<Parameter*> params = m_model->parameters();
-  const std::size_t P = params.size();
-  s.results.reserve((kCountsSlot + P + s.amax_slots) * sizeof(std::int64_t));
+// The true (unscaled) loss in FP32/double into the results slots, then the
+// backward of the loss times st.loss_scale.
+void Run::forward_backward(const StepState& st) {
+  Impl& s = *m_impl;
+  Backend& be = m_backend;
+  const std::int64_t B = st.batch;
   auto* results = s.results.as<std::int64_t>();
   auto* loss_slot = reinterpret_cast<double*>(results + kLossSlot);
-  auto* correct_slot = results + kCorrectSlot;
-  auto forward_backward = [&]() {
-    const Tensor& logits = m_model->forward(be, s.x);
-    const float* lg = logits.format() == Format::FP32 ? logits.f32() : nullptr;
-    if (!lg) {
-      decode_to(be, logits, s.logits_f32);
-      lg = s.logits_f32.f32();
-    }
-    s.dlogits.resize({B, s.outputs}, Format::FP32);
-    if (cls) {
-      s.probs.resize({B, s.outputs}, Format::FP32);
-      be.cross_entropy_forward(lg, s.labels.as<std::int32_t>(), B, s.outputs, s.probs.f32(), loss_slot, correct_slot);
-      be.cross_entropy_backward(s.probs.f32(), s.labels.as<std::int32_t>(), B, s.outputs, loss_scale, s.dlogits.f32());
-    } else {
-      be.mse_forward(lg, s.targets.f32(), B * s.outputs, loss_slot);
-      be.mse_backward(lg, s.targets.f32(), B * s.outputs, loss_scale, s.dlogits.f32());
-    }
-    if (fault && fault->target == FaultTarget::Loss) write_first(be, s.dlogits, fault->value);
-    m_model->backward(be, s.dlogits);
-    if (fault && fault->target == FaultTarget::Gradients) {
-      inject_value(be, *fault->layer, fault->layer->parameters().front()->grad, fault->value,
-                   NonfiniteSlot::WeightGrad);
-    }
-  };
-  forward_backward();
+  const Tensor& logits = m_model->forward(be, s.x);
+  const float* lg = logits.format() == Format::FP32 ? logits.f32() : nullptr;
+  if (!lg) {
+    decode_to(be, logits, s.logits_f32);
+    lg = s.logits_f32.f32();
+  }
+  s.dlogits.resize({B, s.outputs}, Format::FP32);
+  if (is_classification()) {
+    s.probs.resize({B, s.outputs}, Format::FP32);
+    be.cross_entropy_forward(lg, s.labels.as<std::int32_t>(), B, s.outputs, s.probs.f32(), loss_slot,
+                             results + kCorrectSlot);
+    be.cross_entropy_backward(s.probs.f32(), s.labels.as<std::int32_t>(), B, s.outputs, st.loss_scale,
+                              s.dlogits.f32());
+  } else {
+    be.mse_forward(lg, s.targets.f32(), B * s.outputs, loss_slot);
+    be.mse_backward(lg, s.targets.f32(), B * s.outputs, st.loss_scale, s.dlogits.f32());
+  }
+  const std::optional<Fault>& fault = st.fault;
+  if (fault && fault->target == FaultTarget::Loss) write_first(be, s.dlogits, fault->value);
+  m_model->backward(be, s.dlogits);
+  if (fault && fault->target == FaultTarget::Gradients)
+    inject_value(be, *fault->layer, fault->layer->parameters().front()->grad, fault->value, NonfiniteSlot::WeightGrad);
+}
 
-  // --- gradients as f32 spans; unscale in FP32 and find inf/NaN (one fused pass) ---
-  s.grad_scratch.resize(P);
-  s.weight_scratch.resize(P);
-  // decode false: coded gradients get their f32 scratch sized, and
-  // s.grad_codes says where the unscale pass decodes them from.
-  auto gradient_spans = [&](bool decode) {
-    s.scaler_spans.clear();
-    s.clip_spans.clear();
-    s.grad_codes.assign(P, GradCodes{});
-    for (std::size_t i = 0; i < P; ++i) {
-      Parameter& p = *params[i];
-      float* g;
-      if (p.grad.format() == Format::FP32) {
-        g = p.grad.f32();
-      } else if (decode) {
-        decode_to(be, p.grad, s.grad_scratch[i]);
-        g = s.grad_scratch[i].f32();
-      } else {
-        s.grad_scratch[i].resize(p.grad.shape(), Format::FP32);
-        g = s.grad_scratch[i].f32();
-        s.grad_codes[i] = {p.grad.format(), p.grad.data()};
-      }
-      s.scaler_spans.push_back({g, p.grad.numel()});
-      s.clip_spans.push_back({g, static_cast<std::size_t>(p.grad.numel())});
-    }
-  };
-  gradient_spans(false);
-  s.unscale_views.clear();
-  for (std::size_t i = 0; i < P; ++i)
-    s.unscale_views.push_back({s.clip_spans[i].data, s.scaler_spans[i].n, results + kCountsSlot + i});
-  be.unscale_grads_coded(s.unscale_views.data(), s.grad_codes.data(), P, s.scaler.inverse_scale(),
-                         reinterpret_cast<double*>(results + kSumSquaresSlot));
+// The scaler's fused unscale-and-check, then the step's one read: loss,
+// correct count, gradient norm, non-finite counts and the FP8 amaxes.
+void Run::unscale_and_check(StepState& st) {
+  Impl& s = *m_impl;
+  Backend& be = m_backend;
+  auto* results = s.results.as<std::int64_t>();
+  const std::vector<Parameter*> params = m_model->parameters();
+  const std::size_t P = params.size();
+  s.grads.bind(params, results + kCountsSlot, reinterpret_cast<double*>(results + kSumSquaresSlot));
+  s.scaler.unscale(be, s.grads);
   // This step's FP8 amaxes join the read.
   s.pending = pending_amaxes(*m_model);
   const std::size_t n_slots = kCountsSlot + P + s.pending.size();
   for (std::size_t k = 0; k < s.pending.size(); ++k)
     be.copy(results + kCountsSlot + P + k, s.pending[k]->pending_slot(), sizeof(float));
 
-  // --- the step's one read: loss, correct, gradient norm, non-finite counts, amaxes ---
   s.results_host.resize(n_slots);
   be.download(s.results_host.data(), results, n_slots * sizeof(std::int64_t));
   const std::vector<std::int64_t>& r = s.results_host;
@@ -366,139 +274,101 @@ void Run::step(std::vector<Record>& out) {
     std::memcpy(&a, &r[kCountsSlot + P + k], sizeof a);
     s.pending[k]->take_pending(a);
   }
-  double loss = slot_double(r, kLossSlot);
-  if (fault && fault->target == FaultTarget::Loss) loss = fault->value;
-  const std::int64_t correct = r[kCorrectSlot];
-  double sum_squares = slot_double(r, kSumSquaresSlot);
-  std::int64_t nonfinite = 0;
-  for (std::size_t i = 0; i < P; ++i) nonfinite += r[kCountsSlot + i];
-  s.scaler.record_nonfinite(nonfinite);
-  const bool overflow = nonfinite > 0;
-  if (overflow || !std::isfinite(loss)) {
-    // Attribution: per-layer counting costs a pass over every activation
-    // and gradient, so it runs only on steps that overflowed. The step is
-    // recomputed with counting on — same batch, same weights, same scale,
-    // so the same values — and the gradients unscaled again.
-    m_model->set_track_nonfinite(true);
-    forward_backward();
-    record_overflow_events(step_no, out);
-    if (!inspect) m_model->set_track_nonfinite(false);
-    gradient_spans(true);
-    LossScaler::multiply_by_inverse(be, s.scaler_spans, loss_scale);
-  }
-  StepInspection inspection;
-  if (stats_step) {
-    const std::size_t first_stats = m_history.grads.size();
-    gradient_statistics(step_no, loss_scale, out);
-    m_model->set_capture_outputs(false);
-    if (inspect) {
-      // Per leaf: the non-finite counts of this step, the underflow the
-      // statistics measured, and the largest unscaled weight gradient.
-      inspection.layers.reserve(m_model->leaves().size());
-      std::size_t pi = 0;
-      for (Layer* l : m_model->leaves()) {
-        LayerInspection li;
-        li.layer = l->name();
-        li.grad_format = format_name(l->precision().grad);
-        const NonfiniteCounts c = l->nonfinite_counts();
-        li.nonfinite_activation = c.activation;
-        li.nonfinite_activation_grad = c.activation_grad;
-        li.nonfinite_weight_grad = c.weight_grad;
-        bool first = true;
-        for (Parameter* p : l->parameters()) {
-          li.has_weights = true;
-          while (pi < P && params[pi] != p) ++pi;
-          if (pi >= P) break;
-          std::vector<float> g(s.clip_spans[pi].n);
-          be.download(g.data(), s.clip_spans[pi].data, g.size() * sizeof(float));
-          for (float v : g) li.max_abs_grad = std::max(li.max_abs_grad, static_cast<double>(std::fabs(v)));
-          if (first) {
-            first = false;
-            inspect_block(*p, g.data(), g.size(), li);
-          }
-        }
-        for (std::size_t k = first_stats; k < m_history.grads.size(); ++k)
-          if (m_history.grads[k].layer == li.layer) li.underflow = m_history.grads[k].underflow_scaled;
-        inspection.layers.push_back(std::move(li));
-      }
-      m_model->set_track_nonfinite(false);
-    }
-  }
+  st.loss = slot_double(r, kLossSlot);
+  if (st.fault && st.fault->target == FaultTarget::Loss) st.loss = st.fault->value;
+  st.correct = r[kCorrectSlot];
+  st.sum_squares = slot_double(r, kSumSquaresSlot);
+  for (std::size_t i = 0; i < P; ++i) st.nonfinite += r[kCountsSlot + i];
+  s.scaler.record_nonfinite(st.nonfinite);
+  st.overflow = st.nonfinite > 0;
+}
 
-  const double grad_norm = std::sqrt(sum_squares);
-  if (m_config.clip > 0.0 && !overflow) clip_grad_norm(be, s.clip_spans, grad_norm, m_config.clip);
-
-  // --- optimizer step, or skip ---
-  const double lr = learning_rate(s.schedule, m_step);
-  const bool take = s.scaler.should_step();
-  if (take) {
-    // The update also writes each parameter's stored copy (ParamSlot::
-    // encode): master weights refreshed into the layer's format, or
-    // low-precision weights re-encoded from their decoded update.
-    std::int64_t scaled = 0;
-    for (std::size_t i = 0; i < P; ++i)
-      if (params[i]->has_master() && params[i]->weight_history.active())
-        scaled = std::max(scaled, params[i]->master.numel());
-    if (scaled > 0) s.fp8_scratch.resize({scaled}, Format::FP32);
-    s.encodes.resize(P);
-    s.slots.clear();
-    for (std::size_t i = 0; i < P; ++i) {
-      Parameter& p = *params[i];
-      Tensor& u = p.updated();
-      float* value;
-      const UpdateEncode* encode = nullptr;
-      bool in_codes = false;
-      if (u.format() == Format::FP32 || u.format() == Format::TF32) {
-        value = u.f32();
-      } else {
-        // The update decodes the weights from their codes as it goes
-        // (ParamSlot::value_in_codes); the scratch takes the values.
-        s.weight_scratch[i].resize(u.shape(), Format::FP32);
-        value = s.weight_scratch[i].f32();
-        in_codes = true;
-        // Updates smaller than half an ulp of the stored weight vanish here
-        // under round-to-nearest; stochastic rounding keeps them on average
-        // (seeded per run, step and parameter: a run repeats bit for bit).
-        UpdateEncode e;
-        e.format = u.format();
-        e.codes = u.data();
-        if (m_config.weight_rounding == "stochastic") {
-          e.opt.stochastic = true;
-          e.opt.seed = m_config.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(step_no) * 1000003ull + i;
-        }
-        s.encodes[i] = e;
-        encode = &s.encodes[i];
-      }
-      if (p.has_master()) {
-        s.encodes[i] = refresh_encode(p, scaled > 0 ? s.fp8_scratch.f32() : nullptr);
-        encode = &s.encodes[i];
-      }
-      s.slots.push_back(
-          {value, s.clip_spans[i].data, static_cast<std::size_t>(p.grad.numel()), p.decay, encode, in_codes});
-    }
-    s.optimizer->step(be, s.slots, lr);
-    for (std::size_t i = 0; i < P; ++i) {
-      Tensor& u = params[i]->updated();
-      if (u.format() == Format::TF32) be.quantize(Format::TF32, u.f32(), u.numel(), false);
-    }
-  }
+// Clipping, then the optimizer's step unless the scaler skips it, then the
+// scale's update.
+void Run::step_or_skip(StepState& st) {
+  Impl& s = *m_impl;
+  st.grad_norm = std::sqrt(st.sum_squares);
+  if (m_config.clip > 0.0 && !st.overflow) clip_grad_norm(m_backend, s.grads.views(), st.grad_norm, m_config.clip);
+  st.lr = learning_rate(s.schedule, m_step);
+  st.taken = s.scaler.should_step();
+  if (st.taken) update_parameters(st.lr, st.number);
   s.scaler.update();
-
-  // --- metrics ---
-  m_step = step_no;
+  m_step = st.number;
   ++s.batch_in_epoch;
-  const double wall_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+}
 
+// The optimizer's step over every parameter. The update also writes each
+// parameter's stored copy (ParamSlot::encode): master weights refreshed
+// into the layer's format, or low-precision weights re-encoded from their
+// decoded update.
+void Run::update_parameters(double lr, std::int64_t step) {
+  Impl& s = *m_impl;
+  Backend& be = m_backend;
+  const std::size_t P = s.grads.size();
+  std::int64_t scaled = 0;
+  for (std::size_t i = 0; i < P; ++i) {
+    Parameter& p = s.grads.param(i);
+    if (p.has_master() && p.weight_history.active()) scaled = std::max(scaled, p.master.numel());
+  }
+  if (scaled > 0) s.fp8_scratch.resize({scaled}, Format::FP32);
+  s.encodes.resize(P);
+  s.weight_scratch.resize(P);
+  s.slots.clear();
+  for (std::size_t i = 0; i < P; ++i) {
+    Parameter& p = s.grads.param(i);
+    Tensor& u = p.updated();
+    float* value;
+    const UpdateEncode* encode = nullptr;
+    bool in_codes = false;
+    if (u.format() == Format::FP32 || u.format() == Format::TF32) {
+      value = u.f32();
+    } else {
+      // The update decodes the weights from their codes as it goes
+      // (ParamSlot::value_in_codes); the scratch takes the values.
+      s.weight_scratch[i].resize(u.shape(), Format::FP32);
+      value = s.weight_scratch[i].f32();
+      in_codes = true;
+      // Updates smaller than half an ulp of the stored weight vanish here
+      // under round-to-nearest; stochastic rounding keeps them on average
+      // (seeded per run, step and parameter: a run repeats bit for bit).
+      UpdateEncode e;
+      e.format = u.format();
+      e.codes = u.data();
+      if (m_config.weight_rounding == "stochastic") {
+        e.opt.stochastic = true;
+        e.opt.seed = m_config.seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(step) * 1000003ull + i;
+      }
+      s.encodes[i] = e;
+      encode = &s.encodes[i];
+    }
+    if (p.has_master()) {
+      s.encodes[i] = refresh_encode(p, scaled > 0 ? s.fp8_scratch.f32() : nullptr);
+      encode = &s.encodes[i];
+    }
+    s.slots.push_back({value, s.grads.values(i), static_cast<std::size_t>(p.grad.numel()), p.decay, encode, in_codes});
+  }
+  s.optimizer->step(be, s.slots, lr);
+  for (std::size_t i = 0; i < P; ++i) {
+    Tensor& u = s.grads.param(i).updated();
+    if (u.format() == Format::TF32) be.quantize(Format::TF32, u.f32(), u.numel(), false);
+  }
+}
+
+// The step's StepMetrics and events, its inspection when asked for, and the
+// divergence checks that end a run.
+void Run::record(StepState& st, double wall_ms, std::vector<Record>& out) {
+  Impl& s = *m_impl;
+  const std::int64_t step_no = st.number;
   StepMetrics m;
   m.run_id = m_id;
   m.step = step_no;
   m.epoch = s.epoch;
-  m.loss = loss;
-  m.loss_scale = loss_scale;
-  m.overflow = overflow;
-  m.skipped = !take;
-  m.grad_norm = grad_norm;
-  m.lr = lr;
+  m.loss = st.loss;
+  m.loss_scale = st.loss_scale;
+  m.overflow = st.overflow;
+  m.skipped = !st.taken;
+  m.grad_norm = st.grad_norm;
+  m.lr = st.lr;
   m.mem = memory();
   // /proc costs a few syscalls: sample the RSS every 50 steps.
   if (step_no == 1 || step_no % 50 == 0) {
@@ -513,35 +383,36 @@ void Run::step(std::vector<Record>& out) {
   m.device_used = m_device_used;
   m.device_total = m_device_total;
   m.wall_ms = wall_ms;
-  m.samples_per_second = wall_ms > 0 ? static_cast<double>(B) / (wall_ms / 1000.0) : 0.0;
-  m.train_accuracy = cls ? static_cast<double>(correct) / static_cast<double>(B) : -1.0;
+  m.samples_per_second = wall_ms > 0 ? static_cast<double>(st.batch) / (wall_ms / 1000.0) : 0.0;
+  m.train_accuracy = is_classification() ? static_cast<double>(st.correct) / static_cast<double>(st.batch) : -1.0;
 
-  if (!std::isfinite(loss)) emit(Event{m_id, step_no, EventKind::NanLoss, "", "loss", 1}, out);
-  if (!take) emit(Event{m_id, step_no, EventKind::Skipped, "", "optimizer", nonfinite}, out);
-  if (s.scaler.scale() != loss_scale) {
-    Event e{m_id, step_no, EventKind::ScaleChange, "", overflow ? "backoff" : "growth", 0};
+  if (!std::isfinite(st.loss)) emit(Event{m_id, step_no, EventKind::NanLoss, "", "loss", 1}, out);
+  if (!st.taken) emit(Event{m_id, step_no, EventKind::Skipped, "", "optimizer", st.nonfinite}, out);
+  if (s.scaler.scale() != st.loss_scale) {
+    Event e{m_id, step_no, EventKind::ScaleChange, "", st.overflow ? "backoff" : "growth", 0};
     e.value = static_cast<double>(s.scaler.scale());
     emit(e, out);
   }
   m_history.add(m);
   out.emplace_back(m);
-  if (fault && fault->target == FaultTarget::Activations) fault->layer->fault_output = false;
-  if (inspect) {
+  if (st.fault && st.fault->target == FaultTarget::Activations) st.fault->layer->fault_output = false;
+  if (st.inspect) {
+    StepInspection& inspection = st.inspection;
     inspection.run_id = m_id;
     inspection.step = step_no;
-    inspection.loss = loss;
-    inspection.scale_before = loss_scale;
+    inspection.loss = st.loss;
+    inspection.scale_before = st.loss_scale;
     inspection.scale_after = s.scaler.scale();
-    inspection.overflow = overflow;
-    inspection.skipped = !take;
+    inspection.overflow = st.overflow;
+    inspection.skipped = !st.taken;
     out.emplace_back(std::move(inspection));
   }
   // Divergence ends the run, cleanly and with its reason: non-finite
   // gradients applied (no loss scaler skipped the step) leave the weights
   // NaN for good; a loss that stays non-finite for 10 steps has diverged.
-  m_nan_loss_run = std::isfinite(loss) ? 0 : m_nan_loss_run + 1;
-  if (take && overflow)
-    throw std::runtime_error("diverged at step " + std::to_string(step_no) + ": " + std::to_string(nonfinite) +
+  m_nan_loss_run = std::isfinite(st.loss) ? 0 : m_nan_loss_run + 1;
+  if (st.taken && st.overflow)
+    throw std::runtime_error("diverged at step " + std::to_string(step_no) + ": " + std::to_string(st.nonfinite) +
                              " gradient values were inf or NaN and no loss scaler skipped the step, so the weights "
                              "are no longer finite");
   if (m_nan_loss_run >= 10)
@@ -552,13 +423,10 @@ void Run::step(std::vector<Record>& out) {
 void Run::inject_fault(FaultTarget target, const std::string& layer, bool inf) {
   Fault f{target, nullptr, inf ? std::numeric_limits<float>::infinity() : std::numeric_limits<float>::quiet_NaN()};
   if (target != FaultTarget::Loss) {
-    for (Layer* l : m_model->leaves())
-      if (l->name() == layer) f.layer = l;
-    if (!f.layer) {
-      std::string names;
-      for (Layer* l : m_model->leaves()) names += (names.empty() ? "" : ", ") + l->name();
-      throw std::invalid_argument("inject_fault: the model has no layer '" + layer + "' (layers: " + names + ")");
-    }
+    f.layer = m_model->find_leaf(layer);
+    if (!f.layer)
+      throw std::invalid_argument("inject_fault: the model has no layer '" + layer + "' (layers: " +
+                                  m_model->leaf_names() + ")");
     if (target != FaultTarget::Activations && f.layer->parameters().empty())
       throw std::invalid_argument("inject_fault: layer '" + layer + "' has no weights");
   }
@@ -568,193 +436,6 @@ void Run::inject_fault(FaultTarget target, const std::string& layer, bool inf) {
 void Run::emit(const Event& e, std::vector<Record>& out) {
   m_history.add(e);
   out.emplace_back(e);
-}
-
-void Run::record_overflow_events(std::int64_t step, std::vector<Record>& out) {
-  // Backward order: the first row of a step is the first layer whose
-  // gradients went non-finite as backward ran.
-  // (Overflow steps only: one read of each leaf's counters.)
-  std::vector<Layer*> leaves = m_model->leaves();
-  std::vector<NonfiniteCounts> counts;
-  for (Layer* l : leaves) counts.push_back(l->nonfinite_counts());
-  for (std::size_t k = leaves.size(); k-- > 0;) {
-    const NonfiniteCounts& c = counts[k];
-    auto overflow = [&](const char* tensor, std::int64_t n) {
-      if (n > 0) emit(Event{m_id, step, EventKind::Overflow, leaves[k]->name(), tensor, n}, out);
-    };
-    overflow("activation_grad", c.activation_grad);
-    overflow("weight_grad", c.weight_grad);
-  }
-  // Forward activations that overflowed (in forward order).
-  for (std::size_t k = 0; k < leaves.size(); ++k)
-    if (counts[k].activation > 0)
-      emit(Event{m_id, step, EventKind::Overflow, leaves[k]->name(), "activation", counts[k].activation}, out);
-}
-
-bool Run::shadow_pass() {
-  Impl& s = *m_impl;
-  Backend& be = m_backend;
-  bool low = false;
-  for (Layer* l : m_model->leaves()) low = low || !l->precision().is_fp32();
-  if (!low) return false;
-  const Dataset& train = m_data->train;
-  if (!s.shadow) {
-    // The same architecture, all FP32 (no master copies, no FP8 scaling).
-    if (m_config.model == "mlp" && !m_config.widths.empty())
-      s.shadow = build_mlp(s.sample_shape, s.outputs, m_config.widths);
-    else
-      s.shadow = build_model(m_config.model, s.sample_shape, s.outputs);
-    s.shadow->set_precision(LayerPrecision{});
-  }
-  // The weights as exact arithmetic has them: the FP32 master copy where the
-  // recipe keeps one, else the stored weights decoded (and unscaled for FP8).
-  std::vector<Parameter*> mine = m_model->parameters();
-  std::vector<Parameter*> ref = s.shadow->parameters();
-  for (std::size_t i = 0; i < mine.size() && i < ref.size(); ++i) {
-    Parameter& p = *mine[i];
-    float* dst = ref[i]->weight.f32();
-    const std::int64_t n = p.numel();
-    if (p.has_master()) {
-      be.copy(dst, p.master.f32(), static_cast<std::size_t>(n) * sizeof(float));
-    } else {
-      be.convert(p.weight.format(), p.weight.data(), Format::FP32, dst, n, {});
-      if (p.weight_scale != 1.0f) be.scale(dst, 1.0f / p.weight_scale, n);
-    }
-  }
-  s.shadow->set_capture_outputs(true);
-  const Tensor& logits = s.shadow->forward(be, s.x);
-  const std::int64_t B = logits.dim(0);
-  s.shadow_dlogits.resize({B, s.outputs}, Format::FP32);
-  // The shadow's loss is not read: it lands in the results buffer's scratch slot.
-  auto* loss = reinterpret_cast<double*>(s.results.as<std::int64_t>() + kLossSlot);
-  if (train.is_classification()) {
-    s.shadow_probs.resize({B, s.outputs}, Format::FP32);
-    be.cross_entropy_forward(logits.f32(), s.labels.as<std::int32_t>(), B, s.outputs, s.shadow_probs.f32(), loss,
-                             nullptr);
-    be.cross_entropy_backward(s.shadow_probs.f32(), s.labels.as<std::int32_t>(), B, s.outputs, 1.0f,
-                              s.shadow_dlogits.f32());
-  } else {
-    be.mse_forward(logits.f32(), s.targets.f32(), B * s.outputs, loss);
-    be.mse_backward(logits.f32(), s.targets.f32(), B * s.outputs, 1.0f, s.shadow_dlogits.f32());
-  }
-  s.shadow->backward(be, s.shadow_dlogits);
-  return true;
-}
-
-namespace {
-
-// ||a - b|| / ||b|| from Backend::error_sums' three sums (0 when both are
-// zero; inf when only b is), and <a - b, b> / ||b||^2: the error's
-// component along b, relative to b.
-double relative_error(const double* e) {
-  if (e[0] == 0.0) return 0.0;
-  return e[1] > 0.0 ? std::sqrt(e[0] / e[1]) : std::numeric_limits<double>::infinity();
-}
-double error_bias(const double* e) { return e[1] > 0.0 && std::isfinite(e[2]) ? e[2] / e[1] : 0.0; }
-
-}  // namespace
-
-void Run::gradient_statistics(std::int64_t step, float loss_scale, std::vector<Record>& out) {
-  // Statistics steps: every per-layer figure is computed by the backend
-  // into one buffer and read once.
-  Impl& s = *m_impl;
-  Backend& be = m_backend;
-  const bool shadow = shadow_pass();
-  std::vector<Parameter*> all = m_model->parameters();
-  std::vector<Layer*> leaves = m_model->leaves();
-  std::vector<Parameter*> ref_params = shadow ? s.shadow->parameters() : std::vector<Parameter*>{};
-  std::vector<Layer*> ref_leaves = shadow ? s.shadow->leaves() : std::vector<Layer*>{};
-  // Per leaf with parameters: kCensusSlots counts, then 6 doubles (the
-  // gradient's and the output's error sums).
-  constexpr std::size_t kPer = kCensusSlots + 6;
-  std::vector<std::size_t> with_params;
-  for (std::size_t li = 0; li < leaves.size(); ++li)
-    if (!leaves[li]->parameters().empty()) with_params.push_back(li);
-  Buffer stats;
-  stats.reserve(with_params.size() * kPer * sizeof(std::int64_t));
-  stats.zero(with_params.size() * kPer * sizeof(std::int64_t));
-  Tensor block_q;
-  std::vector<std::int64_t> totals(with_params.size(), 0);
-  std::size_t pi = 0;
-  for (std::size_t k = 0; k < with_params.size(); ++k) {
-    Layer* l = leaves[with_params[k]];
-    std::int64_t* slots = stats.as<std::int64_t>() + k * kPer;
-    auto* errors = reinterpret_cast<double*>(slots + kCensusSlots);
-    const Format f = l->precision().grad;
-    const bool block = is_block_format(f);
-    for (Parameter* p : l->parameters()) {
-      while (pi < all.size() && all[pi] != p) ++pi;
-      if (pi >= all.size()) break;
-      const float* own = s.clip_spans[pi].data;
-      const std::int64_t n = static_cast<std::int64_t>(s.clip_spans[pi].n);
-      // The gradient the format's fate is measured on: the exact (FP32
-      // shadow) one where the layer computed in low precision, since its own
-      // has already lost what the format flushed.
-      const float* gv = shadow ? ref_params[pi]->grad.f32() : own;
-      if (shadow) be.error_sums(own, gv, n, errors);
-      totals[k] += n;
-      GradCensus c;
-      c.values = gv;
-      c.own = shadow ? own : nullptr;
-      c.n = n;
-      c.thresholds = rounding_thresholds(block ? Format::FP32 : f);
-      c.scale = static_cast<double>(loss_scale);
-      c.log2_lo = -40;
-      c.out = slots;
-      // A block format decides a value's fate by its block, not by a fixed
-      // range: quantize the gradient in it (blocks along its rows) and see
-      // which nonzero values became zero. Block scales cannot overflow.
-      if (block) {
-        const std::int64_t rows = p->shape.size() < 2 ? 1 : p->shape.front();
-        block_q.resize({n}, Format::FP32);
-        be.block_quantize(f, gv, block_q.f32(), rows, n / rows, BlockLayout::Rows, {}, nullptr);
-        c.block = block_q.f32();
-      }
-      be.gradient_census(c);
-    }
-    if (shadow) {
-      const Tensor& y = l->captured_output;
-      const Tensor& y32 = ref_leaves[with_params[k]]->captured_output;
-      if (!y.empty() && y.numel() == y32.numel()) be.error_sums(y.f32(), y32.f32(), y.numel(), errors + 3);
-    }
-  }
-  std::vector<std::int64_t> host(with_params.size() * kPer);
-  stats.download(host.data(), host.size() * sizeof(std::int64_t));
-  for (std::size_t k = 0; k < with_params.size(); ++k) {
-    Layer* l = leaves[with_params[k]];
-    const std::int64_t* c = host.data() + k * kPer;
-    double errors[6];
-    std::memcpy(errors, c + kCensusSlots, sizeof errors);
-    GradStats g;
-    g.run_id = m_id;
-    g.step = step;
-    g.layer = l->name();
-    g.format = format_name(l->precision().grad);
-    g.shadow = shadow;
-    g.log2_lo = -40;
-    g.total = totals[k];
-    g.zeros = c[0];
-    g.histogram.assign(c + 1, c + 1 + kCensusBins);
-    const std::int64_t* scaled = c + 1 + kCensusBins;
-    const std::int64_t* unscaled = scaled + 5;
-    const double t = g.total > 0 ? static_cast<double>(g.total) : 1.0;
-    auto frac = [t](const std::int64_t* v, Magnitude m) { return static_cast<double>(v[static_cast<int>(m)]) / t; };
-    g.underflow_unscaled = frac(unscaled, Magnitude::Underflow);
-    g.subnormal_unscaled = frac(unscaled, Magnitude::Subnormal);
-    g.overflow_unscaled = frac(unscaled, Magnitude::Overflow);
-    g.underflow_scaled = frac(scaled, Magnitude::Underflow);
-    g.subnormal_scaled = frac(scaled, Magnitude::Subnormal);
-    g.overflow_scaled = frac(scaled, Magnitude::Overflow);
-    if (shadow) {
-      g.grad_error = relative_error(errors);
-      g.grad_bias = error_bias(errors);
-      const Tensor& y = l->captured_output;
-      if (!y.empty() && y.numel() == ref_leaves[with_params[k]]->captured_output.numel())
-        g.output_error = relative_error(errors + 3);
-    }
-    m_history.add(g);
-    out.emplace_back(std::move(g));
-  }
 }
 
 bool Run::eval_due() const {
@@ -835,8 +516,7 @@ RunSummary Run::summary() const {
 }
 
 void Run::set_layer_precision(const std::string& layer, const LayerPrecision& p) {
-  for (Layer* l : m_model->leaves()) {
-    if (l->name() != layer) continue;
+  if (const Layer* l = m_model->find_leaf(layer)) {
     const std::string problem = precision_problem(*l, p);
     if (!problem.empty()) throw std::invalid_argument(problem);
   }

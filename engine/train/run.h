@@ -75,13 +75,33 @@ class Run {
 
  private:
   struct Impl;
-  void record_overflow_events(std::int64_t step, std::vector<Record>& out);
+  struct StepState;
+  struct Fault {
+    FaultTarget target;
+    Layer* layer;
+    float value;
+  };
+
+  // The phases of step(), in order (run.cpp).
+  StepState begin_step();
+  void load_batch(StepState& st);
+  void forward_backward(const StepState& st);
+  void unscale_and_check(StepState& st);
+  void step_or_skip(StepState& st);
+  void record(StepState& st, double wall_ms, std::vector<Record>& out);
+  void update_parameters(double lr, std::int64_t step);
+  // Measuring phases (run_statistics.cpp). Overflow attribution: the step
+  // recomputed with per-layer counting on, one event per layer and tensor.
+  void attribute_overflow(const StepState& st, std::vector<Record>& out);
+  // A statistics step's GradStats (and StepInspection when requested).
+  void measure(StepState& st, std::vector<Record>& out);
   void gradient_statistics(std::int64_t step, float loss_scale, std::vector<Record>& out);
   // The FP32 shadow pass of a statistics step: the same batch through an
   // FP32 copy of the model with the same (master) weights; fills the
   // reference gradients per parameter and outputs per leaf. False when the
   // model runs in FP32 throughout (its own gradients are the reference).
   bool shadow_pass();
+  StepInspection inspect_layers(std::size_t first_stats);
   void emit(const Event& e, std::vector<Record>& out);
 
   int m_id;
@@ -97,11 +117,6 @@ class Run {
   std::int64_t m_last_rss = 0;
   std::int64_t m_device_used = 0, m_device_total = 0;
   bool m_inspect_next = false;
-  struct Fault {
-    FaultTarget target;
-    Layer* layer;
-    float value;
-  };
   std::optional<Fault> m_fault;
   std::optional<Fault> m_spike;  // RunConfig::spike, injected at m_spike_step
   std::int64_t m_spike_step = 0;

@@ -96,6 +96,10 @@ class Trainer {
   bool paused() const { return m_paused.load(std::memory_order_acquire); }
 
   void set_layer_precision(int run_id, const std::string& layer, const LayerPrecision& p);
+  // The run's loss scaler from its next step on (the setup panel): a new
+  // mode restarts the scale at c.init_scale, the same mode keeps the
+  // current scale and takes the new factors and interval. Throws
+  // std::invalid_argument for out-of-range settings (validate()).
   void set_loss_scaler(int run_id, const LossScalerConfig& c);
   // A NaN (or inf) in `layer`'s weights, output or weight gradient, or in
   // the loss, at the run's next step (the robustness lesson and tests).

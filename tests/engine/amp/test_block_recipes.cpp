@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/test_configs.h"
 #include "amp/recipe.h"
 #include "backend/backend.h"
 #include "data/batch.h"
@@ -52,16 +53,7 @@ Format recipe_format(const std::string& r) {
 }
 
 RunConfig config(const char* recipe, const char* model = "mlp", const char* data = "spirals") {
-  RunConfig c;
-  c.recipe = recipe;
-  c.model = model;
-  c.dataset = data;
-  c.batch = 32;
-  c.steps = 60;
-  c.seed = 4;
-  c.stats_every = 0;
-  c.threads = 1;
-  return c;
+  return test::small_run(recipe, model, data, 60, 32, 4);
 }
 
 std::shared_ptr<const DatasetPair> data_for(const RunConfig& c) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/test_configs.h"
 #include "backend/backend.h"
 #include "data/dataset.h"
 #include "train/run.h"
@@ -62,14 +63,7 @@ std::int64_t saved(const std::string& recipe, bool gemm_input, std::int64_t valu
 const char* kRecipes[] = {"fp32", "fp16", "mixed-fp16", "mixed-bf16", "fp8"};
 
 MemoryBytes first_step(const std::string& model, const std::string& recipe) {
-  RunConfig c;
-  c.recipe = recipe;
-  c.model = model;
-  c.dataset = "fashion-mnist";
-  c.batch = B;
-  c.steps = 2;
-  c.stats_every = 0;
-  c.threads = 1;
+  const RunConfig c = test::small_run(recipe, model, "fashion-mnist", 2, B, 0);
   Run run(0, c, fashion(), backend());
   std::vector<Record> out;
   run.step(out);

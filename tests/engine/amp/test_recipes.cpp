@@ -16,6 +16,7 @@
 #include <random>
 #include <vector>
 
+#include "engine/test_configs.h"
 #include "amp/apply.h"
 #include "nn/fp8_scaling.h"
 #include "amp/recipe.h"
@@ -59,18 +60,7 @@ std::shared_ptr<const DatasetPair> dataset(const char* name, std::uint64_t seed)
   return std::make_shared<const DatasetPair>(load_dataset(name, seed));
 }
 
-RunConfig spirals_config(const char* recipe) {
-  RunConfig c;
-  c.recipe = recipe;
-  c.dataset = "spirals";
-  c.model = "mlp";
-  c.batch = 32;
-  c.steps = 50;
-  c.seed = 4;
-  c.stats_every = 0;
-  c.threads = 1;
-  return c;
-}
+RunConfig spirals_config(const char* recipe) { return test::small_run(recipe, "mlp", "spirals", 50, 32, 4); }
 
 // A tensor's stored bytes, read through its backend (a guarded run's tensors
 // cannot be read directly).

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/test_configs.h"
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/gelu_simd.h"
@@ -2822,16 +2823,9 @@ TEST_P(Conformance, ShortTrainingRunFollowsTheCpuBackendInEveryRecipe) {
   const auto data = std::make_shared<const engine::DatasetPair>(engine::load_dataset("spirals", 5));
   const bool host_memory = GetParam().name != "cuda";
   for (const char* recipe : {"fp32", "mixed-fp16", "mixed-bf16", "fp8", "mxfp8", "nvfp4"}) {
-    engine::RunConfig c;
-    c.dataset = "spirals";
-    c.model = "mlp";
-    c.recipe = recipe;
-    c.steps = 20;
-    c.batch = 64;
+    engine::RunConfig c = test::small_run(recipe, "mlp", "spirals", 20, 64, 5);
     c.optimizer = "adam";
     c.lr = 0.01;
-    c.seed = 5;
-    c.eval_every = 0;
     c.stats_every = 10;
     std::vector<double> loss[2];
     auto cpu = engine::make_cpu_backend();

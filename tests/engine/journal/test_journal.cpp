@@ -163,6 +163,60 @@ TEST(Journal, ALiveRunWithChangesReplaysBitForBit) {
   fs::remove_all(again);
 }
 
+// The setup panel's loss-scaler change: it acts from the next step on (the
+// scale restarts at the new init when the mode changes), commands.jsonl
+// stamps it with the step it followed, and the replay repeats it bit for bit.
+TEST(Journal, ALossScalerChangeActsAtTheNextStepAndReplays) {
+  const fs::path dir = temp("scaler"), again = temp("scaler_replay");
+  RunConfig c = spirals(200);
+  c.recipe = "mixed-bf16";  // no loss scaling until the change
+  std::int64_t after = 0;
+  {
+    Trainer t;
+    t.add_run(c);
+    attach_journal(t, dir.string(), {"scaler"});
+    t.set_step_rate(400);  // the change lands mid-run
+    t.start();
+    std::vector<Record> all;
+    ASSERT_TRUE(drain_until(t, all, [](auto& a) { return count_steps(a, 0) >= 10; }));
+    LossScalerConfig s;
+    s.mode = ScalingMode::Dynamic;
+    s.init_scale = 256;
+    s.growth_interval = 5;
+    t.set_loss_scaler(0, s);
+    t.set_step_rate(0);
+    t.wait();
+  }
+  const JournalContents j = read_journal(dir.string());
+  ASSERT_EQ(j.commands.size(), 1u);
+  const StampedChange& ch = j.commands[0];
+  EXPECT_EQ(ch.change.kind, LiveChange::Kind::LossScaler);
+  EXPECT_EQ(ch.change.scaler.mode, ScalingMode::Dynamic);
+  EXPECT_EQ(ch.change.scaler.init_scale, 256.0);
+  EXPECT_EQ(ch.change.scaler.growth_interval, 5);
+  after = ch.after_step;
+  ASSERT_GE(after, 10);
+  ASSERT_LT(after + 6, 200);
+  const std::vector<StepMetrics>& steps = j.exports[0].history.steps;
+  ASSERT_EQ(steps.size(), 200u);
+  for (std::int64_t k = 0; k < after; ++k) ASSERT_EQ(steps[static_cast<std::size_t>(k)].loss_scale, 1.0f) << k;
+  EXPECT_EQ(steps[static_cast<std::size_t>(after)].loss_scale, 256.0f);  // step after + 1
+  // Dynamic from then on: five clean steps grow it.
+  EXPECT_EQ(steps[static_cast<std::size_t>(after) + 5].loss_scale, 512.0f);
+
+  Trainer r;
+  r.add_run(j.runs[0].config);
+  r.schedule(ch);
+  attach_journal(r, again.string(), {"scaler"});
+  r.start();
+  r.wait();
+  for (const char* f : {"steps.csv", "evals.csv", "events.csv", "grads.csv", "summary.csv"})
+    EXPECT_EQ(deterministic(dir / f), deterministic(again / f)) << f;
+  EXPECT_EQ(slurp(dir / "commands.jsonl"), slurp(again / "commands.jsonl"));
+  fs::remove_all(dir);
+  fs::remove_all(again);
+}
+
 TEST(Journal, AnInterruptedFolderSaysSoAndKeepsItsRows) {
   const fs::path dir = temp("interrupted");
   {

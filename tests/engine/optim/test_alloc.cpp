@@ -33,8 +33,8 @@ TEST(Allocation, StepsAfterTheFirstAllocateNothing) {
   std::vector<std::vector<float>> g;
   for (std::size_t s = 0; s < prob.params.size(); ++s) g.push_back(prob.grad(s, 1));
   const auto slots = test::slots_for(prob.params, g, prob.decay);
-  std::vector<engine::GradSpan> grads;
-  for (auto& x : g) grads.push_back({x.data(), x.size()});
+  std::vector<engine::GradBuffer> grads;
+  for (auto& x : g) grads.push_back({x.data(), static_cast<std::int64_t>(x.size()), nullptr});
 
   engine::Sgd sgd({0.9, 0.0, 1e-4, true}, engine::Format::BF16);
   engine::Adam adamw({}, true, engine::Format::FP16);

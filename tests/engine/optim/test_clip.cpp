@@ -11,13 +11,13 @@
 namespace {
 
 // clip_grad_norm_ as PyTorch calls it: the global norm, then the clip.
-double clip(const std::vector<engine::GradSpan>& g, double max_norm) {
+double clip(const std::vector<engine::GradBuffer>& g, double max_norm) {
   return engine::clip_grad_norm(test::cpu_backend(), g, engine::global_grad_norm(test::cpu_backend(), g), max_norm);
 }
 
 TEST(ClipGradNorm, ClipsToMaxNormAcrossAllTensors) {
   std::vector<float> a{3.0f, 4.0f}, b{12.0f};  // global norm 13
-  const std::vector<engine::GradSpan> g{{a.data(), 2}, {b.data(), 1}};
+  const std::vector<engine::GradBuffer> g{{a.data(), 2}, {b.data(), 1}};
   const double total = clip(g, 1.0);
   EXPECT_DOUBLE_EQ(total, 13.0);  // returned before clipping
   const double coef = 1.0 / (13.0 + 1e-6);
@@ -30,7 +30,7 @@ TEST(ClipGradNorm, ClipsToMaxNormAcrossAllTensors) {
 TEST(ClipGradNorm, LeavesGradientsAloneBelowTheThreshold) {
   std::vector<float> a{3.0f, 4.0f}, b{12.0f};
   const auto a0 = a, b0 = b;
-  const std::vector<engine::GradSpan> g{{a.data(), 2}, {b.data(), 1}};
+  const std::vector<engine::GradBuffer> g{{a.data(), 2}, {b.data(), 1}};
   EXPECT_DOUBLE_EQ(clip(g, 100.0), 13.0);
   EXPECT_EQ(a, a0);
   EXPECT_EQ(b, b0);
@@ -39,7 +39,7 @@ TEST(ClipGradNorm, LeavesGradientsAloneBelowTheThreshold) {
 TEST(ClipGradNorm, AtExactlyMaxNormTheEpsilonStillClipsSlightly) {
   // PyTorch: coef = max / (total + 1e-6) < 1 when max == total.
   std::vector<float> a{3.0f, 4.0f};
-  const std::vector<engine::GradSpan> g{{a.data(), 2}};
+  const std::vector<engine::GradBuffer> g{{a.data(), 2}};
   clip(g, 5.0);
   EXPECT_LT(a[0], 3.0f);
   EXPECT_FLOAT_EQ(a[0], float(3.0 * 5.0 / (5.0 + 1e-6)));
@@ -48,13 +48,13 @@ TEST(ClipGradNorm, AtExactlyMaxNormTheEpsilonStillClipsSlightly) {
 TEST(ClipGradNorm, NonFiniteNormIsReturnedAndGradientsUntouched) {
   std::vector<float> a{1.0f, std::numeric_limits<float>::infinity()}, b{2.0f};
   const auto a0 = a, b0 = b;
-  const std::vector<engine::GradSpan> g{{a.data(), 2}, {b.data(), 1}};
+  const std::vector<engine::GradBuffer> g{{a.data(), 2}, {b.data(), 1}};
   EXPECT_TRUE(std::isinf(clip(g, 1.0)));
   EXPECT_EQ(a, a0);
   EXPECT_EQ(b, b0);
 
   std::vector<float> c{1.0f, std::numeric_limits<float>::quiet_NaN()};
-  const std::vector<engine::GradSpan> h{{c.data(), 2}};
+  const std::vector<engine::GradBuffer> h{{c.data(), 2}};
   EXPECT_TRUE(std::isnan(clip(h, 1.0)));
   EXPECT_EQ(c[0], 1.0f);
 }
@@ -62,7 +62,7 @@ TEST(ClipGradNorm, NonFiniteNormIsReturnedAndGradientsUntouched) {
 TEST(ClipGradNorm, NoFloatOverflowInTheSumOfSquares) {
   // 3e38^2 overflows float; in double the norm is exact enough.
   std::vector<float> a{3e38f, 3e38f};
-  const std::vector<engine::GradSpan> g{{a.data(), 2}};
+  const std::vector<engine::GradBuffer> g{{a.data(), 2}};
   EXPECT_NEAR(engine::global_grad_norm(test::cpu_backend(), g) / (3e38 * std::sqrt(2.0)), 1.0, 1e-7);
 }
 
@@ -78,7 +78,7 @@ TEST(ClipGradNorm, LargeSpansMatchADoubleReferenceAndAreDeterministic) {
     ref += double(b[i]) * b[i];
   }
   ref = std::sqrt(ref);
-  const std::vector<engine::GradSpan> g{{a.data(), a.size()}, {b.data(), b.size()}};
+  const std::vector<engine::GradBuffer> g{{a.data(), static_cast<std::int64_t>(a.size())}, {b.data(), static_cast<std::int64_t>(b.size())}};
   const double n1 = engine::global_grad_norm(test::cpu_backend(), g);
   EXPECT_NEAR(n1 / ref, 1.0, 1e-12);
   EXPECT_EQ(engine::global_grad_norm(test::cpu_backend(), g), n1);  // bit-identical on a second call
@@ -89,7 +89,7 @@ TEST(ClipGradNorm, LargeSpansMatchADoubleReferenceAndAreDeterministic) {
 
 TEST(ClipGradNorm, RejectsNegativeMaxNorm) {
   std::vector<float> a{1.0f};
-  const std::vector<engine::GradSpan> g{{a.data(), 1}};
+  const std::vector<engine::GradBuffer> g{{a.data(), 1}};
   EXPECT_THROW(clip(g, -1.0), std::invalid_argument);
   EXPECT_THROW(clip(g, std::nan("")), std::invalid_argument);
 }

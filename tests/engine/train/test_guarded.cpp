@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "engine/test_configs.h"
 #include "amp/recipe.h"
 #include "backend/backend.h"
 #include "backend/cuda_backend.h"
@@ -55,20 +56,12 @@ std::shared_ptr<const DatasetPair> images() {
 std::shared_ptr<const DatasetPair> data_for(const std::string& model) { return model == "mlp" ? spirals() : images(); }
 
 RunConfig config(const std::string& recipe, const std::string& model) {
-  RunConfig c;
-  c.dataset = model == "mlp" ? "spirals" : "fashion-mnist";
-  c.model = model;
-  c.recipe = recipe;
-  c.steps = 6;
   // Every guarded call opens and closes the arena (two mprotect calls), and
   // the transformer's attention makes a call per sample and head: small
   // image batches keep the 39 runs quick.
-  c.batch = model == "mlp" ? 32 : 8;
+  RunConfig c = test::small_run(recipe, model, model == "mlp" ? "spirals" : "fashion-mnist", 6,
+                                model == "mlp" ? 32 : 8, 5);
   c.lr = 0.05;
-  c.seed = 5;
-  c.eval_every = 0;
-  c.stats_every = 0;
-  c.threads = 1;
   return c;
 }
 

@@ -22,12 +22,12 @@ RunConfig small_mlp(const std::string& recipe) {
 }  // namespace
 
 TEST(LayerCatalog, DatasetShapesWithoutLoading) {
-  EXPECT_EQ(engine::dataset_shape("spirals").sample, (engine::Shape{2}));
-  EXPECT_EQ(engine::dataset_shape("spirals").outputs, 2);
-  EXPECT_EQ(engine::dataset_shape("fashion-mnist").sample, (engine::Shape{1, 28, 28}));
-  EXPECT_EQ(engine::dataset_shape("fashion-mnist").outputs, 10);
-  EXPECT_EQ(engine::dataset_shape("tiny-gradients").sample, (engine::Shape{4}));
-  EXPECT_EQ(engine::dataset_shape("tiny-gradients").outputs, 128);
+  EXPECT_EQ(engine::planned_data_shape("spirals").sample, (engine::Shape{2}));
+  EXPECT_EQ(engine::planned_data_shape("spirals").outputs, 2);
+  EXPECT_EQ(engine::planned_data_shape("fashion-mnist").sample, (engine::Shape{1, 28, 28}));
+  EXPECT_EQ(engine::planned_data_shape("fashion-mnist").outputs, 10);
+  EXPECT_EQ(engine::planned_data_shape("tiny-gradients").sample, (engine::Shape{4}));
+  EXPECT_EQ(engine::planned_data_shape("tiny-gradients").outputs, 128);
 }
 
 TEST(LayerCatalog, MlpLeavesShapesAndParameters) {

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/test_configs.h"
 #include "engine/support/test_backend.h"
 #include "records/metrics.h"
 #include "train/run_config.h"
@@ -21,18 +22,9 @@ using engine::StepMetrics;
 using engine::Trainer;
 
 inline RunConfig spirals(std::int64_t steps) {
-  RunConfig c;
-  c.dataset = "spirals";
-  c.model = "mlp";
-  c.recipe = "fp32";
-  c.steps = steps;
-  c.batch = 32;
+  RunConfig c = test::small_run("fp32", "mlp", "spirals", steps, 32, 3);
   c.optimizer = "adam";
   c.lr = 0.01;
-  c.seed = 3;
-  c.eval_every = 0;
-  c.stats_every = 0;
-  c.threads = 1;
   c.backend = test::run_backend_name();  // ctest runs the trainer tests on the guarded backend too
   return c;
 }

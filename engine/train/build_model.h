@@ -1,0 +1,32 @@
+// The model a RunConfig describes, built in one place for the run, its FP32
+// shadow and the UI's precision table.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "nn/model.h"
+#include "train/run_config.h"
+
+namespace engine {
+
+// The sample shape and output width of a data set as load_dataset() would
+// give it, without loading it: spirals and tiny-gradients by their
+// definitions, fashion-mnist and MNIST-format folders 1x28x28 images of 10
+// classes.
+struct DataShape {
+  Shape sample;
+  std::int64_t outputs = 0;
+};
+DataShape planned_data_shape(const std::string& dataset);
+
+// c.model for samples of `sample` shape and `outputs` outputs: an mlp with
+// c.widths when they are given, else the named architecture's defaults.
+// Untrained and in FP32 (no recipe applied). Throws std::runtime_error for
+// an unknown model or a shape it cannot take.
+std::unique_ptr<Model> build_model(const RunConfig& c, const Shape& sample, std::int64_t outputs);
+// The same for c.dataset's planned shape (planned_data_shape).
+std::unique_ptr<Model> build_model(const RunConfig& c);
+
+}  // namespace engine

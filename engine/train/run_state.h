@@ -1,0 +1,95 @@
+// Run's private state: the buffers a step reuses (Run::Impl) and one step's
+// facts as its phases pass them on (Run::StepState). Shared by run.cpp (the
+// step) and run_statistics.cpp (statistics, shadow pass, inspection,
+// overflow attribution); nothing else includes it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "amp/grad_set.h"
+#include "amp/loss_scaler.h"
+#include "backend/backend.h"
+#include "data/sampler.h"
+#include "nn/model.h"
+#include "optim/optimizer.h"
+#include "optim/param_slot.h"
+#include "optim/schedule.h"
+#include "tensor/tensor.h"
+#include "train/run.h"
+
+namespace engine {
+
+struct DelayedScale;
+
+// The results slots of a step (8 bytes each), read back in one transfer:
+// the loss (double), the correct count, the sum of squared unscaled
+// gradients (double), one non-finite count per parameter, then one pending
+// FP8 amax (float) each.
+enum : std::size_t { kLossSlot = 0, kCorrectSlot = 1, kSumSquaresSlot = 2, kCountsSlot = 3 };
+
+inline double slot_double(const std::vector<std::int64_t>& r, std::size_t k) {
+  double d;
+  std::memcpy(&d, &r[k], sizeof d);
+  return d;
+}
+
+struct Run::Impl {
+  std::unique_ptr<Optimizer> optimizer;
+  LossScaler scaler;
+  LrSchedule schedule;
+  std::unique_ptr<BatchSampler> sampler;
+  std::int64_t batch_in_epoch = 0;
+  std::int64_t epoch = 0;
+  Shape sample_shape;
+  std::int64_t outputs = 0;
+  // Step buffers (reused every step), all backend memory.
+  Tensor x;
+  Buffer labels;  // int32 per sample
+  Tensor targets;
+  Tensor logits_f32;
+  Tensor probs;
+  Tensor dlogits;
+  GradSet grads;                      // the step's gradients, FP32 views
+  std::vector<Tensor> weight_scratch; // f32 views of non-FP32 weights, per parameter
+  std::vector<ParamSlot> slots;
+  // The step's results (the slots above), read back in one transfer.
+  Buffer results;
+  std::vector<std::int64_t> results_host;
+  std::vector<DelayedScale*> pending;
+  std::vector<UpdateEncode> encodes;  // the slots' encodes (ParamSlot::encode)
+  Tensor fp8_scratch;                 // FP8 weights' f32 scratch (UpdateEncode::scratch)
+  std::size_t param_count = 0;
+  std::size_t amax_slots = 0;  // the model's delayed scales: the most amaxes a step can have pending
+  // The FP32 shadow model of statistics steps (built at the first one) and
+  // its loss buffers. Not part of the recipe's memory: a measuring tool.
+  std::unique_ptr<Model> shadow;
+  Tensor shadow_probs, shadow_dlogits;
+};
+
+// What one step has decided and found so far, passed from phase to phase.
+struct Run::StepState {
+  std::int64_t number = 0;    // this step's number (1-based)
+  float loss_scale = 1.0f;    // the scale its loss is multiplied by
+  bool inspect = false;       // a StepInspection was requested
+  bool statistics = false;    // gradient statistics are taken (and the shadow pass)
+  std::optional<Fault> fault; // injected this step (the attribution re-run sees it too)
+  std::int64_t batch = 0;     // samples in the batch
+  // From the step's one read:
+  double loss = 0.0;
+  std::int64_t correct = 0;
+  double sum_squares = 0.0;
+  std::int64_t nonfinite = 0;  // inf/NaN values among the unscaled gradients
+  bool overflow = false;
+  // From the update:
+  double grad_norm = 0.0;
+  double lr = 0.0;
+  bool taken = false;  // the optimizer stepped (no skip)
+  StepInspection inspection;
+};
+
+}  // namespace engine
