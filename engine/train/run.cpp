@@ -17,6 +17,7 @@
 #include "amp/loss_scaler.h"
 #include "amp/recipe.h"
 #include "backend/backend.h"
+#include "backend/fused.h"
 #include "data/batch.h"
 #include "data/dataset.h"
 #include "data/sampler.h"
@@ -349,7 +350,7 @@ void Run::step(std::vector<Record>& out) {
   s.unscale_views.clear();
   for (std::size_t i = 0; i < P; ++i)
     s.unscale_views.push_back({s.clip_spans[i].data, s.scaler_spans[i].n, results + kCountsSlot + i});
-  be.unscale_grads_coded(s.unscale_views.data(), s.grad_codes.data(), P, s.scaler.inverse_scale(),
+  fused::unscale_grads_coded(be, s.unscale_views.data(), s.grad_codes.data(), P, s.scaler.inverse_scale(),
                          reinterpret_cast<double*>(results + kSumSquaresSlot));
   // This step's FP8 amaxes join the read.
   s.pending = pending_amaxes(*m_model);
