@@ -1,10 +1,10 @@
 // Flatten layer: a copy of the bytes under a new shape.
 #include "nn/flatten.h"
-#include "backend/fused.h"
 
 #include <cstring>
 #include <stdexcept>
 
+#include "backend/fused.h"
 #include "nn/layer_io.h"
 
 namespace engine {

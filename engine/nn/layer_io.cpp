@@ -1,12 +1,12 @@
 // Layer boundaries: the one place layers convert between formats.
 #include "nn/layer_io.h"
-#include "backend/fused.h"
 
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
 #include "amp/fp8_scaling.h"
+#include "backend/fused.h"
 #include "numeric/cast.h"
 
 namespace engine {
