@@ -5,6 +5,7 @@ target_sources(engine_cpu PRIVATE
   cpu/fused_ops.cpp
   cpu/attention.cpp
   cpu/gemm.cpp
+  cpu/gemm_plans.cpp
   cpu/gemm_lowp.cpp
   cpu/gemm_small.cpp
   cpu/gemm_small_bf16.cpp
