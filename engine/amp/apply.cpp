@@ -10,6 +10,7 @@
 #include "nn/fp8_scaling.h"
 #include "amp/recipe.h"
 #include "backend/backend.h"
+#include "backend/fused.h"
 #include "nn/layer.h"
 #include "nn/model.h"
 #include "numeric/cast.h"
@@ -30,7 +31,7 @@ void encode_scaled(Backend& be, const Tensor& master, float scale, Tensor& weigh
   ws.resize(master.shape(), Format::FP32);
   CastOptions opt;
   opt.saturate = true;
-  be.scale_amax_encode(master.f32(), scale, weight.format(), weight.data(), n, opt, amax, ws.f32());
+  fused::scale_amax_encode(be, master.f32(), scale, weight.format(), weight.data(), n, opt, amax, ws.f32());
 }
 
 // Rebuilds one parameter's tensors for compute format `compute`.
@@ -140,7 +141,7 @@ void refresh_weights(Backend& be, Model& model, Tensor& ws) {
         ws.resize(p->master.shape(), Format::FP32);
         scratch = ws.f32();
       }
-      be.encode_updated(p->master.f32(), p->master.numel(), refresh_encode(*p, scratch));
+      fused::encode_updated(be, p->master.f32(), p->master.numel(), refresh_encode(*p, scratch));
     }
   }
 }

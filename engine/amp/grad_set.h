@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/fused.h"
 #include "tensor/tensor.h"
 
 namespace engine {

@@ -5,6 +5,7 @@
 
 #include "amp/grad_set.h"
 #include "backend/backend.h"
+#include "backend/fused.h"
 
 namespace engine {
 
@@ -49,8 +50,8 @@ void LossScaler::unscale(Backend& be, const GradSet& grads) {
   if (m_state != State::Ready)
     throw ScalerStateError("unscale() has already been called since the last update()");
   // GradScaler: inv_scale = scale.double().reciprocal().float()
-  be.unscale_grads_coded(grads.views().data(), grads.codes().data(), grads.size(), inverse_scale(),
-                         grads.sum_squares());
+  fused::unscale_grads_coded(be, grads.views().data(), grads.codes().data(), grads.size(), inverse_scale(),
+                             grads.sum_squares());
   m_state = State::Unscaled;
 }
 

@@ -146,13 +146,85 @@ class CudaBackend final : public Backend {
     char message[256] = {};
     t.release(m_ctx, p, message, sizeof message);
   }
-  void upload(void* dst, const void* host_src, std::size_t bytes) override {
+  // --- the merged core ops, each to its table entry ---
+  void transfer(Transfer dir, void* dst, const void* src, std::size_t bytes) override {
+    switch (dir) {
+      case Transfer::Upload: upload(dst, src, bytes); break;
+      case Transfer::Download: download(dst, src, bytes); break;
+      case Transfer::Copy: copy(dst, src, bytes); break;
+    }
+  }
+  void conv2d(const ConvArgs& a) override {
+    switch (a.kind) {
+      case ConvKind::Forward: conv2d_forward(a.shape, a.compute, a.a, a.b, a.bias, a.out); break;
+      case ConvKind::BackwardData: conv2d_backward_data(a.shape, a.compute, a.a, a.b, a.out); break;
+      case ConvKind::BackwardWeights: conv2d_backward_weights(a.shape, a.compute, a.a, a.b, a.out, a.db); break;
+    }
+  }
+  void maxpool2d(Pass pass, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
+                 const float* in, float* out, std::int32_t* argmax) override {
+    if (pass == Pass::Forward) maxpool2d_forward(n, c, h, w, k, in, out, argmax);
+    else maxpool2d_backward(n, c, h, w, k, in, argmax, out);
+  }
+  void activation_forward(Activation act, Format f, const void* x, void* y, std::int64_t n) override {
+    if (f != Format::FP32) {
+      if (act != Activation::Relu) throw std::invalid_argument("activation_forward: GELU on codes is a fused op");
+      relu16_forward(f, x, y, n);
+    } else if (act == Activation::Relu) {
+      relu_forward(static_cast<const float*>(x), static_cast<float*>(y), n);
+    } else {
+      gelu_forward(static_cast<const float*>(x), static_cast<float*>(y), n);
+    }
+  }
+  void activation_backward(Activation act, Format f, const void* x, Format g, const void* dy, void* dx,
+                           std::int64_t n) override {
+    if (f != Format::FP32) {
+      if (act != Activation::Relu) throw std::invalid_argument("activation_backward: GELU on codes is a fused op");
+      relu16_backward(f, x, g, dy, dx, n);
+    } else if (act == Activation::Relu) {
+      relu_backward(static_cast<const float*>(x), static_cast<const float*>(dy), static_cast<float*>(dx), n);
+    } else {
+      gelu_backward(static_cast<const float*>(x), static_cast<const float*>(dy), static_cast<float*>(dx), n);
+    }
+  }
+  void patch_layout(Pass pass, const float* src, float* dst, std::int64_t B, std::int64_t C, std::int64_t H,
+                    std::int64_t W, std::int64_t p) override {
+    if (pass == Pass::Forward) patchify(src, dst, B, C, H, W, p);
+    else unpatchify(src, dst, B, C, H, W, p);
+  }
+  void layernorm(const LayerNormArgs& a) override {
+    if (a.pass == Pass::Forward)
+      layernorm_forward(a.x, a.gamma, a.beta, a.y, a.mean, a.rstd, a.rows, a.cols, a.eps, a.accumulate);
+    else
+      layernorm_backward(a.dy, a.x, a.mean, a.rstd, a.gamma, a.dx, a.dgamma, a.dbeta, a.rows, a.cols);
+  }
+  void softmax(Pass pass, const float* in, const float* dy, float* out, std::int64_t rows, std::int64_t cols,
+               Format accumulate) override {
+    if (pass == Pass::Forward) softmax_forward(in, out, rows, cols, accumulate);
+    else softmax_backward(in, dy, out, rows, cols);
+  }
+  void loss_forward(const LossArgs& a) override {
+    if (a.kind == LossKind::CrossEntropy)
+      cross_entropy_forward(a.pred, a.labels, a.rows, a.cols, a.probs, a.loss, a.correct);
+    else
+      mse_forward(a.pred, a.target, a.rows * a.cols, a.loss);
+  }
+  void loss_backward(const LossArgs& a) override {
+    if (a.kind == LossKind::CrossEntropy)
+      cross_entropy_backward(a.probs, a.labels, a.rows, a.cols, a.scale, a.grad);
+    else
+      mse_backward(a.pred, a.target, a.rows * a.cols, a.scale, a.grad);
+  }
+
+  // Below, among the overrides: the module's entry per op, one pass or kind
+  // each, which the merged core ops above pick from.
+  void upload(void* dst, const void* host_src, std::size_t bytes) {
     call("upload", t.upload, m_ctx, dst, host_src, bytes);
   }
-  void download(void* host_dst, const void* src, std::size_t bytes) override {
+  void download(void* host_dst, const void* src, std::size_t bytes) {
     call("download", t.download, m_ctx, host_dst, src, bytes);
   }
-  void copy(void* dst, const void* src, std::size_t bytes) override {
+  void copy(void* dst, const void* src, std::size_t bytes) {
     if (dst == src || bytes == 0) return;
     call("copy", t.copy, m_ctx, dst, src, bytes);
   }
@@ -222,16 +294,16 @@ class CudaBackend final : public Backend {
          g.alpha, g.beta, g.bias, fmt(g.accumulate), bp);
   }
   void conv2d_forward(const ConvShape& s, Format compute, const float* x, const float* w, const float* bias,
-                      float* y) override {
+                      float* y) {
     const PlCudaConvShape cs = shape_of(s);
     call("conv2d_forward", t.conv2d_forward, m_ctx, &cs, fmt(compute), x, w, bias, y);
   }
-  void conv2d_backward_data(const ConvShape& s, Format compute, const float* dy, const float* w, float* dx) override {
+  void conv2d_backward_data(const ConvShape& s, Format compute, const float* dy, const float* w, float* dx) {
     const PlCudaConvShape cs = shape_of(s);
     call("conv2d_backward_data", t.conv2d_backward_data, m_ctx, &cs, fmt(compute), dy, w, dx);
   }
   void conv2d_backward_weights(const ConvShape& s, Format compute, const float* x, const float* dy, float* dw,
-                               float* db) override {
+                               float* db) {
     const PlCudaConvShape cs = shape_of(s);
     call("conv2d_backward_weights", t.conv2d_backward_weights, m_ctx, &cs, fmt(compute), x, dy, dw, db);
   }
@@ -249,31 +321,31 @@ class CudaBackend final : public Backend {
 
   // --- pooling ---
   void maxpool2d_forward(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
-                         const float* x, float* y, std::int32_t* argmax) override {
+                         const float* x, float* y, std::int32_t* argmax) {
     call("maxpool2d_forward", t.maxpool2d_forward, m_ctx, n, c, h, w, k, x, y, argmax);
   }
   void maxpool2d_backward(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
-                          const float* dy, const std::int32_t* argmax, float* dx) override {
+                          const float* dy, const std::int32_t* argmax, float* dx) {
     call("maxpool2d_backward", t.maxpool2d_backward, m_ctx, n, c, h, w, k, dy, argmax, dx);
   }
 
   // --- elementwise ---
-  void relu_forward(const float* x, float* y, std::int64_t n) override {
+  void relu_forward(const float* x, float* y, std::int64_t n) {
     call("relu_forward", t.relu_forward, m_ctx, x, y, n);
   }
-  void relu_backward(const float* x, const float* dy, float* dx, std::int64_t n) override {
+  void relu_backward(const float* x, const float* dy, float* dx, std::int64_t n) {
     call("relu_backward", t.relu_backward, m_ctx, x, dy, dx, n);
   }
-  void relu16_forward(Format f, const void* x, void* y, std::int64_t n) override {
+  void relu16_forward(Format f, const void* x, void* y, std::int64_t n) {
     call("relu16_forward", t.relu16_forward, m_ctx, fmt(f), x, y, n);
   }
-  void relu16_backward(Format f, const void* x, Format g, const void* dy, void* dx, std::int64_t n) override {
+  void relu16_backward(Format f, const void* x, Format g, const void* dy, void* dx, std::int64_t n) {
     call("relu16_backward", t.relu16_backward, m_ctx, fmt(f), x, fmt(g), dy, dx, n);
   }
-  void gelu_forward(const float* x, float* y, std::int64_t n) override {
+  void gelu_forward(const float* x, float* y, std::int64_t n) {
     call("gelu_forward", t.gelu_forward, m_ctx, x, y, n);
   }
-  void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) override {
+  void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) {
     call("gelu_backward", t.gelu_backward, m_ctx, x, dy, dx, n);
   }
   void repeat_rows(const float* src, float* dst, std::int64_t B, std::int64_t T, std::int64_t C) override {
@@ -295,44 +367,44 @@ class CudaBackend final : public Backend {
 
   // --- layout ---
   void patchify(const float* x, float* patches, std::int64_t B, std::int64_t C, std::int64_t H, std::int64_t W,
-                std::int64_t p) override {
+                std::int64_t p) {
     call("patchify", t.patchify, m_ctx, x, patches, B, C, H, W, p);
   }
   void unpatchify(const float* patches, float* x, std::int64_t B, std::int64_t C, std::int64_t H, std::int64_t W,
-                  std::int64_t p) override {
+                  std::int64_t p) {
     call("unpatchify", t.unpatchify, m_ctx, patches, x, B, C, H, W, p);
   }
 
   // --- rows ---
   void layernorm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
-                         std::int64_t rows, std::int64_t cols, float eps, Format accumulate) override {
+                         std::int64_t rows, std::int64_t cols, float eps, Format accumulate) {
     call("layernorm_forward", t.layernorm_forward, m_ctx, x, gamma, beta, y, mean, rstd, rows, cols, eps,
          fmt(accumulate));
   }
   void layernorm_backward(const float* dy, const float* x, const float* mean, const float* rstd, const float* gamma,
-                          float* dx, float* dgamma, float* dbeta, std::int64_t rows, std::int64_t cols) override {
+                          float* dx, float* dgamma, float* dbeta, std::int64_t rows, std::int64_t cols) {
     call("layernorm_backward", t.layernorm_backward, m_ctx, dy, x, mean, rstd, gamma, dx, dgamma, dbeta, rows, cols);
   }
-  void softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t cols, Format accumulate) override {
+  void softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t cols, Format accumulate) {
     call("softmax_forward", t.softmax_forward, m_ctx, x, y, rows, cols, fmt(accumulate));
   }
-  void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows, std::int64_t cols) override {
+  void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows, std::int64_t cols) {
     call("softmax_backward", t.softmax_backward, m_ctx, y, dy, dx, rows, cols);
   }
 
   // --- losses ---
   void cross_entropy_forward(const float* logits, const std::int32_t* labels, std::int64_t rows,
-                             std::int64_t classes, float* probs, double* loss, std::int64_t* correct) override {
+                             std::int64_t classes, float* probs, double* loss, std::int64_t* correct) {
     call("cross_entropy_forward", t.cross_entropy_forward, m_ctx, logits, labels, rows, classes, probs, loss, correct);
   }
   void cross_entropy_backward(const float* probs, const std::int32_t* labels, std::int64_t rows,
-                              std::int64_t classes, float scale, float* dlogits) override {
+                              std::int64_t classes, float scale, float* dlogits) {
     call("cross_entropy_backward", t.cross_entropy_backward, m_ctx, probs, labels, rows, classes, scale, dlogits);
   }
-  void mse_forward(const float* pred, const float* target, std::int64_t n, double* loss) override {
+  void mse_forward(const float* pred, const float* target, std::int64_t n, double* loss) {
     call("mse_forward", t.mse_forward, m_ctx, pred, target, n, loss);
   }
-  void mse_backward(const float* pred, const float* target, std::int64_t n, float scale, float* dpred) override {
+  void mse_backward(const float* pred, const float* target, std::int64_t n, float scale, float* dpred) {
     call("mse_backward", t.mse_backward, m_ctx, pred, target, n, scale, dpred);
   }
 

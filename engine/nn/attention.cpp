@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "backend/backend.h"
+#include "backend/fused.h"
 #include "nn/layer_io.h"
 
 namespace engine {
@@ -406,7 +407,7 @@ bool Attention::forward_fused(Backend& be, AttentionContext& ctx, const Tensor*&
   } else {
     f.values = ctx.values.data();
   }
-  if (!be.attention_forward(f)) return false;
+  if (!fused::attention_forward(be, f)) return false;
   sctx.qkv = &qkv;
   mctx.y = &ctx.probs;
   vctx.probs = fq == Format::FP32 || !probs_f32 ? &ctx.probs : &vctx.probs_compute;
@@ -492,7 +493,7 @@ const Tensor* Attention::backward_fused(Backend& be, AttentionContext& ctx, cons
   const bool rounded = codes || gs == gv;
   if (rounded) f.dqkv_format = gs;
   if (codes) f.dqkv_codes = ctx.dqkv_codes.data();
-  if (!be.attention_backward(f)) return nullptr;
+  if (!fused::attention_backward(be, f)) return nullptr;
   if (codes) return &ctx.dqkv_codes;
   return rounded ? &ctx.dqkv : &round_dqkv(be, ctx);
 }

@@ -6,6 +6,7 @@
 
 #include "nn/fp8_scaling.h"
 #include "backend/backend.h"
+#include "backend/fused.h"
 #include "nn/layer_io.h"
 #include "numeric/block.h"
 
@@ -208,7 +209,7 @@ void Conv2d::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) 
     const float alpha = unscale_alpha(ctx.x_scale, sw);
     conv2d_forward(be, cs, p.compute, xf, wf, alpha == 1.0f ? bf : nullptr, yf);
     // y = alpha * y + bias[c] (bias may be null).
-    if (alpha != 1.0f) be.scale_bias_add_channels(yf, alpha, bf, cs.n, cs.c_out, cs.out_h() * cs.out_w());
+    if (alpha != 1.0f) fused::scale_bias_add_channels(be, yf, alpha, bf, cs.n, cs.c_out, cs.out_h() * cs.out_w());
   } else {
     const Tensor& xc = round_to(be, x, p.compute, ctx.x_compute, sat);
     ctx.x = &xc;
@@ -222,7 +223,7 @@ void Conv2d::forward(Backend& be, const Tensor& x, Tensor& y, Context& context) 
     const Format cc = common_compute(p.compute, wfmt);
     // BF16 activations go to the backend as codes where it takes them (no
     // f32 copy); otherwise decoded here.
-    if (xc.format() != Format::BF16 || !be.conv2d_forward_coded(cs, cc, {Format::BF16, xc.data()}, wf, bf, yf))
+    if (xc.format() != Format::BF16 || !fused::conv2d_forward_coded(be, cs, cc, {Format::BF16, xc.data()}, wf, bf, yf))
       conv2d_forward(be, cs, cc, f32_values(be, xc, m_x32), wf, bf, yf);
   }
   output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, NonfiniteSlot::Activation));
@@ -258,9 +259,9 @@ void Conv2d::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& contex
     const ConvInput dy_in = dy_codes ? ConvInput{Format::BF16, dy.data()} : ConvInput{Format::FP32, dy_f32()};
     const ConvInput x_in = x.format() == Format::BF16 ? ConvInput{Format::BF16, x.data()}
                                                       : ConvInput{Format::FP32, x_f32()};
-    if (dxf && !be.conv2d_backward_data_coded(cs, data_c, dy_in, wf, dxf))
+    if (dxf && !fused::conv2d_backward_data_coded(be, cs, data_c, dy_in, wf, dxf))
       be.conv2d_backward_data(cs, data_c, dy_f32(), wf, dxf);
-    if (!be.conv2d_backward_weights_coded(cs, weight_c, x_in, dy_in, dw, db))
+    if (!fused::conv2d_backward_weights_coded(be, cs, weight_c, x_in, dy_in, dw, db))
       be.conv2d_backward_weights(cs, weight_c, x_f32(), dy_f32(), dw, db);
   } else {
     // FP8: dy (grad format FP8) holds dy * s_dy, x holds x * s_x, w holds

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "backend/fused.h"
 #include "nn/layer_io.h"
 
 namespace engine {
@@ -45,7 +46,7 @@ bool Flatten::forward_cast_for(Backend& be, const Tensor& x, Tensor& y, Context&
   if (!scaled) {
     if (x.numel()) be.convert(Format::FP32, x.data(), c.format, y.data(), x.numel(), opt);
   } else if (x.numel()) {
-    be.scale_amax_encode(x.f32(), c.scale, c.format, y.data(), x.numel(), opt, c.amax, c.scratch);
+    fused::scale_amax_encode(be, x.f32(), c.scale, c.format, y.data(), x.numel(), opt, c.amax, c.scratch);
   } else {
     be.fill(c.amax, 0.0f, 1);
   }

@@ -89,21 +89,6 @@ PL_CPU_CLONES std::uint32_t amax_bits(const float* x, std::int64_t n) {
   return m;
 }
 
-float amax_from_bits(std::uint32_t m) {
-  if (m > 0x7F800000u) return std::numeric_limits<float>::quiet_NaN();
-  return std::bit_cast<float>(m);
-}
-
-PL_CPU_CLONES std::uint32_t scale_amax_bits(const float* x, float scale, float* out, std::int64_t n) {
-  std::uint32_t m = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    m = std::max(m, abs_bits(v));
-    out[i] = v * scale;
-  }
-  return m;
-}
-
 namespace {
 
 // max over [0, n) of f(begin, end), in two halves on two threads and so on

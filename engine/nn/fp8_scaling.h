@@ -87,11 +87,7 @@ float amax_of(const float* x, std::int64_t n);
 // from the same pass. Any thread.
 float scale_and_amax(const float* x, float scale, float* out, std::int64_t n);
 
-// The pieces, for a caller that splits a tensor itself: the same pass on
-// one range, on the calling thread, returning max |x_i| as a bit pattern
-// (NaN patterns order above inf's, so partial results combine with max in
-// any order), and that pattern as the amax (NaN when above inf's).
-std::uint32_t scale_amax_bits(const float* x, float scale, float* out, std::int64_t n);
-float amax_from_bits(std::uint32_t m);
+// Its pieces, for a caller that splits a tensor itself (scale_amax_bits,
+// amax_from_bits), are in numeric/format.h.
 
 }  // namespace engine

@@ -2,6 +2,7 @@
 #include "nn/gelu.h"
 
 #include "backend/backend.h"
+#include "backend/fused.h"
 
 namespace engine {
 
@@ -11,13 +12,13 @@ void gelu_backward(Backend& be, const float* x, const float* dy, float* dx, std:
   be.gelu_backward(x, dy, dx, n);
 }
 
-PointwiseLayer::ForwardEncode GELU::forward_encode() const { return &Backend::gelu_forward_encode; }
+PointwiseLayer::ForwardEncode GELU::forward_encode() const { return &fused::gelu_forward_encode; }
 
 bool GELU::forward_bits(Backend& be, const Tensor& x, Tensor& y) {
   if (!is_half_format(x.format()) || y.format() != x.format()) return false;
   m_x32.resize(x.shape(), Format::FP32);
   m_y32.resize(x.shape(), Format::FP32);
-  if (x.numel()) be.gelu16_forward(x.format(), x.data(), y.data(), x.numel(), m_x32.f32(), m_y32.f32());
+  if (x.numel()) fused::gelu16_forward(be, x.format(), x.data(), y.data(), x.numel(), m_x32.f32(), m_y32.f32());
   return true;
 }
 
@@ -27,14 +28,14 @@ bool GELU::backward_bits(Backend& be, const Tensor& x, const Tensor& dy, Tensor&
   m_dy32.resize(x.shape(), Format::FP32);
   m_dx32.resize(x.shape(), Format::FP32);
   if (x.numel())
-    be.gelu16_backward(x.format(), x.data(), dy.format(), dy.data(), dx.data(), x.numel(), m_x32.f32(), m_dy32.f32(),
+    fused::gelu16_backward(be, x.format(), x.data(), dy.format(), dy.data(), dx.data(), x.numel(), m_x32.f32(), m_dy32.f32(),
                        m_dx32.f32());
   return true;
 }
 
 bool GELU::backward_coded_dy(Backend& be, const Tensor& x, const Tensor& dy, Tensor& dx) {
   m_dy32.resize(x.shape(), Format::FP32);
-  if (x.numel()) be.gelu_backward_coded(x.f32(), dy.format(), dy.data(), dx.f32(), x.numel(), m_dy32.f32());
+  if (x.numel()) fused::gelu_backward_coded(be, x.f32(), dy.format(), dy.data(), dx.f32(), x.numel(), m_dy32.f32());
   return true;
 }
 

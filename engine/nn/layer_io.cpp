@@ -5,6 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "backend/fused.h"
 #include "nn/fp8_scaling.h"
 #include "numeric/cast.h"
 
@@ -120,17 +121,17 @@ void round_scaled(Backend& be, const Tensor& x, Format f, float scale, Tensor& q
   opt.saturate = true;
   const bool f32_values = is_f32_container(x.format()), half = is_half_format(x.format());
   if (sums && hw == 1 && (f32_values || half)) {
-    be.scale_amax_encode_sums(f32_values ? Format::FP32 : x.format(), x.data(), n / cols, cols, scale, f, q.data(),
+    fused::scale_amax_encode_sums(be, f32_values ? Format::FP32 : x.format(), x.data(), n / cols, cols, scale, f, q.data(),
                               opt, amax, sums, ws.f32());
   } else if (f32_values && (rounded_floats || sums)) {
     // Codes, their decode and the channel sums in one pass; without sums
     // the tensor is one plane.
     const std::int64_t c = sums ? cols : 1, plane = sums ? hw : n;
-    be.scale_amax_encode_planes(x.f32(), n / (c * plane), c, plane, scale, f, q.data(), opt, amax,
+    fused::scale_amax_encode_planes(be, x.f32(), n / (c * plane), c, plane, scale, f, q.data(), opt, amax,
                                 rounded_floats ? ws.f32() : nullptr, sums, ws.f32());
     return;
   } else if (half && !sums) {
-    be.scale_amax_encode16(x.format(), x.data(), scale, f, q.data(), n, opt, amax, ws.f32());
+    fused::scale_amax_encode16(be, x.format(), x.data(), scale, f, q.data(), n, opt, amax, ws.f32());
   } else {
     const float* src = x.f32();
     if (!f32_values) {
@@ -140,7 +141,7 @@ void round_scaled(Backend& be, const Tensor& x, Format f, float scale, Tensor& q
     // Other codes (and FP16/BF16 with channel sums): from their decode.
     if (sums && hw == 1) be.column_sums(src, n / cols, cols, sums);
     else if (sums) be.channel_sums(src, sums, n / (cols * hw), cols, hw);
-    be.scale_amax_encode(src, scale, f, q.data(), n, opt, amax, ws.f32());
+    fused::scale_amax_encode(be, src, scale, f, q.data(), n, opt, amax, ws.f32());
   }
   if (rounded_floats) be.convert(f, q.data(), Format::FP32, ws.f32(), n, {});
 }

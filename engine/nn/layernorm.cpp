@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "backend/backend.h"
+#include "backend/fused.h"
 #include "nn/layer_io.h"
 
 namespace engine {
@@ -94,7 +95,7 @@ bool LayerNorm::forward_as(Backend& be, const Tensor& x, Tensor& y, Context& con
     CastOptions opt;
     opt.saturate = out_saturate;
     if (x.numel())
-      be.layernorm_coded_forward(xc.format(), xc.data(), g, b, out, y.data(), ctx.mean.f32(), ctx.rstd.f32(), rows,
+      fused::layernorm_coded_forward(be, xc.format(), xc.data(), g, b, out, y.data(), ctx.mean.f32(), ctx.rstd.f32(), rows,
                                  m_dim, m_eps, opt, m_x32.f32(), m_y32.f32());
     return true;
   }
@@ -124,7 +125,7 @@ bool LayerNorm::backward_add(Backend& be, const Tensor& dy, const Tensor& r, Ten
   dx.resize(x.shape(), Format::FP32);
   if (codes) codes->resize(x.shape(), codes->format());
   if (x.numel())
-    be.layernorm_backward_add(dy.format(), dy.data(), x.format(), x.data(), ctx.mean.f32(), ctx.rstd.f32(), g,
+    fused::layernorm_backward_add(be, dy.format(), dy.data(), x.format(), x.data(), ctx.mean.f32(), ctx.rstd.f32(), g,
                               r.f32(), dx.f32(), codes ? codes->format() : Format::FP32,
                               codes ? codes->data() : nullptr, dg, db, rows, m_dim, m_dy32.f32(), m_x32.f32());
   grad_end(be, m_gamma, p.grad, m_dg32, tracked(*this, NonfiniteSlot::WeightGrad));
@@ -154,7 +155,7 @@ void LayerNorm::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& con
     if (p.grad != Format::FP32) m_dx32.resize(x.shape(), Format::FP32);
     dx->resize(x.shape(), p.grad);
     if (x.numel())
-      be.layernorm_coded_backward(dy.format(), dy.data(), x.format(), x.data(), ctx.mean.f32(), ctx.rstd.f32(), g,
+      fused::layernorm_coded_backward(be, dy.format(), dy.data(), x.format(), x.data(), ctx.mean.f32(), ctx.rstd.f32(), g,
                                   p.grad, dx->data(), dg, db, rows, m_dim, m_dy32.f32(), m_x32.f32(), m_dx32.f32());
   } else {
     const float* dyf = f32_rounded(be, dy, p.grad, m_dy32, false);

@@ -5,6 +5,7 @@
 
 #include "nn/fp8_scaling.h"
 #include "backend/backend.h"
+#include "backend/fused.h"
 #include "nn/layer_io.h"
 
 namespace engine {
@@ -27,7 +28,7 @@ void linear_forward(Backend& be, const Tensor& x, const Tensor& w, const GemmSca
   g.alpha = unscale_alpha(s.x, s.w);
   g.bias = bias;
   g.accumulate = accumulate;
-  if (y_codes) be.gemm_encode(g, *y_codes);
+  if (y_codes) fused::gemm_encode(be, g, *y_codes);
   else be.gemm(g);
 }
 
@@ -56,7 +57,7 @@ void linear_backward(Backend& be, const Tensor& dy, const float* dy_f32, const T
     g.ldc = in;
     g.alpha = unscale_alpha(s.dy, s.w);
     g.accumulate = accumulate;
-    if (dx_codes) be.gemm_encode(g, *dx_codes);
+    if (dx_codes) fused::gemm_encode(be, g, *dx_codes);
     else be.gemm(g);
   }
   // dW [out, in] = dy^T [out, rows] x [rows, in]: the gradient of the real
@@ -75,7 +76,7 @@ void linear_backward(Backend& be, const Tensor& dy, const float* dy_f32, const T
   g.ldc = in;
   g.alpha = unscale_alpha(s.dy, s.x);
   g.accumulate = accumulate;
-  if (dw_codes) be.gemm_encode(g, *dw_codes);
+  if (dw_codes) fused::gemm_encode(be, g, *dw_codes);
   else be.gemm(g);
   if (db) be.column_sums(dy_f32, rows, out, db);
 }
@@ -329,7 +330,7 @@ void Linear::backward_from(Backend& be, const Tensor& dy, const Tensor* rounded,
   m_dgrad = dx != nullptr;
   if (sum_codes) {
     m_dy32.resize(dyg->shape(), Format::FP32);
-    be.column_sums16(dyg->format(), dyg->data(), rows, m_out, db, m_dy32.f32());
+    fused::column_sums16(be, dyg->format(), dyg->data(), rows, m_out, db, m_dy32.f32());
   }
   if (dx && !dx_codes.codes) output_end(be, *dx, p.grad, m_dx32, false, dx_nonfinite);
   if (!dw_done) grad_end(be, m_weight, gf, m_dw32, dw_nonfinite);

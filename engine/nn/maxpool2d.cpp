@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "backend/backend.h"
+#include "backend/fused.h"
 #include "nn/layer_io.h"
 
 namespace engine {
@@ -47,7 +48,7 @@ void MaxPool2d::forward(Backend& be, const Tensor& x, Tensor& y, Context& contex
     m_x32.resize(x.shape(), Format::FP32);
     m_y32.resize(ys, Format::FP32);
     y.resize(ys, xf16);
-    be.maxpool2d_forward16(xf16, ys[0], ys[1], x.dim(2), x.dim(3), m_kernel, x.data(), y.data(),
+    fused::maxpool2d_forward16(be, xf16, ys[0], ys[1], x.dim(2), x.dim(3), m_kernel, x.data(), y.data(),
                            ctx.argmax.as<std::int32_t>(), m_x32.f32(), m_y32.f32());
     return;
   }

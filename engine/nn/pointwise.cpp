@@ -46,7 +46,7 @@ bool PointwiseLayer::forward_cast_for(Backend& be, const Tensor& x, Tensor& y, C
   }
   CastOptions opt;
   opt.saturate = true;  // round_scaled's
-  (be.*encode)(x.f32(), x.numel(), c.scale, c.format, y.data(), opt, c.amax, c.scratch);
+  encode(be, x.f32(), x.numel(), c.scale, c.format, y.data(), opt, c.amax, c.scratch);
   return true;
 }
 

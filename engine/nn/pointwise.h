@@ -37,9 +37,9 @@ class PointwiseLayer : public Layer {
 
  protected:
   // The backend op that writes f(x)'s delayed-scaled FP8 cast in one pass
-  // (Backend::gelu_forward_encode, relu_forward_encode), or null.
-  using ForwardEncode = void (Backend::*)(const float*, std::int64_t, float, Format, void*, const CastOptions&, float*,
-                                          float*);
+  // (fused::gelu_forward_encode, relu_forward_encode), or null.
+  using ForwardEncode = void (*)(Backend&, const float*, std::int64_t, float, Format, void*, const CastOptions&, float*,
+                                 float*);
   virtual ForwardEncode forward_encode() const { return nullptr; }
   virtual void apply_forward(Backend& be, const float* x, float* y, std::int64_t n) = 0;
   virtual void apply_backward(Backend& be, const float* x, const float* dy, float* dx, std::int64_t n) = 0;

@@ -2,6 +2,7 @@
 #include "nn/relu.h"
 
 #include "backend/backend.h"
+#include "backend/fused.h"
 #include "tensor/tensor.h"
 
 namespace engine {
@@ -12,7 +13,7 @@ void relu_backward(Backend& be, const float* x, const float* dy, float* dx, std:
   be.relu_backward(x, dy, dx, n);
 }
 
-PointwiseLayer::ForwardEncode ReLU::forward_encode() const { return &Backend::relu_forward_encode; }
+PointwiseLayer::ForwardEncode ReLU::forward_encode() const { return &fused::relu_forward_encode; }
 
 bool ReLU::forward_bits(Backend& be, const Tensor& x, Tensor& y) {
   if (!is_half_format(x.format()) || y.format() != x.format()) return false;
@@ -22,7 +23,7 @@ bool ReLU::forward_bits(Backend& be, const Tensor& x, Tensor& y) {
 
 bool ReLU::backward_coded_dy(Backend& be, const Tensor& x, const Tensor& dy, Tensor& dx) {
   m_dy32.resize(x.shape(), Format::FP32);
-  if (x.numel()) be.relu_backward_coded(x.f32(), dy.format(), dy.data(), dx.f32(), x.numel(), m_dy32.f32());
+  if (x.numel()) fused::relu_backward_coded(be, x.f32(), dy.format(), dy.data(), dx.f32(), x.numel(), m_dy32.f32());
   return true;
 }
 

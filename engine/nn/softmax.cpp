@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "backend/backend.h"
+#include "backend/fused.h"
 #include "nn/layer_io.h"
 
 namespace engine {
@@ -34,7 +35,7 @@ void Softmax::forward(Backend& be, const Tensor& x, Tensor& y, Context& context)
   if (p.compute == Format::FP32 && p.accumulate == Format::FP32 && is_half_format(x.format())) {
     // FP16/BF16 codes (the attention's scores): decoded as the rows are read.
     m_x32.resize(x.shape(), Format::FP32);
-    be.softmax_coded_forward(x.format(), x.data(), yf, rows, cols, m_x32.f32());
+    fused::softmax_coded_forward(be, x.format(), x.data(), yf, rows, cols, m_x32.f32());
   } else {
     const float* xf = f32_rounded(be, x, p.compute, m_x32, saturates_forward(p.compute));
     softmax_forward(be, xf, yf, rows, cols, p.accumulate);
@@ -56,7 +57,7 @@ void Softmax::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& conte
   if (p.grad == Format::FP32 && is_half_format(dy.format())) {
     // FP16/BF16 gradient codes: decoded as the rows are read.
     m_dy32.resize(dy.shape(), Format::FP32);
-    be.softmax_coded_backward(yf, dy.format(), dy.data(), dxf, rows, cols, m_dy32.f32());
+    fused::softmax_coded_backward(be, yf, dy.format(), dy.data(), dxf, rows, cols, m_dy32.f32());
   } else {
     const float* dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
     softmax_backward(be, yf, dyf, dxf, rows, cols);

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "backend/backend.h"
+#include "backend/fused.h"
 #include "nn/layer_io.h"
 
 namespace engine {
@@ -29,7 +30,7 @@ void residual_add(Backend& be, const Tensor& a, const Tensor& b, Tensor& y, Tens
     CastOptions opt;
     opt.saturate = saturate;
     if (a.numel())
-      be.add_encode(a.format(), a.data(), b.format(), b.data(), f, y.data(), a.numel(), opt, ws_a.f32(), ws_b.f32(),
+      fused::add_encode(be, a.format(), a.data(), b.format(), b.data(), f, y.data(), a.numel(), opt, ws_a.f32(), ws_b.f32(),
                     ws_y.f32());
     return;
   }

@@ -1,8 +1,14 @@
 // The property table of the number formats and their names.
 #include "numeric/format.h"
 
+#include <algorithm>
+#include <bit>
 #include <cctype>
+#include <cstring>
+#include <limits>
 #include <string>
+
+#include "numeric/clones.h"
 
 namespace engine {
 
@@ -148,6 +154,23 @@ std::optional<Format> parse_format(std::string_view s) {
   if (key == "mxfp4") return Format::MXFP4;
   if (key == "nvfp4") return Format::NVFP4;
   return std::nullopt;
+}
+
+float amax_from_bits(std::uint32_t m) {
+  if (m > 0x7F800000u) return std::numeric_limits<float>::quiet_NaN();
+  return std::bit_cast<float>(m);
+}
+
+PL_CPU_CLONES std::uint32_t scale_amax_bits(const float* x, float scale, float* out, std::int64_t n) {
+  std::uint32_t m = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    std::uint32_t u;
+    std::memcpy(&u, &v, 4);
+    m = std::max(m, u & 0x7FFFFFFFu);
+    out[i] = v * scale;
+  }
+  return m;
 }
 
 }  // namespace engine

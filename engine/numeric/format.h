@@ -94,4 +94,13 @@ std::optional<Format> parse_format(std::string_view s);
 // "mxfp6", "mxfp6-e3m2", "mxfp4", "nvfp4".
 const char* format_key(Format f);
 
+// FP8 scaling's pass over one range, for a caller that splits a tensor
+// itself (scale_and_amax in amp/fp8_scaling.h, the backends' fused casts):
+// out[i] = x[i] * scale on the calling thread, returning max |x_i| as a bit
+// pattern (NaN patterns order above inf's, so partial results combine with
+// max in any order); amax_from_bits turns that pattern into the amax (NaN
+// when above inf's).
+std::uint32_t scale_amax_bits(const float* x, float scale, float* out, std::int64_t n);
+float amax_from_bits(std::uint32_t m);
+
 }  // namespace engine

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/fused.h"
 
 namespace engine {
 
@@ -50,7 +51,7 @@ void Adam::update(Backend& be, std::span<const ParamSlot> slots, double lr, std:
     if (slot.encode && slot.value_in_codes && u.n > 0)
       be.convert(slot.encode->format, slot.encode->codes, Format::FP32, u.value, u.n, {});
     be.adam_update(u);
-    if (slot.encode) be.encode_updated(u.value, u.n, *slot.encode);
+    if (slot.encode) fused::encode_updated(be, u.value, u.n, *slot.encode);
   }
 }
 

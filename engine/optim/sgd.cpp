@@ -6,6 +6,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/fused.h"
 
 namespace engine {
 namespace {
@@ -42,8 +43,8 @@ void Sgd::update(Backend& be, std::span<const ParamSlot> slots, double lr, std::
     u.n = static_cast<std::int64_t>(slot.n);
     u.weight_decay = slot.decay ? static_cast<float>(m_opt.weight_decay) : 0.0f;
     u.momentum_buf = m_opt.momentum == 0.0 ? nullptr : state_data(s, 0);
-    if (slot.encode && slot.value_in_codes) be.sgd_update_coded(u, *slot.encode);
-    else if (slot.encode) be.sgd_update_encode(u, *slot.encode);
+    if (slot.encode && slot.value_in_codes) fused::sgd_update_coded(be, u, *slot.encode);
+    else if (slot.encode) fused::sgd_update_encode(be, u, *slot.encode);
     else be.sgd_update(u);
   }
 }

@@ -16,6 +16,8 @@
 
 #include "amp/apply.h"
 #include "amp/recipe.h"
+#include "backend/backend.h"
+#include "backend/fused.h"
 #include "data/batch.h"
 #include "data/dataset.h"
 #include "nn/block_gemm.h"

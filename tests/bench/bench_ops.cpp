@@ -26,10 +26,13 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/fused.h"
 #include "backend/registry.h"
 #include "data/dataset.h"
 #include "numeric/format.h"
@@ -78,9 +81,6 @@ class TimingBackend final : public engine::Backend {
 
   void* allocate(std::size_t b) override { return m_in->allocate(b); }
   void release(void* p) noexcept override { m_in->release(p); }
-  void upload(void* d, const void* s, std::size_t b) override { PL_TIMED("upload", m_in->upload(d, s, b)); }
-  void download(void* d, const void* s, std::size_t b) override { PL_TIMED("download", m_in->download(d, s, b)); }
-  void copy(void* d, const void* s, std::size_t b) override { PL_TIMED("copy " + std::to_string(b) + " bytes", m_in->copy(d, s, b)); }
   void upload_rows(void* d, const void* h, std::size_t rb, const std::uint32_t* r, std::size_t c) override {
     PL_TIMED("upload_rows", m_in->upload_rows(d, h, rb, r, c));
   }
@@ -97,46 +97,11 @@ class TimingBackend final : public engine::Backend {
   void scale_amax(const float* x, float s, float* y, std::int64_t n, float* a) override {
     PL_TIMED("scale_amax " + std::to_string(n) + (x == y ? " in place" : ""), m_in->scale_amax(x, s, y, n, a));
   }
-  void scale_amax_encode(const float* x, float s, engine::Format f, void* q, std::int64_t n,
-                         const engine::CastOptions& o, float* a, float* scratch) override {
-    PL_TIMED("scale_amax_encode " + std::string(engine::format_name(f)) + " " + std::to_string(n),
-             m_in->scale_amax_encode(x, s, f, q, n, o, a, scratch));
-  }
-  void scale_amax_encode16(engine::Format from, const void* x, float s, engine::Format f, void* q, std::int64_t n,
-                           const engine::CastOptions& o, float* a, float* scratch) override {
-    PL_TIMED("scale_amax_encode16 " + std::string(engine::format_name(from)) + "->" + engine::format_name(f) + " " +
-                 std::to_string(n),
-             m_in->scale_amax_encode16(from, x, s, f, q, n, o, a, scratch));
-  }
-  void scale_amax_encode_sums(engine::Format from, const void* x, std::int64_t rows, std::int64_t cols, float s,
-                              engine::Format f, void* q, const engine::CastOptions& o, float* a, float* db,
-                              float* scratch) override {
-    PL_TIMED("scale_amax_encode_sums " + std::string(engine::format_name(from)) + "->" + engine::format_name(f) + " " +
-                 std::to_string(rows * cols),
-             m_in->scale_amax_encode_sums(from, x, rows, cols, s, f, q, o, a, db, scratch));
-  }
-  void scale_amax_encode_planes(const float* x, std::int64_t n, std::int64_t c, std::int64_t hw, float s,
-                                engine::Format f, void* q, const engine::CastOptions& o, float* a, float* decoded,
-                                float* db, float* scratch) override {
-    PL_TIMED("scale_amax_encode_planes " + std::string(engine::format_name(f)) + " " + std::to_string(n * c * hw) +
-                 (decoded ? " +decode" : "") + (db ? " +sums" : ""),
-             m_in->scale_amax_encode_planes(x, n, c, hw, s, f, q, o, a, decoded, db, scratch));
-  }
   void fill(float* x, float v, std::int64_t n) override { PL_TIMED("fill", m_in->fill(x, v, n)); }
   void unscale_grads(const engine::GradBuffer* g, std::size_t c, float s, double* q) override {
     PL_TIMED("unscale_grads", m_in->unscale_grads(g, c, s, q));
   }
   void sgd_update(const engine::SgdUpdate& u) override { PL_TIMED("sgd_update", m_in->sgd_update(u)); }
-  void unscale_grads_coded(const engine::GradBuffer* g, const engine::GradCodes* c, std::size_t n, float s,
-                           double* q) override {
-    PL_TIMED("unscale_grads_coded", m_in->unscale_grads_coded(g, c, n, s, q));
-  }
-  void sgd_update_coded(const engine::SgdUpdate& u, const engine::UpdateEncode& e) override {
-    PL_TIMED(std::string("sgd_update_coded ") + engine::format_name(e.format), m_in->sgd_update_coded(u, e));
-  }
-  void sgd_update_encode(const engine::SgdUpdate& u, const engine::UpdateEncode& e) override {
-    PL_TIMED(std::string("sgd_update ->") + engine::format_name(e.format), m_in->sgd_update_encode(u, e));
-  }
   void adam_update(const engine::AdamUpdate& u) override { PL_TIMED("adam_update", m_in->adam_update(u)); }
   void gradient_census(const engine::GradCensus& c) override {
     PL_TIMED("gradient_census", m_in->gradient_census(c));
@@ -154,122 +119,22 @@ class TimingBackend final : public engine::Backend {
     return key;
   }
   void gemm(const engine::GemmArgs& a) override { PL_TIMED(gemm_key(a, ""), m_in->gemm(a)); }
-  void gemm_encode(const engine::GemmArgs& a, const engine::GemmEncode& e) override {
-    const std::string tail = std::string(e.codes ? " ->" : " round ") + engine::format_name(e.format);
-    PL_TIMED(gemm_key(a, tail.c_str()), m_in->gemm_encode(a, e));
-  }
-  bool attention_forward(const engine::AttentionForward& f) override {
-    bool done = false;
-    time_call("attention_forward " + std::string(engine::format_name(f.format)), [&] { done = m_in->attention_forward(f); });
-    return done;
-  }
-  bool attention_backward(const engine::AttentionBackward& f) override {
-    bool done = false;
-    time_call("attention_backward " + std::string(engine::format_name(f.format)), [&] { done = m_in->attention_backward(f); });
-    return done;
-  }
   // PL_TIMED for a call whose result the caller needs.
   template <class F>
   void time_call(const std::string& name, F&& call) {
     PL_TIMED(name, call());
   }
-  void conv2d_forward(const engine::ConvShape& s, engine::Format c, const float* x, const float* w,
-                      const float* b, float* y) override {
-    PL_TIMED("conv2d_forward c_in " + std::to_string(s.c_in) + " " + engine::format_name(c), m_in->conv2d_forward(s, c, x, w, b, y));
-  }
-  void conv2d_backward_data(const engine::ConvShape& s, engine::Format c, const float* dy, const float* w,
-                            float* dx) override {
-    PL_TIMED("conv2d_backward_data c_in " + std::to_string(s.c_in) + " " + engine::format_name(c), m_in->conv2d_backward_data(s, c, dy, w, dx));
-  }
-  void conv2d_backward_weights(const engine::ConvShape& s, engine::Format c, const float* x, const float* dy,
-                               float* dw, float* db) override {
-    PL_TIMED("conv2d_backward_weights c_in " + std::to_string(s.c_in) + " " + engine::format_name(c), m_in->conv2d_backward_weights(s, c, x, dy, dw, db));
-  }
-  bool conv2d_forward_coded(const engine::ConvShape& s, engine::Format c, engine::ConvInput x, const float* w,
-                            const float* b, float* y) override {
-    bool done = false;
-    time_call("conv2d_forward c_in " + std::to_string(s.c_in) + " " + engine::format_name(c) + " from " +
-                  engine::format_name(x.format),
-              [&] { done = m_in->conv2d_forward_coded(s, c, x, w, b, y); });
-    return done;
-  }
-  bool conv2d_backward_data_coded(const engine::ConvShape& s, engine::Format c, engine::ConvInput dy, const float* w,
-                                  float* dx) override {
-    bool done = false;
-    time_call("conv2d_backward_data c_in " + std::to_string(s.c_in) + " " + engine::format_name(c) + " from " +
-                  engine::format_name(dy.format),
-              [&] { done = m_in->conv2d_backward_data_coded(s, c, dy, w, dx); });
-    return done;
-  }
-  bool conv2d_backward_weights_coded(const engine::ConvShape& s, engine::Format c, engine::ConvInput x,
-                                     engine::ConvInput dy, float* dw, float* db) override {
-    bool done = false;
-    time_call("conv2d_backward_weights c_in " + std::to_string(s.c_in) + " " + engine::format_name(c) + " from " +
-                  engine::format_name(x.format) + "/" + engine::format_name(dy.format),
-              [&] { done = m_in->conv2d_backward_weights_coded(s, c, x, dy, dw, db); });
-    return done;
-  }
   void conv2d_block(const engine::ConvBlockArgs& a) override { PL_TIMED("conv2d_block", m_in->conv2d_block(a)); }
   void bias_add_channels(float* y, const float* b, std::int64_t n, std::int64_t c, std::int64_t hw) override {
     PL_TIMED("bias_add_channels", m_in->bias_add_channels(y, b, n, c, hw));
   }
-  void scale_bias_add_channels(float* y, float a, const float* b, std::int64_t n, std::int64_t c,
-                               std::int64_t hw) override {
-    PL_TIMED("scale_bias_add_channels", m_in->scale_bias_add_channels(y, a, b, n, c, hw));
-  }
   void channel_sums(const float* dy, float* db, std::int64_t n, std::int64_t c, std::int64_t hw) override {
     PL_TIMED("channel_sums", m_in->channel_sums(dy, db, n, c, hw));
-  }
-  void maxpool2d_forward(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
-                         const float* x, float* y, std::int32_t* am) override {
-    PL_TIMED("maxpool2d_forward", m_in->maxpool2d_forward(n, c, h, w, k, x, y, am));
-  }
-  void maxpool2d_forward16(engine::Format f, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
-                           std::int64_t k, const void* x, void* y, std::int32_t* am, float* x32,
-                           float* y32) override {
-    PL_TIMED("maxpool2d_forward16 " + std::string(engine::format_name(f)),
-             m_in->maxpool2d_forward16(f, n, c, h, w, k, x, y, am, x32, y32));
-  }
-  void maxpool2d_backward(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
-                          const float* dy, const std::int32_t* am, float* dx) override {
-    PL_TIMED("maxpool2d_backward", m_in->maxpool2d_backward(n, c, h, w, k, dy, am, dx));
-  }
-  void relu_forward(const float* x, float* y, std::int64_t n) override {
-    PL_TIMED("relu_forward", m_in->relu_forward(x, y, n));
-  }
-  void relu_backward(const float* x, const float* dy, float* dx, std::int64_t n) override {
-    PL_TIMED("relu_backward " + std::to_string(n), m_in->relu_backward(x, dy, dx, n));
-  }
-  void relu16_forward(engine::Format f, const void* x, void* y, std::int64_t n) override {
-    PL_TIMED("relu16_forward", m_in->relu16_forward(f, x, y, n));
-  }
-  void relu16_backward(engine::Format f, const void* x, engine::Format g, const void* dy, void* dx,
-                       std::int64_t n) override {
-    PL_TIMED("relu16_backward", m_in->relu16_backward(f, x, g, dy, dx, n));
-  }
-  void gelu_forward(const float* x, float* y, std::int64_t n) override {
-    PL_TIMED("gelu_forward", m_in->gelu_forward(x, y, n));
-  }
-  void gelu16_forward(engine::Format f, const void* x, void* y, std::int64_t n, float* sx, float* sy) override {
-    PL_TIMED("gelu16_forward " + std::string(engine::format_name(f)), m_in->gelu16_forward(f, x, y, n, sx, sy));
-  }
-  void gelu16_backward(engine::Format f, const void* x, engine::Format g, const void* dy, void* dx, std::int64_t n,
-                       float* sx, float* sdy, float* sdx) override {
-    PL_TIMED("gelu16_backward " + std::string(engine::format_name(g)),
-             m_in->gelu16_backward(f, x, g, dy, dx, n, sx, sdy, sdx));
-  }
-  void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) override {
-    PL_TIMED("gelu_backward", m_in->gelu_backward(x, dy, dx, n));
   }
   void repeat_rows(const float* s, float* d, std::int64_t B, std::int64_t T, std::int64_t C) override {
     PL_TIMED("repeat_rows", m_in->repeat_rows(s, d, B, T, C));
   }
   void add(const float* a, const float* b, float* y, std::int64_t n) override { PL_TIMED("add", m_in->add(a, b, y, n)); }
-  void add_encode(engine::Format fa, const void* a, engine::Format fb, const void* b, engine::Format fy, void* y,
-                  std::int64_t n, const engine::CastOptions& o, float* sa, float* sb, float* sy) override {
-    PL_TIMED("add_encode " + std::string(engine::format_name(fy)) + " " + std::to_string(n),
-             m_in->add_encode(fa, a, fb, b, fy, y, n, o, sa, sb, sy));
-  }
   void scale(float* x, float s, std::int64_t n) override { PL_TIMED("scale", m_in->scale(x, s, n)); }
   void quantize(engine::Format f, float* x, std::int64_t n, bool sat) override {
     PL_TIMED("quantize " + std::string(engine::format_name(f)) + " " + std::to_string(n), m_in->quantize(f, x, n, sat));
@@ -278,95 +143,130 @@ class TimingBackend final : public engine::Backend {
     PL_TIMED("count_nonfinite", m_in->count_nonfinite(x, n, c));
   }
   void amax(const float* x, std::int64_t n, float* o) override { PL_TIMED("amax", m_in->amax(x, n, o)); }
-  void column_sums16(engine::Format f, const void* dy, std::int64_t r, std::int64_t c, float* db,
-                     float* scratch) override {
-    PL_TIMED("column_sums16 " + std::string(engine::format_name(f)), m_in->column_sums16(f, dy, r, c, db, scratch));
-  }
-  void layernorm_coded_forward(engine::Format fx, const void* x, const float* g, const float* b, engine::Format fy,
-                           void* y, float* mean, float* rstd, std::int64_t r, std::int64_t c, float eps,
-                           const engine::CastOptions& opt, float* sx, float* sy) override {
-    PL_TIMED("layernorm_coded_forward " + std::string(engine::format_name(fy)),
-             m_in->layernorm_coded_forward(fx, x, g, b, fy, y, mean, rstd, r, c, eps, opt, sx, sy));
-  }
-  void layernorm_backward_add(engine::Format fdy, const void* dy, engine::Format fx, const void* x, const float* mean,
-                              const float* rstd, const float* g, const float* r, float* dx, engine::Format fc,
-                              void* codes, float* dg, float* db, std::int64_t rows, std::int64_t cols, float* sdy,
-                              float* sx) override {
-    PL_TIMED("layernorm_backward_add" + std::string(codes ? " ->" : "") + (codes ? engine::format_name(fc) : ""),
-             m_in->layernorm_backward_add(fdy, dy, fx, x, mean, rstd, g, r, dx, fc, codes, dg, db, rows, cols, sdy, sx));
-  }
-  void layernorm_coded_backward(engine::Format fdy, const void* dy, engine::Format fx, const void* x, const float* mean,
-                            const float* rstd, const float* g, engine::Format fdx, void* dx, float* dg, float* db,
-                            std::int64_t r, std::int64_t c, float* sdy, float* sx, float* sdx) override {
-    PL_TIMED("layernorm_coded_backward " + std::string(engine::format_name(fdx)),
-             m_in->layernorm_coded_backward(fdy, dy, fx, x, mean, rstd, g, fdx, dx, dg, db, r, c, sdy, sx, sdx));
-  }
   void column_sums(const float* dy, std::int64_t r, std::int64_t c, float* db) override {
     PL_TIMED("column_sums", m_in->column_sums(dy, r, c, db));
   }
-  void patchify(const float* x, float* p, std::int64_t B, std::int64_t C, std::int64_t H, std::int64_t W,
-                std::int64_t ps) override {
-    PL_TIMED("patchify", m_in->patchify(x, p, B, C, H, W, ps));
+  // --- the merged core ops, under the names of their passes ---
+  void transfer(engine::Transfer dir, void* d, const void* s, std::size_t b) override {
+    if (dir == engine::Transfer::Upload) PL_TIMED("upload", m_in->upload(d, s, b));
+    else if (dir == engine::Transfer::Download) PL_TIMED("download", m_in->download(d, s, b));
+    else PL_TIMED("copy " + std::to_string(b) + " bytes", m_in->copy(d, s, b));
   }
-  void unpatchify(const float* p, float* x, std::int64_t B, std::int64_t C, std::int64_t H, std::int64_t W,
-                  std::int64_t ps) override {
-    PL_TIMED("unpatchify", m_in->unpatchify(p, x, B, C, H, W, ps));
+  void conv2d(const engine::ConvArgs& a) override {
+    static const char* const kNames[] = {"conv2d_forward", "conv2d_backward_data", "conv2d_backward_weights"};
+    PL_TIMED(std::string(kNames[static_cast<int>(a.kind)]) + " c_in " + std::to_string(a.shape.c_in) + " " +
+                 engine::format_name(a.compute),
+             m_in->conv2d(a));
   }
-  void layernorm_forward(const float* x, const float* g, const float* b, float* y, float* m, float* r,
-                         std::int64_t rows, std::int64_t cols, float eps, engine::Format acc) override {
-    PL_TIMED("layernorm_forward", m_in->layernorm_forward(x, g, b, y, m, r, rows, cols, eps, acc));
+  void maxpool2d(engine::Pass pass, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t k,
+                 const float* in, float* out, std::int32_t* am) override {
+    PL_TIMED(pass == engine::Pass::Forward ? "maxpool2d_forward" : "maxpool2d_backward",
+             m_in->maxpool2d(pass, n, c, h, w, k, in, out, am));
   }
-  void layernorm_backward(const float* dy, const float* x, const float* m, const float* r, const float* g,
-                          float* dx, float* dg, float* db, std::int64_t rows, std::int64_t cols) override {
-    PL_TIMED("layernorm_backward", m_in->layernorm_backward(dy, x, m, r, g, dx, dg, db, rows, cols));
+  static std::string activation_key(engine::Activation act, engine::Format f, const char* pass) {
+    return std::string(act == engine::Activation::Relu ? "relu" : "gelu") + (f == engine::Format::FP32 ? "" : "16") +
+           pass;
   }
-  void softmax_forward(const float* x, float* y, std::int64_t r, std::int64_t c, engine::Format acc) override {
-    PL_TIMED("softmax_forward", m_in->softmax_forward(x, y, r, c, acc));
+  void activation_forward(engine::Activation act, engine::Format f, const void* x, void* y, std::int64_t n) override {
+    PL_TIMED(activation_key(act, f, "_forward"), m_in->activation_forward(act, f, x, y, n));
   }
-  void gelu_backward_coded(const float* x, engine::Format g, const void* dy, float* dx, std::int64_t n,
-                           float* sdy) override {
-    PL_TIMED("gelu_backward_coded " + std::string(engine::format_name(g)), m_in->gelu_backward_coded(x, g, dy, dx, n, sdy));
+  void activation_backward(engine::Activation act, engine::Format f, const void* x, engine::Format g, const void* dy,
+                           void* dx, std::int64_t n) override {
+    PL_TIMED(activation_key(act, f, "_backward") + (act == engine::Activation::Relu && f == engine::Format::FP32
+                                                         ? " " + std::to_string(n)
+                                                         : ""),
+             m_in->activation_backward(act, f, x, g, dy, dx, n));
   }
-  void relu_backward_coded(const float* x, engine::Format g, const void* dy, float* dx, std::int64_t n,
-                           float* sdy) override {
-    PL_TIMED("relu_backward_coded " + std::string(engine::format_name(g)), m_in->relu_backward_coded(x, g, dy, dx, n, sdy));
+  void patch_layout(engine::Pass pass, const float* src, float* dst, std::int64_t B, std::int64_t C, std::int64_t H,
+                    std::int64_t W, std::int64_t ps) override {
+    PL_TIMED(pass == engine::Pass::Forward ? "patchify" : "unpatchify",
+             m_in->patch_layout(pass, src, dst, B, C, H, W, ps));
   }
-  void gelu_forward_encode(const float* x, std::int64_t n, float s, engine::Format f, void* q,
-                           const engine::CastOptions& o, float* a, float* scratch) override {
-    PL_TIMED("gelu_forward_encode " + std::string(engine::format_name(f)),
-             m_in->gelu_forward_encode(x, n, s, f, q, o, a, scratch));
+  void layernorm(const engine::LayerNormArgs& a) override {
+    PL_TIMED(a.pass == engine::Pass::Forward ? "layernorm_forward" : "layernorm_backward", m_in->layernorm(a));
   }
-  void relu_forward_encode(const float* x, std::int64_t n, float s, engine::Format f, void* q,
-                           const engine::CastOptions& o, float* a, float* scratch) override {
-    PL_TIMED("relu_forward_encode " + std::string(engine::format_name(f)),
-             m_in->relu_forward_encode(x, n, s, f, q, o, a, scratch));
+  void softmax(engine::Pass pass, const float* in, const float* dy, float* out, std::int64_t r, std::int64_t c,
+               engine::Format acc) override {
+    PL_TIMED(pass == engine::Pass::Forward ? "softmax_forward" : "softmax_backward",
+             m_in->softmax(pass, in, dy, out, r, c, acc));
   }
-  void softmax_coded_forward(engine::Format fx, const void* x, float* y, std::int64_t r, std::int64_t c,
-                             float* sx) override {
-    PL_TIMED("softmax_coded_forward " + std::string(engine::format_name(fx)),
-             m_in->softmax_coded_forward(fx, x, y, r, c, sx));
+  void loss_forward(const engine::LossArgs& a) override {
+    PL_TIMED(a.kind == engine::LossKind::Mse ? "mse_forward" : "cross_entropy_forward", m_in->loss_forward(a));
   }
-  void softmax_coded_backward(const float* y, engine::Format fdy, const void* dy, float* dx, std::int64_t r,
-                              std::int64_t c, float* sdy) override {
-    PL_TIMED("softmax_coded_backward " + std::string(engine::format_name(fdy)),
-             m_in->softmax_coded_backward(y, fdy, dy, dx, r, c, sdy));
+  void loss_backward(const engine::LossArgs& a) override {
+    PL_TIMED(a.kind == engine::LossKind::Mse ? "mse_backward" : "cross_entropy_backward", m_in->loss_backward(a));
   }
-  void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t r, std::int64_t c) override {
-    PL_TIMED("softmax_backward", m_in->softmax_backward(y, dy, dx, r, c));
+
+  // --- fused ops: the inner backend's fast path, else the op's composition
+  // on the inner backend, timed as one call (attention and the coded
+  // convolutions, which have no composition, time the offer) ---
+  bool run_fused(const engine::FusedOp& op) override {
+    bool done = false;
+    time_call(fused_key(op), [&] { done = m_in->run_fused(op) || engine::fused::compose(*m_in, op); });
+    return done;
   }
-  void cross_entropy_forward(const float* l, const std::int32_t* lab, std::int64_t r, std::int64_t c, float* p,
-                             double* loss, std::int64_t* correct) override {
-    PL_TIMED("cross_entropy_forward", m_in->cross_entropy_forward(l, lab, r, c, p, loss, correct));
-  }
-  void cross_entropy_backward(const float* p, const std::int32_t* lab, std::int64_t r, std::int64_t c, float s,
-                              float* d) override {
-    PL_TIMED("cross_entropy_backward", m_in->cross_entropy_backward(p, lab, r, c, s, d));
-  }
-  void mse_forward(const float* p, const float* t, std::int64_t n, double* loss) override {
-    PL_TIMED("mse_forward", m_in->mse_forward(p, t, n, loss));
-  }
-  void mse_backward(const float* p, const float* t, std::int64_t n, float s, float* d) override {
-    PL_TIMED("mse_backward", m_in->mse_backward(p, t, n, s, d));
+  static std::string fused_key(const engine::FusedOp& op) {
+    using namespace engine::fused;
+    using engine::format_name;
+    return std::visit(
+        [](const auto& o) -> std::string {
+          using Op = std::decay_t<decltype(o)>;
+          const std::string name = o.name;
+          if constexpr (std::is_same_v<Op, GemmEncodeOp>) {
+            const std::string tail = std::string(o.e.codes ? " ->" : " round ") + format_name(o.e.format);
+            return gemm_key(o.args, tail.c_str());
+          } else if constexpr (std::is_same_v<Op, AttentionForwardOp> || std::is_same_v<Op, AttentionBackwardOp>) {
+            return name + " " + format_name(o.a.format);
+          } else if constexpr (std::is_same_v<Op, Conv2dForwardCodedOp>) {
+            return "conv2d_forward c_in " + std::to_string(o.s.c_in) + " " + format_name(o.compute) + " from " +
+                   format_name(o.x.format);
+          } else if constexpr (std::is_same_v<Op, Conv2dBackwardDataCodedOp>) {
+            return "conv2d_backward_data c_in " + std::to_string(o.s.c_in) + " " + format_name(o.compute) + " from " +
+                   format_name(o.dy.format);
+          } else if constexpr (std::is_same_v<Op, Conv2dBackwardWeightsCodedOp>) {
+            return "conv2d_backward_weights c_in " + std::to_string(o.s.c_in) + " " + format_name(o.compute) +
+                   " from " + format_name(o.x.format) + "/" + format_name(o.dy.format);
+          } else if constexpr (std::is_same_v<Op, SgdUpdateEncodeOp>) {
+            return std::string("sgd_update ->") + format_name(o.e.format);
+          } else if constexpr (std::is_same_v<Op, SgdUpdateCodedOp>) {
+            return name + " " + format_name(o.e.format);
+          } else if constexpr (std::is_same_v<Op, ScaleAmaxEncodeOp>) {
+            return name + " " + format_name(o.f) + " " + std::to_string(o.n);
+          } else if constexpr (std::is_same_v<Op, ScaleAmaxEncode16Op>) {
+            return name + " " + format_name(o.from) + "->" + format_name(o.f) + " " + std::to_string(o.n);
+          } else if constexpr (std::is_same_v<Op, ScaleAmaxEncodeSumsOp>) {
+            return name + " " + format_name(o.from) + "->" + format_name(o.f) + " " + std::to_string(o.rows * o.cols);
+          } else if constexpr (std::is_same_v<Op, ScaleAmaxEncodePlanesOp>) {
+            return name + " " + format_name(o.f) + " " + std::to_string(o.n * o.c * o.hw) +
+                   (o.decoded ? " +decode" : "") + (o.db ? " +sums" : "");
+          } else if constexpr (std::is_same_v<Op, ActivationBackwardCodedOp>) {
+            return std::string(o.act == engine::Activation::Relu ? "relu" : "gelu") + "_backward_coded " +
+                   format_name(o.g);
+          } else if constexpr (std::is_same_v<Op, ActivationForwardEncodeOp>) {
+            return std::string(o.act == engine::Activation::Relu ? "relu" : "gelu") + "_forward_encode " +
+                   format_name(o.f);
+          } else if constexpr (std::is_same_v<Op, AddEncodeOp>) {
+            return name + " " + format_name(o.fy) + " " + std::to_string(o.n);
+          } else if constexpr (std::is_same_v<Op, MaxPoolForward16Op> || std::is_same_v<Op, Gelu16ForwardOp> ||
+                               std::is_same_v<Op, ColumnSums16Op>) {
+            return name + " " + format_name(o.f);
+          } else if constexpr (std::is_same_v<Op, Gelu16BackwardOp>) {
+            return name + " " + format_name(o.g);
+          } else if constexpr (std::is_same_v<Op, LayerNormCodedForwardOp>) {
+            return name + " " + format_name(o.fy);
+          } else if constexpr (std::is_same_v<Op, LayerNormCodedBackwardOp>) {
+            return name + " " + format_name(o.fdx);
+          } else if constexpr (std::is_same_v<Op, LayerNormBackwardAddOp>) {
+            return name + (o.codes ? std::string(" ->") + format_name(o.fc) : std::string());
+          } else if constexpr (std::is_same_v<Op, SoftmaxCodedForwardOp>) {
+            return name + " " + format_name(o.fx);
+          } else if constexpr (std::is_same_v<Op, SoftmaxCodedBackwardOp>) {
+            return name + " " + format_name(o.fdy);
+          } else {
+            return name;
+          }
+        },
+        op.op);
   }
 #undef PL_TIMED
 

@@ -12,13 +12,14 @@
 #include <cstring>
 #include <vector>
 
-#include "nn/fp8_scaling.h"
 #include "backend/backend.h"
+#include "backend/fused.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/parallel.h"
 #include "backend/cpu/row_kernels.h"
 #include "numeric/cast.h"
+#include "numeric/format.h"
 
 namespace engine::cpu {
 

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "backend/backend.h"
+#include "backend/fused.h"
 #include "backend/cpu/dnnl_context.h"
 #include "backend/cpu/workspace.h"
 

@@ -70,6 +70,7 @@ CpuBackend::CpuBackend(const CpuBackendOptions& options) {
   }
   m_native_bf16 = options.allow_native_bf16 && detect_native_bf16(m_dnnl->engine());
   m_fuse_attention = options.fuse_attention;
+  m_fast_fused = options.fast_fused;
   m_device = cpu_model_name();
   m_gemm = std::make_unique<cpu::GemmEngine>(*m_dnnl, m_native_bf16);
   m_conv = std::make_unique<cpu::ConvEngine>(*m_dnnl, m_native_bf16);
@@ -106,7 +107,7 @@ void CpuBackend::gemm(const GemmArgs& args) {
 void CpuBackend::gemm_encode(const GemmArgs& args, const GemmEncode& e) {
   const std::int64_t ldc = args.ldc > 0 ? args.ldc : args.n;
   if (args.a.block || args.b.block || args.batched() || ldc != args.n || !is_half_format(e.format)) {
-    Backend::gemm_encode(args, e);
+    fused::compose(*this, fused::GemmEncodeOp{args, e});
     return;
   }
   use_threads();
@@ -204,7 +205,7 @@ void CpuBackend::maxpool2d_forward16(Format f, std::int64_t n, std::int64_t c, s
   use_threads();
   if (!cpu::maxpool2d_forward16(f, n, c, h, w, k, static_cast<const std::uint16_t*>(x),
                                 static_cast<std::uint16_t*>(y), argmax))
-    Backend::maxpool2d_forward16(f, n, c, h, w, k, x, y, argmax, x32, y32);
+    fused::compose(*this, fused::MaxPoolForward16Op{f, n, c, h, w, k, x, y, argmax, x32, y32});
 }
 
 void CpuBackend::maxpool2d_backward(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
@@ -257,7 +258,7 @@ void CpuBackend::count_nonfinite(const float* x, std::int64_t n, std::int64_t* c
 void CpuBackend::column_sums16(Format f, const void* dy, std::int64_t rows, std::int64_t cols, float* db,
                                float* scratch) {
   use_threads();
-  if (!cpu::column_sums16(f, dy, rows, cols, db, m_reduce_ws)) Backend::column_sums16(f, dy, rows, cols, db, scratch);
+  if (!cpu::column_sums16(f, dy, rows, cols, db, m_reduce_ws)) fused::compose(*this, fused::ColumnSums16Op{f, dy, rows, cols, db, scratch});
 }
 
 void CpuBackend::column_sums(const float* dy, std::int64_t rows, std::int64_t cols, float* db) {
@@ -285,7 +286,7 @@ void CpuBackend::layernorm_coded_forward(Format fx, const void* x, const float* 
   use_threads();
   // One pass: code rows decoded and encoded on the stack (rows.cpp).
   if (!cpu::layernorm_coded_forward(fx, x, gamma, beta, fy, y, mean, rstd, rows, cols, eps, opt))
-    Backend::layernorm_coded_forward(fx, x, gamma, beta, fy, y, mean, rstd, rows, cols, eps, opt, sx, sy);
+    fused::compose(*this, fused::LayerNormCodedForwardOp{fx, x, gamma, beta, fy, y, mean, rstd, rows, cols, eps, opt, sx, sy});
 }
 
 void CpuBackend::layernorm_backward_add(Format fdy, const void* dy, Format fx, const void* x, const float* mean,
@@ -295,8 +296,8 @@ void CpuBackend::layernorm_backward_add(Format fdy, const void* dy, Format fx, c
   use_threads();
   if (!cpu::layernorm_backward_add(fdy, dy, fx, x, mean, rstd, gamma, r, dx, fc, codes, dgamma, dbeta, rows, cols,
                                    m_reduce_ws))
-    Backend::layernorm_backward_add(fdy, dy, fx, x, mean, rstd, gamma, r, dx, fc, codes, dgamma, dbeta, rows, cols,
-                                    sdy, sx);
+    fused::compose(*this, fused::LayerNormBackwardAddOp{fdy, dy, fx, x, mean, rstd, gamma, r, dx, fc, codes, dgamma, dbeta, rows, cols,
+                                    sdy, sx});
 }
 
 void CpuBackend::layernorm_coded_backward(Format fdy, const void* dy, Format fx, const void* x, const float* mean,
@@ -306,8 +307,8 @@ void CpuBackend::layernorm_coded_backward(Format fdy, const void* dy, Format fx,
   use_threads();
   if (!cpu::layernorm_coded_backward(fdy, dy, fx, x, mean, rstd, gamma, fdx, dx, dgamma, dbeta, rows, cols,
                                  m_reduce_ws))
-    Backend::layernorm_coded_backward(fdy, dy, fx, x, mean, rstd, gamma, fdx, dx, dgamma, dbeta, rows, cols, sdy, sx,
-                                  sdx);
+    fused::compose(*this, fused::LayerNormCodedBackwardOp{fdy, dy, fx, x, mean, rstd, gamma, fdx, dx, dgamma, dbeta, rows, cols, sdy, sx,
+                                  sdx});
 }
 
 void CpuBackend::softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t cols,
@@ -326,14 +327,14 @@ void CpuBackend::softmax_coded_forward(Format fx, const void* x, float* y, std::
                                        float* sx) {
   use_threads();
   // One pass: code rows decoded on the stack (rows.cpp).
-  if (!cpu::softmax_coded_forward(fx, x, y, rows, cols)) Backend::softmax_coded_forward(fx, x, y, rows, cols, sx);
+  if (!cpu::softmax_coded_forward(fx, x, y, rows, cols)) fused::compose(*this, fused::SoftmaxCodedForwardOp{fx, x, y, rows, cols, sx});
 }
 
 void CpuBackend::softmax_coded_backward(const float* y, Format fdy, const void* dy, float* dx, std::int64_t rows,
                                         std::int64_t cols, float* sdy) {
   use_threads();
   if (!cpu::softmax_coded_backward(y, fdy, dy, dx, rows, cols))
-    Backend::softmax_coded_backward(y, fdy, dy, dx, rows, cols, sdy);
+    fused::compose(*this, fused::SoftmaxCodedBackwardOp{y, fdy, dy, dx, rows, cols, sdy});
 }
 
 void CpuBackend::cross_entropy_forward(const float* logits, const std::int32_t* labels, std::int64_t rows,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/fused.h"
 #include "backend/cpu/dnnl_context.h"
 #include "backend/cpu/workspace.h"
 

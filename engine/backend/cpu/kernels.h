@@ -61,7 +61,7 @@ using ColumnVisit = void (*)(void* ctx, std::int64_t i0, std::int64_t i1, const 
 bool column_sums_visiting(Format f, const void* dy, std::int64_t rows, std::int64_t cols, float* db, Workspace& ws,
                           ColumnVisit visit, void* ctx);
 
-// step_ops.cpp
+// casts.cpp
 // scale_amax_encode of len <= kScaledChunk values at x into q (their format
 // f's codes; `at`: the first value's index in the whole, for stochastic
 // rounding): returns their amax as a bit pattern (amax_from_bits).

@@ -1,7 +1,7 @@
 // The fp16 recipe's optimizer block in one pass (compiled with -mavx2
 // -mf16c, no contraction; called after a run-time check): weights kept only
 // as FP16 codes, an FP16 (or FP32) momentum buffer, round-to-nearest. The
-// bits of the four passes it replaces (step_ops.cpp's sgd_encode_blocks:
+// bits of the four passes it replaces (optimizer.cpp's sgd_encode_blocks:
 // decode, sgd_buffer_run, round_state, sgd_step_run, encode).
 #include <immintrin.h>
 

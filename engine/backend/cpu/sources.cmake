@@ -2,8 +2,10 @@
 # Paths are relative to engine/backend/.
 target_sources(engine_cpu PRIVATE
   cpu/cpu_backend.cpp
+  cpu/fused_ops.cpp
   cpu/attention.cpp
   cpu/gemm.cpp
+  cpu/gemm_plans.cpp
   cpu/gemm_lowp.cpp
   cpu/gemm_small.cpp
   cpu/gemm_small_bf16.cpp
@@ -20,7 +22,12 @@ target_sources(engine_cpu PRIVATE
   cpu/rows.cpp
   cpu/row_kernels.cpp
   cpu/loss.cpp
-  cpu/step_ops.cpp
+  cpu/memory.cpp
+  cpu/casts.cpp
+  cpu/codes.cpp
+  cpu/optimizer.cpp
+  cpu/census.cpp
+  cpu/channels.cpp
   cpu/step_kernels.cpp
   cpu/sgd_fp16_avx2.cpp
 )

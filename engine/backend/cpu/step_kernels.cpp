@@ -1,6 +1,8 @@
 // Step-level loops of the CPU backend, one clone per ISA (step_kernels.h).
 #include "backend/cpu/step_kernels.h"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -179,6 +181,12 @@ PL_CPU_CLONES void census_class_sums(const float* v, const float* own, std::int6
   const double tie_at = tie ? overflow : -1.0;
   if (own) class_sums<true>(v, own, n, scale, underflow, subnormal_hi, overflow, tie_at, out);
   else class_sums<false>(v, nullptr, n, scale, underflow, subnormal_hi, overflow, tie_at, out);
+}
+
+PL_CPU_CLONES std::uint32_t amax_bits(const float* x, std::int64_t n) {
+  std::uint32_t m = 0;
+  for (std::int64_t i = 0; i < n; ++i) m = std::max(m, std::bit_cast<std::uint32_t>(x[i]) & 0x7FFFFFFFu);
+  return m;
 }
 
 }  // namespace engine::cpu

@@ -21,6 +21,8 @@ double unscale_run(float* x, std::int64_t n, float inv, std::int64_t* nonfinite)
 // folded in lanes.h's fixed tree: the same bits in every clone).
 void error_sums_run(const float* a, const float* b, std::int64_t n, double* out);
 
+// max |x_i| over [0, n) as a bit pattern (amax_from_bits, numeric/format.h).
+std::uint32_t amax_bits(const float* x, std::int64_t n);
 // y[i] = a[i] + b[i] and x[i] *= s: the elementwise ops' loops, one range.
 void add_run(const float* a, const float* b, float* y, std::int64_t n);
 void scale_run(float* x, float s, std::int64_t n);

@@ -434,7 +434,7 @@ void expect_same_pending_amaxes(Model& fused, Model& apart, std::initializer_lis
 }
 
 // In the fp8 recipe a transformer block's GELU writes fc2's delayed-scaled
-// E4M3 cast itself (GELU::forward_cast_for, Backend::gelu_forward_encode):
+// E4M3 cast itself (GELU::forward_cast_for, fused::gelu_forward_encode):
 // logits and fc2's amaxes keep the bits of the GELU's own FP32 output cast
 // by fc2, step after step as the scales move (a GELU that counts
 // non-finite outputs takes that path).
@@ -484,7 +484,7 @@ TEST(DelayedScaling, GeluWritesFc2sCastWithTheSameBits) {
 }
 
 // The same in the mlp: each ReLU writes the next layer's delayed-scaled
-// E4M3 cast (PointwiseLayer::forward_cast_for, Backend::relu_forward_encode),
+// E4M3 cast (PointwiseLayer::forward_cast_for, fused::relu_forward_encode),
 // and logits, amaxes and weight gradients keep the bits of the ReLU's own
 // FP32 output cast by fc2 and fc3 (ReLUs that count non-finite outputs).
 TEST(DelayedScaling, ReluWritesTheNextLayersCastWithTheSameBits) {

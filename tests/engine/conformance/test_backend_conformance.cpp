@@ -26,6 +26,7 @@
 
 #include "engine/test_configs.h"
 #include "backend/backend.h"
+#include "backend/fused.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/gelu_simd.h"
 #include "backend/cuda_backend.h"
@@ -151,6 +152,14 @@ std::vector<Target> targets() {
   t.push_back({"cpu_bf16_decoded", []() -> std::unique_ptr<Backend> {
                  engine::CpuBackendOptions o;
                  o.allow_native_bf16 = false;
+                 return std::make_unique<engine::CpuBackend>(o);
+               }});
+  // The same backend declining every fused op: each runs as its portable
+  // composition of core ops (fused::compose), held to the same bits as the
+  // fast paths above.
+  t.push_back({"cpu_composed", []() -> std::unique_ptr<Backend> {
+                 engine::CpuBackendOptions o;
+                 o.fast_fused = false;
                  return std::make_unique<engine::CpuBackend>(o);
                }});
   // Sixteen threads, as on a workstation (oversubscribed on a small
@@ -774,7 +783,7 @@ TEST_P(Conformance, GemmEncodeEqualsGemmThenConvert) {
         const std::size_t es = engine::storage_bytes(fy);
         DeviceBuffer<std::uint8_t> got(GetParam(), std::vector<std::uint8_t>(nc * es, 0x12u));
         e.codes = got.get();
-        be->gemm_encode(g, e);
+        engine::fused::gemm_encode(*be, g, e);
         DeviceBuffer<std::uint8_t> want(GetParam(), std::vector<std::uint8_t>(nc * es, 0xABu));
         be->convert(Format::FP32, c2.get(), fy, want.get(), static_cast<i64>(nc), e.opt);
         EXPECT_EQ(got.host(), want.host()) << what << ": codes";
@@ -787,7 +796,7 @@ TEST_P(Conformance, GemmEncodeEqualsGemmThenConvert) {
           scratch.codes = got_s.get();
           auto c4 = out(nc);
           g.c = c4.get();
-          be->gemm_encode(g, scratch);
+          engine::fused::gemm_encode(*be, g, scratch);
           EXPECT_EQ(got_s.host(), want.host()) << what << ": codes, C as scratch";
         }
         const std::vector<float> h1 = c1.host(), h2 = c2.host();
@@ -797,7 +806,7 @@ TEST_P(Conformance, GemmEncodeEqualsGemmThenConvert) {
           in_place.codes = nullptr;
           auto c3 = out(nc);
           g.c = c3.get();
-          be->gemm_encode(g, in_place);
+          engine::fused::gemm_encode(*be, g, in_place);
           be->quantize(fy, c2.get(), static_cast<i64>(nc), e.opt.saturate);
           expect_bit_equal(c3.host(), c2.host(), what + ": rounded in place");
         }
@@ -1202,21 +1211,22 @@ TEST_P(Conformance, Conv2dForwardAndBackwardMatchDirectReference) {
         const std::vector<float> y_f32 = y.host(), dx_f32 = dx.host(), dw_f32 = dw.host(), db_f32 = db.host();
         auto y2 = out(ny), dx2 = out(nx), dw3 = out(nw), db2 = out(static_cast<std::size_t>(s.c_out));
         const std::string coded = name.str() + " from " + engine::format_name(x_in.format);
-        if (be->conv2d_forward_coded(s, f, x_in, wd.get(), bd.get(), y2.get()))
+        if (engine::fused::conv2d_forward_coded(*be, s, f, x_in, wd.get(), bd.get(), y2.get()))
           expect_bit_equal(y2.host(), y_f32, coded + " forward");
-        if (be->conv2d_backward_data_coded(s, f, dy_in, wd.get(), dx2.get()))
+        if (engine::fused::conv2d_backward_data_coded(*be, s, f, dy_in, wd.get(), dx2.get()))
           expect_bit_equal(dx2.host(), dx_f32, coded + " backward data");
-        if (be->conv2d_backward_weights_coded(s, f, x_in, dy_in, dw3.get(), db2.get())) {
+        if (engine::fused::conv2d_backward_weights_coded(*be, s, f, x_in, dy_in, dw3.get(), db2.get())) {
           expect_bit_equal(dw3.host(), dw_f32, coded + " backward weights");
           expect_bit_equal(db2.host(), db_f32, coded + " backward bias");
         }
         // The CPU backend takes FP32 always, and BF16 codes wherever oneDNN
         // runs on AVX-512 (elsewhere its reorder from bf16 is a slow
-        // reference loop, and it declines).
+        // reference loop, and it declines). cpu_composed declines always.
         const int isa = static_cast<int>(dnnl::get_effective_cpu_isa());
         const int avx512 = static_cast<int>(dnnl::cpu_isa::avx512_core);
-        if (GetParam().name.rfind("cpu", 0) == 0 && (f == Format::FP32 || (isa & avx512) == avx512)) {
-          EXPECT_TRUE(be->conv2d_forward_coded(s, f, x_in, wd.get(), nullptr, y2.get())) << coded;
+        if (GetParam().name.rfind("cpu", 0) == 0 && GetParam().name != "cpu_composed" &&
+            (f == Format::FP32 || (isa & avx512) == avx512)) {
+          EXPECT_TRUE(engine::fused::conv2d_forward_coded(*be, s, f, x_in, wd.get(), nullptr, y2.get())) << coded;
         }
       }
       if (HasFailure()) return;
@@ -1333,7 +1343,7 @@ TEST_P(Conformance, MaxPool16EqualsDecodePoolEncode) {
       DeviceBuffer<std::int32_t> arg(GetParam(), std::vector<std::int32_t>(ny, -9));
       auto s1 = out(nx);
       auto s2 = out(ny);
-      be->maxpool2d_forward16(f, pc.n, pc.c, pc.h, pc.w, pc.k, xd.get(), y.get(), arg.get(), s1.get(), s2.get());
+      engine::fused::maxpool2d_forward16(*be, f, pc.n, pc.c, pc.h, pc.w, pc.k, xd.get(), y.get(), arg.get(), s1.get(), s2.get());
       const std::string what = std::string("maxpool16 ") + engine::format_name(f) + " " + std::to_string(pc.h) +
                                "x" + std::to_string(pc.w) + " k" + std::to_string(pc.k);
       EXPECT_EQ(y.host(), y_ref.host()) << what;
@@ -1463,10 +1473,10 @@ TEST_P(Conformance, ScaleAmaxEncodeEqualsScalarReference) {
             opt.saturate = saturate;
             if (from == Format::FP32) {
               auto xd = dev(x);
-              be->scale_amax_encode(xd.get(), scale, f, q.get(), static_cast<i64>(n), opt, amax.get(), scratch.get());
+              engine::fused::scale_amax_encode(*be, xd.get(), scale, f, q.get(), static_cast<i64>(n), opt, amax.get(), scratch.get());
             } else {
               DeviceBuffer<std::uint16_t> cd(GetParam(), codes);
-              be->scale_amax_encode16(from, cd.get(), scale, f, q.get(), static_cast<i64>(n), opt, amax.get(),
+              engine::fused::scale_amax_encode16(*be, from, cd.get(), scale, f, q.get(), static_cast<i64>(n), opt, amax.get(),
                                       scratch.get());
             }
             const std::string what = std::string("scale_amax_encode from ") + engine::format_name(from) + " to " +
@@ -1515,14 +1525,14 @@ TEST_P(Conformance, ScaleAmaxEncodeSumsEqualsItsTwoCalls) {
         auto a1 = out(1), a2 = out(1), db1 = out(static_cast<std::size_t>(cols)), db2 = out(static_cast<std::size_t>(cols));
         auto scratch = out(n);
         if (from == Format::FP32) {
-          be->scale_amax_encode(xd.get(), scale, f, q1.get(), rows * cols, opt, a1.get(), scratch.get());
+          engine::fused::scale_amax_encode(*be, xd.get(), scale, f, q1.get(), rows * cols, opt, a1.get(), scratch.get());
           be->column_sums(xd.get(), rows, cols, db1.get());
-          be->scale_amax_encode_sums(from, xd.get(), rows, cols, scale, f, q2.get(), opt, a2.get(), db2.get(),
+          engine::fused::scale_amax_encode_sums(*be, from, xd.get(), rows, cols, scale, f, q2.get(), opt, a2.get(), db2.get(),
                                      scratch.get());
         } else {
-          be->scale_amax_encode16(from, cd.get(), scale, f, q1.get(), rows * cols, opt, a1.get(), scratch.get());
-          be->column_sums16(from, cd.get(), rows, cols, db1.get(), scratch.get());
-          be->scale_amax_encode_sums(from, cd.get(), rows, cols, scale, f, q2.get(), opt, a2.get(), db2.get(),
+          engine::fused::scale_amax_encode16(*be, from, cd.get(), scale, f, q1.get(), rows * cols, opt, a1.get(), scratch.get());
+          engine::fused::column_sums16(*be, from, cd.get(), rows, cols, db1.get(), scratch.get());
+          engine::fused::scale_amax_encode_sums(*be, from, cd.get(), rows, cols, scale, f, q2.get(), opt, a2.get(), db2.get(),
                                      scratch.get());
         }
         const std::string what = std::string(engine::format_name(from)) + "->" + engine::format_name(f) + " " +
@@ -1568,10 +1578,10 @@ TEST_P(Conformance, ScaleAmaxEncodePlanesEqualsItsCalls) {
             DeviceBuffer<std::uint8_t> q2(GetParam(), std::vector<std::uint8_t>(n, 0xCD));
             auto a1 = out(1), a2 = out(1), d1 = out(n), d2 = out(n), db1 = out(static_cast<std::size_t>(k.c)),
                  db2 = out(static_cast<std::size_t>(k.c)), scratch = out(n);
-            be->scale_amax_encode(xd.get(), scale, f, q1.get(), static_cast<i64>(n), opt, a1.get(), scratch.get());
+            engine::fused::scale_amax_encode(*be, xd.get(), scale, f, q1.get(), static_cast<i64>(n), opt, a1.get(), scratch.get());
             be->convert(f, q1.get(), Format::FP32, d1.get(), static_cast<i64>(n), {});
             be->channel_sums(xd.get(), db1.get(), k.n, k.c, k.hw);
-            be->scale_amax_encode_planes(xd.get(), k.n, k.c, k.hw, scale, f, q2.get(), opt, a2.get(),
+            engine::fused::scale_amax_encode_planes(*be, xd.get(), k.n, k.c, k.hw, scale, f, q2.get(), opt, a2.get(),
                                          want_decoded ? d2.get() : nullptr, want_sums ? db2.get() : nullptr,
                                          want_decoded ? d2.get() : scratch.get());
             const std::string what = std::string(engine::format_name(f)) + " " + std::to_string(k.n) + "x" +
@@ -1600,7 +1610,7 @@ TEST_P(Conformance, ScaleBiasAddChannelsEqualsItsTwoCalls) {
       auto y1 = dev(y), y2 = dev(y);
       if (alpha != 1.0f) be->scale(y1.get(), alpha, n * c * hw);
       if (with_bias) be->bias_add_channels(y1.get(), bd.get(), n, c, hw);
-      be->scale_bias_add_channels(y2.get(), alpha, with_bias ? bd.get() : nullptr, n, c, hw);
+      engine::fused::scale_bias_add_channels(*be, y2.get(), alpha, with_bias ? bd.get() : nullptr, n, c, hw);
       expect_bit_equal(y2.host(), y1.host(), "alpha " + std::to_string(alpha) + (with_bias ? " with bias" : ""));
     }
 }
@@ -1638,7 +1648,7 @@ TEST_P(Conformance, AddEncodeEqualsDecodeAddEncode) {
           be->convert(Format::FP32, sy.get(), fy, want.get(), ni, opt);
           DeviceBuffer<std::uint16_t> got(GetParam(), std::vector<std::uint16_t>(n, 0x1234u));
           auto s1 = out(n), s2 = out(n), s3 = out(n);
-          be->add_encode(fa, ad.get(), fb, bd.get(), fy, got.get(), ni, opt, s1.get(), s2.get(), s3.get());
+          engine::fused::add_encode(*be, fa, ad.get(), fb, bd.get(), fy, got.get(), ni, opt, s1.get(), s2.get(), s3.get());
           EXPECT_EQ(got.host(), want.host())
               << "add_encode " << engine::format_name(fa) << "+" << engine::format_name(fb) << "->"
               << engine::format_name(fy) << (saturate ? " saturate" : "") << " n=" << n;
@@ -1678,7 +1688,7 @@ TEST_P(Conformance, Gelu16EqualsDecodeGeluEncode) {
         be->convert(Format::FP32, sy.get(), f, want.get(), ni, {});
         DeviceBuffer<std::uint16_t> got(GetParam(), std::vector<std::uint16_t>(n, 0x1234u));
         auto s1 = out(n), s2 = out(n), s3 = out(n);
-        be->gelu16_forward(f, xd.get(), got.get(), ni, s1.get(), s2.get());
+        engine::fused::gelu16_forward(*be, f, xd.get(), got.get(), ni, s1.get(), s2.get());
         EXPECT_EQ(got.host(), want.host()) << what << " forward";
         // Backward (x in f, dy and dx in g).
         auto sd = out(n), sdx = out(n);
@@ -1687,7 +1697,7 @@ TEST_P(Conformance, Gelu16EqualsDecodeGeluEncode) {
         DeviceBuffer<std::uint16_t> want_dx(GetParam(), std::vector<std::uint16_t>(n, 0xABCDu));
         be->convert(Format::FP32, sdx.get(), g, want_dx.get(), ni, {});
         DeviceBuffer<std::uint16_t> got_dx(GetParam(), std::vector<std::uint16_t>(n, 0x1234u));
-        be->gelu16_backward(f, xd.get(), g, dd.get(), got_dx.get(), ni, s1.get(), s2.get(), s3.get());
+        engine::fused::gelu16_backward(*be, f, xd.get(), g, dd.get(), got_dx.get(), ni, s1.get(), s2.get(), s3.get());
         EXPECT_EQ(got_dx.host(), want_dx.host()) << what << " backward";
         if (HasFailure()) return;
       }
@@ -1713,12 +1723,12 @@ TEST_P(Conformance, PointwiseBackwardCodedEqualsDecodeThenBackward) {
       auto sd = out(n), want = out(n), got = out(n), scratch = out(n);
       be->convert(g, dd.get(), Format::FP32, sd.get(), ni, {});
       be->gelu_backward(xd.get(), sd.get(), want.get(), ni);
-      be->gelu_backward_coded(xd.get(), g, dd.get(), got.get(), ni, scratch.get());
+      engine::fused::gelu_backward_coded(*be, xd.get(), g, dd.get(), got.get(), ni, scratch.get());
       expect_bit_equal(got.host(), want.host(),
                        std::string("gelu_backward_coded ") + engine::format_name(g) + " n=" + std::to_string(n));
       auto relu_want = out(n), relu_got = out(n);
       be->relu_backward(xd.get(), sd.get(), relu_want.get(), ni);
-      be->relu_backward_coded(xd.get(), g, dd.get(), relu_got.get(), ni, scratch.get());
+      engine::fused::relu_backward_coded(*be, xd.get(), g, dd.get(), relu_got.get(), ni, scratch.get());
       expect_bit_equal(relu_got.host(), relu_want.host(),
                        std::string("relu_backward_coded ") + engine::format_name(g) + " n=" + std::to_string(n));
       if (HasFailure()) return;
@@ -1793,9 +1803,9 @@ TEST_P(Conformance, ForwardEncodeEqualsForwardThenCast) {
           opt.saturate = saturate;
           if (relu) be->relu_forward(xd.get(), y.get(), ni);
           else be->gelu_forward(xd.get(), y.get(), ni);
-          be->scale_amax_encode(y.get(), scale, f, q1.get(), ni, opt, a1.get(), scratch.get());
-          if (relu) be->relu_forward_encode(xd.get(), ni, scale, f, q2.get(), opt, a2.get(), scratch2.get());
-          else be->gelu_forward_encode(xd.get(), ni, scale, f, q2.get(), opt, a2.get(), scratch2.get());
+          engine::fused::scale_amax_encode(*be, y.get(), scale, f, q1.get(), ni, opt, a1.get(), scratch.get());
+          if (relu) engine::fused::relu_forward_encode(*be, xd.get(), ni, scale, f, q2.get(), opt, a2.get(), scratch2.get());
+          else engine::fused::gelu_forward_encode(*be, xd.get(), ni, scale, f, q2.get(), opt, a2.get(), scratch2.get());
           const std::string what = std::string(relu ? "relu" : "gelu") + "_forward_encode " + in.name + " " +
                                    engine::format_name(f) + " scale " +
                                    std::to_string(scale) + (saturate ? " saturate" : "");
@@ -1878,7 +1888,7 @@ TEST_P(Conformance, ColumnSums16EqualsDecodeThenSum) {
       be->column_sums(dec.get(), sh.rows, sh.cols, want.get());
       auto got = out(static_cast<std::size_t>(sh.cols));
       auto scratch = out(n);
-      be->column_sums16(f, cd.get(), sh.rows, sh.cols, got.get(), scratch.get());
+      engine::fused::column_sums16(*be, f, cd.get(), sh.rows, sh.cols, got.get(), scratch.get());
       expect_bit_equal(got.host(), want.host(),
                        std::string("column_sums16 ") + engine::format_name(f) + " " + std::to_string(sh.rows) + "x" +
                            std::to_string(sh.cols));
@@ -1956,13 +1966,13 @@ TEST_P(Conformance, SgdUpdateEncodeEqualsUpdateThenEncode) {
         u.momentum_buf = r.momentum != 0.0f ? m1.get() : nullptr;
         e.codes = got.get();
         e.amax = t.scaled ? amax_got.get() : nullptr;
-        be->sgd_update_encode(u, e);
+        engine::fused::sgd_update_encode(*be, u, e);
         u.value = w2.get();
         u.momentum_buf = r.momentum != 0.0f ? m2.get() : nullptr;
         be->sgd_update(u);
         e.codes = want.get();
         e.amax = t.scaled ? amax_want.get() : nullptr;
-        be->encode_updated(w2.get(), n, e);
+        engine::fused::encode_updated(*be, w2.get(), n, e);
         expect_bit_equal(w1.host(), w2.host(), what + ": weights");
         expect_bit_equal(m1.host(), m2.host(), what + ": momentum");
         EXPECT_EQ(got.host(), want.host()) << what << ": codes";
@@ -2016,13 +2026,13 @@ TEST_P(Conformance, SgdUpdateCodedEqualsDecodeThenUpdate) {
           u.value = v1.get();
           u.momentum_buf = momentum != 0.0f ? m1.get() : nullptr;
           e.codes = c1.get();
-          be->sgd_update_coded(u, e);
+          engine::fused::sgd_update_coded(*be, u, e);
           // Decode, then the update.
           be->convert(f, c2.get(), Format::FP32, v2.get(), n, {});
           u.value = v2.get();
           u.momentum_buf = momentum != 0.0f ? m2.get() : nullptr;
           e.codes = c2.get();
-          be->sgd_update_encode(u, e);
+          engine::fused::sgd_update_encode(*be, u, e);
           EXPECT_EQ(c1.host(), c2.host()) << what << ": codes";
           if (n > 1) {
             EXPECT_NE(c1.host(), codes) << what << ": the update changed nothing";
@@ -2098,7 +2108,7 @@ TEST_P(Conformance, UnscaleGradsCodedEqualsDecodeThenUnscale) {
         gc.push_back(k == 3 ? engine::GradCodes{} : engine::GradCodes{f, codes[k].get()});
         if (k != 3) be->convert(f, codes[k].get(), Format::FP32, d2[k].get(), n, {});
       }
-      be->unscale_grads_coded(g1.data(), gc.data(), g1.size(), inv, sum1.get());
+      engine::fused::unscale_grads_coded(*be, g1.data(), gc.data(), g1.size(), inv, sum1.get());
       be->unscale_grads(g2.data(), g2.size(), inv, sum2.get());
       for (std::size_t k = 0; k < std::size(sizes); ++k)
         expect_bit_equal(d1[k].host(), d2[k].host(), what + " buffer " + std::to_string(k));
@@ -2194,7 +2204,7 @@ TEST_P(Conformance, LayerNormCodedEqualsDecodeNormEncode) {
         DeviceBuffer<std::byte> got(GetParam(), std::vector<std::byte>(ybytes, std::byte{0x12}));
         auto mean_g = out(nr), rstd_g = out(nr);
         auto s1 = out(n), s2 = out(n), s3 = out(n);
-        be->layernorm_coded_forward(fx, xd.get(), gd.get(), bd.get(), fy, got.get(), mean_g.get(), rstd_g.get(),
+        engine::fused::layernorm_coded_forward(*be, fx, xd.get(), gd.get(), bd.get(), fy, got.get(), mean_g.get(), rstd_g.get(),
                                     sh.rows, sh.cols, 1e-5f, opt, s1.get(), s2.get());
         EXPECT_EQ(got.host(), want.host()) << what << " forward y";
         expect_bit_equal(mean_g.host(), mean_w.host(), what + " mean");
@@ -2208,7 +2218,7 @@ TEST_P(Conformance, LayerNormCodedEqualsDecodeNormEncode) {
         be->convert(Format::FP32, sdx.get(), fy, want_dx.get(), ni, {});
         DeviceBuffer<std::byte> got_dx(GetParam(), std::vector<std::byte>(ybytes, std::byte{0x12}));
         auto dg_g = out(nc), db_g = out(nc);
-        be->layernorm_coded_backward(fy, dd.get(), fx, xd.get(), mean_w.get(), rstd_w.get(), gd.get(), fy,
+        engine::fused::layernorm_coded_backward(*be, fy, dd.get(), fx, xd.get(), mean_w.get(), rstd_w.get(), gd.get(), fy,
                                      got_dx.get(), dg_g.get(), db_g.get(), sh.rows, sh.cols, s1.get(), s2.get(),
                                      s3.get());
         EXPECT_EQ(got_dx.host(), want_dx.host()) << what << " backward dx";
@@ -2224,7 +2234,7 @@ TEST_P(Conformance, LayerNormCodedEqualsDecodeNormEncode) {
             be->layernorm_backward(sd8.get(), sx.get(), mean_w.get(), rstd_w.get(), gd.get(), want8.get(), dgw8.get(),
                                    dbw8.get(), sh.rows, sh.cols);
             auto got8 = out(n), dg8 = out(nc), db8 = out(nc);
-            be->layernorm_coded_backward(fd, d8.get(), fx, xd.get(), mean_w.get(), rstd_w.get(), gd.get(), Format::FP32,
+            engine::fused::layernorm_coded_backward(*be, fd, d8.get(), fx, xd.get(), mean_w.get(), rstd_w.get(), gd.get(), Format::FP32,
                                          got8.get(), dg8.get(), db8.get(), sh.rows, sh.cols, s1.get(), s2.get(),
                                          s3.get());
             const std::string w8 = what + " backward from " + engine::format_name(fd);
@@ -2285,7 +2295,7 @@ TEST_P(Conformance, LayerNormBackwardAddEqualsItsThreeCalls) {
       const std::size_t cbytes = codes ? n * engine::storage_bytes(c.codes) : 1;
       // The three calls.
       auto s1 = out(n), s2 = out(n), s3 = out(n), want = out(n), dg_w = out(nc), db_w = out(nc);
-      be->layernorm_coded_backward(c.dy, dd.get(), c.x, xd.get(), mean.get(), rstd.get(), gd.get(), Format::FP32,
+      engine::fused::layernorm_coded_backward(*be, c.dy, dd.get(), c.x, xd.get(), mean.get(), rstd.get(), gd.get(), Format::FP32,
                                    want.get(), dg_w.get(), db_w.get(), rows, cols, s1.get(), s2.get(), s3.get());
       be->add(rd.get(), want.get(), want.get(), ni);
       DeviceBuffer<std::byte> want_c(GetParam(), std::vector<std::byte>(cbytes, std::byte{0xAB}));
@@ -2293,7 +2303,7 @@ TEST_P(Conformance, LayerNormBackwardAddEqualsItsThreeCalls) {
       // The one.
       auto got = out(n), dg_g = out(nc), db_g = out(nc);
       DeviceBuffer<std::byte> got_c(GetParam(), std::vector<std::byte>(cbytes, std::byte{0xAB}));
-      be->layernorm_backward_add(c.dy, dd.get(), c.x, xd.get(), mean.get(), rstd.get(), gd.get(), rd.get(), got.get(),
+      engine::fused::layernorm_backward_add(*be, c.dy, dd.get(), c.x, xd.get(), mean.get(), rstd.get(), gd.get(), rd.get(), got.get(),
                                  c.codes, codes ? got_c.get() : nullptr, dg_g.get(), db_g.get(), rows, cols, s1.get(),
                                  s2.get());
       expect_bit_equal(got.host(), want.host(), what + " dx");
@@ -2685,12 +2695,12 @@ TEST_P(Conformance, SoftmaxCodedEqualsDecodeThenSoftmax) {
       auto sx = out(n), want = out(n), got = out(n), scratch = out(n);
       be->convert(f, xd.get(), Format::FP32, sx.get(), ni, {});
       be->softmax_forward(sx.get(), want.get(), sh.rows, sh.cols, Format::FP32);
-      be->softmax_coded_forward(f, xd.get(), got.get(), sh.rows, sh.cols, scratch.get());
+      engine::fused::softmax_coded_forward(*be, f, xd.get(), got.get(), sh.rows, sh.cols, scratch.get());
       expect_bit_equal(got.host(), want.host(), what + " forward");
       auto sd = out(n), want_dx = out(n), got_dx = out(n);
       be->convert(f, dd.get(), Format::FP32, sd.get(), ni, {});
       be->softmax_backward(want.get(), sd.get(), want_dx.get(), sh.rows, sh.cols);
-      be->softmax_coded_backward(want.get(), f, dd.get(), got_dx.get(), sh.rows, sh.cols, scratch.get());
+      engine::fused::softmax_coded_backward(*be, want.get(), f, dd.get(), got_dx.get(), sh.rows, sh.cols, scratch.get());
       expect_bit_equal(got_dx.host(), want_dx.host(), what + " backward");
       if (HasFailure()) return;
     }
@@ -3045,10 +3055,10 @@ TEST(CpuBackend, ReductionsDoNotDependOnTheThreadCount) {
       std::vector<std::uint8_t> q(n * 2);
       float amax[2] = {};
       be.column_sums(g.data(), r, c, out.data());
-      be.column_sums16(Format::BF16, g16.data(), r, c, out.data() + c, scratch.data());
-      be.scale_amax_encode_sums(Format::FP32, g.data(), r, c, 4.0f, Format::E5M2, q.data(), {}, &amax[0],
+      engine::fused::column_sums16(be, Format::BF16, g16.data(), r, c, out.data() + c, scratch.data());
+      engine::fused::scale_amax_encode_sums(be, Format::FP32, g.data(), r, c, 4.0f, Format::E5M2, q.data(), {}, &amax[0],
                                 out.data() + 2 * c, scratch.data());
-      be.scale_amax_encode_sums(Format::BF16, g16.data(), r, c, 0.5f, Format::E4M3, q.data() + n, {}, &amax[1],
+      engine::fused::scale_amax_encode_sums(be, Format::BF16, g16.data(), r, c, 0.5f, Format::E4M3, q.data() + n, {}, &amax[1],
                                 out.data() + 3 * c, scratch.data());
       for (std::uint8_t b : q) out.push_back(b);
       out.insert(out.end(), amax, amax + 2);

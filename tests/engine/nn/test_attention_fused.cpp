@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/fused.h"
 #include "engine/nn/gradcheck.h"
 #include "nn/attention.h"
 #include "nn/linear.h"
@@ -186,8 +187,8 @@ TEST(AttentionFused, RunsWhereItFitsAndDeclinesElsewhere) {
   f.probs_codes = probs16.data();
   f.values_format = Format::BF16;
   f.values = values.data();
-  EXPECT_FALSE(plain->attention_forward(f));
-  ASSERT_TRUE(fused->attention_forward(f));
+  EXPECT_FALSE(fused::attention_forward(*plain, f));
+  ASSERT_TRUE(fused::attention_forward(*fused, f));
   // All-equal scores (16 * 0.25 = 4): uniform probabilities 1/16, and each
   // value the mean of ones.
   EXPECT_EQ(probs[0], 1.0f / 16.0f);
@@ -210,22 +211,23 @@ TEST(AttentionFused, RunsWhereItFitsAndDeclinesElsewhere) {
   g.dvalues_format = g.dprobs_format = g.dscores_format = g.dqkv_format = Format::BF16;
   g.dvalues = dvalues.data();
   g.dqkv_codes = dqkv.data();
-  EXPECT_FALSE(plain->attention_backward(g));
-  ASSERT_TRUE(fused->attention_backward(g));
+  EXPECT_FALSE(fused::attention_backward(*plain, g));
+  ASSERT_TRUE(fused::attention_backward(*fused, g));
   EXPECT_EQ(dqkv[0], 0x0000);           // dq
   EXPECT_EQ(dqkv[C], 0x0000);           // dk
   EXPECT_EQ(dqkv[2 * C], 0x3F80);       // dv
   // A product past the small kernels (T 65), or TF32 operands: declined.
   f.T = g.T = 65;
-  EXPECT_FALSE(fused->attention_forward(f));
-  EXPECT_FALSE(fused->attention_backward(g));
+  EXPECT_FALSE(fused::attention_forward(*fused, f));
+  EXPECT_FALSE(fused::attention_backward(*fused, g));
   f.T = g.T = T;
   f.format = g.format = Format::TF32;
-  EXPECT_FALSE(fused->attention_forward(f));
-  EXPECT_FALSE(fused->attention_backward(g));
-  // The default Backend has no fused kernel: the layers run the ops.
-  EXPECT_FALSE(test::backend().Backend::attention_forward(f));
-  EXPECT_FALSE(test::backend().Backend::attention_backward(g));
+  EXPECT_FALSE(fused::attention_forward(*fused, f));
+  EXPECT_FALSE(fused::attention_backward(*fused, g));
+  // The default Backend has no fused kernel (run_fused declines): the
+  // layers run the ops.
+  EXPECT_FALSE(test::backend().Backend::run_fused(FusedOp{fused::AttentionForwardOp{f}}));
+  EXPECT_FALSE(test::backend().Backend::run_fused(FusedOp{fused::AttentionBackwardOp{g}}));
 }
 
 }  // namespace

@@ -16,7 +16,9 @@
 #include "engine/test_configs.h"
 #include "amp/recipe.h"
 #include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
 #include "backend/cuda_backend.h"
+#include "backend/fused.h"
 #include "backend/guarded/guarded_backend.h"
 #include "backend/registry.h"
 #include "data/dataset.h"
@@ -104,6 +106,36 @@ TEST(GuardedBackend, CountsReadsAndComputesAsTheCpuBackend) {
   EXPECT_EQ(guarded_counters(*be)->downloads, before.downloads + 1);
   EXPECT_EQ(guarded_counters(*make_cpu_backend(1)), nullptr);
   EXPECT_EQ(be->info().name, "guarded-cpu");
+}
+
+// A fused op reaches the inner backend's fast path through the one generic
+// forwarder, its buffers checked: one call. Where the inner backend declines
+// (the CPU backend told to), the composition runs on the guarded core ops,
+// each checked and counted, with the same bits.
+TEST(GuardedBackend, ForwardsFusedOpsToTheFastPathOrComposesThem) {
+  std::vector<std::vector<float>> results;
+  for (const bool fast : {true, false}) {
+    CpuBackendOptions o;
+    o.threads = 1;
+    o.fast_fused = fast;
+    auto be = make_guarded_backend(std::make_unique<CpuBackend>(o));
+    BackendScope scope(*be);
+    Tensor x = Tensor::from_values({4}, Format::FP32, {-1.0f, 2.0f, -3.0f, 4.0f});
+    Tensor scratch({4}, Format::FP32), q({4}, Format::E4M3), amax({1}, Format::FP32), back({4}, Format::FP32);
+    const std::int64_t before = guarded_counters(*be)->calls;
+    fused::scale_amax_encode(*be, x.f32(), 2.0f, Format::E4M3, q.data(), 4, CastOptions{}, amax.f32(), scratch.f32());
+    // The fast path: the op itself. Declined: the offer, scale_amax, convert.
+    EXPECT_EQ(guarded_counters(*be)->calls - before, fast ? 1 : 3);
+    EXPECT_EQ(amax.to_f32(), std::vector<float>{4.0f});
+    be->convert(Format::E4M3, q.data(), Format::FP32, back.f32(), 4, {});
+    results.push_back(back.to_f32());
+    std::vector<float> host(4);
+    EXPECT_THROW(fused::scale_amax_encode(*be, host.data(), 2.0f, Format::E4M3, q.data(), 4, CastOptions{}, amax.f32(),
+                                          scratch.f32()),
+                 std::logic_error);
+  }
+  EXPECT_EQ(results[0], results[1]);
+  EXPECT_EQ(results[0], (std::vector<float>{-2.0f, 4.0f, -6.0f, 8.0f}));
 }
 
 // ------------------------------------------------------------- the registry
