@@ -1,4 +1,4 @@
-// precision-lab-cli: the command-line front end (DESIGN.md "Command line").
+// precision-lab-cli: the command-line front end (README.md "Command line").
 #include <cstdio>
 #include <cstring>
 #include <exception>

@@ -1,5 +1,5 @@
 // Recipes: named presets of every layer's precision plus master weights,
-// loss scaling and optimizer state format (DESIGN.md "Precision recipes").
+// loss scaling and optimizer state format (docs/numerics.md "Recipes").
 #pragma once
 
 #include <map>

@@ -54,7 +54,7 @@ inline std::uint64_t new_keep_tag() {
 
 // C[m x n] = alpha * op(A)[m x k] * op(B)[k x n] + beta * C (+ bias[n] per row).
 // A and B are read in their own formats and multiplied exactly as the
-// format dictates (DESIGN.md "Backends"):
+// format dictates (docs/ARCHITECTURE.md "The backend contract"):
 //  - FP32: f32 matmul. TF32: inputs rounded (RNE) to 10 mantissa bits, f32 matmul.
 //  - FP16: values decode exactly to f32; f32 matmul (Tensor Core semantics:
 //    the product of two FP16 numbers is exact in f32).
@@ -261,7 +261,7 @@ struct BackendInfo {
 // Every pointer an op takes is backend memory (allocate()): host memory on
 // the CPU backend, device memory on a GPU. The host reaches that memory only
 // through upload() and download() (a download is a read: a training step
-// makes one, see DESIGN.md "Backends"). Ops return nothing computed from
+// makes one, see docs/ARCHITECTURE.md "The backend contract"). Ops return nothing computed from
 // data; results (losses, counts, norms, amaxes) are written to backend
 // memory and read with the step's one download.
 //

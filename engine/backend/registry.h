@@ -1,5 +1,5 @@
 // The backend registry: the one place that knows which backends exist and
-// builds them (DESIGN.md "Backends").
+// builds them (docs/ARCHITECTURE.md "The backend contract").
 #pragma once
 
 #include <memory>

@@ -1,4 +1,4 @@
-// Journal: a run folder written as the runs go (DESIGN.md "Runs on disk"),
+// Journal: a run folder written as the runs go (docs/ARCHITECTURE.md "Runs on disk"),
 // and read back — for the app's list of past runs, for reopening an
 // interrupted run, and for replay.
 //

@@ -18,7 +18,7 @@ struct ClaimResult {
 };
 
 // The value of a claim over `runs` (matched by RunExport::name), as
-// DESIGN.md's table defines it:
+// the README's lesson section describes it:
 //   final_loss            summary final_loss; with vs: the ratio run / vs
 //   val_loss              summary val_loss (the last evaluation's); with vs: the ratio
 //   val_accuracy          summary val_accuracy in points; with vs: vs - run (the gap)

@@ -1,4 +1,4 @@
-// Lecture presets (DESIGN.md "Lecture mode"): a run config with a title, an
+// Lecture presets (README.md "Lessons"): a run config with a title, an
 // explanation, the charts to watch, the runs to compare and the claims its
 // output must satisfy. Loaded from resources/presets/*.json (built into the
 // program) or from any file.

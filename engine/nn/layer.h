@@ -26,7 +26,7 @@ struct Context {
 };
 
 // Non-finite values a layer saw in its last forward/backward (the overflow
-// attribution of DESIGN.md). Counted only when Layer::track_nonfinite.
+// attribution of docs/numerics.md "What the numbers mean"). Counted only when Layer::track_nonfinite.
 struct NonfiniteCounts {
   std::int64_t activation = 0;       // in the output of forward
   std::int64_t activation_grad = 0;  // in dx produced by backward

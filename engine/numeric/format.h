@@ -8,7 +8,7 @@
 
 namespace engine {
 
-// The formats of DESIGN.md. Runtime enum with one dispatch point
+// The formats of docs/numerics.md "Number formats". Runtime enum with one dispatch point
 // (format_info) because the app changes precision while it runs. Three
 // families:
 //  - tensor formats (kAllFormats): a Tensor can be stored in them, and a

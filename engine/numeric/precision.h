@@ -7,7 +7,7 @@
 
 namespace engine {
 
-// Per-layer precision (DESIGN.md "Precision recipes").
+// Per-layer precision (docs/numerics.md "Recipes").
 //  compute:    the format inputs and weights are rounded to before the op
 //              (TF32/BF16/FP16/FP8 GEMM operands)
 //  storage:    the format of the layer's outputs and saved activations

@@ -15,7 +15,7 @@
 namespace engine {
 
 // Bytes per category, from the real storage width of every tensor: what the
-// recipe would hold on a device (DESIGN.md "Memory accounting").
+// recipe would hold on a device (docs/numerics.md "What the numbers mean").
 struct MemoryBytes {
   std::int64_t weights = 0;      // weights in their storage format
   std::int64_t master = 0;       // FP32 master weights
@@ -91,7 +91,7 @@ struct Event {
 // Gradient statistics of one layer's weight gradients at one step:
 // histogram of log2|g| in unit bins [log2_lo, log2_lo + bins), with the
 // fractions that underflow, are subnormal or overflow in the layer's grad
-// format, measured on the gradient as exact arithmetic has it (DESIGN.md):
+// format, measured on the gradient as exact arithmetic has it:
 // the layer's own when it runs in FP32, else the FP32 shadow pass's.
 // `_scaled`: as the run computed it, with its loss scale (an entry that is
 // nonzero in exact arithmetic but came out zero counts as underflow);

@@ -1,4 +1,4 @@
-// CSV export of runs (DESIGN.md "--out DIR"): steps, evals, events, gradient statistics, summary, config.
+// CSV export of runs (docs/numerics.md "The files a run writes"): steps, evals, events, gradient statistics, summary, config.
 #pragma once
 
 #include <string>

@@ -17,7 +17,7 @@ class Backend;
 // The backend this thread allocates buffers from: the innermost live
 // BackendScope's, or null (the host heap: tests and setup without a
 // backend). The trainer opens one around building and stepping its runs,
-// so every buffer a step touches is the backend's (DESIGN.md "Backends").
+// so every buffer a step touches is the backend's (docs/ARCHITECTURE.md "The backend contract").
 Backend* current_backend();
 class BackendScope {
  public:

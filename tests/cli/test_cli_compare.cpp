@@ -1,6 +1,6 @@
 // Runs `precision-lab-cli compare` as a user would: the comparison rule the
 // app shares (each recipe keeps its own loss scaling), the run column, and
-// the memory and gradient figures of DESIGN.md in the files it writes.
+// the memory and gradient figures of docs/numerics.md in the files it writes.
 #include <gtest/gtest.h>
 
 #include <cstdlib>

@@ -1,5 +1,5 @@
 // Runs `precision-lab-cli formats` as a user would and checks what it prints
-// and how it exits (DESIGN.md "Command line").
+// and how it exits (README.md "Command line").
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>

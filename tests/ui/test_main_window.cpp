@@ -105,7 +105,7 @@ TEST_F(MainWindowTest, SetupPanelOffersTheDesignChoices) {
   EXPECT_NE(child<QSpinBox>("seedSpin"), nullptr);
   EXPECT_EQ(comboItems(child<QComboBox>("durationUnitCombo")), (QStringList{"epochs", "steps"}));
 
-  // GradScaler's defaults (DESIGN.md).
+  // GradScaler's defaults.
   const SetupSettings s = m_window->part<SetupPanel>()->settings();
   EXPECT_EQ(s.initialScale, 65536.0);
   EXPECT_EQ(s.growthFactor, 2.0);

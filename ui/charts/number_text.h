@@ -1,6 +1,5 @@
 // Number text: how the charts, the gradient panel and the compare table
-// write a number a user reads. Every value stays a number (STYLE.md habit
-// 16): a loss of 3.5e-9 is not "0.0000", a fraction below 0.01% is not
+// write a number a user reads. Every value stays a number: a loss of 3.5e-9 is not "0.0000", a fraction below 0.01% is not
 // "<0.01%".
 #pragma once
 

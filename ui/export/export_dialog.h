@@ -1,5 +1,5 @@
 // ExportDialog: where to export, which runs, and what — the CSV files of
-// DESIGN.md (steps, evals, events, grads, summary, config.json) and every
+// a run folder (steps, evals, events, grads, summary, config.json) and every
 // chart as PNG and SVG.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Exporter: writes the selected runs' CSV files (engine::export_runs, the
-// files of DESIGN.md) and each chart as PNG and SVG into one folder.
+// files docs/numerics.md lists) and each chart as PNG and SVG into one folder.
 #pragma once
 
 #include <QList>

@@ -1,5 +1,5 @@
-// FormatExplorer: one value in every format side by side (DESIGN.md
-// "Lecture mode") — the six tensor formats and the OCP Microscaling element
+// FormatExplorer: one value in every format side by side (README.md
+// "Lessons") — the six tensor formats and the OCP Microscaling element
 // formats FP6-E3M2, FP6-E2M3, FP4-E2M1 and the E8M0 block scale: bits
 // coloured by sign, exponent and mantissa (a click flips a bit), hex, the
 // exact decimal value, the rounding error (absolute and relative), the gap

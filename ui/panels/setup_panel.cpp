@@ -1,4 +1,4 @@
-// SetupPanel: the experiment's settings form; defaults follow DESIGN.md
+// SetupPanel: the experiment's settings form; defaults follow the engine's
 // (GradScaler's loss-scaling defaults, the recipes' scaling modes).
 #include "panels/setup_panel.h"
 

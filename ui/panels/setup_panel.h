@@ -13,7 +13,7 @@ class QLabel;
 class QSpinBox;
 
 // What the panel holds, by value (keys are the CLI/config spellings of
-// DESIGN.md "Command line").
+// README.md "Command line").
 struct SetupSettings {
   QString dataset;        // "fashion-mnist", "spirals", "tiny-gradients", or a folder path
   QString model;          // "mlp", "cnn", "transformer"
@@ -73,7 +73,7 @@ class SetupPanel : public QWidget {
   // a quiet machine but collapsed to 7-28k when another process was busy
   // (OMP_WAIT_POLICY active/default), or sat at 43k (passive). With one
   // thread the OpenMP wait policy does not matter: a team of one never
-  // waits at a barrier. DESIGN.md "Backends".
+  // waits at a barrier. docs/ARCHITECTURE.md "The backend contract".
   static int defaultThreads();
 
   // The recipes in the order the combo lists them.

@@ -17,7 +17,7 @@
 
 namespace {
 
-// The run settings spelled as the CLI's (DESIGN.md), checked by the engine.
+// The run settings spelled as the CLI's (README.md "Command line"), checked by the engine.
 const std::vector<std::pair<QString, QString>>& runKeys() {
   static const std::vector<std::pair<QString, QString>> keys = {
       {QStringLiteral("recipe"), QStringLiteral("Precision recipe (fp32, fp16, mixed-fp16, mixed-bf16, fp8).")},

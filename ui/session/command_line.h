@@ -1,4 +1,4 @@
-// Command line of the desktop app (DESIGN.md "Command line" spellings):
+// Command line of the desktop app (README.md "Command line" spellings):
 //   precision-lab [--config FILE] [--recipe R] [--model M] [--dataset D]
 //                 [--start] [--compare r1,r2,...] [--steps N] [--epochs N]
 //                 [--screenshot FILE] [--screenshot-after-ms N] [--lecture NAME|FILE]

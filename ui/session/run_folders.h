@@ -1,4 +1,4 @@
-// RunFolders: the app's run folders on disk (DESIGN.md "Runs on disk") —
+// RunFolders: the app's run folders on disk (docs/ARCHITECTURE.md "Runs on disk") —
 // where they live, a new one's name, the list of past runs, their size,
 // deleting them, and reopening one into the RunStore.
 #pragma once

@@ -38,7 +38,7 @@ struct RunData : engine::RunHistory {
   // What the run's latest inspected step did (Step asks for one); the
   // engine's RunHistory keeps no inspections, so the store does.
   std::optional<engine::StepInspection> inspection;
-  // Its folder on disk (DESIGN.md "Runs on disk") and its run id in it;
+  // Its folder on disk (docs/ARCHITECTURE.md "Runs on disk") and its run id in it;
   // empty for a run that was never journaled.
   QString folder;
   int folderRun = -1;

@@ -1,4 +1,4 @@
-// Memory accounting (DESIGN.md "Memory accounting"): every category's bytes
+// Memory accounting (docs/numerics.md "What the numbers mean"): every category's bytes
 // as the recipe would hold them on a device, computed here from parameter
 // counts and activation shapes for the mlp and the cnn in every recipe, and
 // compared with what a step reports (the steps.csv columns).

@@ -803,7 +803,7 @@ std::map<std::string, GradStats> last_stats(const engine::Run& run) {
 }  // namespace
 
 TEST(ShadowPass, MeasuresOutputAndGradientErrorAgainstFp32) {
-  // DESIGN.md: an FP32 shadow pass on statistics steps gives, per layer, the
+  // docs/numerics.md: an FP32 shadow pass on statistics steps gives, per layer, the
   // relative L2 error of the output and of the weight gradient.
   auto data = dataset("spirals", 4);
   auto run_with = [&](const char* recipe, bool fp16_accumulate) {

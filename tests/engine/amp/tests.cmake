@@ -2,8 +2,8 @@ pl_add_test(test_loss_scaler SOURCES engine/amp/test_loss_scaler.cpp LIBS engine
 pl_add_test(test_recipes SOURCES engine/amp/test_recipes.cpp LIBS engine_train LABELS engine)
 pl_add_test(test_memory SOURCES engine/amp/test_memory.cpp LIBS engine_train LABELS engine)
 pl_add_test(test_block_recipes SOURCES engine/amp/test_block_recipes.cpp LIBS engine_train LABELS engine TIMEOUT 120)
-# The recipe tests' whole runs again on the guarded backend (DESIGN.md
-# "Backends"): a host access to step memory would crash them. The
+# The recipe tests' whole runs again on the guarded backend (docs/ARCHITECTURE.md
+# "The backend contract"): a host access to step memory would crash them. The
 # layer-level cases of test_recipes hand host tensors to the CPU backend and
 # stay on it in both runs.
 add_test(NAME test_recipes_guarded COMMAND test_recipes --gtest_brief=1)

@@ -1,4 +1,4 @@
-// The run journal (DESIGN.md "Runs on disk"): the folder a trainer writes as
+// The run journal (docs/ARCHITECTURE.md "Runs on disk"): the folder a trainer writes as
 // it goes equals the export, reads back, survives an interruption, and a
 // run with live changes replays bit for bit.
 #include <gtest/gtest.h>

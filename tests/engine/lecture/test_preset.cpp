@@ -1,5 +1,5 @@
 // Lecture presets: parsing with one-line errors naming the field, the built-in
-// set, and every claim metric measured as DESIGN.md's table defines it.
+// set, and every claim metric measured as engine/lecture/claims.h defines it.
 #include <gtest/gtest.h>
 
 #include <cmath>

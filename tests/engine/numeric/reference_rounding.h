@@ -74,7 +74,7 @@ struct RefResult {
   double magnitude = 0.0;  // +inf for infinity
 };
 
-// FP32 x rounded to f with the overflow rules of DESIGN.md: IEEE formats
+// FP32 x rounded to f with the overflow rules of docs/numerics.md: IEEE formats
 // overflow to inf; E4M3 to NaN, or to 448 with `saturate` (inf too); E5M2
 // with `saturate` clamps finite overflow to 57344 and keeps inf.
 inline RefResult ref_round(engine::Format fmt, float x, bool saturate) {
@@ -104,7 +104,7 @@ inline RefResult ref_round(engine::Format fmt, float x, bool saturate) {
 }
 
 // Encodes a reference result from its value: exponent from ilogb, fraction
-// by scaling. NaNs use the policy of DESIGN.md/convert.h, given separately
+// by scaling. NaNs use the policy of numeric/convert.h, given separately
 // by nan_bits.
 inline std::uint32_t ref_encode_value(engine::Format fmt, const RefResult& r) {
   const RefFormat f = ref_format(fmt);

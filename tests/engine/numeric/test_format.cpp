@@ -1,4 +1,4 @@
-// Tests of the format table (DESIGN.md "Number formats") and format names.
+// Tests of the format table (docs/numerics.md "Number formats") and format names.
 #include <gtest/gtest.h>
 
 #include <cmath>

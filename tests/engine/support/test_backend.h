@@ -18,7 +18,7 @@ inline engine::Backend& cpu_backend() {
 }
 
 // The backend the training tests run on: "cpu", or "guarded" when ctest
-// runs them again with PL_TEST_BACKEND=guarded (DESIGN.md "Backends": the
+// runs them again with PL_TEST_BACKEND=guarded (docs/ARCHITECTURE.md "The backend contract": the
 // proof that the step touches backend memory only through Backend calls).
 inline std::string run_backend_name() {
   const char* e = std::getenv("PL_TEST_BACKEND");

@@ -1,4 +1,4 @@
-// The device-readiness proof (DESIGN.md "Backends"): training on the
+// The device-readiness proof (docs/ARCHITECTURE.md "The backend contract"): training on the
 // guarded backend, whose memory is inaccessible outside its own calls, for
 // every recipe and model, with exactly one host read per ordinary step and
 // the CPU backend's results bit for bit; plus the registry.

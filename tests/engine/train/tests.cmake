@@ -5,8 +5,8 @@ pl_add_test(test_faults SOURCES engine/train/test_faults.cpp LIBS engine_train L
 pl_add_test(test_stress SOURCES engine/train/test_stress.cpp LIBS engine_journal LABELS engine TIMEOUT 600)
 pl_add_test(test_guarded SOURCES engine/train/test_guarded.cpp LIBS engine_train LABELS engine TIMEOUT 300)
 pl_add_test(test_layer_catalog SOURCES engine/train/test_layer_catalog.cpp LIBS engine_train LABELS engine)
-# The trainer and fault tests again on the guarded backend (DESIGN.md
-# "Backends"): a host access to step memory would crash them.
+# The trainer and fault tests again on the guarded backend (docs/ARCHITECTURE.md
+# "The backend contract"): a host access to step memory would crash them.
 add_test(NAME test_trainer_guarded COMMAND test_trainer --gtest_brief=1)
 add_test(NAME test_faults_guarded COMMAND test_faults --gtest_brief=1)
 set_tests_properties(test_trainer_guarded test_faults_guarded PROPERTIES

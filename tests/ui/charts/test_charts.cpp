@@ -1,5 +1,4 @@
-// tests/ui/charts: every number a chart shows tells the truth (STYLE.md
-// habit 16) and the charts work on any screen: gradient line, loss log axis,
+// tests/ui/charts: every number a chart shows tells the truth and the charts work on any screen: gradient line, loss log axis,
 // loss-scale chart without unscaled runs, whole names in the legend, CPU
 // emulation apart from the memory total, zoom, enlarge, export size and names.
 #include <gtest/gtest.h>
