@@ -78,16 +78,4 @@ inline DelayedScale& delayed_scale_for(DelayedScale& s, Format f, const DelayedS
   return s;
 }
 
-// max |x_i| over n floats; NaN when any x_i is NaN, else inf when any is
-// infinite (the amax Transformer Engine records: a non-finite amax then
-// keeps the scale where it was). Any thread.
-float amax_of(const float* x, std::int64_t n);
-
-// out[i] = x[i] * scale over n floats (out may be x), returning amax_of(x)
-// from the same pass. Any thread.
-float scale_and_amax(const float* x, float scale, float* out, std::int64_t n);
-
-// Its pieces, for a caller that splits a tensor itself (scale_amax_bits,
-// amax_from_bits), are in numeric/format.h.
-
 }  // namespace engine

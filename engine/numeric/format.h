@@ -95,7 +95,7 @@ std::optional<Format> parse_format(std::string_view s);
 const char* format_key(Format f);
 
 // FP8 scaling's pass over one range, for a caller that splits a tensor
-// itself (scale_and_amax in amp/fp8_scaling.h, the backends' fused casts):
+// itself (the backends' amax and fused casts):
 // out[i] = x[i] * scale on the calling thread, returning max |x_i| as a bit
 // pattern (NaN patterns order above inf's, so partial results combine with
 // max in any order); amax_from_bits turns that pattern into the amax (NaN

@@ -165,7 +165,7 @@ __global__ void amax_kernel(const float* x, std::size_t n, unsigned* bits) {
   }
   if ((threadIdx.x & 31u) == 0 && m != 0) atomicMax(bits, m);
 }
-// Any NaN magnitude becomes the canonical quiet NaN (the CPU's amax_of).
+// Any NaN magnitude becomes the canonical quiet NaN (the CPU backend's amax).
 __global__ void amax_finish_kernel(float* out) {
   const unsigned m = f32_bits(*out);
   *out = f32_from_bits(m > 0x7f800000u ? 0x7fc00000u : m);
