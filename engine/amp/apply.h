@@ -14,7 +14,7 @@ class DelayedScale;
 class Layer;
 class Tensor;
 class Model;
-class Parameter;
+struct Parameter;
 struct Recipe;
 struct UpdateEncode;
 

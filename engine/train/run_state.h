@@ -24,7 +24,7 @@
 
 namespace engine {
 
-struct DelayedScale;
+class DelayedScale;
 
 // The results slots of a step (8 bytes each), read back in one transfer:
 // the loss (double), the correct count, the sum of squared unscaled
