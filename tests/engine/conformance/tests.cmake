@@ -7,14 +7,22 @@ pl_add_test(test_backend_conformance
   LABELS engine)
 set_source_files_properties(engine/conformance/test_backend_conformance.cpp
   PROPERTIES COMPILE_OPTIONS "-ffp-contract=off")
+# The suite is the longest test (minutes under AddressSanitizer): it runs as
+# two gtest shards so `ctest -j2` keeps both cores busy.
+set_tests_properties(test_backend_conformance PROPERTIES
+  ENVIRONMENT "GTEST_TOTAL_SHARDS=2;GTEST_SHARD_INDEX=0")
+add_test(NAME test_backend_conformance_shard2 COMMAND test_backend_conformance --gtest_brief=1)
+set_tests_properties(test_backend_conformance_shard2 PROPERTIES LABELS engine
+  ENVIRONMENT "GTEST_TOTAL_SHARDS=2;GTEST_SHARD_INDEX=1" WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 # The suite again on the AVX2 code paths (the engine's own kernels capped by
 # PL_MAX_CPU_ISA, oneDNN by DNNL_MAX_CPU_ISA): on an AVX-512 machine nothing
-# else runs them end to end.
+# else runs them end to end. Label isa: the release build runs these; the
+# sanitizer builds check the memory and threading of the same code once.
 add_test(NAME test_backend_conformance_avx2 COMMAND test_backend_conformance --gtest_brief=1)
-set_tests_properties(test_backend_conformance_avx2 PROPERTIES LABELS engine
+set_tests_properties(test_backend_conformance_avx2 PROPERTIES LABELS "engine;isa"
   ENVIRONMENT "PL_MAX_CPU_ISA=avx2;DNNL_MAX_CPU_ISA=AVX2" WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 # And on AVX-512 without its BF16 instructions (Skylake-SP to Ice Lake: FP32
 # -> BF16 by integer rounding, BF16 and FP8 GEMMs decoded to f32).
 add_test(NAME test_backend_conformance_avx512 COMMAND test_backend_conformance --gtest_brief=1)
-set_tests_properties(test_backend_conformance_avx512 PROPERTIES LABELS engine
+set_tests_properties(test_backend_conformance_avx512 PROPERTIES LABELS "engine;isa"
   ENVIRONMENT "PL_MAX_CPU_ISA=avx512;DNNL_MAX_CPU_ISA=AVX512_CORE" WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
