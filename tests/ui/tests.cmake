@@ -34,6 +34,7 @@ pl_add_test(test_ui_session_panels
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/session/test_command_line.cpp
           ${CMAKE_CURRENT_LIST_DIR}/panels/test_setup_panel.cpp
           ${CMAKE_CURRENT_LIST_DIR}/panels/test_precision_table.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/panels/test_status_readouts.cpp
   LIBS ui Qt6::Test
   LABELS ui
   ENV QT_QPA_PLATFORM=offscreen
