@@ -275,6 +275,13 @@ class Monkey : public QObject {
       finishStep();
       return;
     }
+    // The hang check's own test: PL_MONKEY_SELFTEST_HANG=1 blocks the UI
+    // thread after a second, longer than --hang-s.
+    if (m_selfTestHang && seconds() > 1.0) {
+      m_selfTestHang = false;
+      log(QStringLiteral("self-test: the UI thread sleeps"));
+      std::this_thread::sleep_for(std::chrono::duration<double>(m_options.hangSeconds + 30.0));
+    }
     if (QWidget* popup = QApplication::activePopupWidget()) {
       onPopup(popup);
       return;
@@ -656,6 +663,7 @@ class Monkey : public QObject {
   bool m_finishing = false, m_finished = false, m_stopRequested = false;
   double m_stopAt = 0.0;
   int m_result = 1;
+  bool m_selfTestHang = qEnvironmentVariableIntValue("PL_MONKEY_SELFTEST_HANG") == 1;
 };
 
 // No heartbeat for the hang limit: print the action log, then signal the UI
