@@ -39,6 +39,7 @@
 #include "panels/runs_list.h"
 #include "panels/setup_panel.h"
 #include "panels/status_readouts.h"
+#include "session/change_markers.h"
 #include "session/dataset_cache.h"
 #include "session/event_notices.h"
 #include "session/run_launcher.h"
@@ -157,6 +158,7 @@ void MainWindow::buildLayout() {
 void MainWindow::createFeatures() {
   auto liveFocus = [this] { return m_launcher->liveFocusRun(); };
   m_notices = new EventNotices(m_store, m_controller, m_runs, m_messages, this);
+  new ChangeMarkers(m_store, m_charts, this);  // live changes marked on the charts at their step
   auto* box = findChild<QGroupBox*>(QStringLiteral("precisionBox"));
   m_table = new PrecisionTableController(m_setup, part<PrecisionTable>(), box, m_store, m_controller, m_messages,
                                          liveFocus, this);

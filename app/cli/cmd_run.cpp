@@ -215,6 +215,15 @@ int train_runs(const std::vector<engine::ComparisonRun>& runs, const std::string
   if (tty) std::printf("\r\033[K");
   std::signal(SIGINT, prev);
 
+  // Runs that failed before their first step (a data set that did not
+  // load): the error above is the whole story; the folder holds only what
+  // was asked and status.json saying why, no result files.
+  bool any_step = false;
+  for (auto d : done) any_step = any_step || d > 0;
+  if (failed && !any_step) {
+    std::fflush(stdout);
+    return 1;
+  }
   exports.clear();
   for (int i = 0; i < trainer.run_count(); ++i) {
     const engine::Run* r = trainer.run(i);

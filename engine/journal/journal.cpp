@@ -134,8 +134,15 @@ void Journal::write_status() {
     stopped = stopped || s.status == "stopped";
   }
   const char* status = live ? "running" : failed ? "failed" : stopped ? "stopped" : "finished";
-  write_file_atomically(m_dir, "status.json",
-                        json({{"status", status}, {"pid", static_cast<long>(::getpid())}, {"runs", runs}}).dump(2) + "\n");
+  json j = {{"status", status}, {"pid", static_cast<long>(::getpid())}, {"runs", runs}};
+  // A failed folder says why at the top (the first failed run's reason).
+  if (failed && !live)
+    for (const RunState& s : m_state)
+      if (s.status == "failed" && !s.message.empty()) {
+        j["message"] = s.message;
+        break;
+      }
+  write_file_atomically(m_dir, "status.json", j.dump(2) + "\n");
 }
 
 void Journal::record(const Record& r) {
@@ -143,6 +150,7 @@ void Journal::record(const Record& r) {
     if (run_id < 0 || static_cast<std::size_t>(run_id) >= m_state.size()) return;
     std::fputs(row.c_str(), m_files[file]);
     m_dirty = true;
+    m_rows_written = true;
   };
   if (const auto* m = std::get_if<StepMetrics>(&r)) {
     if (m->run_id >= 0 && static_cast<std::size_t>(m->run_id) < m_state.size()) {
@@ -176,6 +184,8 @@ void Journal::record(const Record& r) {
 }
 
 void Journal::command(int run_id, std::int64_t after_step, const LiveChange& c) {
+  if (!m_commands) return;
+  m_rows_written = true;
   std::fputs((live_change_json(run_id, after_step, c) + "\n").c_str(), m_commands);
   std::fflush(m_commands);
 }
@@ -191,6 +201,24 @@ void Journal::tick() {
 
 void Journal::finish() {
   flush();
+  // Runs that all failed before their first record (a data set that did
+  // not load): the folder keeps what was asked (config.json, runs.json)
+  // and status.json saying why, and no result files that only look like
+  // results.
+  bool started = m_rows_written;
+  for (const RunState& s : m_state) started = started || s.status != "failed" || s.steps > 0 || s.has_summary;
+  if (!started && !m_state.empty()) {
+    for (std::FILE*& f : m_files)
+      if (f) std::fclose(f), f = nullptr;
+    std::fclose(m_commands);
+    m_commands = nullptr;
+    std::error_code ec;
+    for (const CsvFile f : kAppended) fs::remove(fs::path(m_dir) / csv_file_name(f), ec);
+    fs::remove(fs::path(m_dir) / csv_file_name(CsvFile::Summary), ec);
+    fs::remove(fs::path(m_dir) / "commands.jsonl", ec);
+    write_status();
+    return;
+  }
   std::string summary = csv_header(CsvFile::Summary);
   for (const RunState& s : m_state)
     if (s.has_summary) summary += csv_row(s.who, s.summary);
@@ -305,6 +333,8 @@ JournalContents read_journal(const std::string& dir_s) {
   const auto read_rows = [&](const char* file, auto kind) {
     using T = decltype(kind);
     const fs::path p = dir / file;
+    // A folder whose runs failed before they started has no result files.
+    if (j.status == "failed" && !fs::exists(p)) return;
     const CsvTable t = table(p);
     for (CsvRow c{t, p.string()}; c.row < t.rows.size(); ++c.row) {
       T record;

@@ -7,7 +7,8 @@
 // DIR/commands.jsonl every live change, stamped with the step after which it took effect
 // DIR/{steps,evals,events,grads}.csv   appended as records arrive, flushed at least once a second
 // DIR/summary.csv    one row per run that ended (written when the trainer ends)
-// DIR/status.json    {"status": running|finished|stopped|failed, "runs": [{name, status, steps, ...}]}
+// DIR/status.json    {"status": running|finished|stopped|failed, "message": why (failed), "runs": [{name, status, steps, ...}]}
+//                    (runs that all failed before their first step leave no CSV files nor commands.jsonl)
 // DIR/.lock          held (flock) while a process writes the folder: a folder whose
 //                    status says running but whose lock is free was interrupted
 #pragma once
@@ -67,6 +68,7 @@ class Journal final : public RecordSink {
   int m_lock = -1;
   std::int64_t m_last_flush_ms = 0;
   bool m_dirty = false;
+  bool m_rows_written = false;  // any CSV row or command since the headers
 };
 
 // Before trainer.start(), after its runs are added: write the run folder

@@ -310,6 +310,15 @@ void Trainer::thread_main() {
     for (std::size_t i = 0; i < m_configs.size(); ++i)
       out.emplace_back(RunStatus{static_cast<int>(i), RunState::Failed, e.what()});
     push(out);
+    // The run folder's final state: failed, and why.
+    if (m_sink) {
+      try {
+        m_sink->finish();
+      } catch (const std::exception& sink_error) {
+        sink_failed(sink_error, out);
+        push(out);
+      }
+    }
     m_active.store(false, std::memory_order_release);
     return;
   }

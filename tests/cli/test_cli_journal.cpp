@@ -2,6 +2,8 @@
 // interrupted with its data up to the last second, and `replay` repeats it
 // bit for bit (measured columns aside).
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -92,3 +94,34 @@ TEST(CliJournal, ReplayOfAMissingOrBrokenFolderIsOneLine) {
 }
 
 }  // namespace
+
+// A data set that does not load: the run never starts. It printed "wrote
+// …/{steps,evals,…}.csv" after its error and left header-only CSVs; now one
+// line names what failed, the exit code says so, and the folder holds what
+// was asked and a status.json saying failed and why, no result files.
+TEST(CliJournal, ARunWhoseDataDoesNotLoadLeavesAFailedStatusAndNoEmptyResults) {
+  const fs::path dir = cli_test::temp_path("journal_nodata");
+  const fs::path data = cli_test::temp_path("journal_nodata_set");
+  fs::create_directories(data);  // a folder without the IDX files
+  const RunResult r = run_cli("run --dataset '" + data.string() + "' --steps 10 --threads 1 --out '" + dir.string() + "'");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.out.find("wrote"), std::string::npos) << r.out;
+  // One line, naming the data set's file.
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(data.string()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("failed"), std::string::npos) << r.err;
+  for (const char* file : {"steps.csv", "evals.csv", "events.csv", "grads.csv", "summary.csv", "commands.jsonl"})
+    EXPECT_FALSE(fs::exists(dir / file)) << file;
+  EXPECT_TRUE(fs::exists(dir / "config.json"));
+  const engine::JournalContents j = engine::read_journal(dir.string());
+  EXPECT_EQ(j.status, "failed");
+  ASSERT_EQ(j.runs.size(), 1u);
+  EXPECT_EQ(j.runs[0].status, "failed");
+  EXPECT_NE(j.runs[0].message.find(data.string()), std::string::npos) << j.runs[0].message;
+  EXPECT_TRUE(j.exports[0].history.steps.empty());
+  const std::string status = cli_test::read_file((dir / "status.json").string());
+  EXPECT_NE(status.find("\"message\""), std::string::npos) << status;
+  fs::remove_all(dir);
+  fs::remove_all(data);
+}

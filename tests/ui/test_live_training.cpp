@@ -50,6 +50,8 @@
 #include "session/training_controller.h"
 #include "ui/ui_test_support.h"
 #include "ui/window_parts.h"
+#include "charts/step_markers.h"
+#include "session/change_markers.h"
 
 namespace {
 
@@ -230,6 +232,11 @@ TEST_F(LiveTrainingTest, PrecisionChangeMidRunReachesTheEngine) {
   const int row = table->rowOf(QStringLiteral("fc2"));
   ASSERT_GE(row, 0);
   ASSERT_TRUE(table->setData(table->index(row, PrecisionTableModel::Compute), QStringLiteral("FP16")));
+  // At the edit the status line says whose change it is (the engine's
+  // notice of the step replaces it once the change is applied).
+  const QString said = m_window->statusBar()->currentMessage();
+  EXPECT_TRUE(said.contains(QStringLiteral("this run only"))) << said.toStdString();
+  EXPECT_TRUE(said.contains(QStringLiteral("the next run keeps"))) << said.toStdString();
   auto changeEvent = [this]() -> const engine::Event* {
     for (const engine::Event& e : store().run(0).events)
       if (e.kind == engine::EventKind::PrecisionChange) return &e;
@@ -239,16 +246,55 @@ TEST_F(LiveTrainingTest, PrecisionChangeMidRunReachesTheEngine) {
   const engine::Event* e = changeEvent();
   EXPECT_EQ(e->layer, "fc2");
   EXPECT_EQ(e->precision.compute, engine::Format::FP16);  // typed: no string to split
-  // The next run is 'custom', and its config carries the edited table.
-  EXPECT_EQ(m_window->part<SetupPanel>()->settings().recipe, QStringLiteral("custom"));
-  const engine::RunConfig next = m_window->part<PrecisionTableController>()->nextRunConfig();
-  ASSERT_EQ(next.layers.count("fc2"), 1u);
-  EXPECT_EQ(next.layers.at("fc2").compute, engine::Format::FP16);
+  const std::int64_t changedAt = e->step;  // (the events vector grows: no pointer kept)
+  // The edit is the live run's: the setup panel still describes the next
+  // run as it was (it used to turn 'custom' without a word), and says so.
+  EXPECT_EQ(m_window->part<SetupPanel>()->settings().recipe, QStringLiteral("fp32"));
+  {
+    const engine::RunConfig next = m_window->part<PrecisionTableController>()->nextRunConfig();
+    EXPECT_EQ(next.recipe, "fp32");
+    EXPECT_EQ(next.layers.count("fc2"), 0u);
+  }
+  // Every chart over steps marks the step from which the change applied
+  // (the first step after the one the engine's event names).
+  ChartArea* charts = m_window->part<ChartArea>();
+  ChangeMarkers* markers = m_window->findChild<ChangeMarkers*>();
+  ASSERT_NE(markers, nullptr);
+  ASSERT_TRUE(waitFor([&] { return stepsOf(0) > changedAt + 3; }, 5000));
+  ui_test::settle();
+  int marked = 0;
+  for (int m = 0; m < charts->chartCount(); ++m) {
+    StepMarkers* s = markers->markersOf(m);
+    if (!s) continue;
+    ASSERT_EQ(s->markers().size(), 1) << charts->title(m).toStdString();
+    EXPECT_EQ(s->markers()[0].step, static_cast<double>(changedAt + 1)) << charts->title(m).toStdString();
+    EXPECT_TRUE(s->markers()[0].text.contains(QStringLiteral("fc2"))) << s->markers()[0].text.toStdString();
+    EXPECT_TRUE(s->markers()[0].text.contains(QStringLiteral("FP16"))) << s->markers()[0].text.toStdString();
+    ++marked;
+  }
+  EXPECT_GE(marked, 4) << "loss, loss scale, memory and accuracy are over steps";
   // The run keeps training after the change.
   const std::int64_t at = stepsOf(0);
   ASSERT_TRUE(waitFor([&] { return stepsOf(0) > at + 5; }, 5000));
   m_window->part<RunLauncher>()->stopRun();
   ASSERT_TRUE(waitFinished());
+  // After the run the table describes the next run again: fp32 throughout.
+  PrecisionTableModel* after = m_window->part<PrecisionTable>()->precisionModel();
+  EXPECT_EQ(after->rows()[after->rowOf(QStringLiteral("fc2"))].precision.compute, engine::Format::FP32);
+}
+
+// With no run training, editing the table describes the next run: its
+// recipe becomes 'custom' and its config carries the edited table.
+TEST_F(LiveTrainingTest, PrecisionEditWithoutARunMakesTheNextRunCustom) {
+  m_window->part<PrecisionTableController>()->setBaseConfig(spirals(100));
+  PrecisionTableModel* table = m_window->part<PrecisionTable>()->precisionModel();
+  const int row = table->rowOf(QStringLiteral("fc2"));
+  ASSERT_GE(row, 0);
+  ASSERT_TRUE(table->setData(table->index(row, PrecisionTableModel::Compute), QStringLiteral("FP16")));
+  EXPECT_EQ(m_window->part<SetupPanel>()->settings().recipe, QStringLiteral("custom"));
+  const engine::RunConfig next = m_window->part<PrecisionTableController>()->nextRunConfig();
+  ASSERT_EQ(next.layers.count("fc2"), 1u);
+  EXPECT_EQ(next.layers.at("fc2").compute, engine::Format::FP16);
 }
 
 // Loss scaling changed in the setup panel mid-run reaches the live run as a

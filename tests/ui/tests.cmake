@@ -17,6 +17,7 @@ pl_add_test(test_live_training
 # ui/charts: numbers, axes, legends, zoom, export (records fed, no training).
 pl_add_test(test_ui_charts
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/charts/test_charts.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/charts/test_step_markers.cpp
   LIBS ui Qt6::Test
   LABELS ui
   ENV QT_QPA_PLATFORM=offscreen
@@ -34,6 +35,7 @@ pl_add_test(test_ui_session_panels
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/session/test_command_line.cpp
           ${CMAKE_CURRENT_LIST_DIR}/panels/test_setup_panel.cpp
           ${CMAKE_CURRENT_LIST_DIR}/panels/test_precision_table.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/panels/test_status_readouts.cpp
   LIBS ui Qt6::Test
   LABELS ui
   ENV QT_QPA_PLATFORM=offscreen

@@ -19,6 +19,7 @@
 #include <QTabWidget>
 #include <QVBoxLayout>
 
+#include <charconv>
 #include <cmath>
 #include <limits>
 
@@ -58,6 +59,22 @@ const std::array<engine::Format, FormatExplorer::kRowCount>& FormatExplorer::row
   return rows;
 }
 
+// Why a typed value is not shown: a decimal a double cannot hold (1e400)
+// is out of range, not "not a number".
+QString FormatExplorer::unparsedNote(const QString& text) {
+  QString t = text.trimmed();
+  t.remove(QLatin1Char(' '));
+  const QByteArray s = t.toLatin1();
+  double d = 0;
+  const char* first = s.constData();
+  if (!s.isEmpty() && (*first == '+' || *first == '-')) ++first;
+  const auto [end, ec] = std::from_chars(first, s.constData() + s.size(), d);
+  if (ec == std::errc::result_out_of_range && end == s.constData() + s.size())
+    return t.contains(QLatin1String("e-"), Qt::CaseInsensitive) ? tr("out of range: below a double's smallest, 4.9e-324")
+                                                                : tr("out of range: beyond a double's ±1.8e308");
+  return tr("not a number");
+}
+
 FormatExplorer::FormatExplorer(QWidget* parent) : QDialog(parent) {
   setObjectName(QStringLiteral("formatExplorer"));
   setWindowTitle(tr("Format explorer"));
@@ -67,6 +84,7 @@ FormatExplorer::FormatExplorer(QWidget* parent) : QDialog(parent) {
   m_edit->setToolTip(tr("Type a value (decimal, 2^k, inf, nan); ↑/↓ step one ULP of the selected format"));
   m_edit->installEventFilter(this);
   m_parseNote = new QLabel(this);
+  m_parseNote->setObjectName(QStringLiteral("explorerParseNote"));
   m_parseNote->setStyleSheet(QStringLiteral("color:%1").arg(chart_style::kAlarmLine.name()));
   m_saturateCheck = new QCheckBox(tr("Saturate FP8 (clamp to ±max instead of inf/NaN)"), this);
   m_saturateCheck->setToolTip(tr("FP8 casts saturate when a recipe asks for it; FP6, FP4 and E8M0 have no inf "
@@ -76,7 +94,7 @@ FormatExplorer::FormatExplorer(QWidget* parent) : QDialog(parent) {
   connect(m_saturateCheck, &QCheckBox::toggled, this, &FormatExplorer::setSaturate);
   connect(m_edit, &QLineEdit::textEdited, this, [this](const QString& text) {
     const bool ok = setValueText(text);
-    m_parseNote->setText(ok || text.trimmed().isEmpty() ? QString() : tr("not a number"));
+    m_parseNote->setText(ok || text.trimmed().isEmpty() ? QString() : unparsedNote(text));
   });
 
   auto* head = new QHBoxLayout;

@@ -55,6 +55,9 @@ class FormatExplorer : public QDialog {
   // Parses what the value field takes: a decimal ("0.1", "-6e-8"), "2^-24",
   // "-2^15", "inf", "nan". False (and nothing changes) when it cannot.
   bool setValueText(const QString& text);
+  // The note for a text setValueText refused: "not a number", or out of
+  // range for a decimal no double holds ("1e400").
+  static QString unparsedNote(const QString& text);
   float value() const { return m_input; }
   // A bit pattern of one format (its container bits, as Inspection::bits):
   // that row shows it as it is, the others round its value.

@@ -8,7 +8,9 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "charts/chart_style.h"
 #include "charts/number_text.h"
@@ -24,10 +26,21 @@ QLabel* wrapped(const QString& objectName) {
   return l;
 }
 
+// A claim's number: a count (steps, backoffs, events) as an integer, "17"
+// rather than "17.0"; anything else to three significant digits.
+QString claimNumber(const engine::Claim& c, double v) {
+  static const char* const counts[] = {"overflow_steps", "skipped_steps", "scale_backoffs", "scale_growths",
+                                       "attributed_overflows"};
+  const bool count = c.vs.empty() && std::find(std::begin(counts), std::end(counts), c.metric) != std::end(counts);
+  if (count && std::isfinite(v) && v == std::round(v) && std::fabs(v) < 1e15)
+    return QString::number(static_cast<qint64>(v));
+  return number_text::significant(v);
+}
+
 QString bound(const engine::Claim& c) {
-  if (c.min && c.max) return QStringLiteral("in [%1, %2]").arg(number_text::significant(*c.min), number_text::significant(*c.max));
-  if (c.min) return QStringLiteral("≥ %1").arg(number_text::significant(*c.min));
-  if (c.max) return QStringLiteral("≤ %1").arg(number_text::significant(*c.max));
+  if (c.min && c.max) return QStringLiteral("in [%1, %2]").arg(claimNumber(c, *c.min), claimNumber(c, *c.max));
+  if (c.min) return QStringLiteral("≥ %1").arg(claimNumber(c, *c.min));
+  if (c.max) return QStringLiteral("≤ %1").arg(claimNumber(c, *c.max));
   return QString();
 }
 
@@ -120,7 +133,7 @@ void LecturePanel::showClaims() {
       lines << QStringLiteral("<span style='color:%1'><b>%2</b></span> %3 = %4 %5")
                    .arg(colour.name(), r.pass ? QStringLiteral("PASS") : QStringLiteral("FAIL"),
                         QString::fromStdString(engine::claim_label(r.claim)).toHtmlEscaped(),
-                        number_text::significant(r.value), bound(r.claim).toHtmlEscaped());
+                        claimNumber(r.claim, r.value), bound(r.claim).toHtmlEscaped());
     }
     if (!m_note.isEmpty()) lines << QStringLiteral("<i>%1</i>").arg(m_note.toHtmlEscaped());
   }

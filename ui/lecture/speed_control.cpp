@@ -12,7 +12,7 @@ SpeedControl::SpeedControl(QWidget* parent) : QWidget(parent) {
   m_combo = new QComboBox(this);
   m_combo->setObjectName(QStringLiteral("speedCombo"));
   for (double r : rates())
-    m_combo->addItem(r == 0 ? tr("as fast as possible") : tr("%1 steps/s").arg(r), r);
+    m_combo->addItem(r == 0 ? tr("as fast as possible") : r == 1 ? tr("1 step/s") : tr("%1 steps/s").arg(r), r);
   m_combo->setToolTip(tr("Steps per second of each run: slow enough for a class to watch a lesson unfold. "
                          "Applies to the running runs at once and to the next ones."));
   auto* layout = new QHBoxLayout(this);

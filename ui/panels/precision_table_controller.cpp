@@ -79,6 +79,7 @@ engine::RunConfig PrecisionTableController::nextRunConfig() const {
 void PrecisionTableController::showNextRun() {
   if (m_rebuilding) return;
   m_rebuilding = true;
+  m_shownRun = -1;
   engine::RunConfig c = m_setup->toConfig(m_baseConfig);
   if (c.recipe == "custom") {
     // Keep the table's precisions for the layers the new model still has.
@@ -102,6 +103,7 @@ void PrecisionTableController::showNextRun() {
 
 void PrecisionTableController::showRun(int storeId) {
   const RunData& run = m_store->run(storeId);
+  m_shownRun = storeId;
   engine::RunConfig c = run.config;
   for (const engine::Event& e : run.events)
     if (e.kind == engine::EventKind::PrecisionChange) c.layers[e.layer] = e.precision;
@@ -116,15 +118,29 @@ void PrecisionTableController::showRun(int storeId) {
 
 void PrecisionTableController::onEdited(int row) {
   const PrecisionTableRow& r = m_table->precisionModel()->rows()[row];
-  // Mid-run: the engine applies it at its next step boundary.
+  const QString formats = QStringLiteral("%1/%2/%3")
+                              .arg(QString::fromLatin1(engine::format_name(r.precision.compute)),
+                                   QString::fromLatin1(engine::format_name(r.precision.storage)),
+                                   QString::fromLatin1(engine::format_name(r.precision.accumulate)));
+  if (m_shownRun >= 0) {
+    // The table shows a live run: the edit is that run's, from its next
+    // step. The setup panel describes the next run, as a notebook's cell
+    // does, and stays as it is (it used to turn 'custom' without a word).
+    const QString name = m_store->run(m_shownRun).name;
+    if (m_controller->setLayerPrecision(m_shownRun, r.layer.toStdString(), r.precision))
+      m_messages->status(tr("%1: %2 → %3 from the next step (this run only; the next run keeps the setup's "
+                            "recipe, %4)")
+                             .arg(name, r.layer, formats, m_setup->settings().recipe),
+                         8000);
+    else
+      m_messages->status(tr("%1 is no longer training: %2 not changed").arg(name, r.layer), 8000);
+    return;
+  }
+  // Mid-run with the table on the next run (no live run selected): the
+  // engine applies it to the focused live run at its next step boundary.
   const int live = m_liveFocus();
   if (live >= 0 && m_controller->setLayerPrecision(live, r.layer.toStdString(), r.precision))
-    m_messages->status(tr("%1: %2 → %3/%4/%5 at the next step")
-                           .arg(m_store->run(live).name, r.layer,
-                                QString::fromLatin1(engine::format_name(r.precision.compute)),
-                                QString::fromLatin1(engine::format_name(r.precision.storage)),
-                                QString::fromLatin1(engine::format_name(r.precision.accumulate))),
-                       6000);
+    m_messages->status(tr("%1: %2 → %3 at the next step").arg(m_store->run(live).name, r.layer, formats), 6000);
   // The next run is 'custom': the table, as edited, is its recipe.
   if (m_setup->settings().recipe != QLatin1String("custom")) {
     m_rebuilding = true;  // the table already shows what custom will be

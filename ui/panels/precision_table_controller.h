@@ -42,7 +42,8 @@ class PrecisionTableController : public QObject {
   // The table describes the next run.
   void showNextRun();
   // The table of a live run: its config's layers, with the precision
-  // changes the engine has applied since on top.
+  // changes the engine has applied since on top. Edits then go to that
+  // run only; the next run keeps the setup panel's recipe.
   void showRun(int storeId);
 
  signals:
@@ -61,4 +62,5 @@ class PrecisionTableController : public QObject {
   std::function<int()> m_liveFocus;
   engine::RunConfig m_baseConfig;
   bool m_rebuilding = false;
+  int m_shownRun = -1;  // the live run the table shows (-1: the next run)
 };

@@ -12,6 +12,7 @@
 #include <QGroupBox>
 #include <QFileInfo>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMessageBox>
 #include <QSpinBox>
 #include <QStandardItemModel>
@@ -20,11 +21,13 @@
 
 #include <algorithm>
 #include <exception>
+#include <functional>
 #include <limits>
 
 #include "amp/recipe.h"
 #include "backend/cuda_module.h"
 #include "backend/registry.h"
+#include "charts/chart_style.h"
 #include "panels/layer_rows.h"
 
 namespace {
@@ -69,6 +72,27 @@ void alignFormLabels(const QList<QFormLayout*>& forms) {
       }
   for (QWidget* label : labels) label->setMinimumWidth(width);
 }
+
+// A spin box that says when a typed number is out of its range, where a
+// plain QDoubleSpinBox silently refuses the keystroke (typing 1000 into a
+// field whose top is 10 left "10" on screen without a word).
+class RangeSpin : public QDoubleSpinBox {
+ public:
+  using QDoubleSpinBox::QDoubleSpinBox;
+  std::function<void(const QString&)> outOfRange;
+
+  QValidator::State validate(QString& input, int& pos) const override {
+    const QValidator::State state = QDoubleSpinBox::validate(input, pos);
+    if (state != QValidator::Invalid || !outOfRange) return state;
+    bool ok = false;
+    const double v = locale().toDouble(input.trimmed(), &ok);
+    if (!ok || v <= maximum()) return state;
+    // Kept on screen so the message can name it; fixup() puts the last
+    // good value back when editing ends.
+    outOfRange(input.trimmed());
+    return QValidator::Intermediate;
+  }
+};
 
 }  // namespace
 
@@ -118,13 +142,42 @@ SetupPanel::SetupPanel(QWidget* parent) : QWidget(parent) {
   m_optimizer = makeCombo(QStringLiteral("optimizerCombo"), {QStringLiteral("sgd"), QStringLiteral("adam")},
                           training);
   form->addRow(tr("Optimizer"), m_optimizer);
-  m_learningRate = new QDoubleSpinBox(training);
+  auto* learningRate = new RangeSpin(training);
+  m_learningRate = learningRate;
   m_learningRate->setObjectName(QStringLiteral("learningRateSpin"));
   m_learningRate->setDecimals(5);
-  m_learningRate->setRange(0.00001, 10.0);
+  m_learningRate->setRange(0.00001, 10.0);  // the engine's limit: (0, 10]
   m_learningRate->setSingleStep(0.001);
   m_learningRate->setValue(0.05);
+  m_learningRate->setCorrectionMode(QAbstractSpinBox::CorrectToPreviousValue);
   form->addRow(tr("Learning rate"), m_learningRate);
+  m_learningRateNote = new QLabel(training);
+  m_learningRateNote->setObjectName(QStringLiteral("learningRateNote"));
+  m_learningRateNote->setWordWrap(true);
+  m_learningRateNote->setStyleSheet(QStringLiteral("color:%1").arg(chart_style::kAlarmLine.name()));
+  m_learningRateNote->hide();
+  form->addRow(m_learningRateNote);
+  // The value changes when the edit ends (Return, Tab), not per keystroke:
+  // "1000" typed is never 1, 10, then a clamped 10.
+  m_learningRate->setKeyboardTracking(false);
+  learningRate->outOfRange = [this](const QString& text) {
+    if (m_learningRateNote->isHidden()) m_learningRateKept = m_learningRate->value();
+    m_learningRateNote->setText(tr("%1 is above the largest learning rate, %2: not taken")
+                                    .arg(text, m_learningRate->textFromValue(m_learningRate->maximum())));
+    m_learningRateNote->show();
+  };
+  connect(m_learningRate, &QDoubleSpinBox::editingFinished, this, [this] {
+    if (m_learningRateNote->isHidden() || m_learningRateNote->text().endsWith(QLatin1Char(')'))) return;
+    // The spin box clamped the refused text to its top: the value before
+    // the edit stays.
+    m_learningRate->setValue(m_learningRateKept);
+    m_learningRateNote->setText(m_learningRateNote->text() + tr(" (still %1)").arg(m_learningRate->cleanText()));
+  });
+  connect(m_learningRate->findChild<QLineEdit*>(), &QLineEdit::textEdited, this, [this](const QString& text) {
+    bool ok = false;
+    const double v = m_learningRate->locale().toDouble(text.trimmed(), &ok);
+    if (!ok || v <= m_learningRate->maximum()) m_learningRateNote->hide();
+  });
   m_batch = new QSpinBox(training);
   m_batch->setObjectName(QStringLiteral("batchSpin"));
   m_batch->setRange(1, 65536);

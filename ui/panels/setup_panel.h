@@ -66,14 +66,9 @@ class SetupPanel : public QWidget {
   // spirals) are disabled in the model combo, their tooltip says why.
   bool modelEnabled(const QString& model) const;
 
-  // The engine thread count used when nothing else says: 1. Measured on
-  // this 2-core machine, 3-run fashion-mnist mlp comparison while the UI
-  // draws (precision-lab --measure): 1 thread gave 60-68k samples/s and
-  // stayed above 43k with another busy process; 2 threads gave 56-70k on
-  // a quiet machine but collapsed to 7-28k when another process was busy
-  // (OMP_WAIT_POLICY active/default), or sat at 43k (passive). With one
-  // thread the OpenMP wait policy does not matter: a team of one never
-  // waits at a barrier. docs/ARCHITECTURE.md "The backend contract".
+  // The engine thread count used when nothing else says: 0, all cores
+  // (the engine's own default, RunConfig::threads); the reason is beside
+  // the definition.
   static int defaultThreads();
 
   // The recipes in the order the combo lists them.
@@ -101,6 +96,8 @@ class SetupPanel : public QWidget {
   QComboBox* m_model = nullptr;
   QComboBox* m_optimizer = nullptr;
   QDoubleSpinBox* m_learningRate = nullptr;
+  QLabel* m_learningRateNote = nullptr;  // a typed value the range refused
+  double m_learningRateKept = 0.0;        // the value before that edit
   QSpinBox* m_batch = nullptr;
   QComboBox* m_durationUnit = nullptr;
   QSpinBox* m_duration = nullptr;

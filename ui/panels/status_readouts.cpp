@@ -23,11 +23,14 @@ StatusReadouts::StatusReadouts(QStatusBar* bar) : QObject(bar) {
   m_step = label(QStringLiteral("statusStep"), tr("step 9,999,999 / 9,999,999"));
   m_rate = label(QStringLiteral("statusRate"), tr("999,999 samples/s"));
   m_scale = label(QStringLiteral("statusScale"), tr("loss scale 2^-24"));
-  m_memory = label(QStringLiteral("statusMemory"), tr("memory 1023.9 MiB"));
+  m_memory = label(QStringLiteral("statusMemory"), tr("memory 1023.9 MiB, peak 1023.9 MiB"));
+  m_memory->setToolTip(tr("The focus run's memory at its last step, and the most any step used (the peak the "
+                          "Compare table and the export report)"));
   set(-1, -1.0, -1.0, -1);
 }
 
-void StatusReadouts::set(qint64 step, double samplesPerSecond, double lossScale, qint64 memoryBytes) {
+void StatusReadouts::set(qint64 step, double samplesPerSecond, double lossScale, qint64 memoryBytes,
+                         qint64 peakBytes) {
   const QLocale locale;
   const QString none = QStringLiteral("—");
   m_step->setText(tr("step %1").arg(step < 0 ? none : locale.toString(step)));
@@ -39,7 +42,12 @@ void StatusReadouts::set(qint64 step, double samplesPerSecond, double lossScale,
     scale = e == std::round(e) ? QStringLiteral("2^%1").arg(static_cast<int>(e)) : locale.toString(lossScale, 'g', 6);
   }
   m_scale->setText(tr("loss scale %1").arg(scale));
-  m_memory->setText(tr("memory %1").arg(memoryBytes < 0 ? none : locale.formattedDataSize(memoryBytes)));
+  // "now" and "peak" side by side: the last step's total alone read as the
+  // run's peak, which the Compare table shows 0.2 MiB higher.
+  m_memory->setText(peakBytes < 0 ? tr("memory %1").arg(memoryBytes < 0 ? none : locale.formattedDataSize(memoryBytes))
+                                  : tr("memory %1, peak %2")
+                                        .arg(memoryBytes < 0 ? none : locale.formattedDataSize(memoryBytes),
+                                             locale.formattedDataSize(peakBytes)));
 }
 
 void StatusReadouts::showRun(const RunData* run) {
@@ -55,7 +63,7 @@ void StatusReadouts::showRun(const RunData* run) {
     ms += run->steps[i].wall_ms;
   }
   const engine::StepMetrics& last = run->steps.back();
-  set(last.step, ms > 0 ? samples / (ms / 1000.0) : -1, last.loss_scale, last.mem.total());
+  set(last.step, ms > 0 ? samples / (ms / 1000.0) : -1, last.loss_scale, last.mem.total(), run->peak_memory);
   if (run->totalSteps > 0)
     m_step->setText(tr("step %1 / %2").arg(QLocale().toString(static_cast<qint64>(last.step)),
                                            QLocale().toString(static_cast<qint64>(run->totalSteps))));

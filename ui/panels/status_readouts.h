@@ -1,5 +1,6 @@
 // StatusReadouts: the status bar's permanent read-outs of the focus run —
-// step (of its total), samples per second, loss scale, memory.
+// step (of its total), samples per second, loss scale, memory now and at
+// its peak.
 #pragma once
 
 #include <QObject>
@@ -15,8 +16,8 @@ class StatusReadouts : public QObject {
  public:
   explicit StatusReadouts(QStatusBar* bar);
 
-  // A negative value shows "—".
-  void set(qint64 step, double samplesPerSecond, double lossScale, qint64 memoryBytes);
+  // A negative value shows "—" (a negative peak: no peak shown).
+  void set(qint64 step, double samplesPerSecond, double lossScale, qint64 memoryBytes, qint64 peakBytes = -1);
   // The run's last step, its rate over the last 50 steps; null: all "—".
   void showRun(const RunData* run);
 

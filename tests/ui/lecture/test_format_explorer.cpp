@@ -4,6 +4,7 @@
 // dragging and the arrow keys move the value.
 #include <gtest/gtest.h>
 
+#include <QLabel>
 #include <QLineEdit>
 #include <QTest>
 
@@ -180,4 +181,32 @@ TEST(FormatExplorer, TypeDragAndStepOneUlp) {
   const engine::Inspection i = engine::inspect(Format::FP16, 0.1f);
   EXPECT_TRUE(e.errorText(Format::FP16).contains(number_text::significant(i.abs_error, 3)));
   EXPECT_TRUE(e.gapText(Format::FP16).contains(number_text::significant(i.gap_up, 3)));
+}
+
+// "1e400" was reported as "not a number": it is a number, beyond a double.
+TEST(FormatExplorer, ANumberNoDoubleHoldsIsOutOfRangeNotNotANumber) {
+  ui_test::ensureApplication();
+  FormatExplorer e;
+  e.show();
+  auto* edit = e.findChild<QLineEdit*>(QStringLiteral("explorerValue"));
+  ASSERT_NE(edit, nullptr);
+  auto* note = e.findChild<QLabel*>(QStringLiteral("explorerParseNote"));
+  ASSERT_NE(note, nullptr);
+  auto noteText = [note] { return note->text(); };
+  // As typed: the whole text at once (keystrokes would pass through 1e40,
+  // which is a number, shown as inf).
+  auto type = [edit](const QString& text) {
+    edit->setText(text);
+    emit edit->textEdited(text);
+  };
+  type(QStringLiteral("1e400"));
+  EXPECT_TRUE(noteText().contains(QLatin1String("out of range"))) << noteText().toStdString();
+  EXPECT_TRUE(noteText().contains(QLatin1String("1.8e308"))) << noteText().toStdString();
+  type(QStringLiteral("-1e-400"));
+  EXPECT_TRUE(noteText().contains(QLatin1String("out of range"))) << noteText().toStdString();
+  type(QStringLiteral("abc"));
+  EXPECT_EQ(noteText(), QStringLiteral("not a number"));
+  type(QStringLiteral("1e30"));
+  EXPECT_EQ(noteText(), QString());
+  EXPECT_EQ(FormatExplorer::unparsedNote(QStringLiteral("12x")), QStringLiteral("not a number"));
 }

@@ -10,6 +10,7 @@
 #include <QApplication>
 #include <QChart>
 #include <QChartView>
+#include <QComboBox>
 #include <QDockWidget>
 #include <QFile>
 #include <QLineSeries>
@@ -260,4 +261,40 @@ TEST(LectureMode, PresentationViewOnOneShortcutAndBack) {
   auto* s = qobject_cast<QLineSeries*>(w.part<ChartArea>()->runSeries(ChartArea::Loss, w.part<LessonController>()->runs().value(0, 0)));
   ASSERT_NE(s, nullptr);
   EXPECT_DOUBLE_EQ(s->pen().widthF(), chart_style::kLossWidth);
+}
+
+// Counts printed as "17.0" and their bounds as "≥ 5.00": a count is an
+// integer; a ratio keeps its three significant digits.
+TEST(LectureMode, ClaimCountsPrintAsIntegers) {
+  ui_test::ensureApplication();
+  LecturePanel panel;
+  const engine::Preset lesson = testLesson();
+  panel.setPreset(lesson);
+  EXPECT_TRUE(panel.claimsText().contains(QStringLiteral("skipped_steps base ≥ 5"))) << panel.claimsText().toStdString();
+  EXPECT_FALSE(panel.claimsText().contains(QStringLiteral("5.00"))) << panel.claimsText().toStdString();
+  std::vector<engine::ClaimResult> results(2);
+  results[0].claim = lesson.expect[0];
+  results[0].value = 2.0;
+  results[0].pass = true;
+  results[1].claim = lesson.expect[1];
+  results[1].value = 17.0;
+  results[1].pass = true;
+  panel.setClaimResults(results);
+  const QString text = panel.claimsText();
+  EXPECT_TRUE(text.contains(QStringLiteral("skipped_steps base = 17 ≥ 5"))) << text.toStdString();
+  EXPECT_FALSE(text.contains(QStringLiteral("17.0"))) << text.toStdString();
+  EXPECT_TRUE(text.contains(QStringLiteral("final_loss half / base = 2.00 ≤ 100"))) << text.toStdString();
+}
+
+// The list said "1 steps/s".
+TEST(LectureMode, TheSpeedListSaysOneStepPerSecond) {
+  ui_test::ensureApplication();
+  SpeedControl speed;
+  auto* combo = speed.findChild<QComboBox*>(QStringLiteral("speedCombo"));
+  ASSERT_NE(combo, nullptr);
+  QStringList items;
+  for (int i = 0; i < combo->count(); ++i) items << combo->itemText(i);
+  EXPECT_TRUE(items.contains(QStringLiteral("1 step/s"))) << items.join(QLatin1Char('|')).toStdString();
+  EXPECT_TRUE(items.contains(QStringLiteral("2 steps/s"))) << items.join(QLatin1Char('|')).toStdString();
+  for (const QString& item : items) EXPECT_FALSE(item.startsWith(QStringLiteral("1 steps"))) << item.toStdString();
 }

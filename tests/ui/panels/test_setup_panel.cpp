@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QLabel>
+#include <QTest>
 #include <QDir>
 #include <QFile>
 #include <QStandardItemModel>
@@ -61,6 +64,39 @@ TEST_F(SetupPanelTest, AModelTheDatasetCannotFeedIsDisabledWithTheReason) {
   datasets->setCurrentIndex(datasets->findData(QStringLiteral("fashion-mnist")));
   EXPECT_TRUE(panel.modelEnabled(QStringLiteral("cnn")));
   EXPECT_TRUE(panel.modelEnabled(QStringLiteral("transformer")));
+}
+
+}  // namespace
+
+namespace {
+
+// Typing 1000 into the learning rate (top: 10) left "10" on screen without
+// a word; now the field says the value was not taken and keeps the old one.
+TEST_F(SetupPanelTest, ALearningRateAboveTheRangeIsRefusedWithAMessage) {
+  SetupPanel panel;
+  panel.show();
+  auto* spin = panel.findChild<QDoubleSpinBox*>(QStringLiteral("learningRateSpin"));
+  auto* note = panel.findChild<QLabel*>(QStringLiteral("learningRateNote"));
+  ASSERT_NE(spin, nullptr);
+  ASSERT_NE(note, nullptr);
+  const double before = spin->value();
+  EXPECT_TRUE(note->isHidden());
+  spin->setFocus();
+  spin->selectAll();
+  QTest::keyClicks(spin, QStringLiteral("1000"));
+  EXPECT_FALSE(note->isHidden());
+  EXPECT_TRUE(note->text().contains(QStringLiteral("1000"))) << note->text().toStdString();
+  EXPECT_TRUE(note->text().contains(QStringLiteral("10"))) << note->text().toStdString();
+  QTest::keyClick(spin, Qt::Key_Return);
+  EXPECT_DOUBLE_EQ(spin->value(), before);
+  EXPECT_DOUBLE_EQ(panel.settings().learningRate, before);
+  EXPECT_TRUE(note->text().contains(QStringLiteral("still"))) << note->text().toStdString();
+  // A value in range clears it.
+  spin->selectAll();
+  QTest::keyClicks(spin, QStringLiteral("0.2"));
+  QTest::keyClick(spin, Qt::Key_Return);
+  EXPECT_TRUE(note->isHidden());
+  EXPECT_DOUBLE_EQ(spin->value(), 0.2);
 }
 
 }  // namespace
