@@ -16,9 +16,13 @@ else
 fi
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:handle_abort=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+# A real window: ctest's QT_QPA_PLATFORM=offscreen (set for the other UI
+# tests) must not reach it.
 if [ -n "${DISPLAY:-}" ]; then
+  unset QT_QPA_PLATFORM
   exec "$bin" "$@"
 elif command -v xvfb-run >/dev/null 2>&1; then
+  unset QT_QPA_PLATFORM
   exec xvfb-run -a -s "-screen 0 1280x720x24 -nolisten tcp" "$bin" "$@"
 else
   echo "run_monkey.sh: no DISPLAY and no xvfb-run: offscreen" >&2
