@@ -28,6 +28,14 @@ pl_add_test(test_ui_compare
   LABELS ui
   ENV QT_QPA_PLATFORM=offscreen
   TIMEOUT 120)
+# ui/export: an exported PNG is the whole chart (against the SVG rendered by
+# Qt, and the series' colours in its plot area).
+pl_add_test(test_ui_export
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/export/test_png_export.cpp
+  LIBS ui Qt6::Test
+  LABELS ui
+  ENV QT_QPA_PLATFORM=offscreen
+  TIMEOUT 120)
 # ui/session and ui/panels: the command line, the run store, the setup
 # panel, the precision table's choices per layer kind.
 pl_add_test(test_ui_session_panels

@@ -63,15 +63,21 @@ double exportPixelRatio(const QWidget* view) {
 QImage renderChart(QChartView* view) {
   SoftwareSeries software(view);
   // Rendered (vector) at the export ratio, not grabbed at the screen's:
-  // a slide needs more pixels than a 350-pixel chart on screen has.
+  // a slide needs more pixels than a 350-pixel chart on screen has. The
+  // painter is scaled and the view's whole viewport is mapped onto the
+  // whole image, both rects explicit: with no target, render() takes the
+  // device's pixel size as the target and, scaled again by the ratio, drew
+  // only a blown-up top-left corner.
   const double ratio = exportPixelRatio(view);
-  QImage image((QSizeF(view->size()) * ratio).toSize(), QImage::Format_ARGB32_Premultiplied);
-  image.setDevicePixelRatio(ratio);
+  const QSize logical = view->size();
+  QImage image((QSizeF(logical) * ratio).toSize(), QImage::Format_ARGB32_Premultiplied);
   image.fill(Qt::white);
   QPainter painter(&image);
   painter.setRenderHint(QPainter::Antialiasing);
   painter.setRenderHint(QPainter::TextAntialiasing);
-  view->render(&painter);
+  painter.scale(static_cast<double>(image.width()) / logical.width(),
+                static_cast<double>(image.height()) / logical.height());
+  view->render(&painter, QRectF(QPointF(0, 0), QSizeF(logical)), view->viewport()->rect(), Qt::IgnoreAspectRatio);
   painter.end();
   return image;
 }
@@ -108,7 +114,9 @@ bool saveChartSvg(QChartView* view, const QString& file, QString* error) {
       return false;
     }
     painter.setRenderHint(QPainter::Antialiasing);
-    view->render(&painter);
+    // The same mapping as the PNG: the whole viewport onto the whole picture.
+    view->render(&painter, QRectF(QPointF(0, 0), QSizeF(view->size())), view->viewport()->rect(),
+                 Qt::IgnoreAspectRatio);
     painter.end();
   }
   if (!out.commit()) {

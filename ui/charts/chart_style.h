@@ -8,6 +8,7 @@
 #include <QMargins>
 #include <QPen>
 #include <QString>
+#include <QVector>
 
 class QChart;
 class QValueAxis;
@@ -15,8 +16,25 @@ class QValueAxis;
 namespace chart_style {
 
 // --- colours ---
-// Run colours (Okabe-Ito, colour-blind safe), in the order runs get them.
+// Run colours (Okabe-Ito, colour-blind safe), by index: for what is not a
+// recipe's run (reopened runs of unknown recipes, tests).
 QColor runColour(int index);
+// Each recipe keeps one colour and one dash pattern everywhere (fp32 is
+// always black and solid), distinct from every other recipe's in both, so
+// two runs read apart in colour and in line style. `order` is the drawing
+// order of comparison charts: the reference (fp32) last, on top, thin.
+struct RecipeStyle {
+  QColor colour;
+  QVector<qreal> dashes;  // QPen::setDashPattern units (pen widths); empty: solid
+  int order = 0;
+};
+RecipeStyle recipeStyle(const QString& recipe);
+// The colour of the `occurrence`-th run (0-based) of `recipe` among the
+// session's runs: the recipe's colour, then lighter shades of it, so a
+// second fp16 run is still recognisably fp16.
+QColor recipeColour(const QString& recipe, int occurrence = 0);
+// A pen in the recipe's dash pattern (solid for fp32), flat caps.
+QPen recipePen(const QString& recipe, const QColor& colour, double width);
 // Overflow, NaN loss, flush-to-zero: red. Subnormal: amber.
 inline const QColor kAlarm{0xD0, 0x1C, 0x1C};
 inline const QColor kAlarmLine{0xB0, 0x10, 0x10};
