@@ -3,6 +3,7 @@
 
 #include <QChart>
 #include <QGraphicsLayout>
+#include <QGraphicsTextItem>
 #include <QLegend>
 #include <QValueAxis>
 #include <QAbstractAxis>
@@ -13,6 +14,8 @@
 #include <QXYSeries>
 #include <QVariant>
 #include <QHash>
+
+#include <algorithm>
 
 namespace chart_style {
 
@@ -104,6 +107,20 @@ QFont smallFont(const QChart* chart) {
 
 QPen linePen(const QColor& colour, double width, Qt::PenStyle style) {
   return QPen(colour, width, style, Qt::FlatCap, Qt::BevelJoin);
+}
+
+double placeNote(QGraphicsTextItem* note, const QRectF& plot, Qt::Alignment where) {
+  // Its natural width first, then no wider than the plot.
+  note->setTextWidth(-1);
+  const double room = std::max(40.0, plot.width() - 2 * kNoteMargin);
+  if (note->boundingRect().width() > room) note->setTextWidth(room);
+  const QRectF box = note->boundingRect();
+  QPointF at = plot.center() - QPointF(box.width() / 2, box.height() / 2);
+  if (where & Qt::AlignTop) at.setY(plot.top() + 2);
+  if (where & Qt::AlignLeft) at.setX(plot.left() + kNoteMargin);
+  at.setX(std::max(at.x(), plot.left() + 2));
+  note->setPos(at);
+  return box.height();
 }
 
 void styleChart(QChart* chart, bool small) {

@@ -7,10 +7,12 @@
 #include <QFont>
 #include <QMargins>
 #include <QPen>
+#include <QRectF>
 #include <QString>
 #include <QVector>
 
 class QChart;
+class QGraphicsTextItem;
 class QValueAxis;
 
 namespace chart_style {
@@ -76,6 +78,13 @@ constexpr int kMinChartHeight = 170;
 // PNG export: at least this wide (slides), and at least 2x device pixels.
 constexpr int kExportMinWidth = 1920;
 constexpr double kExportMinPixelRatio = 2.0;
+
+// A note drawn on a chart ("no loss scaling: fp16", "No accuracy"): kept
+// inside the plot area, clear of the axes' labels: wrapped to the plot's
+// width (less a margin) and placed at its centre (Qt::AlignCenter) or its
+// top-left corner (Qt::AlignTop | Qt::AlignLeft). Returns the note's height.
+double placeNote(QGraphicsTextItem* note, const QRectF& plot, Qt::Alignment where);
+constexpr double kNoteMargin = 6;
 
 // Title font, margins, no rounded background, legend at the bottom.
 void styleChart(QChart* chart, bool small = false);
