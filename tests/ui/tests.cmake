@@ -21,9 +21,11 @@ pl_add_test(test_ui_charts
   LABELS ui
   ENV QT_QPA_PLATFORM=offscreen
   TIMEOUT 120)
-# ui/compare: the summary table's numbers and the small multiples.
+# ui/compare: the summary table's numbers and the small multiples; the
+# difference-to-FP32 mode and the recipes' colours and dash patterns.
 pl_add_test(test_ui_compare
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/compare/test_compare_view.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/compare/test_difference.cpp
   LIBS ui Qt6::Test
   LABELS ui
   ENV QT_QPA_PLATFORM=offscreen
