@@ -17,6 +17,7 @@ pl_add_test(test_live_training
 # ui/charts: numbers, axes, legends, zoom, export (records fed, no training).
 pl_add_test(test_ui_charts
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/charts/test_charts.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/charts/test_chart_notes.cpp
   LIBS ui Qt6::Test
   LABELS ui
   ENV QT_QPA_PLATFORM=offscreen
