@@ -68,6 +68,12 @@ CompareView::CompareView(RunStore* store, QWidget* parent) : QWidget(parent), m_
                              "batch-to-batch noise"));
   connect(m_modeCombo, &QComboBox::activated, this,
           [this](int i) { setMode(static_cast<Mode>(m_modeCombo->itemData(i).toInt())); });
+  m_differenceAction = new QAction(tr("Difference to FP32 (Compare tab)"), this);
+  m_differenceAction->setObjectName(QStringLiteral("compareDifferenceAction"));
+  connect(m_differenceAction, &QAction::triggered, this, [this] {
+    setMode(Mode::Difference);
+    emit showRequested();
+  });
   auto* differences = new QWidget(this);
   differences->setObjectName(QStringLiteral("compareDifferences"));
   auto* diffColumn = new QVBoxLayout(differences);

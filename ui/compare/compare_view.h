@@ -17,6 +17,7 @@
 #include <cstdint>
 
 class DifferenceChart;
+class QAction;
 class QChartView;
 class QComboBox;
 class LiveChartView;
@@ -56,6 +57,10 @@ class CompareView : public QWidget {
   void refresh();
 
   void setMode(Mode mode);
+  // "Difference to FP32": sets the mode and asks to be shown (showRequested),
+  // for the other places runs are compared (the Live tab's loss and
+  // accuracy charts' context menus).
+  QAction* differenceAction() const { return m_differenceAction; }
   Mode mode() const { return m_mode; }
   QComboBox* modeCombo() const { return m_modeCombo; }
   DifferenceChart* lossDifference() const { return m_lossDiff; }
@@ -77,6 +82,10 @@ class CompareView : public QWidget {
   const QVector<LiveChartView*>& smallCharts() const { return m_charts; }
   // The loss series of the small chart of store run `runId`, or null.
   QLineSeries* smallLoss(int runId) const;
+
+ signals:
+  // The difference action asks for the Compare tab to be shown.
+  void showRequested();
 
  protected:
   void showEvent(QShowEvent* event) override;
@@ -102,6 +111,7 @@ class CompareView : public QWidget {
   bool m_refreshPending = false;
   LiveChartView* m_enlarged = nullptr;
   Mode m_mode = Mode::EachRun;
+  QAction* m_differenceAction = nullptr;
   QComboBox* m_modeCombo = nullptr;
   DifferenceChart* m_lossDiff = nullptr;
   DifferenceChart* m_accuracyDiff = nullptr;

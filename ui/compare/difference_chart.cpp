@@ -65,7 +65,7 @@ DifferenceChart::DifferenceChart(RunStore* store, difference::Quantity quantity,
   m_bandUpper = new QLineSeries(this);
   m_bandLower = new QLineSeries(this);
   m_band = new QAreaSeries(m_bandUpper, m_bandLower);
-  m_band->setName(tr("FP32 batch noise ±1 std"));
+  m_band->setName(tr("FP32 noise ±1σ"));
   m_band->setObjectName(QStringLiteral("noiseBand"));
   QColor fill = chart_style::recipeStyle(QStringLiteral("fp32")).colour;
   fill.setAlpha(40);

@@ -8,6 +8,11 @@
 #include <QAreaSeries>
 #include <QChart>
 #include <QComboBox>
+#include <QDir>
+#include <QFile>
+#include <QImage>
+#include <QLegend>
+#include <QTemporaryDir>
 #include <QLineSeries>
 #include <QScatterSeries>
 #include <QSet>
@@ -25,6 +30,7 @@
 #include "compare/difference.h"
 #include "compare/difference_chart.h"
 #include "compare/recipe_legend.h"
+#include "export/exporter.h"
 #include "ui/ui_test_support.h"
 
 namespace {
@@ -280,6 +286,63 @@ TEST(RunNumbers, AnExportNumbersRunsAsTheWindowDoes) {
   EXPECT_EQ(x.summary.run_id, 3);
   ASSERT_EQ(x.history.steps.size(), 1u);
   EXPECT_EQ(x.history.steps[0].run_id, 3);
+}
+
+}  // namespace
+
+namespace {
+
+// The difference charts export as they show, with their legend (hidden on
+// screen, where one RecipeLegend names the runs for both): the PNG holds
+// every run's colour, and the chart's legend names each recipe.
+TEST_F(DifferenceTest, TheDifferenceChartsExportWithTheirLegend) {
+  const int fp32 = addRun(QStringLiteral("fp32"));
+  const int fp16 = addRun(QStringLiteral("fp16"));
+  const int fp8 = addRun(QStringLiteral("fp8"));
+  feedRun(fp32, 300, [](int s) { return 2.0 / s + (s % 2 ? 0.02 : -0.02); }, [](int) { return 0.8; });
+  feedRun(fp16, 300, [](int s) { return 2.0 / s + 0.05; }, [](int) { return 0.81; });
+  feedRun(fp8, 300, [](int s) { return 2.0 / s - 0.04; }, [](int) { return 0.78; });
+  m_view->setGroup(m_group);
+  m_view->setMode(CompareView::Mode::Difference);
+  ui_test::settle();
+  QTemporaryDir dir;
+  ASSERT_TRUE(dir.isValid());
+  ExportRequest request;
+  request.dir = dir.path();
+  request.csv = false;
+  request.charts = m_view->exportCharts();
+  const QStringList files = exportRuns(*m_store, request);
+  EXPECT_TRUE(files.contains(QDir(dir.path()).filePath(QStringLiteral("compare-loss-minus-fp32.png"))))
+      << files.join(QLatin1Char(' ')).toStdString();
+  const QImage png(QDir(dir.path()).filePath(QStringLiteral("compare-loss-minus-fp32.png")));
+  ASSERT_FALSE(png.isNull());
+  if (const QString keep = qEnvironmentVariable("PL_EXPORT_KEEP"); !keep.isEmpty())
+    png.save(keep + QStringLiteral("/compare-loss-minus-fp32.png"));
+  for (int id : {fp16, fp8}) {
+    const QColor c = m_store->run(id).colour;
+    int n = 0;
+    for (int y = 0; y < png.height(); y += 1)
+      for (int x = 0; x < png.width(); x += 1) {
+        const QColor p = png.pixelColor(x, y);
+        n += std::abs(p.red() - c.red()) < 30 && std::abs(p.green() - c.green()) < 30 && std::abs(p.blue() - c.blue()) < 30;
+      }
+    EXPECT_GT(n, 200) << m_store->run(id).recipe.toStdString();
+  }
+  // The SVG names the recipes (its legend's text), and on screen the chart
+  // keeps its legend hidden again.
+  QFile svg(QDir(dir.path()).filePath(QStringLiteral("compare-loss-minus-fp32.svg")));
+  ASSERT_TRUE(svg.open(QIODevice::ReadOnly));
+  const QString text = QString::fromUtf8(svg.readAll());
+  for (const char* r : {"fp16", "fp8", "FP32 noise"}) EXPECT_TRUE(text.contains(QLatin1String(r))) << r;
+  EXPECT_FALSE(m_view->lossDifference()->chart()->legend()->isVisible());
+  // The on-screen legend: the band, each run in drawing order (fp32 last), the dots.
+  const QVector<RecipeLegend::Entry> entries = m_view->differenceLegend()->entries();
+  ASSERT_EQ(entries.size(), 5);
+  EXPECT_EQ(entries[0].kind, RecipeLegend::Entry::Band);
+  EXPECT_EQ(entries[1].label, QStringLiteral("fp16"));
+  EXPECT_EQ(entries[1].pen.dashPattern(), chart_style::recipeStyle(QStringLiteral("fp16")).dashes);
+  EXPECT_TRUE(entries[3].label.startsWith(QStringLiteral("fp32")));
+  EXPECT_EQ(entries[4].kind, RecipeLegend::Entry::Dot);
 }
 
 }  // namespace
