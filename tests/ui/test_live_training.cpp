@@ -391,6 +391,9 @@ TEST_F(LiveTrainingTest, ExportWritesCsvThatReadsBackEqual) {
     EXPECT_EQ(std::stod(row[static_cast<std::size_t>(cNorm)]), r.steps[i].grad_norm);
     EXPECT_EQ(std::stoll(row[static_cast<std::size_t>(cMem)]), r.steps[i].mem.total());
     EXPECT_EQ(row[static_cast<std::size_t>(cRecipe)], "fp32");
+    // The window's "run 1" is run_id 1 in the files (it was 0).
+    EXPECT_EQ(row[static_cast<std::size_t>(steps.column("run_id"))], "1");
+    EXPECT_EQ(row[static_cast<std::size_t>(steps.column("run"))], "run 1");
   }
   const engine::CsvTable evals = engine::read_csv(QDir(request.dir).filePath("evals.csv").toStdString());
   ASSERT_EQ(evals.rows.size(), r.evals.size());

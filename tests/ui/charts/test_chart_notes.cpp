@@ -9,7 +9,12 @@
 #include <QGraphicsScene>
 #include <QGraphicsSimpleTextItem>
 #include <QGraphicsTextItem>
+#include <QAbstractTextDocumentLayout>
+#include <QLabel>
 #include <QTest>
+#include <QTextBlock>
+#include <QTextDocument>
+#include <QTextLayout>
 #include <QXYSeries>
 
 #include <memory>
@@ -107,6 +112,39 @@ TEST_P(ChartNotesTest, NoAccuracyStaysInsideThePlot) {
   ASSERT_NE(note, nullptr);
   EXPECT_TRUE(chart->plotArea().contains(note->sceneBoundingRect()))
       << "note left edge " << note->sceneBoundingRect().left() << ", plot's " << chart->plotArea().left();
+}
+
+// After 15 quick start/stop cycles the shared legend wrapped mid-name
+// ("mixed-" at a line's end, "fp16" on the next): every name stays on one line.
+TEST_P(ChartNotesTest, TheSharedLegendNeverBreaksAName) {
+  const char* recipes[] = {"fp32", "mixed-fp16", "mixed-bf16", "fp16", "fp8"};
+  std::vector<engine::Record> records;
+  for (int k = 0; k < 15; ++k) {
+    const int id = addRun(recipes[k % 5]);
+    records.push_back(step(id, 1, 1.0));
+  }
+  feed(*m_store, records);
+  draw();
+  QLabel* legend = m_area->sharedLegend();
+  ASSERT_TRUE(legend->wordWrap());
+  QTextDocument doc;
+  doc.setDefaultFont(legend->font());
+  doc.setHtml(legend->text());
+  doc.setTextWidth(legend->contentsRect().width());
+  doc.documentLayout();  // lays the text out
+  QStringList lines;
+  for (QTextBlock b = doc.begin(); b.isValid(); b = b.next())
+    for (int i = 0; i < b.layout()->lineCount(); ++i) {
+      const QTextLine line = b.layout()->lineAt(i);
+      lines << b.text().mid(line.textStart(), line.textLength()).replace(QChar(0x00A0), QLatin1Char(' ')).replace(QChar(0x2011), QLatin1Char('-'));
+    }
+  EXPECT_GT(lines.size(), 1) << "the legend should need more than one line here";
+  for (int id = 0; id < m_store->count(); ++id) {
+    const QString name = m_area->runLabel(m_store->run(id));
+    bool whole = false;
+    for (const QString& l : lines) whole = whole || l.contains(name);
+    EXPECT_TRUE(whole) << name.toStdString() << " is broken across lines: " << lines.join(" | ").toStdString();
+  }
 }
 
 // The area at 1280x720's chart room and at a cramped one.
