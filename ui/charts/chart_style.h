@@ -68,6 +68,9 @@ constexpr double kValidationWidth = 2.6;
 constexpr double kScaleWidth = 1.8;
 constexpr double kMemTotalWidth = 2.0;
 constexpr double kHistogramWidth = 2.0;
+// The alpha of overlaid per-step lines (loss, loss scale): translucent, so
+// a run drawn later lets the ones below show through.
+constexpr int kOverlayAlpha = 170;
 
 // --- margins, sizes ---
 inline const QMargins kChartMargins{4, 2, 4, 2};

@@ -64,7 +64,9 @@ QString LossScaleChart::note() const { return m_note->isVisible() ? m_note->toPl
 void LossScaleChart::makeSeries(const RunData& run) {
   auto* r = new Run;
   m_runs[run.id] = r;
-  r->scale = addLine(run, chart_style::kScaleWidth, Qt::SolidLine, run.colour, true);
+  QColor line = run.colour;
+  line.setAlpha(chart_style::kOverlayAlpha);  // runs on the same scale: none hides the others
+  r->scale = addLine(run, chart_style::kScaleWidth, Qt::SolidLine, line, true);
   r->overflow = addMarkers(run, QScatterSeries::MarkerShapeTriangle, chart_style::kAlarm, run.colour.darker(110), 9);
   r->skipped = addMarkers(run, QScatterSeries::MarkerShapeCircle, Qt::transparent, chart_style::kInk, 12);
 }

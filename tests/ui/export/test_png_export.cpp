@@ -154,7 +154,11 @@ TEST_F(PngExportTest, ThePlotAreaHoldsEveryRunsColourAndTheAxesAreInThePicture) 
   // The plot is a good part of the picture, not a corner blown up.
   EXPECT_GT(plot.width(), m_png.width() / 2);
   for (int id = 0; id < m_store->count(); ++id) {
-    const QColor colour = m_store->run(id).colour;
+    // The run's colour as the loss line draws it: translucent over white.
+    const QColor run = m_store->run(id).colour;
+    const double a = chart_style::kOverlayAlpha / 255.0;
+    const QColor colour(static_cast<int>(run.red() * a + 255 * (1 - a)), static_cast<int>(run.green() * a + 255 * (1 - a)),
+                        static_cast<int>(run.blue() * a + 255 * (1 - a)));
     EXPECT_GT(pixelsNear(m_png, plot, colour), 100 * scale)
         << m_store->run(id).recipe.toStdString() << " (" << colour.name().toStdString() << ") is not in the plot";
   }
