@@ -11,6 +11,7 @@
 #include <QLabel>
 #include <QLineSeries>
 #include <QLocale>
+#include <QScrollArea>
 #include <QScrollBar>
 #include <QTableWidget>
 #include <QTimer>
@@ -155,7 +156,14 @@ CompareView::CompareView(RunStore* store, QWidget* parent) : QWidget(parent), m_
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addLayout(top);
-  layout->addWidget(m_grid, 1);
+  // Many runs (a 10-run comparison) scroll rather than make the window taller.
+  m_gridScroll = new QScrollArea(this);
+  m_gridScroll->setObjectName(QStringLiteral("compareChartsScroll"));
+  m_gridScroll->setFrameShape(QFrame::NoFrame);
+  m_gridScroll->setWidgetResizable(true);
+  m_gridScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
+  m_gridScroll->setWidget(m_grid);
+  layout->addWidget(m_gridScroll, 1);
   layout->addWidget(differences, 1);
   layout->addWidget(m_table);
 
@@ -282,7 +290,7 @@ void CompareView::setMode(Mode mode) {
 
 void CompareView::showMode() {
   const bool diff = m_mode == Mode::Difference;
-  m_grid->setVisible(!diff);
+  m_gridScroll->setVisible(!diff);
   m_lossDiff->view()->parentWidget()->setVisible(diff);
 }
 
@@ -298,11 +306,17 @@ QList<QChartView*> CompareView::exportCharts() const {
 
 void CompareView::fitTableHeight() {
   // As tall as the header and the rows, plus the sideways scroll bar when
-  // the columns are wider than the tab.
-  int h = m_table->horizontalHeader()->sizeHint().height() + 2 * m_table->frameWidth();
+  // the columns are wider than the tab; at most 40% of the tab (but three
+  // rows), scrolling beyond: ten runs must not make the window taller.
+  const int header = m_table->horizontalHeader()->sizeHint().height() + 2 * m_table->frameWidth();
+  int h = header;
   for (int r = 0; r < m_table->rowCount(); ++r) h += m_table->rowHeight(r);
   if (m_table->horizontalHeader()->length() > m_table->viewport()->width())
     h += m_table->horizontalScrollBar()->sizeHint().height();
+  const int row = m_table->rowCount() > 0 ? m_table->rowHeight(0) : 30;
+  const int most = std::max(header + 3 * row + m_table->horizontalScrollBar()->sizeHint().height(), height() * 2 / 5);
+  m_table->setVerticalScrollBarPolicy(h > most ? Qt::ScrollBarAsNeeded : Qt::ScrollBarAlwaysOff);
+  h = std::min(h, most);
   if (m_table->height() != h) m_table->setFixedHeight(h);
 }
 

@@ -24,6 +24,7 @@ class LiveChartView;
 class QGridLayout;
 class QLabel;
 class QLineSeries;
+class QScrollArea;
 class QTableWidget;
 class RecipeLegend;
 class RunStore;
@@ -103,6 +104,7 @@ class CompareView : public QWidget {
   QLabel* m_header = nullptr;
   QWidget* m_grid = nullptr;
   QGridLayout* m_gridLayout = nullptr;
+  QScrollArea* m_gridScroll = nullptr;
   QVector<LiveChartView*> m_charts;
   QVector<QLineSeries*> m_loss;
   QVector<QLineSeries*> m_val;
