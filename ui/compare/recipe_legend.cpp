@@ -58,10 +58,19 @@ QSize RecipeLegend::sizeHint() const {
 }
 
 QSize RecipeLegend::minimumSizeHint() const {
-  // As narrow as the widest entry: the others flow onto more rows.
+  // As narrow as the widest entry (the others flow onto more rows), and as
+  // tall as the rows at the width it has now: the rows at its narrowest
+  // would make the window taller for nothing.
   int w = 0;
   for (const Entry& e : m_entries) w = std::max(w, entryWidth(e));
-  return {w + 2 * kPad, heightForWidth(w + 2 * kPad)};
+  w += 2 * kPad;
+  return {w, heightForWidth(std::max(w, width()))};
+}
+
+void RecipeLegend::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  // A new width may need another number of rows.
+  if (heightForWidth(width()) != height()) updateGeometry();
 }
 
 void RecipeLegend::paintEvent(QPaintEvent*) {

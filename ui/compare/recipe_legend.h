@@ -37,6 +37,7 @@ class RecipeLegend : public QWidget {
 
  protected:
   void paintEvent(QPaintEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   int entryWidth(const Entry& e) const;

@@ -346,3 +346,25 @@ TEST_F(DifferenceTest, TheDifferenceChartsExportWithTheirLegend) {
 }
 
 }  // namespace
+
+namespace {
+
+// Eight recipes in difference mode at the 1280x720 tab's width: the legend
+// takes the rows it needs at that width (not one row per entry) and the tab
+// asks for no more height than a 720-pixel screen leaves it (it made the
+// window 783 pixels tall).
+TEST_F(DifferenceTest, EightRecipesFitTheTabOfA720PixelScreen) {
+  for (const std::string& n : engine::recipe_names())
+    if (n != "custom") feedRun(addRun(QString::fromStdString(n)), 100, [](int s) { return 1.0 / s; }, [](int) { return 0.5; });
+  m_view->setGroup(m_group);
+  m_view->setMode(CompareView::Mode::Difference);
+  // About what the tab gets in a 1280x720 window.
+  m_view->resize(940, 470);
+  ui_test::settle();
+  RecipeLegend* legend = m_view->differenceLegend();
+  EXPECT_LE(legend->minimumSizeHint().height(), legend->heightForWidth(legend->width()));
+  EXPECT_LE(legend->heightForWidth(legend->width()), 3 * legend->fontMetrics().height() + 12);
+  EXPECT_LE(m_view->minimumSizeHint().height(), m_view->height());
+}
+
+}  // namespace
