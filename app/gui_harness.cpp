@@ -128,6 +128,9 @@ void GuiHarness::armScreenshot() {
   QObject::connect(once, &QTimer::timeout, window, shoot);
   if (m_options.screenshotAfterMs >= 0) {
     once->start(m_options.screenshotAfterMs);
+  } else if (m_options.start && m_options.view == QLatin1String("compare-difference")) {
+    // The difference to FP32 is read over whole runs: shoot when they end.
+    QObject::connect(window, &MainWindow::trainingFinished, once, [once] { once->start(300); });
   } else if (m_options.start) {
     // A running app: once points are on screen, and a little more so the
     // curves have a shape; or when training ends, whichever is first.

@@ -1,7 +1,8 @@
 // precision-lab: the desktop app's entry point.
 //   precision-lab [--config FILE] [--recipe R] [--model M] [--dataset D] [--start]
 //                 [--compare r1,r2,...] [--steps N] [--epochs N] [--screenshot FILE]
-//                 [--screenshot-after-ms N] [--view live|compare|gradients|export|compare-dialog]
+//                 [--screenshot-after-ms N]
+//                 [--view live|compare|compare-difference|gradients|export|compare-dialog]
 //                 [--measure] [--lecture NAME|FILE] [--presentation] [--speed N] [--value X]
 // --view history shows the past runs (the newest interrupted one opened on the charts).
 // --lecture chooses a lesson (a built-in preset or a preset file; --start
@@ -120,9 +121,11 @@ int main(int argc, char** argv) {
   }
   if (options.speed >= 0) window.part<SpeedControl>()->setRate(options.speed);
   if (!options.compare.isEmpty()) launcher->setCompareRecipes(options.compare);
-  if (options.view == QLatin1String("compare")) {
+  if (options.view == QLatin1String("compare") || options.view == QLatin1String("compare-difference")) {
     auto* tabs = window.findChild<QTabWidget*>(QStringLiteral("centreTabs"));
     tabs->setCurrentWidget(window.part<CompareView>());
+    if (options.view == QLatin1String("compare-difference"))
+      window.part<CompareView>()->setMode(CompareView::Mode::Difference);
   }
   if (options.view == QLatin1String("history")) {
     // The past runs; the newest interrupted one on the charts, so the

@@ -23,6 +23,7 @@
 #include "charts/chart_area.h"
 #include "charts/chart_style.h"
 #include "charts/gradient_panel.h"
+#include "charts/live_chart_view.h"
 #include "compare/compare_view.h"
 #include "export/export_controller.h"
 #include "inspect/fault_injector.h"
@@ -226,6 +227,11 @@ void MainWindow::wire() {
   connect(m_tabs, &QTabWidget::currentChanged, this, [this] {
     if (m_tabs->currentWidget() == m_compare) m_compare->refresh();
   });
+  // Runs are compared on the Live tab too: its loss and accuracy charts
+  // offer the Compare tab's difference to FP32.
+  for (int m : {ChartArea::Loss, ChartArea::Accuracy})
+    if (auto* v = qobject_cast<LiveChartView*>(m_charts->view(m))) v->addContextAction(m_compare->differenceAction());
+  connect(m_compare, &CompareView::showRequested, this, [this] { m_tabs->setCurrentWidget(m_compare); });
   connect(m_table, &PrecisionTableController::layerSelected, m_charts->gradientPanel(), &GradientPanel::setLayer);
   // The data set of the chosen settings loads in the background.
   connect(m_setup, &SetupPanel::settingsChanged, this, [this] { m_datasets->request(m_setup->settings().dataset); });

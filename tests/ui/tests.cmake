@@ -18,13 +18,24 @@ pl_add_test(test_live_training
 pl_add_test(test_ui_charts
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/charts/test_charts.cpp
           ${CMAKE_CURRENT_LIST_DIR}/charts/test_step_markers.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/charts/test_chart_notes.cpp
   LIBS ui Qt6::Test
   LABELS ui
   ENV QT_QPA_PLATFORM=offscreen
   TIMEOUT 120)
-# ui/compare: the summary table's numbers and the small multiples.
+# ui/compare: the summary table's numbers and the small multiples; the
+# difference-to-FP32 mode and the recipes' colours and dash patterns.
 pl_add_test(test_ui_compare
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/compare/test_compare_view.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/compare/test_difference.cpp
+  LIBS ui Qt6::Test
+  LABELS ui
+  ENV QT_QPA_PLATFORM=offscreen
+  TIMEOUT 120)
+# ui/export: an exported PNG is the whole chart (against the SVG rendered by
+# Qt, and the series' colours in its plot area).
+pl_add_test(test_ui_export
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/export/test_png_export.cpp
   LIBS ui Qt6::Test
   LABELS ui
   ENV QT_QPA_PLATFORM=offscreen

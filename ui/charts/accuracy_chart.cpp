@@ -3,7 +3,7 @@
 // in percent; a regression run has none, and a note says so. It needs no
 // header: the area makes it through its line in chart_registry.cpp.
 #include <QChart>
-#include <QGraphicsSimpleTextItem>
+#include <QGraphicsTextItem>
 #include <QLineSeries>
 
 #include <cmath>
@@ -25,9 +25,13 @@ class AccuracyChart : public StepChart {
                   parent) {
     addLegendLine(tr("validation"), Qt::SolidLine, 2);
     addLegendLine(tr("train batch"), Qt::SolidLine, 1);
-    m_note = new QGraphicsSimpleTextItem(tr("No accuracy:\na regression (mean squared error)"), chart());
-    m_note->setBrush(chart_style::kNote);
+    m_note = new QGraphicsTextItem(tr("No accuracy: a regression (mean squared error)"), chart());
+    m_note->setDefaultTextColor(chart_style::kNote);
     m_note->setVisible(false);
+    // Kept inside the plot (wrapped to its width), clear of the y axis.
+    connect(chart(), &QChart::plotAreaChanged, this, [this] {
+      if (m_note->isVisible()) chart_style::placeNote(m_note, chart()->plotArea(), Qt::AlignCenter);
+    });
   }
 
   QXYSeries* runSeries(int runId, int role) const override {
@@ -41,6 +45,7 @@ class AccuracyChart : public StepChart {
     QFont font = chart_style::legendFont(chart());
     font.setPointSizeF(chart_style::presentation::kLegendPt - 2);
     m_note->setFont(on ? font : QFont());
+    if (m_note->isVisible()) chart_style::placeNote(m_note, chart()->plotArea(), Qt::AlignCenter);
   }
 
  protected:
@@ -91,11 +96,7 @@ class AccuracyChart : public StepChart {
     }
     const bool note = anySteps && !anyAccuracy;
     m_note->setVisible(note);
-    if (note) {
-      const QRectF plot = chart()->plotArea();
-      const QRectF text = m_note->boundingRect();
-      m_note->setPos(plot.center() - QPointF(text.width() / 2, text.height() / 2));
-    }
+    if (note) chart_style::placeNote(m_note, chart()->plotArea(), Qt::AlignCenter);
   }
 
   QString hoverLine(const RunData& run, const engine::StepMetrics& s, double x, const QString& who) const override {
@@ -117,7 +118,7 @@ class AccuracyChart : public StepChart {
     ColumnDecimator decimator;
   };
   std::map<int, Run> m_runs;
-  QGraphicsSimpleTextItem* m_note = nullptr;
+  QGraphicsTextItem* m_note = nullptr;
 };
 
 }  // namespace

@@ -117,9 +117,13 @@ void ChartArea::updateLegend() {
   for (int id = 0; id < m_store->count(); ++id) {
     const RunData& r = m_store->run(id);
     if (!r.visible || !prepared(id)) continue;
-    // Whole names, never elided; a non-breaking space keeps swatch and name together.
+    // Whole names, never elided; non-breaking spaces and hyphens keep swatch
+    // and name on one line (the hyphen of "mixed-fp16" was a place to break).
     entries << QStringLiteral("<span style='color:%1'>&#9632;</span>&nbsp;%2")
-                   .arg(r.colour.name(), runLabel(r).toHtmlEscaped().replace(QLatin1Char(' '), QStringLiteral("&nbsp;")));
+                   .arg(r.colour.name(), runLabel(r)
+                                             .toHtmlEscaped()
+                                             .replace(QLatin1Char(' '), QStringLiteral("&nbsp;"))
+                                             .replace(QLatin1Char('-'), QStringLiteral("&#8209;")));
   }
   const QString text = entries.join(QStringLiteral(" &nbsp; &nbsp; "));
   if (m_legend->text() != text) m_legend->setText(text);

@@ -5,6 +5,7 @@
 #include <QApplication>
 #include <QChart>
 #include <QChartView>
+#include <QLegend>
 #include <QFileInfo>
 #include <QImage>
 #include <QPainter>
@@ -43,6 +44,28 @@ class SoftwareSeries {
   std::vector<QXYSeries*> m_series;
 };
 
+// Shows the legend of a chart that keeps it hidden on screen
+// (kLegendOnExportProperty) for its lifetime, and hides it again.
+class ExportLegend {
+ public:
+  explicit ExportLegend(QChartView* view) : m_chart(view->chart()) {
+    if (!m_chart || !m_chart->property(kLegendOnExportProperty).toBool() || m_chart->legend()->isVisible()) {
+      m_chart = nullptr;
+      return;
+    }
+    m_chart->legend()->show();
+    QApplication::processEvents();  // the chart lays its plot out again, legend below
+  }
+  ~ExportLegend() {
+    if (!m_chart) return;
+    m_chart->legend()->hide();
+    QApplication::processEvents();
+  }
+
+ private:
+  QChart* m_chart;
+};
+
 QString writeError(const QString& file, const QString& what) {
   return QStringLiteral("%1: %2").arg(QFileInfo(file).absoluteFilePath(), what);
 }
@@ -62,16 +85,23 @@ double exportPixelRatio(const QWidget* view) {
 
 QImage renderChart(QChartView* view) {
   SoftwareSeries software(view);
+  ExportLegend legend(view);
   // Rendered (vector) at the export ratio, not grabbed at the screen's:
-  // a slide needs more pixels than a 350-pixel chart on screen has.
+  // a slide needs more pixels than a 350-pixel chart on screen has. The
+  // painter is scaled and the view's whole viewport is mapped onto the
+  // whole image, both rects explicit: with no target, render() takes the
+  // device's pixel size as the target and, scaled again by the ratio, drew
+  // only a blown-up top-left corner.
   const double ratio = exportPixelRatio(view);
-  QImage image((QSizeF(view->size()) * ratio).toSize(), QImage::Format_ARGB32_Premultiplied);
-  image.setDevicePixelRatio(ratio);
+  const QSize logical = view->size();
+  QImage image((QSizeF(logical) * ratio).toSize(), QImage::Format_ARGB32_Premultiplied);
   image.fill(Qt::white);
   QPainter painter(&image);
   painter.setRenderHint(QPainter::Antialiasing);
   painter.setRenderHint(QPainter::TextAntialiasing);
-  view->render(&painter);
+  painter.scale(static_cast<double>(image.width()) / logical.width(),
+                static_cast<double>(image.height()) / logical.height());
+  view->render(&painter, QRectF(QPointF(0, 0), QSizeF(logical)), view->viewport()->rect(), Qt::IgnoreAspectRatio);
   painter.end();
   return image;
 }
@@ -89,6 +119,7 @@ bool saveChartPng(QChartView* view, const QString& file, QString* error) {
 
 bool saveChartSvg(QChartView* view, const QString& file, QString* error) {
   SoftwareSeries software(view);
+  ExportLegend legend(view);
   QSaveFile out(file);
   if (!out.open(QIODevice::WriteOnly)) {
     if (error) *error = writeError(file, out.errorString());
@@ -108,7 +139,9 @@ bool saveChartSvg(QChartView* view, const QString& file, QString* error) {
       return false;
     }
     painter.setRenderHint(QPainter::Antialiasing);
-    view->render(&painter);
+    // The same mapping as the PNG: the whole viewport onto the whole picture.
+    view->render(&painter, QRectF(QPointF(0, 0), QSizeF(view->size())), view->viewport()->rect(),
+                 Qt::IgnoreAspectRatio);
     painter.end();
   }
   if (!out.commit()) {

@@ -10,6 +10,10 @@
 class QChartView;
 class QWidget;
 
+// A chart whose legend is hidden on screen (another widget names its
+// series there) sets this property true: the exports show its legend.
+inline constexpr const char* kLegendOnExportProperty = "pl_legendOnExport";
+
 // GUI thread only. Return false and set *error (one line naming the file)
 // when the file cannot be written.
 bool saveChartPng(QChartView* view, const QString& file, QString* error = nullptr);

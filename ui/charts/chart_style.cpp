@@ -3,6 +3,7 @@
 
 #include <QChart>
 #include <QGraphicsLayout>
+#include <QGraphicsTextItem>
 #include <QLegend>
 #include <QValueAxis>
 #include <QAbstractAxis>
@@ -12,6 +13,9 @@
 #include <QWidget>
 #include <QXYSeries>
 #include <QVariant>
+#include <QHash>
+
+#include <algorithm>
 
 namespace chart_style {
 
@@ -21,6 +25,52 @@ QColor runColour(int index) {
                                     QColor(0xF0, 0xE4, 0x42), QColor(0x00, 0x00, 0x00)};
   constexpr int n = static_cast<int>(sizeof(kPalette) / sizeof(kPalette[0]));
   return kPalette[((index % n) + n) % n];
+}
+
+RecipeStyle recipeStyle(const QString& recipe) {
+  struct Entry {
+    const char* name;
+    QColor colour;
+    QVector<qreal> dashes;
+  };
+  // Okabe-Ito where it has colours to give, then a dark gold and grey; the
+  // dash patterns differ in rhythm, not only in length.
+  static const Entry kRecipes[] = {
+      {"fp32", QColor(0x00, 0x00, 0x00), {}},
+      {"fp16", QColor(0xD5, 0x5E, 0x00), {6, 2.5}},
+      {"mixed-fp16", QColor(0x00, 0x72, 0xB2), {1.2, 1.6}},
+      {"mixed-bf16", QColor(0x00, 0x9E, 0x73), {7, 2, 1.2, 2}},
+      {"fp8", QColor(0xCC, 0x79, 0xA7), {3, 2}},
+      {"mxfp8", QColor(0xE6, 0x9F, 0x00), {10, 2, 1.2, 2, 1.2, 2}},
+      {"mxfp4", QColor(0x56, 0xB4, 0xE9), {12, 4}},
+      {"nvfp4", QColor(0x8B, 0x69, 0x14), {4, 2, 4, 6}},
+      {"custom", QColor(0x77, 0x77, 0x77), {1.2, 4}},
+  };
+  constexpr int n = static_cast<int>(sizeof(kRecipes) / sizeof(kRecipes[0]));
+  for (int i = 0; i < n; ++i)
+    if (recipe == QLatin1String(kRecipes[i].name))
+      // fp32 (first in the table) is drawn last: on top of the others.
+      return {kRecipes[i].colour, kRecipes[i].dashes, i == 0 ? n : i};
+  // A recipe this table does not know: a palette colour, solid, by name.
+  return {runColour(static_cast<int>(qHash(recipe) % 8u)), {}, n - 1};
+}
+
+QColor recipeColour(const QString& recipe, int occurrence) {
+  const QColor base = recipeStyle(recipe).colour;
+  if (occurrence <= 0) return base;
+  // Lighter shades (towards white), alternating so neighbours differ.
+  static const double kTowardsWhite[] = {0.45, 0.25, 0.6, 0.35, 0.52};
+  const double t = kTowardsWhite[(occurrence - 1) % 5];
+  return QColor::fromRgbF(static_cast<float>(base.redF() + (1 - base.redF()) * t),
+                          static_cast<float>(base.greenF() + (1 - base.greenF()) * t),
+                          static_cast<float>(base.blueF() + (1 - base.blueF()) * t));
+}
+
+QPen recipePen(const QString& recipe, const QColor& colour, double width) {
+  QPen pen = linePen(colour, width);
+  const RecipeStyle style = recipeStyle(recipe);
+  if (!style.dashes.isEmpty()) pen.setDashPattern(style.dashes);
+  return pen;
 }
 
 QColor memoryColour(int category) {
@@ -57,6 +107,20 @@ QFont smallFont(const QChart* chart) {
 
 QPen linePen(const QColor& colour, double width, Qt::PenStyle style) {
   return QPen(colour, width, style, Qt::FlatCap, Qt::BevelJoin);
+}
+
+double placeNote(QGraphicsTextItem* note, const QRectF& plot, Qt::Alignment where) {
+  // Its natural width first, then no wider than the plot.
+  note->setTextWidth(-1);
+  const double room = std::max(40.0, plot.width() - 2 * kNoteMargin);
+  if (note->boundingRect().width() > room) note->setTextWidth(room);
+  const QRectF box = note->boundingRect();
+  QPointF at = plot.center() - QPointF(box.width() / 2, box.height() / 2);
+  if (where & Qt::AlignTop) at.setY(plot.top() + 2);
+  if (where & Qt::AlignLeft) at.setX(plot.left() + kNoteMargin);
+  at.setX(std::max(at.x(), plot.left() + 2));
+  note->setPos(at);
+  return box.height();
 }
 
 void styleChart(QChart* chart, bool small) {

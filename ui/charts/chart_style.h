@@ -7,16 +7,36 @@
 #include <QFont>
 #include <QMargins>
 #include <QPen>
+#include <QRectF>
 #include <QString>
+#include <QVector>
 
 class QChart;
+class QGraphicsTextItem;
 class QValueAxis;
 
 namespace chart_style {
 
 // --- colours ---
-// Run colours (Okabe-Ito, colour-blind safe), in the order runs get them.
+// Run colours (Okabe-Ito, colour-blind safe), by index: for what is not a
+// recipe's run (reopened runs of unknown recipes, tests).
 QColor runColour(int index);
+// Each recipe keeps one colour and one dash pattern everywhere (fp32 is
+// always black and solid), distinct from every other recipe's in both, so
+// two runs read apart in colour and in line style. `order` is the drawing
+// order of comparison charts: the reference (fp32) last, on top, thin.
+struct RecipeStyle {
+  QColor colour;
+  QVector<qreal> dashes;  // QPen::setDashPattern units (pen widths); empty: solid
+  int order = 0;
+};
+RecipeStyle recipeStyle(const QString& recipe);
+// The colour of the `occurrence`-th run (0-based) of `recipe` among the
+// session's runs: the recipe's colour, then lighter shades of it, so a
+// second fp16 run is still recognisably fp16.
+QColor recipeColour(const QString& recipe, int occurrence = 0);
+// A pen in the recipe's dash pattern (solid for fp32), flat caps.
+QPen recipePen(const QString& recipe, const QColor& colour, double width);
 // Overflow, NaN loss, flush-to-zero: red. Subnormal: amber.
 inline const QColor kAlarm{0xD0, 0x1C, 0x1C};
 inline const QColor kAlarmLine{0xB0, 0x10, 0x10};
@@ -48,6 +68,9 @@ constexpr double kValidationWidth = 2.6;
 constexpr double kScaleWidth = 1.8;
 constexpr double kMemTotalWidth = 2.0;
 constexpr double kHistogramWidth = 2.0;
+// The alpha of overlaid per-step lines (loss, loss scale): translucent, so
+// a run drawn later lets the ones below show through.
+constexpr int kOverlayAlpha = 170;
 
 // --- margins, sizes ---
 inline const QMargins kChartMargins{4, 2, 4, 2};
@@ -58,6 +81,13 @@ constexpr int kMinChartHeight = 170;
 // PNG export: at least this wide (slides), and at least 2x device pixels.
 constexpr int kExportMinWidth = 1920;
 constexpr double kExportMinPixelRatio = 2.0;
+
+// A note drawn on a chart ("no loss scaling: fp16", "No accuracy"): kept
+// inside the plot area, clear of the axes' labels: wrapped to the plot's
+// width (less a margin) and placed at its centre (Qt::AlignCenter) or its
+// top-left corner (Qt::AlignTop | Qt::AlignLeft). Returns the note's height.
+double placeNote(QGraphicsTextItem* note, const QRectF& plot, Qt::Alignment where);
+constexpr double kNoteMargin = 6;
 
 // Title font, margins, no rounded background, legend at the bottom.
 void styleChart(QChart* chart, bool small = false);

@@ -97,7 +97,11 @@ bool LossChart::drewPoints(int runId) const {
 void LossChart::makeSeries(const RunData& run) {
   auto* r = new Run;
   m_runs[run.id] = r;
-  r->loss = addLine(run, chart_style::kLossWidth, Qt::SolidLine, run.colour, true);
+  // A little transparent: where runs overlap (fp32, fp16 and mixed-fp16
+  // often do) the one drawn last does not hide the others; their colours mix.
+  QColor line = run.colour;
+  line.setAlpha(chart_style::kOverlayAlpha);
+  r->loss = addLine(run, chart_style::kLossWidth, Qt::SolidLine, line, true);
   // Validation: sparse (once per epoch by default), so thick, dark and
   // with markers, to read above the noisy per-batch curves.
   r->validation = addLine(run, chart_style::kValidationWidth, Qt::DashLine, run.colour.darker(125), false);

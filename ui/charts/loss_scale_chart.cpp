@@ -3,7 +3,7 @@
 #include "charts/loss_scale_chart.h"
 
 #include <QChart>
-#include <QGraphicsSimpleTextItem>
+#include <QGraphicsTextItem>
 #include <QLineSeries>
 #include <QScatterSeries>
 #include <QValueAxis>
@@ -34,10 +34,17 @@ LossScaleChart::LossScaleChart(ChartHost& host, QWidget* parent)
   const QColor red = chart_style::kAlarm;
   addLegendMarker(tr("overflow"), QScatterSeries::MarkerShapeTriangle, red, red, 9);
   addLegendMarker(tr("skipped step"), QScatterSeries::MarkerShapeCircle, Qt::transparent, chart_style::kInk, 12);
-  m_note = new QGraphicsSimpleTextItem(chart());
-  m_note->setBrush(chart_style::kNote);
+  m_note = new QGraphicsTextItem(chart());
+  m_note->setDefaultTextColor(chart_style::kNote);
   m_note->setFont(chart_style::legendFont(chart()));
   m_note->setVisible(false);
+  // The plot moves when the window or the axis labels change: the note with it.
+  connect(chart(), &QChart::plotAreaChanged, this, [this] { placeNote(); });
+}
+
+void LossScaleChart::placeNote() {
+  if (m_note->isVisible())
+    chart_style::placeNote(m_note, chart()->plotArea(), m_noteOnTop ? Qt::AlignTop | Qt::AlignLeft : Qt::AlignCenter);
 }
 
 LossScaleChart::~LossScaleChart() {
@@ -52,12 +59,14 @@ QXYSeries* LossScaleChart::runSeries(int runId, int role) const {
   return it->second->overflow;
 }
 
-QString LossScaleChart::note() const { return m_note->isVisible() ? m_note->text() : QString(); }
+QString LossScaleChart::note() const { return m_note->isVisible() ? m_note->toPlainText() : QString(); }
 
 void LossScaleChart::makeSeries(const RunData& run) {
   auto* r = new Run;
   m_runs[run.id] = r;
-  r->scale = addLine(run, chart_style::kScaleWidth, Qt::SolidLine, run.colour, true);
+  QColor line = run.colour;
+  line.setAlpha(chart_style::kOverlayAlpha);  // runs on the same scale: none hides the others
+  r->scale = addLine(run, chart_style::kScaleWidth, Qt::SolidLine, line, true);
   r->overflow = addMarkers(run, QScatterSeries::MarkerShapeTriangle, chart_style::kAlarm, run.colour.darker(110), 9);
   r->skipped = addMarkers(run, QScatterSeries::MarkerShapeCircle, Qt::transparent, chart_style::kInk, 12);
 }
@@ -129,17 +138,26 @@ void LossScaleChart::finishRanges(const ChartFrame&) {
     if (!r.scalesLoss()) unscaled << m_host.runLabel(r);
   }
   const QString text = unscaled.isEmpty() ? QString() : tr("no loss scaling: %1").arg(unscaled.join(QStringLiteral(", ")));
-  if (m_note->text() != text) m_note->setText(text);
+  if (m_note->toPlainText() != text) m_note->setPlainText(text);
   m_note->setVisible(anyVisible && !text.isEmpty());
-  if (m_note->isVisible()) {
-    const QRectF plot = chart()->plotArea();
-    const QRectF box = m_note->boundingRect();
-    // Centred when no run scales; else in the top-left corner, where the
-    // axis keeps a free unit above the highest scale.
-    m_note->setPos(anyScale ? plot.topLeft() + QPointF(6, 2) : plot.center() - QPointF(box.width() / 2, box.height() / 2));
-  }
+  // Centred when no run scales; else in the top-left corner, in a band the
+  // axis keeps free above the highest scale (and its overflow markers).
+  m_noteOnTop = anyScale;
+  placeNote();
   if (anyScale && !zoomed()) {
-    const double bottom = std::floor(lo) - 1, top = std::ceil(hi) + (text.isEmpty() ? 1 : 2);
+    const double bottom = std::floor(lo) - 1;
+    double top = std::ceil(hi) + 1;
+    if (m_note->isVisible()) {
+      // The band must hold the note's height plus a marker's radius: in
+      // axis units that depends on the plot's height, so solve for the
+      // extra units e:  (top + e - hi) * H / (top + e - bottom) >= need.
+      const double need = m_note->boundingRect().height() + 8;
+      const double plotHeight = chart()->plotArea().height();
+      const double above = top - hi, span = top - bottom;
+      double extra = span;  // a plot too short for the note: half of it is the band
+      if (plotHeight > need) extra = std::max(0.0, std::ceil((need * span - above * plotHeight) / (plotHeight - need)));
+      top += std::min(extra, 3 * span);
+    }
     setAxis(yAxis(), bottom, top, powerOfTwoTickInterval(top - bottom, 6));
   }
 }
@@ -150,7 +168,8 @@ void LossScaleChart::setPresentation(bool on) {
   QFont font = chart_style::legendFont(chart());
   if (on) font.setPointSizeF(chart_style::presentation::kLegendPt - 2);
   m_note->setFont(font);
-  m_note->setBrush(on ? chart_style::presentation::kInk : chart_style::kNote);
+  m_note->setDefaultTextColor(on ? chart_style::presentation::kInk : chart_style::kNote);
+  placeNote();
 }
 
 QString LossScaleChart::hoverLine(const RunData& run, const engine::StepMetrics& s, double, const QString& who) const {

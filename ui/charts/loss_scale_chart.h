@@ -8,7 +8,7 @@
 
 #include "charts/step_chart.h"
 
-class QGraphicsSimpleTextItem;
+class QGraphicsTextItem;
 
 class LossScaleChart : public StepChart {
   Q_OBJECT
@@ -33,5 +33,7 @@ class LossScaleChart : public StepChart {
  private:
   struct Run;
   std::map<int, Run*> m_runs;
-  QGraphicsSimpleTextItem* m_note = nullptr;
+  void placeNote();
+  QGraphicsTextItem* m_note = nullptr;
+  bool m_noteOnTop = false;  // top-left (above the scales) or centred
 };

@@ -9,18 +9,23 @@
 
 #include "panels/setup_panel.h"
 
-namespace {
-
-QString describeRecipe(const QString& r) {
-  if (r == QLatin1String("fp32")) return QObject::tr("FP32 everywhere: the reference");
-  if (r == QLatin1String("fp16")) return QObject::tr("FP16 everywhere, FP16 weights, no loss scaling");
-  if (r == QLatin1String("mixed-fp16")) return QObject::tr("FP16 matmuls, FP32 master weights, dynamic loss scaling");
-  if (r == QLatin1String("mixed-bf16")) return QObject::tr("BF16 matmuls, FP32 master weights, no loss scaling");
-  if (r == QLatin1String("fp8")) return QObject::tr("E4M3 forward / E5M2 gradients, FP32 master, dynamic scaling");
+QString CompareDialog::describeRecipe(const QString& r) {
+  // What engine/amp/recipe.cpp makes of each name, in one line.
+  if (r == QLatin1String("fp32")) return tr("FP32 everywhere: the reference");
+  if (r == QLatin1String("fp16")) return tr("FP16 everywhere, FP16 weights, no loss scaling");
+  if (r == QLatin1String("mixed-fp16")) return tr("FP16 matmuls, FP32 master weights, dynamic loss scaling");
+  if (r == QLatin1String("mixed-bf16")) return tr("BF16 matmuls, FP32 master weights, no loss scaling");
+  if (r == QLatin1String("fp8")) return tr("E4M3 forward / E5M2 gradients, FP32 master, dynamic scaling");
+  if (r == QLatin1String("mxfp8"))
+    return tr("MXFP8 matmuls (blocks of 32 E4M3 values, one power-of-two scale each), FP32 master, no loss scaling");
+  if (r == QLatin1String("mxfp4"))
+    return tr("MXFP4 matmuls (blocks of 32 E2M1 values, one power-of-two scale each), FP32 master, no loss scaling");
+  if (r == QLatin1String("nvfp4"))
+    return tr("NVFP4 matmuls (blocks of 16 E2M1 values, an E4M3 scale each), stochastic rounding of gradients, "
+              "FP32 master, no loss scaling");
+  if (r == QLatin1String("custom")) return tr("FP32, changed layer by layer in the precision table");
   return {};
 }
-
-}  // namespace
 
 QStringList CompareDialog::defaultRecipes() {
   return {QStringLiteral("fp32"), QStringLiteral("fp16"), QStringLiteral("mixed-fp16")};
@@ -40,6 +45,7 @@ CompareDialog::CompareDialog(const QStringList& checked, int seed, QWidget* pare
   for (const QString& r : SetupPanel::recipes()) {
     if (r == QLatin1String("custom")) continue;  // a comparison of presets
     auto* item = new QListWidgetItem(QStringLiteral("%1 — %2").arg(r, describeRecipe(r)), m_list);
+    item->setToolTip(describeRecipe(r));
     item->setData(Qt::UserRole, r);
     item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable | Qt::ItemIsSelectable);
     item->setCheckState(checked.contains(r) ? Qt::Checked : Qt::Unchecked);

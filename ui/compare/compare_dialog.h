@@ -16,6 +16,9 @@ class CompareDialog : public QDialog {
 
  public:
   static QStringList defaultRecipes();
+  // One line saying what a recipe preset does (every name of
+  // engine::recipe_names() has one; "" for an unknown name).
+  static QString describeRecipe(const QString& recipe);
 
   // `checked`: the recipes ticked at first; `seed` is shown, it is shared.
   explicit CompareDialog(const QStringList& checked, int seed, QWidget* parent = nullptr);

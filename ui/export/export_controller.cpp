@@ -33,7 +33,7 @@ ExportController::ExportController(RunStore* store, TrainingController* controll
 QList<QChartView*> ExportController::allCharts() const {
   QList<QChartView*> charts;
   for (int m = 0; m < m_charts->chartCount(); ++m) charts << m_charts->view(m);
-  for (LiveChartView* v : m_compare->smallCharts()) charts << v;
+  charts << m_compare->exportCharts();
   return charts;
 }
 

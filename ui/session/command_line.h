@@ -28,7 +28,7 @@ struct LaunchOptions {
   QStringList compare;             // --compare r1,r2,...
   QString screenshot;              // --screenshot FILE
   int screenshotAfterMs = -1;      // --screenshot-after-ms N
-  QString view = QStringLiteral("live");  // --view live|compare|gradients|export|compare-dialog
+  QString view = QStringLiteral("live");  // --view live|compare|compare-difference|gradients|export|compare-dialog
   bool measure = false;
   QString lecture;                 // --lecture NAME|FILE: the lesson (a built-in preset or a preset file)
   bool presentation = false;       // --presentation: start in presentation view

@@ -9,6 +9,7 @@
 
 #include "amp/loss_scaler.h"
 #include "charts/chart_area.h"
+#include "charts/chart_style.h"
 #include "compare/compare_dialog.h"
 #include "compare/compare_view.h"
 #include "lecture/lesson_controller.h"
@@ -40,9 +41,15 @@ bool RunLauncher::launch(const std::vector<engine::RunConfig>& configs, const QS
   m_startClock.start();
   m_firstPointMs = -1;
   std::vector<TrainingController::RunRequest> requests;
-  for (std::size_t i = 0; i < configs.size(); ++i)
-    requests.push_back({configs[i], names[static_cast<int>(i)],
-                        RunsList::paletteColour(m_parts.store->count() + static_cast<int>(i))});
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    // Each recipe keeps its colour on every chart (chart_style::recipeStyle);
+    // a later run of the same recipe gets a lighter shade of it.
+    const QString recipe = QString::fromStdString(configs[i].recipe);
+    int occurrence = 0;
+    for (int id = 0; id < m_parts.store->count(); ++id) occurrence += m_parts.store->run(id).recipe == recipe ? 1 : 0;
+    for (std::size_t j = 0; j < i; ++j) occurrence += configs[j].recipe == configs[i].recipe ? 1 : 0;
+    requests.push_back({configs[i], names[static_cast<int>(i)], chart_style::recipeColour(recipe, occurrence)});
+  }
   try {
     // Validate before anything is added: a bad setting never leaves a
     // half-started comparison behind.
@@ -67,6 +74,13 @@ bool RunLauncher::launch(const std::vector<engine::RunConfig>& configs, const QS
   emit controlsChanged();
   emit launched();
   return true;
+}
+
+QString RunLauncher::nextRunName(int offset) const {
+  // "run N" is the run's place in the session (its store id + 1), which is
+  // also its run_id in an export: the window and the files number runs
+  // alike, whatever lessons or reopened runs came before.
+  return tr("run %1").arg(m_parts.store->count() + offset + 1);
 }
 
 bool RunLauncher::readyToStart() {
@@ -96,11 +110,8 @@ bool RunLauncher::startRun() {
   if (!readyToStart()) return false;
   if (m_lesson && m_lesson->lesson()) return m_lesson->start();
   const engine::RunConfig c = m_parts.settings->nextRunConfig();
-  const QString name = tr("run %1").arg(++m_runCounter);
-  if (!launch({c}, {name}, -1, false)) {
-    --m_runCounter;
-    return false;
-  }
+  const QString name = nextRunName();
+  if (!launch({c}, {name}, -1, false)) return false;
   m_parts.messages->status(tr("Started %1 (%2)").arg(name, QString::fromStdString(c.recipe)), 4000);
   return true;
 }
@@ -119,7 +130,7 @@ bool RunLauncher::startComparison(const QStringList& recipes) {
   QStringList names;
   for (engine::ComparisonRun& run : engine::comparison_runs(base, names8)) {
     configs.push_back(std::move(run.config));
-    names << tr("run %1").arg(m_runCounter + static_cast<int>(names.size()) + 1);
+    names << nextRunName(static_cast<int>(names.size()));
   }
   try {
     for (const engine::RunConfig& c : configs) engine::validate(c, "settings");
@@ -131,7 +142,6 @@ bool RunLauncher::startComparison(const QStringList& recipes) {
   const int realGroup = m_parts.store->newCompareGroup();
   if (!launch(configs, names, realGroup, false, QStringLiteral("compare-") + recipes.join(QLatin1Char('+'))))
     return false;
-  m_runCounter += static_cast<int>(names.size());
   // Older runs step back: the overlay shows the comparison (re-tick to add).
   for (int id = 0; id < previous; ++id) m_parts.runs->setRunChecked(id, false);
   m_parts.compare->setGroup(realGroup);
@@ -166,11 +176,8 @@ void RunLauncher::stepOnce() {
       return;
     }
     const engine::RunConfig c = m_parts.settings->nextRunConfig();
-    const QString name = tr("run %1").arg(++m_runCounter);
-    if (!launch({c}, {name}, -1, true)) {
-      --m_runCounter;
-      return;
-    }
+    const QString name = nextRunName();
+    if (!launch({c}, {name}, -1, true)) return;
     m_parts.controller->stepOnce();
   }
   emit controlsChanged();

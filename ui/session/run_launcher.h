@@ -85,10 +85,12 @@ class RunLauncher : public QObject {
   void firstPointShown(qint64 ms);
 
  private:
+  // "run N" for the run `offset` places after the next one to be added.
+  QString nextRunName(int offset = 0) const;
+
   Parts m_parts;
   LessonController* m_lesson = nullptr;
   QStringList m_compareRecipes;
   QElapsedTimer m_startClock;
   qint64 m_firstPointMs = -1;
-  int m_runCounter = 0;
 };

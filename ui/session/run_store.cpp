@@ -34,17 +34,19 @@ engine::RunSummary RunData::currentSummary() const {
 
 engine::RunExport RunData::toExport() const {
   engine::RunExport x;
-  x.run_id = id;
+  // The window's numbering: "run 1" is the store's run 0, and run_id 1.
+  const int exportId = id + 1;
+  x.run_id = exportId;
   x.name = name.toStdString();
   x.recipe = config.recipe;
   x.config = config;
   x.history = *this;  // the RunHistory part
   x.summary = currentSummary();
-  x.summary.run_id = id;
-  for (engine::StepMetrics& m : x.history.steps) m.run_id = id;
-  for (engine::EvalMetrics& e : x.history.evals) e.run_id = id;
-  for (engine::Event& e : x.history.events) e.run_id = id;
-  for (engine::GradStats& g : x.history.grads) g.run_id = id;
+  x.summary.run_id = exportId;
+  for (engine::StepMetrics& m : x.history.steps) m.run_id = exportId;
+  for (engine::EvalMetrics& e : x.history.evals) e.run_id = exportId;
+  for (engine::Event& e : x.history.events) e.run_id = exportId;
+  for (engine::GradStats& g : x.history.grads) g.run_id = exportId;
   return x;
 }
 

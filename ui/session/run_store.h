@@ -58,7 +58,8 @@ struct RunData : engine::RunHistory {
   // The engine's summary once the run ended; until then the same figures
   // computed from the history so far.
   engine::RunSummary currentSummary() const;
-  // What export_runs() needs (the `run` column is the UI name).
+  // What export_runs() needs (the `run` column is the UI name; run_id is
+  // the window's number, id + 1: "run 3" is run_id 3).
   engine::RunExport toExport() const;
 };
 
