@@ -61,6 +61,11 @@ class MainWindow : public QMainWindow {
   // Sized to the screen's available geometry (not a fixed 1400x900): the
   // whole of a 1280x720 projector, at most 1600x1000 on larger screens, centred.
   void fitToScreen();
+  // The window's frame moved (and shrunk if need be) into the screen's
+  // available geometry; a full-screen or maximized window is left alone.
+  void keepOnScreen();
+  // The Compare tab in front.
+  void showCompare();
   // Enables the run actions for what can be done now.
   void updateActions();
 
@@ -70,6 +75,7 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  void showEvent(QShowEvent* event) override;
 
  private:
   void buildLayout();
@@ -88,6 +94,7 @@ class MainWindow : public QMainWindow {
   QTabWidget* m_tabs = nullptr;
   ChartArea* m_charts = nullptr;
   CompareView* m_compare = nullptr;
+  QWidget* m_compareScroll = nullptr;  // the Compare tab: the view, scrollable
   QSplitter* m_liveSplitter = nullptr;
   QSplitter* m_bottom = nullptr;
   RunsList* m_runs = nullptr;

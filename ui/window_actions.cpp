@@ -69,8 +69,12 @@ WindowActions::WindowActions(QMainWindow* window) : QObject(window), m_window(wi
 
 void WindowActions::createMenus(QMainWindow* window) {
   auto* quit = new QAction(tr("Quit"), window);
+  quit->setObjectName(QStringLiteral("actionQuit"));
   quit->setShortcut(QKeySequence::Quit);
   connect(quit, &QAction::triggered, window, &QWidget::close);
+  // On the window too: presentation view hides the menu bar, and with it
+  // the File menu's shortcut.
+  window->addAction(quit);
   auto* about = new QAction(tr("About Precision Lab"), window);
   connect(about, &QAction::triggered, window, [window] {
     QMessageBox::about(window, tr("About Precision Lab"),

@@ -7,6 +7,7 @@
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QResizeEvent>
 #include <QValueAxis>
 #include <QVBoxLayout>
 
@@ -49,7 +50,13 @@ ChartArea::ChartArea(RunStore* store, QWidget* parent) : QWidget(parent), m_stor
   m_gridHost = new QWidget(this);
   m_gridHost->setObjectName(QStringLiteral("chartGrid"));
   outer->addWidget(m_gridHost, 1);
-  for (ChartTile* t : m_tiles) t->widget()->setParent(m_gridHost);
+  for (ChartTile* t : m_tiles) {
+    t->widget()->setParent(m_gridHost);
+    // The grid's stretch factors share the height, not the views' size
+    // hints (a chart view's hint is its scene, i.e. its last size: the
+    // larger chart would keep growing). Their minimum sizes still hold.
+    t->view()->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Ignored);
+  }
   layOutCharts();
 
   for (ChartTile* t : m_tiles) {
@@ -205,10 +212,13 @@ void ChartArea::layOutCharts() {
     });
     const int n = static_cast<int>(m_watched.size());
     if (m_watchOnly) {
-      // Two or fewer: stacked, full width. More: two columns.
-      const int columns = n <= 2 ? 1 : 2;
+      // Two or fewer: stacked, full width, where each gets the height of a
+      // readable chart; side by side on a short screen (1280x720). More:
+      // two columns.
+      m_columns = presentationColumns();
+      const int columns = m_columns;
       for (int i = 0; i < n; ++i) {
-        const bool lastAlone = columns == 2 && i == n - 1 && n % 2 == 1;
+        const bool lastAlone = columns == 2 && i == n - 1 && n % 2 == 1 && n > 2;
         grid->addWidget(m_tiles[m_watched[i]]->widget(), i / columns, i % columns, 1, lastAlone ? 2 : 1);
       }
       for (int m : others) m_tiles[m]->widget()->setVisible(false);
@@ -219,6 +229,7 @@ void ChartArea::layOutCharts() {
         for (int j = i; j < std::min(n, i + columns); ++j) gradients = gradients || m_watched[j] == Gradients;
         grid->setRowStretch(i / columns, gradients ? 5 : 4);
       }
+      for (int c = 0; c < columns; ++c) grid->setColumnStretch(c, 1);
     } else {
       // 60 columns: the watched charts share the top row, the others the
       // bottom one, evenly whatever their counts (60 = 3 * 4 * 5).
@@ -230,8 +241,34 @@ void ChartArea::layOutCharts() {
       if (k > 0) grid->setRowStretch(1, 2);
     }
   }
+  // The charts of the widest row share a fixed budget of minimum width, so
+  // a lesson's five charts beside its text fit a 1280-pixel screen.
+  int widest = 1;
+  for (int r = 0; r < grid->rowCount(); ++r) {
+    int inRow = 0;
+    for (int c = 0; c < grid->columnCount(); ++c) {
+      QLayoutItem* item = grid->itemAtPosition(r, c);
+      if (item && item->widget() && item->widget()->isVisibleTo(this) &&
+          (c == 0 || grid->itemAtPosition(r, c - 1) != item))
+        ++inRow;
+    }
+    widest = std::max(widest, inRow);
+  }
+  for (ChartTile* t : m_tiles) t->view()->setMinimumWidth(std::min(chart_style::kMinChartWidth, kGridMinWidth / widest));
   m_x1 = -1;  // new plot widths: decimate again
   scheduleRefresh();
+}
+
+int ChartArea::presentationColumns() const {
+  const int n = static_cast<int>(m_watched.size());
+  if (n > 2) return 2;
+  if (n <= 1) return 1;
+  return m_gridHost->height() / n >= kStackedMinHeight ? 1 : 2;
+}
+
+void ChartArea::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  if (m_watchOnly && presentationColumns() != m_columns) layOutCharts();
 }
 
 void ChartArea::setWatched(const QVector<Metric>& watched, bool watchedOnly) {

@@ -5,8 +5,9 @@
 #include <QResizeEvent>
 #include <QChart>
 #include <QComboBox>
+#include <QFontMetricsF>
 #include <QGraphicsLayout>
-#include <QHBoxLayout>
+#include <QGridLayout>
 #include <QLabel>
 #include <QLegendMarker>
 #include <QLineSeries>
@@ -21,6 +22,7 @@
 #include "charts/step_chart.h"
 #include "charts/chart_style.h"
 #include "charts/decimate.h"
+#include "charts/elided_label.h"
 #include "charts/number_text.h"
 #include "charts/live_chart_view.h"
 #include "numeric/block.h"
@@ -139,21 +141,28 @@ GradientPanel::GradientPanel(RunStore* store, QWidget* parent) : QWidget(parent)
     m_signature = 0;
     refresh(m_focus);
   });
-  m_fractions = new QLabel(this);
+  // Plain text (ElidedLabel): a '<' in a number would open a tag in rich
+  // text and swallow the words after it. At most two lines (three in
+  // presentation view), the rest in its tooltip: a narrow panel keeps its
+  // chart.
+  m_fractions = new ElidedLabel(this);
   m_fractions->setObjectName(QStringLiteral("gradientFractions"));
-  m_fractions->setWordWrap(true);
-  // Plain text: a '<' in a number would open a tag in rich text and
-  // swallow the words after it.
-  m_fractions->setTextFormat(Qt::PlainText);
-  m_fractions->setText(tr("Gradient statistics arrive at step 1 and every 100 steps."));
+  m_fractions->setFullText(tr("Gradient statistics arrive at step 1 and every 100 steps."));
   m_fractions->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
   fitFractions();
 
-  auto* header = new QHBoxLayout;
+  // The layer and the line of numbers: side by side on a wide panel, the
+  // numbers on a row of their own on a narrow one (fitFooter).
+  m_layerLabel = new QLabel(tr("Layer"), this);
+  auto* header = new QGridLayout;
+  m_footer = header;
   header->setContentsMargins(4, 0, 4, 0);
-  header->addWidget(new QLabel(tr("Layer"), this));
-  header->addWidget(m_layer);
-  header->addWidget(m_fractions, 1);
+  header->setHorizontalSpacing(6);
+  header->setVerticalSpacing(0);
+  header->addWidget(m_layerLabel, 0, 0);
+  header->addWidget(m_layer, 0, 1);
+  header->addWidget(m_fractions, 0, 2);
+  header->setColumnStretch(2, 1);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->setSpacing(2);
@@ -167,18 +176,35 @@ GradientPanel::~GradientPanel() {
 
 QChart* GradientPanel::chart() const { return m_view->chart(); }
 
-// The line is as tall as its wrapped text at the label's width (changes
-// only with a statistics step or a resize; never cut off).
+// The line keeps the height of its most lines whatever its text (a label
+// that changed height with each statistics step would re-lay out the grid).
 void GradientPanel::fitFractions() {
-  const int lines = 2 * m_fractions->fontMetrics().lineSpacing() + 4;
-  const int w = m_fractions->width() > 50 ? m_fractions->width() : std::max(300, width() - 260);
-  const int h = std::max(lines, m_fractions->heightForWidth(w));
+  const int h = m_fractions->maxLines() * m_fractions->fontMetrics().lineSpacing() + 4;
   if (m_fractions->height() != h || m_fractions->minimumHeight() != h) m_fractions->setFixedHeight(h);
 }
 
 void GradientPanel::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
+  // The zones' legend below a short chart (a lesson's bottom row) would
+  // leave its plot a strip; the hover text says which zone is where.
+  const bool roomy = m_view->height() >= 220 || height() >= 300;
+  if (chart()->legend()->isVisible() != roomy) chart()->legend()->setVisible(roomy);
+  fitFooter();
   fitFractions();
+}
+
+void GradientPanel::fitFooter() {
+  // Beside the layer box the numbers need about 60 characters a line.
+  const int beside = m_layerLabel->sizeHint().width() + m_layer->sizeHint().width() +
+                     60 * m_fractions->fontMetrics().averageCharWidth();
+  const bool below = width() < beside;
+  const int row = below ? 1 : 0;
+  const int column = below ? 0 : 2;
+  int r = 0, c = 0, rs = 0, cs = 0;
+  m_footer->getItemPosition(m_footer->indexOf(m_fractions), &r, &c, &rs, &cs);
+  if (r == row && c == column) return;
+  m_footer->removeWidget(m_fractions);
+  m_footer->addWidget(m_fractions, row, column, 1, below ? 3 : 1);
 }
 
 void GradientPanel::setPresentation(bool on) {
@@ -186,7 +212,10 @@ void GradientPanel::setPresentation(bool on) {
   chart_style::applyPresentation(chart(), on);
   m_styledSeries = static_cast<int>(chart()->series().size());
   chart_style::setPresentationFont(m_fractions, on, chart_style::presentation::kLegendPt - 2);
+  m_fractions->setMaxLines(on ? 3 : 2);
   chart_style::setPresentationFont(m_layer, on, chart_style::presentation::kLegendPt - 2);
+  chart_style::setPresentationFont(m_layerLabel, on, chart_style::presentation::kLegendPt - 2);
+  fitFooter();
   fitFractions();
 }
 
@@ -348,10 +377,7 @@ void GradientPanel::refresh(int focusRun) {
     text = every > 0 ? tr("Gradient statistics arrive at step 1 and every %1 steps.").arg(every)
                      : tr("Gradient statistics are off for this run (stats_every 0).");
   }
-  if (m_fractions->text() != text) {
-    m_fractions->setText(text);
-    fitFractions();
-  }
+  m_fractions->setFullText(text);
 
   // Axis: the histograms and the format's boundaries, within reason.
   if (!m_range.format.isEmpty())
@@ -363,7 +389,10 @@ void GradientPanel::refresh(int focusRun) {
   auto* xa = qobject_cast<QValueAxis*>(c->axes(Qt::Horizontal).first());
   auto* ya = qobject_cast<QValueAxis*>(c->axes(Qt::Vertical).first());
   // Only real changes: each one re-lays out the chart.
-  setAxis(xa, x0, x1, powerOfTwoTickInterval(x1 - x0, 10));
+  // As many ticks as whole labels fit the plot's width ("-40" at most).
+  const double label = QFontMetricsF(xa->labelsFont()).horizontalAdvance(QStringLiteral("-40")) * 1.6 + 8;
+  const int ticks = std::clamp(static_cast<int>(c->plotArea().width() / label), 2, 10);
+  setAxis(xa, x0, x1, powerOfTwoTickInterval(x1 - x0, ticks));
   setAxis(ya, 0, yTop, niceTickInterval(yTop, 5));
   // Ticks of 0.2 % under a 1 % top (an empty chart: a reopened run keeps
   // no histograms) need their decimal.

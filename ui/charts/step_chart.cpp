@@ -3,6 +3,7 @@
 #include "charts/step_chart.h"
 
 #include <QChart>
+#include <QFontMetricsF>
 #include <QGuiApplication>
 #include <QLegendMarker>
 #include <QLineSeries>
@@ -159,8 +160,10 @@ void StepChart::updateRun(const RunData& run, const ChartFrame& frame) {
 }
 
 void StepChart::finish(const ChartFrame& frame) {
-  // A zoomed chart keeps the user's ranges until the zoom is reset.
-  if (!zoomed()) setAxis(xAxis(), 0, frame.x1, niceTickInterval(frame.x1, 5));
+  // A zoomed chart keeps the user's ranges until the zoom is reset. As
+  // many step ticks as the plot's width has room for whole labels (QtCharts
+  // cuts a label wider than its tick spacing to "1…").
+  if (!zoomed()) setAxis(xAxis(), 0, frame.x1, niceTickInterval(frame.x1, stepTicks(frame.x1)));
   finishRanges(frame);
 }
 
@@ -169,6 +172,12 @@ bool StepChart::measureWidth() {
   const bool changed = w != m_width;
   m_width = w;
   return changed;
+}
+
+int StepChart::stepTicks(double x1) const {
+  const QFontMetricsF fm(xAxis()->labelsFont());
+  const double label = fm.horizontalAdvance(QLocale::c().toString(x1, 'f', 0)) * 1.5 + 12;
+  return std::clamp(static_cast<int>(chart()->plotArea().width() / label), 1, 5);
 }
 
 int StepChart::columns() const { return std::max(m_width, 50); }

@@ -160,6 +160,8 @@ class StepChart : public ChartTile {
   void setShown(QAbstractSeries* series, bool shown);
   // The plot's pixel columns this frame (at least 50).
   int columns() const;
+  // How many step ticks (1..5) have room for their labels up to x1.
+  int stepTicks(double x1) const;
   bool zoomed() const;
   bool presentationOn() const { return m_presentation; }
 
