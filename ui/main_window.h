@@ -62,7 +62,9 @@ class MainWindow : public QMainWindow {
   // whole of a 1280x720 projector, at most 1600x1000 on larger screens, centred.
   void fitToScreen();
   // The window's frame moved (and shrunk if need be) into the screen's
-  // available geometry; a full-screen or maximized window is left alone.
+  // available geometry, once fitToScreen() sized it (and on showing, when a
+  // window manager adds its frame); a full-screen or maximized window is
+  // left alone.
   void keepOnScreen();
   // The Compare tab in front.
   void showCompare();
@@ -112,4 +114,5 @@ class MainWindow : public QMainWindow {
   HistoryController* m_history = nullptr;
   ExportController* m_export = nullptr;
   FaultInjector* m_faults = nullptr;
+  bool m_fitted = false;  // sized by fitToScreen(): kept on the screen
 };

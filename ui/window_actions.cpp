@@ -70,7 +70,11 @@ WindowActions::WindowActions(QMainWindow* window) : QObject(window), m_window(wi
 void WindowActions::createMenus(QMainWindow* window) {
   auto* quit = new QAction(tr("Quit"), window);
   quit->setObjectName(QStringLiteral("actionQuit"));
-  quit->setShortcut(QKeySequence::Quit);
+  // The platform's Quit and Ctrl+Q wherever the platform has none for it
+  // (Windows' key scheme, the offscreen platform).
+  QList<QKeySequence> quitKeys = QKeySequence::keyBindings(QKeySequence::Quit);
+  if (!quitKeys.contains(QKeySequence(Qt::CTRL | Qt::Key_Q))) quitKeys << QKeySequence(Qt::CTRL | Qt::Key_Q);
+  quit->setShortcuts(quitKeys);
   connect(quit, &QAction::triggered, window, &QWidget::close);
   // On the window too: presentation view hides the menu bar, and with it
   // the File menu's shortcut.

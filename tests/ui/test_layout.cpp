@@ -261,7 +261,7 @@ TEST_F(Layout, ManyRunsAndATenRunComparison) {
   ui_test::feed(store, records);
   checkWindow(w, QStringLiteral("20 runs"));
   w.part<CompareView>()->setGroup(group);
-  w.showCompare();
+  w.findChild<QTabWidget*>(QStringLiteral("centreTabs"))->setCurrentIndex(1);  // Compare
   w.part<CompareView>()->refresh();
   checkWindow(w, QStringLiteral("10-run comparison"));
 }
