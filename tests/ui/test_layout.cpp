@@ -70,7 +70,8 @@ QString widestMinimum(QWidget* root, bool height) {
   return chain.join(QStringLiteral(" < "));
 }
 
-// Every text item of a chart's scene that QtCharts cut short with "…".
+// Every text item of a chart's scene that QtCharts cut short ("...", its
+// elision, or "…").
 QStringList elidedTexts(QChartView* view) {
   QStringList out;
   for (QGraphicsItem* item : view->scene()->items()) {
@@ -78,7 +79,7 @@ QStringList elidedTexts(QChartView* view) {
     QString text;
     if (auto* t = qgraphicsitem_cast<QGraphicsTextItem*>(item)) text = t->toPlainText();
     if (auto* t = qgraphicsitem_cast<QGraphicsSimpleTextItem*>(item)) text = t->text();
-    if (text.contains(QChar(0x2026))) out << text;
+    if (text.contains(QChar(0x2026)) || text.contains(QLatin1String("..."))) out << text;
   }
   return out;
 }

@@ -8,6 +8,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QResizeEvent>
+#include <QScrollArea>
 #include <QValueAxis>
 #include <QVBoxLayout>
 
@@ -37,13 +38,22 @@ ChartArea::ChartArea(RunStore* store, QWidget* parent) : QWidget(parent), m_stor
   m_legend->setTextFormat(Qt::RichText);
   m_legend->setWordWrap(true);
   m_legend->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  // Two lines at most (20 runs would take the charts' height): the rest
+  // scrolls (fitLegend).
+  m_legendScroll = new QScrollArea(this);
+  m_legendScroll->setObjectName(QStringLiteral("chartLegendScroll"));
+  m_legendScroll->setWidget(m_legend);
+  m_legendScroll->setWidgetResizable(true);
+  m_legendScroll->setFrameShape(QFrame::NoFrame);
+  m_legendScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  m_legendScroll->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
 
   auto* outer = new QVBoxLayout(this);
   outer->setContentsMargins(0, 0, 0, 0);
   outer->setSpacing(2);
   auto* header = new QHBoxLayout;
   header->setContentsMargins(6, 0, 6, 0);
-  header->addWidget(m_legend, 1);
+  header->addWidget(m_legendScroll, 1);
   for (ChartTile* t : m_tiles)
     if (QWidget* w = t->headerWidget()) header->addWidget(w);
   outer->addLayout(header);
@@ -129,7 +139,10 @@ void ChartArea::updateLegend() {
                    .arg(r.colour.name(), runLabel(r).toHtmlEscaped().replace(QLatin1Char(' '), QStringLiteral("&nbsp;")));
   }
   const QString text = entries.join(QStringLiteral(" &nbsp; &nbsp; "));
-  if (m_legend->text() != text) m_legend->setText(text);
+  if (m_legend->text() != text) {
+    m_legend->setText(text);
+    fitLegend();
+  }
 }
 
 int ChartArea::chartIndex(const QString& key) const {
@@ -266,8 +279,17 @@ int ChartArea::presentationColumns() const {
   return m_gridHost->height() / n >= kStackedMinHeight ? 1 : 2;
 }
 
+void ChartArea::fitLegend() {
+  const int line = m_legend->fontMetrics().lineSpacing();
+  const int width = std::max(m_legendScroll->width(), 100);
+  const int need = m_legend->text().isEmpty() ? line : m_legend->heightForWidth(width);
+  const int h = std::clamp(need, line + 2, 2 * line + 4);
+  if (m_legendScroll->minimumHeight() != h) m_legendScroll->setFixedHeight(h);
+}
+
 void ChartArea::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
+  fitLegend();
   if (m_watchOnly && presentationColumns() != m_columns) layOutCharts();
 }
 
@@ -286,6 +308,7 @@ void ChartArea::setPresentation(bool on) {
   for (ChartTile* t : m_tiles) t->setPresentation(on);
   m_styledSeries = seriesCount();
   chart_style::setPresentationFont(m_legend, on, chart_style::presentation::kLegendPt, true);
+  fitLegend();
   m_x1 = -1;
   scheduleRefresh();
 }

@@ -129,6 +129,7 @@ class ChartArea : public QWidget, public ChartHost {
   template <class T>
   T* tileAs(int m) const;
   int presentationColumns() const;
+  void fitLegend();
   void prepare(const RunData& run);
   void updateLegend();
   void layOutCharts();
@@ -144,6 +145,7 @@ class ChartArea : public QWidget, public ChartHost {
   bool m_hadPoints = false;
   bool m_refreshPending = false;
   QLabel* m_legend = nullptr;
+  class QScrollArea* m_legendScroll = nullptr;
   QWidget* m_enlarged = nullptr;
   QWidget* m_gridHost = nullptr;
   QVector<Metric> m_watched;

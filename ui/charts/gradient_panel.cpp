@@ -189,6 +189,7 @@ void GradientPanel::resizeEvent(QResizeEvent* event) {
   // leave its plot a strip; the hover text says which zone is where.
   const bool roomy = m_view->height() >= 220 || height() >= 300;
   if (chart()->legend()->isVisible() != roomy) chart()->legend()->setVisible(roomy);
+  nameZones();
   fitFooter();
   fitFractions();
 }
@@ -211,6 +212,7 @@ void GradientPanel::setPresentation(bool on) {
   m_presentation = on;
   chart_style::applyPresentation(chart(), on);
   m_styledSeries = static_cast<int>(chart()->series().size());
+  nameZones();
   chart_style::setPresentationFont(m_fractions, on, chart_style::presentation::kLegendPt - 2);
   m_fractions->setMaxLines(on ? 3 : 2);
   chart_style::setPresentationFont(m_layer, on, chart_style::presentation::kLegendPt - 2);
@@ -429,15 +431,7 @@ void GradientPanel::updateZones(double x0, double x1, double yTop) {
   vline(m_lineSub, m_range.minSubnormal);
   vline(m_lineNormal, m_range.minNormal);
   vline(m_lineMax, m_range.maxFinite);
-  const QLocale locale;
-  // Legend entries are rich text: '<' would open a tag. Renamed only on a
-  // change of format (a rename re-lays out the legend and the chart).
-  auto rename = [](QAreaSeries* a, const QString& name) {
-    if (a->name() != name) a->setName(name);
-  };
-  rename(m_zoneUnder, tr("%1: flushes to 0 below %2").arg(m_range.format.toHtmlEscaped(), pow2Html(m_range.minSubnormal)));
-  rename(m_zoneSub, tr("subnormal below %1").arg(pow2Html(m_range.minNormal)));
-  rename(m_zoneOver, tr("overflows above %1").arg(locale.toString(std::exp2(m_range.maxFinite), 'g', 5)));
+  nameZones();
   // Zones off the axis (FP32's range) get no legend entry.
   auto legend = [this](QAreaSeries* a, bool shown) {
     for (QLegendMarker* m : chart()->legend()->markers(a))
@@ -446,6 +440,40 @@ void GradientPanel::updateZones(double x0, double x1, double yTop) {
   legend(m_zoneUnder, m_range.minSubnormal > x0);
   legend(m_zoneSub, m_range.minNormal > x0 && m_range.minSubnormal < x1);
   legend(m_zoneOver, m_range.maxFinite < x1);
+}
+
+void GradientPanel::nameZones() {
+  if (m_range.format.isEmpty()) return;
+  // Legend entries are rich text: '<' would open a tag. Renamed only on a
+  // change of format or of room (a rename re-lays out the legend and the
+  // chart). A narrow chart's legend (side by side in presentation view, a
+  // lesson's bottom row) gets the short names, which fit whole: the
+  // boundaries are the dashed lines, and the line below the chart and the
+  // hover text name the format.
+  const bool roomy = m_view->width() >= (m_presentation ? 900 : 560);
+  // Presentation type, a size smaller where the chart is narrow.
+  if (m_presentation) {
+    QFont f = chart()->legend()->font();
+    const double pt = chart_style::presentation::kLegendPt - (roomy ? 0 : 4);
+    if (f.pointSizeF() != pt) {
+      f.setPointSizeF(pt);
+      chart()->legend()->setFont(f);
+    }
+  }
+  const QLocale locale;
+  auto rename = [](QAreaSeries* a, const QString& name) {
+    if (a->name() != name) a->setName(name);
+  };
+  if (roomy) {
+    rename(m_zoneUnder,
+           tr("%1: flushes to 0 below %2").arg(m_range.format.toHtmlEscaped(), pow2Html(m_range.minSubnormal)));
+    rename(m_zoneSub, tr("subnormal below %1").arg(pow2Html(m_range.minNormal)));
+    rename(m_zoneOver, tr("overflows above %1").arg(locale.toString(std::exp2(m_range.maxFinite), 'g', 5)));
+  } else {
+    rename(m_zoneUnder, tr("to zero"));
+    rename(m_zoneSub, tr("subnormal"));
+    rename(m_zoneOver, tr("overflow"));
+  }
 }
 
 QString GradientPanel::hoverText(const QPointF& value) const {

@@ -73,6 +73,7 @@ class GradientPanel : public QWidget {
   struct RunHist;
   void fitFractions();
   void fitFooter();
+  void nameZones();
   void rebuildLayerList(const RunData* focus);
   RunHist& histFor(const RunData& run);
   void updateZones(double x0, double x1, double yTop);

@@ -167,12 +167,17 @@ class StepChart : public ChartTile {
 
   ChartHost& m_host;
 
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
  private:
   QString hoverText(const QPointF& value) const;
+  void fitLegend();
 
   Spec m_spec;
   LiveChartView* m_view = nullptr;
   std::map<int, std::uint64_t> m_revisions;  // per run: the records last drawn
   int m_width = -1;
+  int m_legendWidth = 0;  // what the legend's entries need, measured when shown
   bool m_presentation = false;
 };
