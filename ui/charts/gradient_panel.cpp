@@ -187,7 +187,7 @@ void GradientPanel::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
   // The zones' legend below a short chart (a lesson's bottom row) would
   // leave its plot a strip; the hover text says which zone is where.
-  const bool roomy = m_view->height() >= 220 || height() >= 300;
+  const bool roomy = m_view->height() >= 180;
   if (chart()->legend()->isVisible() != roomy) chart()->legend()->setVisible(roomy);
   nameZones();
   fitFooter();

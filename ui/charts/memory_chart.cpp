@@ -31,7 +31,7 @@ const char* const kCategories[] = {
 };
 constexpr int kCategoryCount = 6;
 constexpr double kMiB = 1024.0 * 1024.0;
-constexpr int kLegendMinWidth = 400;
+constexpr int kLegendMinWidth = 300;
 
 std::int64_t categoryBytes(const engine::MemoryBytes& m, int c) {
   switch (c) {
