@@ -46,6 +46,7 @@ both() {
 }
 
 # The main window: a five-recipe comparison training live.
+# shellcheck disable=SC2054  # the commas are one argument: the recipes
 compare=(--compare fp32,fp16,mixed-fp16,mixed-bf16,fp8 --steps 600 --start)
 both 1000 screenshot "${compare[@]}" --screenshot-after-ms 8000
 # The Compare tab once the comparison has ended.
