@@ -3,6 +3,7 @@
 
 #include <QAreaSeries>
 #include <QResizeEvent>
+#include <QTimer>
 #include <QChart>
 #include <QComboBox>
 #include <QFontMetricsF>
@@ -192,6 +193,13 @@ void GradientPanel::resizeEvent(QResizeEvent* event) {
   nameZones();
   fitFooter();
   fitFractions();
+  // The x ticks depend on the plot's width: drawn again at the new size
+  // (refresh() skips an unchanged signature).
+  if (m_focus != -2)
+    QTimer::singleShot(0, this, [this] {
+      m_signature = 0;
+      refresh(m_focus);
+    });
 }
 
 void GradientPanel::fitFooter() {
