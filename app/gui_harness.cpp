@@ -128,6 +128,10 @@ void GuiHarness::armScreenshot() {
   QObject::connect(once, &QTimer::timeout, window, shoot);
   if (m_options.screenshotAfterMs >= 0) {
     once->start(m_options.screenshotAfterMs);
+    // A deadline when training: a lesson shot as its runs end, with its
+    // claims checked (scripts/screenshots.sh), or at the deadline.
+    if (m_options.start)
+      QObject::connect(window, &MainWindow::trainingFinished, once, [once] { once->start(300); });
   } else if (m_options.start && m_options.view == QLatin1String("compare-difference")) {
     // The difference to FP32 is read over whole runs: shoot when they end.
     QObject::connect(window, &MainWindow::trainingFinished, once, [once] { once->start(300); });

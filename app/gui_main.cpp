@@ -22,13 +22,11 @@
 // lateness, max and p99) and the training throughput when training ends.
 // Both live in gui_harness.cpp.
 #include <QApplication>
-#include <QTabWidget>
 #include <QTimer>
 
 #include <csignal>
 #include <cstdio>
 
-#include "compare/compare_view.h"
 #include "gui_harness.h"
 #include "lecture/lesson_controller.h"
 #include "lecture/speed_control.h"
@@ -122,8 +120,7 @@ int main(int argc, char** argv) {
   if (options.speed >= 0) window.part<SpeedControl>()->setRate(options.speed);
   if (!options.compare.isEmpty()) launcher->setCompareRecipes(options.compare);
   if (options.view == QLatin1String("compare") || options.view == QLatin1String("compare-difference")) {
-    auto* tabs = window.findChild<QTabWidget*>(QStringLiteral("centreTabs"));
-    tabs->setCurrentWidget(window.part<CompareView>());
+    window.showCompare();
     if (options.view == QLatin1String("compare-difference"))
       window.part<CompareView>()->setMode(CompareView::Mode::Difference);
   }

@@ -4,6 +4,8 @@
 
 #include <QAction>
 #include <QCloseEvent>
+#include <QShowEvent>
+#include <QWindow>
 #include <QDockWidget>
 #include <QGuiApplication>
 #include <QGroupBox>
@@ -52,6 +54,22 @@
 // Q_INIT_RESOURCE must run outside any namespace; the qrc is compiled into
 // the static `ui` library, whose initialiser the linker would otherwise drop.
 static void initUiResources() { Q_INIT_RESOURCE(precision_lab); }
+
+namespace {
+
+// A panel whose own minimum size must not set the window's: it scrolls
+// instead (a 10-run comparison, the step inspector's tables on a 720-pixel
+// screen). The panel keeps its object and findChild reaches it.
+QScrollArea* scrollable(QWidget* panel) {
+  auto* scroll = new QScrollArea;
+  scroll->setObjectName(panel->objectName() + QStringLiteral("Scroll"));
+  scroll->setWidget(panel);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  return scroll;
+}
+
+}  // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   initUiResources();
@@ -112,7 +130,8 @@ void MainWindow::buildLayout() {
   m_tabs->setObjectName(QStringLiteral("centreTabs"));
   m_tabs->setDocumentMode(true);
   m_tabs->addTab(m_liveSplitter, tr("Live"));
-  m_tabs->addTab(m_compare, tr("Compare"));
+  m_compareScroll = scrollable(m_compare);
+  m_tabs->addTab(m_compareScroll, tr("Compare"));
 
   auto* bottom = new QSplitter(Qt::Horizontal);
   m_bottom = bottom;
@@ -149,7 +168,7 @@ void MainWindow::buildLayout() {
   // Right dock, shown by Step: what the last step did, layer by layer.
   m_inspectorDock = new QDockWidget(tr("Step inspector"), this);
   m_inspectorDock->setObjectName(QStringLiteral("stepInspectorDock"));
-  m_inspectorDock->setWidget(new StepInspector(m_store));
+  m_inspectorDock->setWidget(scrollable(new StepInspector(m_store)));
   m_inspectorDock->setAllowedAreas(Qt::AllDockWidgetAreas);
   addDockWidget(Qt::RightDockWidgetArea, m_inspectorDock);
   m_inspectorDock->hide();
@@ -225,13 +244,13 @@ void MainWindow::wire() {
     if (row >= 0 && m_controller->active() && m_controller->isCurrent(row)) m_table->showRun(row);
   });
   connect(m_tabs, &QTabWidget::currentChanged, this, [this] {
-    if (m_tabs->currentWidget() == m_compare) m_compare->refresh();
+    if (m_tabs->currentWidget() == m_compareScroll) m_compare->refresh();
   });
   // Runs are compared on the Live tab too: its loss and accuracy charts
   // offer the Compare tab's difference to FP32.
   for (int m : {ChartArea::Loss, ChartArea::Accuracy})
     if (auto* v = qobject_cast<LiveChartView*>(m_charts->view(m))) v->addContextAction(m_compare->differenceAction());
-  connect(m_compare, &CompareView::showRequested, this, [this] { m_tabs->setCurrentWidget(m_compare); });
+  connect(m_compare, &CompareView::showRequested, this, [this] { showCompare(); });
   connect(m_table, &PrecisionTableController::layerSelected, m_charts->gradientPanel(), &GradientPanel::setLayer);
   // The data set of the chosen settings loads in the background.
   connect(m_setup, &SetupPanel::settingsChanged, this, [this] { m_datasets->request(m_setup->settings().dataset); });
@@ -254,15 +273,47 @@ void MainWindow::updateActions() {
 }
 
 void MainWindow::fitToScreen() {
+  // The platform window first: its frame margins are known from then on
+  // (offscreen, most window managers; the rest after showing: showEvent).
+  create();
   const QScreen* s = screen() ? screen() : QGuiApplication::primaryScreen();
   const QRect avail = s ? s->availableGeometry() : QRect(0, 0, 1400, 900);
-  // Whole of a small screen; a comfortable size on a large one. The frame
-  // (title bar, borders) comes off the available height.
-  const int frame = frameGeometry().height() - geometry().height();
-  const QSize size(std::min(avail.width(), 1600), std::min(avail.height() - std::max(frame, 0), 1000));
-  resize(size.expandedTo(minimumSizeHint()).boundedTo(avail.size()));
-  move(avail.center() - QPoint(width() / 2, height() / 2 + std::max(frame, 0) / 2));
+  const QMargins frame = windowHandle() ? windowHandle()->frameMargins() : QMargins();
+  const QSize room(avail.width() - frame.left() - frame.right(), avail.height() - frame.top() - frame.bottom());
+  // Whole of a small screen; a comfortable size on a large one. Never
+  // grown to a minimum size: the layout's fits any screen from 1280x720
+  // (tests/ui/test_layout.cpp).
+  m_fitted = true;
+  resize(room.boundedTo(QSize(1600, 1000)));
+  move(avail.x() + (avail.width() - frameGeometry().width()) / 2,
+       avail.y() + (avail.height() - frameGeometry().height()) / 2);
+  keepOnScreen();
 }
+
+void MainWindow::keepOnScreen() {
+  // A size chosen by hand (resize(): the tests' 1400x900) is left alone.
+  if (!m_fitted || isFullScreen() || isMaximized()) return;
+  const QScreen* s = screen() ? screen() : QGuiApplication::primaryScreen();
+  if (!s) return;
+  const QRect avail = s->availableGeometry();
+  QRect f = frameGeometry();
+  if (avail.contains(f)) return;
+  const QSize extra = f.size() - size();
+  const QSize inner = size().boundedTo(avail.size() - extra);
+  if (inner != size()) resize(inner);
+  f = frameGeometry();
+  move(std::clamp(f.x(), avail.left(), std::max(avail.left(), avail.right() + 1 - f.width())),
+       std::clamp(f.y(), avail.top(), std::max(avail.top(), avail.bottom() + 1 - f.height())));
+}
+
+void MainWindow::showEvent(QShowEvent* event) {
+  QMainWindow::showEvent(event);
+  // A window manager adds its frame once the window shows: the whole of
+  // it must still be on the screen.
+  QTimer::singleShot(0, this, &MainWindow::keepOnScreen);
+}
+
+void MainWindow::showCompare() { m_tabs->setCurrentWidget(m_compareScroll); }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
   if (m_controller->active()) {
@@ -326,4 +377,6 @@ void MainWindow::setPresentation(bool on) {
   part<LecturePanel>()->setPresentation(on);
   chart_style::setPresentationFont(m_actions->toolbar, on, chart_style::presentation::kLegendPt - 2);
   m_lesson->setPresentation(on);
+  // Back from full screen: the window as it was, on the screen.
+  if (!on) QTimer::singleShot(0, this, &MainWindow::keepOnScreen);
 }

@@ -61,6 +61,13 @@ class MainWindow : public QMainWindow {
   // Sized to the screen's available geometry (not a fixed 1400x900): the
   // whole of a 1280x720 projector, at most 1600x1000 on larger screens, centred.
   void fitToScreen();
+  // The window's frame moved (and shrunk if need be) into the screen's
+  // available geometry, once fitToScreen() sized it (and on showing, when a
+  // window manager adds its frame); a full-screen or maximized window is
+  // left alone.
+  void keepOnScreen();
+  // The Compare tab in front.
+  void showCompare();
   // Enables the run actions for what can be done now.
   void updateActions();
 
@@ -70,6 +77,7 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  void showEvent(QShowEvent* event) override;
 
  private:
   void buildLayout();
@@ -88,6 +96,7 @@ class MainWindow : public QMainWindow {
   QTabWidget* m_tabs = nullptr;
   ChartArea* m_charts = nullptr;
   CompareView* m_compare = nullptr;
+  QWidget* m_compareScroll = nullptr;  // the Compare tab: the view, scrollable
   QSplitter* m_liveSplitter = nullptr;
   QSplitter* m_bottom = nullptr;
   RunsList* m_runs = nullptr;
@@ -105,4 +114,5 @@ class MainWindow : public QMainWindow {
   HistoryController* m_history = nullptr;
   ExportController* m_export = nullptr;
   FaultInjector* m_faults = nullptr;
+  bool m_fitted = false;  // sized by fitToScreen(): kept on the screen
 };

@@ -69,8 +69,16 @@ WindowActions::WindowActions(QMainWindow* window) : QObject(window), m_window(wi
 
 void WindowActions::createMenus(QMainWindow* window) {
   auto* quit = new QAction(tr("Quit"), window);
-  quit->setShortcut(QKeySequence::Quit);
+  quit->setObjectName(QStringLiteral("actionQuit"));
+  // The platform's Quit and Ctrl+Q wherever the platform has none for it
+  // (Windows' key scheme, the offscreen platform).
+  QList<QKeySequence> quitKeys = QKeySequence::keyBindings(QKeySequence::Quit);
+  if (!quitKeys.contains(QKeySequence(Qt::CTRL | Qt::Key_Q))) quitKeys << QKeySequence(Qt::CTRL | Qt::Key_Q);
+  quit->setShortcuts(quitKeys);
   connect(quit, &QAction::triggered, window, &QWidget::close);
+  // On the window too: presentation view hides the menu bar, and with it
+  // the File menu's shortcut.
+  window->addAction(quit);
   auto* about = new QAction(tr("About Precision Lab"), window);
   connect(about, &QAction::triggered, window, [window] {
     QMessageBox::about(window, tr("About Precision Lab"),

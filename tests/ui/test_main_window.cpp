@@ -13,6 +13,7 @@
 #include <QGroupBox>
 #include <QHeaderView>
 #include <QLabel>
+#include <QMenuBar>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardItemModel>
@@ -350,9 +351,23 @@ TEST_F(MainWindowTest, OpensSizedToTheAvailableScreen) {
   // The whole screen up to 1600x1000 (no smaller than the window can be:
   // the offscreen platform's screen is 800x600, below the 1280x720 it supports).
   const QSize least = m_window->minimumSizeHint();
-  EXPECT_EQ(m_window->width(), std::max(std::min(avail.width(), 1600), least.width()));
+  // (Less the frame's few pixels: the frame fits the screen.)
+  EXPECT_NEAR(m_window->width(), std::max(std::min(avail.width(), 1600), least.width()), 8);
   EXPECT_NEAR(m_window->height(), std::max(std::min(avail.height(), 1000), least.height()), 8);
   EXPECT_NE(m_window->size(), QSize(1400, 900));
+}
+
+// Today Ctrl+Q did nothing in presentation view: its action lived in the
+// File menu, hidden with the menu bar.
+TEST_F(MainWindowTest, CtrlQQuitsInPresentationView) {
+  m_window->setPresentation(true);
+  QApplication::processEvents();
+  EXPECT_FALSE(m_window->menuBar()->isVisible());
+  m_window->activateWindow();
+  ASSERT_TRUE(QTest::qWaitForWindowActive(m_window.get()));
+  QTest::keyClick(m_window.get(), Qt::Key_Q, Qt::ControlModifier);
+  QApplication::processEvents();
+  EXPECT_FALSE(m_window->isVisible());
 }
 
 }  // namespace

@@ -91,3 +91,16 @@ pl_add_test(test_ui_robustness
   TIMEOUT 180)
 add_dependencies(test_ui_robustness precision-lab)
 target_compile_definitions(test_ui_robustness PRIVATE PL_GUI_BINARY="$<TARGET_FILE:precision-lab>")
+# The window's layout in every state (views, lessons before and after they
+# run, presentation view, many runs) on a 1280x720 screen and a 1600x1000
+# one, given to the offscreen platform by a screen configuration file.
+pl_add_test(test_ui_layout
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_layout.cpp
+  LIBS ui Qt6::Test
+  LABELS ui
+  ENV QT_QPA_PLATFORM=offscreen:configfile=${CMAKE_CURRENT_LIST_DIR}/screen_1280x720.json
+  TIMEOUT 240)
+add_test(NAME test_ui_layout_1600x1000 COMMAND test_ui_layout --gtest_brief=1)
+set_tests_properties(test_ui_layout_1600x1000 PROPERTIES LABELS ui TIMEOUT 240
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}
+  ENVIRONMENT QT_QPA_PLATFORM=offscreen:configfile=${CMAKE_CURRENT_LIST_DIR}/screen_1600x1000.json)

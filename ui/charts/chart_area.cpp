@@ -7,6 +7,8 @@
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QResizeEvent>
+#include <QScrollArea>
 #include <QValueAxis>
 #include <QVBoxLayout>
 
@@ -36,20 +38,35 @@ ChartArea::ChartArea(RunStore* store, QWidget* parent) : QWidget(parent), m_stor
   m_legend->setTextFormat(Qt::RichText);
   m_legend->setWordWrap(true);
   m_legend->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  // Two lines at most (20 runs would take the charts' height): the rest
+  // scrolls (fitLegend).
+  m_legendScroll = new QScrollArea(this);
+  m_legendScroll->setObjectName(QStringLiteral("chartLegendScroll"));
+  m_legendScroll->setWidget(m_legend);
+  m_legendScroll->setWidgetResizable(true);
+  m_legendScroll->setFrameShape(QFrame::NoFrame);
+  m_legendScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  m_legendScroll->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
 
   auto* outer = new QVBoxLayout(this);
   outer->setContentsMargins(0, 0, 0, 0);
   outer->setSpacing(2);
   auto* header = new QHBoxLayout;
   header->setContentsMargins(6, 0, 6, 0);
-  header->addWidget(m_legend, 1);
+  header->addWidget(m_legendScroll, 1);
   for (ChartTile* t : m_tiles)
     if (QWidget* w = t->headerWidget()) header->addWidget(w);
   outer->addLayout(header);
   m_gridHost = new QWidget(this);
   m_gridHost->setObjectName(QStringLiteral("chartGrid"));
   outer->addWidget(m_gridHost, 1);
-  for (ChartTile* t : m_tiles) t->widget()->setParent(m_gridHost);
+  for (ChartTile* t : m_tiles) {
+    t->widget()->setParent(m_gridHost);
+    // The grid's stretch factors share the height, not the views' size
+    // hints (a chart view's hint is its scene, i.e. its last size: the
+    // larger chart would keep growing). Their minimum sizes still hold.
+    t->view()->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Ignored);
+  }
   layOutCharts();
 
   for (ChartTile* t : m_tiles) {
@@ -126,7 +143,10 @@ void ChartArea::updateLegend() {
                                              .replace(QLatin1Char('-'), QStringLiteral("&#8209;")));
   }
   const QString text = entries.join(QStringLiteral(" &nbsp; &nbsp; "));
-  if (m_legend->text() != text) m_legend->setText(text);
+  if (m_legend->text() != text) {
+    m_legend->setText(text);
+    fitLegend();
+  }
 }
 
 int ChartArea::chartIndex(const QString& key) const {
@@ -209,10 +229,13 @@ void ChartArea::layOutCharts() {
     });
     const int n = static_cast<int>(m_watched.size());
     if (m_watchOnly) {
-      // Two or fewer: stacked, full width. More: two columns.
-      const int columns = n <= 2 ? 1 : 2;
+      // Two or fewer: stacked, full width, where each gets the height of a
+      // readable chart; side by side on a short screen (1280x720). More:
+      // two columns.
+      m_columns = presentationColumns();
+      const int columns = m_columns;
       for (int i = 0; i < n; ++i) {
-        const bool lastAlone = columns == 2 && i == n - 1 && n % 2 == 1;
+        const bool lastAlone = columns == 2 && i == n - 1 && n % 2 == 1 && n > 2;
         grid->addWidget(m_tiles[m_watched[i]]->widget(), i / columns, i % columns, 1, lastAlone ? 2 : 1);
       }
       for (int m : others) m_tiles[m]->widget()->setVisible(false);
@@ -223,6 +246,7 @@ void ChartArea::layOutCharts() {
         for (int j = i; j < std::min(n, i + columns); ++j) gradients = gradients || m_watched[j] == Gradients;
         grid->setRowStretch(i / columns, gradients ? 5 : 4);
       }
+      for (int c = 0; c < columns; ++c) grid->setColumnStretch(c, 1);
     } else {
       // 60 columns: the watched charts share the top row, the others the
       // bottom one, evenly whatever their counts (60 = 3 * 4 * 5).
@@ -234,8 +258,43 @@ void ChartArea::layOutCharts() {
       if (k > 0) grid->setRowStretch(1, 2);
     }
   }
+  // The charts of the widest row share a fixed budget of minimum width, so
+  // a lesson's five charts beside its text fit a 1280-pixel screen.
+  int widest = 1;
+  for (int r = 0; r < grid->rowCount(); ++r) {
+    int inRow = 0;
+    for (int c = 0; c < grid->columnCount(); ++c) {
+      QLayoutItem* item = grid->itemAtPosition(r, c);
+      if (item && item->widget() && item->widget()->isVisibleTo(this) &&
+          (c == 0 || grid->itemAtPosition(r, c - 1) != item))
+        ++inRow;
+    }
+    widest = std::max(widest, inRow);
+  }
+  for (ChartTile* t : m_tiles) t->view()->setMinimumWidth(std::min(chart_style::kMinChartWidth, kGridMinWidth / widest));
   m_x1 = -1;  // new plot widths: decimate again
   scheduleRefresh();
+}
+
+int ChartArea::presentationColumns() const {
+  const int n = static_cast<int>(m_watched.size());
+  if (n > 2) return 2;
+  if (n <= 1) return 1;
+  return m_gridHost->height() / n >= kStackedMinHeight ? 1 : 2;
+}
+
+void ChartArea::fitLegend() {
+  const int line = m_legend->fontMetrics().lineSpacing();
+  const int width = std::max(m_legendScroll->width(), 100);
+  const int need = m_legend->text().isEmpty() ? line : m_legend->heightForWidth(width);
+  const int h = std::clamp(need, line + 2, 2 * line + 4);
+  if (m_legendScroll->minimumHeight() != h) m_legendScroll->setFixedHeight(h);
+}
+
+void ChartArea::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  fitLegend();
+  if (m_watchOnly && presentationColumns() != m_columns) layOutCharts();
 }
 
 void ChartArea::setWatched(const QVector<Metric>& watched, bool watchedOnly) {
@@ -253,6 +312,7 @@ void ChartArea::setPresentation(bool on) {
   for (ChartTile* t : m_tiles) t->setPresentation(on);
   m_styledSeries = seriesCount();
   chart_style::setPresentationFont(m_legend, on, chart_style::presentation::kLegendPt, true);
+  fitLegend();
   m_x1 = -1;
   scheduleRefresh();
 }

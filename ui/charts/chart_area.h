@@ -118,9 +118,18 @@ class ChartArea : public QWidget, public ChartHost {
   // The first point of a run reached a chart (after resetFirstPoint()).
   void pointsAppeared();
 
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
+  // The least width of a row of charts (each at most chart_style's least).
+  static constexpr int kGridMinWidth = 600;
+  // Presentation view stacks two charts only where each gets this height.
+  static constexpr int kStackedMinHeight = 400;
   template <class T>
   T* tileAs(int m) const;
+  int presentationColumns() const;
+  void fitLegend();
   void prepare(const RunData& run);
   void updateLegend();
   void layOutCharts();
@@ -136,10 +145,12 @@ class ChartArea : public QWidget, public ChartHost {
   bool m_hadPoints = false;
   bool m_refreshPending = false;
   QLabel* m_legend = nullptr;
+  class QScrollArea* m_legendScroll = nullptr;
   QWidget* m_enlarged = nullptr;
   QWidget* m_gridHost = nullptr;
   QVector<Metric> m_watched;
   bool m_watchOnly = false;
+  int m_columns = 1;  // presentation view: the watched charts' columns
   bool m_presentation = false;
   int m_styledSeries = 0;  // series count when the presentation style was last applied
 };

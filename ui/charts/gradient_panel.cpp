@@ -3,10 +3,12 @@
 
 #include <QAreaSeries>
 #include <QResizeEvent>
+#include <QTimer>
 #include <QChart>
 #include <QComboBox>
+#include <QFontMetricsF>
 #include <QGraphicsLayout>
-#include <QHBoxLayout>
+#include <QGridLayout>
 #include <QLabel>
 #include <QLegendMarker>
 #include <QLineSeries>
@@ -21,6 +23,7 @@
 #include "charts/step_chart.h"
 #include "charts/chart_style.h"
 #include "charts/decimate.h"
+#include "charts/elided_label.h"
 #include "charts/number_text.h"
 #include "charts/live_chart_view.h"
 #include "numeric/block.h"
@@ -139,21 +142,28 @@ GradientPanel::GradientPanel(RunStore* store, QWidget* parent) : QWidget(parent)
     m_signature = 0;
     refresh(m_focus);
   });
-  m_fractions = new QLabel(this);
+  // Plain text (ElidedLabel): a '<' in a number would open a tag in rich
+  // text and swallow the words after it. At most two lines (three in
+  // presentation view), the rest in its tooltip: a narrow panel keeps its
+  // chart.
+  m_fractions = new ElidedLabel(this);
   m_fractions->setObjectName(QStringLiteral("gradientFractions"));
-  m_fractions->setWordWrap(true);
-  // Plain text: a '<' in a number would open a tag in rich text and
-  // swallow the words after it.
-  m_fractions->setTextFormat(Qt::PlainText);
-  m_fractions->setText(tr("Gradient statistics arrive at step 1 and every 100 steps."));
+  m_fractions->setFullText(tr("Gradient statistics arrive at step 1 and every 100 steps."));
   m_fractions->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
   fitFractions();
 
-  auto* header = new QHBoxLayout;
+  // The layer and the line of numbers: side by side on a wide panel, the
+  // numbers on a row of their own on a narrow one (fitFooter).
+  m_layerLabel = new QLabel(tr("Layer"), this);
+  auto* header = new QGridLayout;
+  m_footer = header;
   header->setContentsMargins(4, 0, 4, 0);
-  header->addWidget(new QLabel(tr("Layer"), this));
-  header->addWidget(m_layer);
-  header->addWidget(m_fractions, 1);
+  header->setHorizontalSpacing(6);
+  header->setVerticalSpacing(0);
+  header->addWidget(m_layerLabel, 0, 0);
+  header->addWidget(m_layer, 0, 1);
+  header->addWidget(m_fractions, 0, 2);
+  header->setColumnStretch(2, 1);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->setSpacing(2);
@@ -167,26 +177,55 @@ GradientPanel::~GradientPanel() {
 
 QChart* GradientPanel::chart() const { return m_view->chart(); }
 
-// The line is as tall as its wrapped text at the label's width (changes
-// only with a statistics step or a resize; never cut off).
+// The line keeps the height of its most lines whatever its text (a label
+// that changed height with each statistics step would re-lay out the grid).
 void GradientPanel::fitFractions() {
-  const int lines = 2 * m_fractions->fontMetrics().lineSpacing() + 4;
-  const int w = m_fractions->width() > 50 ? m_fractions->width() : std::max(300, width() - 260);
-  const int h = std::max(lines, m_fractions->heightForWidth(w));
+  const int h = m_fractions->maxLines() * m_fractions->fontMetrics().lineSpacing() + 4;
   if (m_fractions->height() != h || m_fractions->minimumHeight() != h) m_fractions->setFixedHeight(h);
 }
 
 void GradientPanel::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
+  // The zones' legend below a short chart (a lesson's bottom row) would
+  // leave its plot a strip; the hover text says which zone is where.
+  const bool roomy = m_view->height() >= 180;
+  if (chart()->legend()->isVisible() != roomy) chart()->legend()->setVisible(roomy);
+  nameZones();
+  fitFooter();
   fitFractions();
+  // The x ticks depend on the plot's width: drawn again at the new size
+  // (refresh() skips an unchanged signature).
+  if (m_focus != -2)
+    QTimer::singleShot(0, this, [this] {
+      m_signature = 0;
+      refresh(m_focus);
+    });
+}
+
+void GradientPanel::fitFooter() {
+  // Beside the layer box the numbers need about 60 characters a line.
+  const int beside = m_layerLabel->sizeHint().width() + m_layer->sizeHint().width() +
+                     60 * m_fractions->fontMetrics().averageCharWidth();
+  const bool below = width() < beside;
+  const int row = below ? 1 : 0;
+  const int column = below ? 0 : 2;
+  int r = 0, c = 0, rs = 0, cs = 0;
+  m_footer->getItemPosition(m_footer->indexOf(m_fractions), &r, &c, &rs, &cs);
+  if (r == row && c == column) return;
+  m_footer->removeWidget(m_fractions);
+  m_footer->addWidget(m_fractions, row, column, 1, below ? 3 : 1);
 }
 
 void GradientPanel::setPresentation(bool on) {
   m_presentation = on;
   chart_style::applyPresentation(chart(), on);
   m_styledSeries = static_cast<int>(chart()->series().size());
+  nameZones();
   chart_style::setPresentationFont(m_fractions, on, chart_style::presentation::kLegendPt - 2);
+  m_fractions->setMaxLines(on ? 3 : 2);
   chart_style::setPresentationFont(m_layer, on, chart_style::presentation::kLegendPt - 2);
+  chart_style::setPresentationFont(m_layerLabel, on, chart_style::presentation::kLegendPt - 2);
+  fitFooter();
   fitFractions();
 }
 
@@ -348,10 +387,7 @@ void GradientPanel::refresh(int focusRun) {
     text = every > 0 ? tr("Gradient statistics arrive at step 1 and every %1 steps.").arg(every)
                      : tr("Gradient statistics are off for this run (stats_every 0).");
   }
-  if (m_fractions->text() != text) {
-    m_fractions->setText(text);
-    fitFractions();
-  }
+  m_fractions->setFullText(text);
 
   // Axis: the histograms and the format's boundaries, within reason.
   if (!m_range.format.isEmpty())
@@ -363,7 +399,10 @@ void GradientPanel::refresh(int focusRun) {
   auto* xa = qobject_cast<QValueAxis*>(c->axes(Qt::Horizontal).first());
   auto* ya = qobject_cast<QValueAxis*>(c->axes(Qt::Vertical).first());
   // Only real changes: each one re-lays out the chart.
-  setAxis(xa, x0, x1, powerOfTwoTickInterval(x1 - x0, 10));
+  // As many ticks as whole labels fit the plot's width ("-40" at most).
+  const double label = QFontMetricsF(xa->labelsFont()).horizontalAdvance(QStringLiteral("-40")) * 1.6 + 8;
+  const int ticks = std::clamp(static_cast<int>(c->plotArea().width() / label), 2, 10);
+  setAxis(xa, x0, x1, powerOfTwoTickInterval(x1 - x0, ticks));
   setAxis(ya, 0, yTop, niceTickInterval(yTop, 5));
   // Ticks of 0.2 % under a 1 % top (an empty chart: a reopened run keeps
   // no histograms) need their decimal.
@@ -400,15 +439,7 @@ void GradientPanel::updateZones(double x0, double x1, double yTop) {
   vline(m_lineSub, m_range.minSubnormal);
   vline(m_lineNormal, m_range.minNormal);
   vline(m_lineMax, m_range.maxFinite);
-  const QLocale locale;
-  // Legend entries are rich text: '<' would open a tag. Renamed only on a
-  // change of format (a rename re-lays out the legend and the chart).
-  auto rename = [](QAreaSeries* a, const QString& name) {
-    if (a->name() != name) a->setName(name);
-  };
-  rename(m_zoneUnder, tr("%1: flushes to 0 below %2").arg(m_range.format.toHtmlEscaped(), pow2Html(m_range.minSubnormal)));
-  rename(m_zoneSub, tr("subnormal below %1").arg(pow2Html(m_range.minNormal)));
-  rename(m_zoneOver, tr("overflows above %1").arg(locale.toString(std::exp2(m_range.maxFinite), 'g', 5)));
+  nameZones();
   // Zones off the axis (FP32's range) get no legend entry.
   auto legend = [this](QAreaSeries* a, bool shown) {
     for (QLegendMarker* m : chart()->legend()->markers(a))
@@ -417,6 +448,40 @@ void GradientPanel::updateZones(double x0, double x1, double yTop) {
   legend(m_zoneUnder, m_range.minSubnormal > x0);
   legend(m_zoneSub, m_range.minNormal > x0 && m_range.minSubnormal < x1);
   legend(m_zoneOver, m_range.maxFinite < x1);
+}
+
+void GradientPanel::nameZones() {
+  if (m_range.format.isEmpty()) return;
+  // Legend entries are rich text: '<' would open a tag. Renamed only on a
+  // change of format or of room (a rename re-lays out the legend and the
+  // chart). A narrow chart's legend (side by side in presentation view, a
+  // lesson's bottom row) gets the short names, which fit whole: the
+  // boundaries are the dashed lines, and the line below the chart and the
+  // hover text name the format.
+  const bool roomy = m_view->width() >= (m_presentation ? 900 : 560);
+  // Presentation type, a size smaller where the chart is narrow.
+  if (m_presentation) {
+    QFont f = chart()->legend()->font();
+    const double pt = chart_style::presentation::kLegendPt - (roomy ? 0 : 4);
+    if (f.pointSizeF() != pt) {
+      f.setPointSizeF(pt);
+      chart()->legend()->setFont(f);
+    }
+  }
+  const QLocale locale;
+  auto rename = [](QAreaSeries* a, const QString& name) {
+    if (a->name() != name) a->setName(name);
+  };
+  if (roomy) {
+    rename(m_zoneUnder,
+           tr("%1: flushes to 0 below %2").arg(m_range.format.toHtmlEscaped(), pow2Html(m_range.minSubnormal)));
+    rename(m_zoneSub, tr("subnormal below %1").arg(pow2Html(m_range.minNormal)));
+    rename(m_zoneOver, tr("overflows above %1").arg(locale.toString(std::exp2(m_range.maxFinite), 'g', 5)));
+  } else {
+    rename(m_zoneUnder, tr("to zero"));
+    rename(m_zoneSub, tr("subnormal"));
+    rename(m_zoneOver, tr("overflow"));
+  }
 }
 
 QString GradientPanel::hoverText(const QPointF& value) const {

@@ -12,6 +12,9 @@
 #include <map>
 #include <string>
 
+#include "charts/elided_label.h"
+
+
 class LiveChartView;
 class QAreaSeries;
 class QChart;
@@ -69,6 +72,8 @@ class GradientPanel : public QWidget {
  private:
   struct RunHist;
   void fitFractions();
+  void fitFooter();
+  void nameZones();
   void rebuildLayerList(const RunData* focus);
   RunHist& histFor(const RunData& run);
   void updateZones(double x0, double x1, double yTop);
@@ -77,7 +82,9 @@ class GradientPanel : public QWidget {
   RunStore* m_store;
   LiveChartView* m_view = nullptr;
   QComboBox* m_layer = nullptr;
-  QLabel* m_fractions = nullptr;
+  ElidedLabel* m_fractions = nullptr;
+  QLabel* m_layerLabel = nullptr;
+  class QGridLayout* m_footer = nullptr;
   QString m_wantedLayer;
   std::map<int, RunHist*> m_hists;
   QAreaSeries* m_zoneUnder = nullptr;

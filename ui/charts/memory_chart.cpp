@@ -5,6 +5,7 @@
 
 #include <QAreaSeries>
 #include <QChart>
+#include <QEvent>
 #include <QGraphicsSimpleTextItem>
 #include <QLegend>
 #include <QLegendMarker>
@@ -30,6 +31,7 @@ const char* const kCategories[] = {
 };
 constexpr int kCategoryCount = 6;
 constexpr double kMiB = 1024.0 * 1024.0;
+constexpr int kLegendMinWidth = 300;
 
 std::int64_t categoryBytes(const engine::MemoryBytes& m, int c) {
   switch (c) {
@@ -188,6 +190,11 @@ void MemoryChart::finishRanges(const ChartFrame& frame) {
                .arg(static_cast<double>(last.device_total) / (1024.0 * kMiB), 0, 'f', 1);
   }
   if (m_deviceNote->text() != note) m_deviceNote->setText(note);
+  // The legend of eight categories beside a narrow chart (a lesson's
+  // bottom row at 1280x720) would leave the plot a strip: it shows from
+  // this width (double-click enlarges the chart); the tooltip names the
+  // categories at any width.
+  fitLegend();
   m_deviceNote->setVisible(!note.isEmpty());
   if (m_deviceNote->isVisible()) m_deviceNote->setPos(chart()->plotArea().topLeft() + QPointF(6, 2));
 
@@ -226,6 +233,16 @@ QString MemoryChart::hoverLine(const RunData& run, const engine::StepMetrics& s,
          tr("CPU emulation %1 (not in the total: a device has none)").arg(locale.formattedDataSize(s.mem.emulation));
   }
   return t;
+}
+
+void MemoryChart::fitLegend() {
+  const bool roomy = view()->width() >= kLegendMinWidth;
+  if (chart()->legend()->isVisible() != roomy) chart()->legend()->setVisible(roomy);
+}
+
+bool MemoryChart::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == view() && event->type() == QEvent::Resize) fitLegend();
+  return StepChart::eventFilter(watched, event);
 }
 
 ChartTile* makeMemoryChart(ChartHost& host, QWidget* parent) { return new MemoryChart(host, parent); }

@@ -36,9 +36,12 @@ class MemoryChart : public StepChart {
   void draw(const RunData& run, double x1) override;
   void finishRanges(const ChartFrame& frame) override;
   QString hoverLine(const RunData& run, const engine::StepMetrics& step, double x, const QString& who) const override;
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
   struct Run;
+  // The category legend only where the chart is wide enough for it.
+  void fitLegend();
   void updateStack(const RunData* run, const ChartFrame& frame);
 
   std::map<int, Run*> m_runs;

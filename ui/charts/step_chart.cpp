@@ -3,8 +3,12 @@
 #include "charts/step_chart.h"
 
 #include <QChart>
+#include <QFontMetricsF>
 #include <QGuiApplication>
+#include <QEvent>
+#include <QLegend>
 #include <QLegendMarker>
+#include <QTextDocumentFragment>
 #include <QLineSeries>
 #include <QLocale>
 #include <QOffscreenSurface>
@@ -118,6 +122,7 @@ StepChart::StepChart(ChartHost& host, const Spec& spec, QWidget* parent)
   m_view->setObjectName(QString::fromLatin1(spec.objectName));
   m_view->setMinimumSize(chart_style::kMinChartWidth, chart_style::kMinChartHeight);
   m_view->setHoverText([this](const QPointF& v) { return hoverText(v); });
+  m_view->installEventFilter(this);  // fitLegend() on every resize
   const QString stem = QString::fromLatin1(spec.key).replace(QLatin1Char('_'), QLatin1Char('-'));
   m_view->setExportStem([stem] { return stem; });
 }
@@ -158,10 +163,43 @@ void StepChart::updateRun(const RunData& run, const ChartFrame& frame) {
   draw(run, frame.x1);
 }
 
+// A legend below the plot that cannot show its entries whole (a lesson's
+// bottom row, side by side in presentation view) is left out: QtCharts
+// would cut each entry to "skipped s...". Double-click enlarges the chart
+// with its legend; the hover text says what each mark is.
+void StepChart::fitLegend() {
+  QLegend* legend = chart()->legend();
+  if (legend->alignment() != Qt::AlignBottom) return;
+  // QtCharts gives each entry an equal share when they do not all fit. A
+  // hidden legend's markers all read hidden: the width it needed when last
+  // shown is kept.
+  if (legend->isVisible()) {
+    const QFontMetricsF fm(legend->font());
+    int count = 0;
+    double widest = 0;
+    for (QLegendMarker* m : legend->markers())
+      if (m->isVisible()) {
+        ++count;
+        widest = std::max(widest, fm.horizontalAdvance(QTextDocumentFragment::fromHtml(m->label()).toPlainText()));
+      }
+    m_legendWidth = static_cast<int>(count * (widest + fm.height() + 24));
+  }
+  const bool fits = m_legendWidth <= m_view->width() - 24;
+  if (legend->isVisible() != fits) legend->setVisible(fits);
+}
+
+bool StepChart::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == m_view && event->type() == QEvent::Resize) fitLegend();
+  return ChartTile::eventFilter(watched, event);
+}
+
 void StepChart::finish(const ChartFrame& frame) {
-  // A zoomed chart keeps the user's ranges until the zoom is reset.
-  if (!zoomed()) setAxis(xAxis(), 0, frame.x1, niceTickInterval(frame.x1, 5));
+  // A zoomed chart keeps the user's ranges until the zoom is reset. As
+  // many step ticks as the plot's width has room for whole labels (QtCharts
+  // cuts a label wider than its tick spacing to "1…").
+  if (!zoomed()) setAxis(xAxis(), 0, frame.x1, niceTickInterval(frame.x1, stepTicks(frame.x1)));
   finishRanges(frame);
+  fitLegend();  // after the chart's own notes and legend entries
 }
 
 bool StepChart::measureWidth() {
@@ -169,6 +207,12 @@ bool StepChart::measureWidth() {
   const bool changed = w != m_width;
   m_width = w;
   return changed;
+}
+
+int StepChart::stepTicks(double x1) const {
+  const QFontMetricsF fm(xAxis()->labelsFont());
+  const double label = fm.horizontalAdvance(QLocale::c().toString(x1, 'f', 0)) * 1.5 + 12;
+  return std::clamp(static_cast<int>(chart()->plotArea().width() / label), 1, 5);
 }
 
 int StepChart::columns() const { return std::max(m_width, 50); }

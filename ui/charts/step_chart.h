@@ -160,17 +160,24 @@ class StepChart : public ChartTile {
   void setShown(QAbstractSeries* series, bool shown);
   // The plot's pixel columns this frame (at least 50).
   int columns() const;
+  // How many step ticks (1..5) have room for their labels up to x1.
+  int stepTicks(double x1) const;
   bool zoomed() const;
   bool presentationOn() const { return m_presentation; }
 
   ChartHost& m_host;
 
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
  private:
   QString hoverText(const QPointF& value) const;
+  void fitLegend();
 
   Spec m_spec;
   LiveChartView* m_view = nullptr;
   std::map<int, std::uint64_t> m_revisions;  // per run: the records last drawn
   int m_width = -1;
+  int m_legendWidth = 0;  // what the legend's entries need, measured when shown
   bool m_presentation = false;
 };

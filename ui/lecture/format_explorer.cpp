@@ -208,7 +208,14 @@ FormatExplorer::FormatExplorer(QWidget* parent) : QDialog(parent) {
   m_tabs = new QTabWidget(this);
   m_tabs->setObjectName(QStringLiteral("explorerTabs"));
   m_tabs->addTab(valuesPage, tr("Values: one number in every format"));
-  m_tabs->addTab(m_blockView, tr("Blocks: MXFP8, MXFP6, MXFP4, NVFP4"));
+  // The block view scrolls on a short screen rather than squeeze its
+  // wrapped descriptions to one cut line.
+  auto* blocksPage = new QScrollArea(this);
+  blocksPage->setObjectName(QStringLiteral("blocksScroll"));
+  blocksPage->setWidget(m_blockView);
+  blocksPage->setWidgetResizable(true);
+  blocksPage->setFrameShape(QFrame::NoFrame);
+  m_tabs->addTab(blocksPage, tr("Blocks: MXFP8, MXFP6, MXFP4, NVFP4"));
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(m_tabs, 1);
   layout->addWidget(buttons);
@@ -264,7 +271,7 @@ void FormatExplorer::setBits(engine::Format f, std::uint32_t bits) {
 
 void FormatExplorer::setRunStore(RunStore* store) { m_blockView->setRunStore(store); }
 
-void FormatExplorer::showBlocks() { m_tabs->setCurrentWidget(m_blockView); }
+void FormatExplorer::showBlocks() { m_tabs->setCurrentIndex(1); }
 
 void FormatExplorer::showValues() { m_tabs->setCurrentIndex(0); }
 

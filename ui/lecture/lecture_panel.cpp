@@ -3,6 +3,7 @@
 
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QResizeEvent>
 #include <QScrollArea>
 #include <QTextDocument>
 #include <QToolButton>
@@ -70,6 +71,7 @@ LecturePanel::LecturePanel(QWidget* parent) : QWidget(parent) {
   m_claims->setTextFormat(Qt::RichText);
 
   auto* content = new QWidget;
+  m_content = content;
   auto* v = new QVBoxLayout(content);
   v->setContentsMargins(8, 6, 8, 6);
   v->setSpacing(8);
@@ -83,6 +85,7 @@ LecturePanel::LecturePanel(QWidget* parent) : QWidget(parent) {
   v->addWidget(m_claims);
   v->addStretch(1);
   auto* scroll = new QScrollArea(this);
+  m_scroll = scroll;
   scroll->setWidget(content);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
@@ -106,6 +109,7 @@ void LecturePanel::setPreset(const engine::Preset& preset) {
                       .arg(preset.runs.size())
                       .arg(steps, names.join(QStringLiteral(", "))));
   resetClaims();
+  fitPresentation();
 }
 
 void LecturePanel::resetClaims() {
@@ -139,6 +143,7 @@ void LecturePanel::showClaims() {
   }
   m_claimsHeading->setVisible(!lines.isEmpty());
   m_claims->setText(lines.join(QStringLiteral("<br>")));
+  fitPresentation();
 }
 
 QString LecturePanel::title() const { return m_title->text(); }
@@ -151,19 +156,48 @@ QString LecturePanel::claimsText() const {
 }
 
 void LecturePanel::setPresentation(bool on) {
-  using namespace chart_style::presentation;
-  chart_style::setPresentationFont(m_title, on, kHeadingPt, true);
-  chart_style::setPresentationFont(m_explanation, on, kTextPt);
+  m_presentation = on;
   // The room sees the runs on the charts' legend: the line that says what
   // Start does is for the teacher's screen.
   m_runs->setVisible(!on);
-  chart_style::setPresentationFont(m_claimsHeading, on, kTextPt, true);
-  chart_style::setPresentationFont(m_claims, on, kTextPt - 2);
   m_close->setVisible(!on);
   QPalette p = palette();
   if (on) {
-    p.setColor(QPalette::WindowText, kInk);
-    p.setColor(QPalette::Text, kInk);
+    p.setColor(QPalette::WindowText, chart_style::presentation::kInk);
+    p.setColor(QPalette::Text, chart_style::presentation::kInk);
   }
   for (QLabel* l : {m_title, m_explanation, m_runs, m_claimsHeading, m_claims}) l->setPalette(on ? p : QPalette());
+  if (on)
+    fitPresentation();
+  else
+    applyType(0.0);
+}
+
+void LecturePanel::applyType(double scale) {
+  using namespace chart_style::presentation;
+  const bool on = scale > 0;
+  chart_style::setPresentationFont(m_title, on, kHeadingPt * scale, true);
+  chart_style::setPresentationFont(m_explanation, on, kTextPt * scale);
+  chart_style::setPresentationFont(m_claimsHeading, on, kTextPt * scale, true);
+  chart_style::setPresentationFont(m_claims, on, (kTextPt - 2) * scale);
+}
+
+// Presentation view: the largest type (down to about 60%) at which the
+// title, the explanation and every claim fit the panel without scrolling:
+// a long lesson on a 720-pixel projector shows its claims.
+void LecturePanel::fitPresentation() {
+  if (!m_presentation) return;
+  const int width = m_scroll->width();
+  const int height = m_scroll->height();
+  double scale = 1.0;
+  for (; scale > 0.6; scale -= 0.05) {
+    applyType(scale);
+    if (width < 50 || m_content->layout()->totalHeightForWidth(width) <= height) break;
+  }
+  m_typeScale = scale;
+}
+
+void LecturePanel::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  fitPresentation();
 }

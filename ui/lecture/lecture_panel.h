@@ -32,14 +32,22 @@ class LecturePanel : public QWidget {
   QString explanation() const;
   QString claimsText() const;  // what the claims label shows, as plain text
 
-  // Large type for the room (chart_style::presentation).
+  // Large type for the room (chart_style::presentation), as large as lets
+  // the whole lesson fit the panel without scrolling.
   void setPresentation(bool on);
+  // The presentation type's scale (1: chart_style::presentation's sizes).
+  double typeScale() const { return m_typeScale; }
 
  signals:
   void closeRequested();
 
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
   void showClaims();
+  void applyType(double scale);  // 0: the normal fonts
+  void fitPresentation();
 
   engine::Preset m_preset;
   std::vector<engine::ClaimResult> m_results;
@@ -50,4 +58,8 @@ class LecturePanel : public QWidget {
   QLabel* m_claimsHeading = nullptr;
   QLabel* m_claims = nullptr;
   QToolButton* m_close = nullptr;
+  QWidget* m_content = nullptr;
+  class QScrollArea* m_scroll = nullptr;
+  bool m_presentation = false;
+  double m_typeScale = 1.0;
 };

@@ -1,7 +1,6 @@
 // PresentationView: hide, remember, restore.
 #include "lecture/presentation_view.h"
 
-#include <QGuiApplication>
 #include <QMainWindow>
 
 PresentationView::PresentationView(QMainWindow* window) : QObject(window), m_window(window) {}
@@ -22,14 +21,17 @@ void PresentationView::setOn(bool on) {
       w->hide();
     }
     m_stateBefore = m_window->windowState();
-    // Full screen on a real display; the offscreen platform (tests,
-    // screenshots without X) keeps the window's size.
-    if (QGuiApplication::platformName() != QLatin1String("offscreen"))
-      m_window->setWindowState(m_stateBefore | Qt::WindowFullScreen);
+    m_geometryBefore = m_window->geometry();
+    // Full screen, the offscreen platform too (its screen is the one the
+    // layout test and the screenshots give it).
+    m_window->setWindowState(m_stateBefore | Qt::WindowFullScreen);
   } else {
     for (const auto& [w, visible] : m_wasVisible)
       if (w) w->setVisible(visible);
     m_wasVisible.clear();
-    if (QGuiApplication::platformName() != QLatin1String("offscreen")) m_window->setWindowState(m_stateBefore);
+    m_window->setWindowState(m_stateBefore);
+    // The size it had: a platform that restores none (offscreen) would
+    // leave the window screen-sized with its frame off the screen.
+    if (!(m_stateBefore & (Qt::WindowFullScreen | Qt::WindowMaximized))) m_window->setGeometry(m_geometryBefore);
   }
 }

@@ -8,6 +8,7 @@
 #include <QList>
 #include <QObject>
 #include <QPointer>
+#include <QRect>
 #include <QWidget>
 
 #include <utility>
@@ -33,5 +34,6 @@ class PresentationView : public QObject {
   QList<QPointer<QWidget>> m_hide;
   QList<std::pair<QPointer<QWidget>, bool>> m_wasVisible;
   Qt::WindowStates m_stateBefore = Qt::WindowNoState;
+  QRect m_geometryBefore;
   bool m_on = false;
 };

@@ -46,6 +46,8 @@ HistoryPanel::HistoryPanel(QWidget* parent) : QWidget(parent), m_root(run_folder
   m_size = new QLabel;
   m_size->setObjectName(QStringLiteral("historySize"));
   m_size->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  // Cut rather than widen the window (the folder's path is in its tooltip).
+  m_size->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
 
   auto* buttons = new QHBoxLayout;
   buttons->setContentsMargins(0, 0, 0, 0);
@@ -124,7 +126,7 @@ void HistoryPanel::refresh() {
   const int keep = rowOf(current);
   if (keep >= 0) m_tree->setCurrentItem(m_tree->topLevelItem(keep));
   m_size->setText(sizeText());
-  m_size->setToolTip(QDir::toNativeSeparators(m_root));
+  m_size->setToolTip(sizeText() + QLatin1Char('\n') + QDir::toNativeSeparators(m_root));
   updateButtons();
   emit listed(static_cast<int>(m_runs.size()), interrupted);
 }
