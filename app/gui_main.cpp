@@ -27,6 +27,7 @@
 #include <csignal>
 #include <cstdio>
 
+#include "compare/compare_view.h"
 #include "gui_harness.h"
 #include "lecture/lesson_controller.h"
 #include "lecture/speed_control.h"

@@ -17,6 +17,7 @@
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardItemModel>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTest>
 #include <QScreen>
@@ -30,6 +31,7 @@
 #include "backend/cuda_module.h"
 #include "backend/registry.h"
 #include "charts/chart_area.h"
+#include "compare/compare_view.h"
 #include "main_window.h"
 #include "panels/precision_table.h"
 #include "panels/precision_table_model.h"
@@ -368,6 +370,20 @@ TEST_F(MainWindowTest, CtrlQQuitsInPresentationView) {
   QTest::keyClick(m_window.get(), Qt::Key_Q, Qt::ControlModifier);
   QApplication::processEvents();
   EXPECT_FALSE(m_window->isVisible());
+}
+
+// The Live charts' "Difference to FP32" action shows the Compare tab in
+// that mode; the tab's page is the scroll area around the compare view.
+TEST_F(MainWindowTest, DifferenceActionShowsTheCompareTabInDifferenceMode) {
+  auto* tabs = m_window->findChild<QTabWidget*>(QStringLiteral("centreTabs"));
+  ASSERT_NE(tabs, nullptr);
+  auto* compare = m_window->part<CompareView>();
+  ASSERT_NE(tabs->currentWidget(), nullptr);
+  EXPECT_FALSE(tabs->currentWidget()->isAncestorOf(compare));
+  compare->differenceAction()->trigger();
+  QApplication::processEvents();
+  EXPECT_TRUE(tabs->currentWidget()->isAncestorOf(compare));
+  EXPECT_EQ(compare->mode(), CompareView::Mode::Difference);
 }
 
 }  // namespace
