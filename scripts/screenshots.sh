@@ -51,6 +51,9 @@ compare=(--compare fp32,fp16,mixed-fp16,mixed-bf16,fp8 --steps 600 --start)
 both 1000 screenshot "${compare[@]}" --screenshot-after-ms 8000
 # The Compare tab once the comparison has ended.
 both 1000 screenshot-compare "${compare[@]}" --view compare --screenshot-after-ms 300000
+# The same comparison in difference-to-FP32 mode (each run minus FP32, over
+# FP32's own noise band).
+both 1000 screenshot-compare-difference "${compare[@]}" --view compare-difference --screenshot-after-ms 300000
 
 # Lessons in presentation view, shot when their runs end (claims checked).
 for lesson in why-loss-scaling fp4-blocks scale-sawtooth overflow-caught memory-activations master-weights \
