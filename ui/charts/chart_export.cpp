@@ -3,6 +3,7 @@
 #include "charts/chart_export.h"
 
 #include <QApplication>
+#include <QBuffer>
 #include <QChart>
 #include <QChartView>
 #include <QLegend>
@@ -106,9 +107,7 @@ QImage renderChart(QChartView* view) {
   return image;
 }
 
-bool saveChartPng(QChartView* view, const QString& file, QString* error) {
-  const QImage image = renderChart(view);
-  // QSaveFile: written to a temporary file and renamed, never half a PNG.
+bool writePngFile(const QImage& image, const QString& file, QString* error) {
   QSaveFile out(file);
   if (!out.open(QIODevice::WriteOnly) || !image.save(&out, "PNG") || !out.commit()) {
     if (error) *error = writeError(file, out.errorString().isEmpty() ? QStringLiteral("cannot write PNG") : out.errorString());
@@ -117,38 +116,47 @@ bool saveChartPng(QChartView* view, const QString& file, QString* error) {
   return true;
 }
 
-bool saveChartSvg(QChartView* view, const QString& file, QString* error) {
-  SoftwareSeries software(view);
-  ExportLegend legend(view);
+bool writeFileBytes(const QByteArray& bytes, const QString& file, QString* error) {
   QSaveFile out(file);
-  if (!out.open(QIODevice::WriteOnly)) {
-    if (error) *error = writeError(file, out.errorString());
+  if (!out.open(QIODevice::WriteOnly) || out.write(bytes) != bytes.size() || !out.commit()) {
+    if (error) *error = writeError(file, out.errorString().isEmpty() ? QStringLiteral("cannot write") : out.errorString());
     return false;
   }
+  return true;
+}
+
+bool saveChartPng(QChartView* view, const QString& file, QString* error) {
+  return writePngFile(renderChart(view), file, error);
+}
+
+QByteArray renderChartSvg(QChartView* view) {
+  SoftwareSeries software(view);
+  ExportLegend legend(view);
+  QBuffer buffer;
+  buffer.open(QIODevice::WriteOnly);
   QSvgGenerator svg;
-  svg.setOutputDevice(&out);
+  svg.setOutputDevice(&buffer);
   svg.setSize(view->size());
   svg.setViewBox(QRect(QPoint(0, 0), view->size()));
   svg.setTitle(view->chart() ? view->chart()->title() : QString());
   svg.setDescription(QStringLiteral("Precision Lab chart"));
-  {
-    QPainter painter;
-    if (!painter.begin(&svg)) {
-      out.cancelWriting();
-      if (error) *error = writeError(file, QStringLiteral("cannot start the SVG painter"));
-      return false;
-    }
-    painter.setRenderHint(QPainter::Antialiasing);
-    // The same mapping as the PNG: the whole viewport onto the whole picture.
-    view->render(&painter, QRectF(QPointF(0, 0), QSizeF(view->size())), view->viewport()->rect(),
-                 Qt::IgnoreAspectRatio);
-    painter.end();
-  }
-  if (!out.commit()) {
-    if (error) *error = writeError(file, out.errorString());
+  QPainter painter;
+  if (!painter.begin(&svg)) return {};
+  painter.setRenderHint(QPainter::Antialiasing);
+  // The same mapping as the PNG: the whole viewport onto the whole picture.
+  view->render(&painter, QRectF(QPointF(0, 0), QSizeF(view->size())), view->viewport()->rect(),
+               Qt::IgnoreAspectRatio);
+  painter.end();
+  return buffer.data();
+}
+
+bool saveChartSvg(QChartView* view, const QString& file, QString* error) {
+  const QByteArray bytes = renderChartSvg(view);
+  if (bytes.isEmpty()) {
+    if (error) *error = writeError(file, QStringLiteral("cannot start the SVG painter"));
     return false;
   }
-  return true;
+  return writeFileBytes(bytes, file, error);
 }
 
 QString chartFileStem(const QString& title) {

@@ -26,9 +26,17 @@ QPixmap grabWithoutOpenGL(QWidget* widget);
 // The pixel ratio a PNG export renders `view` at: 2x or more, and at least
 // chart_style::kExportMinWidth pixels wide.
 double exportPixelRatio(const QWidget* view);
-// The chart as the PNG export draws it.
+// The chart as the PNG export draws it (GUI thread).
 class QImage;
 QImage renderChart(QChartView* view);
+// The chart as an SVG document (GUI thread); empty when the painter fails.
+class QByteArray;
+QByteArray renderChartSvg(QChartView* view);
+// Any thread: `image` encoded as PNG, or `bytes`, written to `file` through
+// QSaveFile (a temporary file renamed, never half a file). Return false and
+// set *error (one line naming the file) on failure.
+bool writePngFile(const QImage& image, const QString& file, QString* error = nullptr);
+bool writeFileBytes(const QByteArray& bytes, const QString& file, QString* error = nullptr);
 
 // A file name for a chart title or label: "Loss scale (log2)" ->
 // "loss-scale-log2", "gradients fc3" -> "gradients-fc3".
