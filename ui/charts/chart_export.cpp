@@ -84,28 +84,41 @@ double exportPixelRatio(const QWidget* view) {
                    chart_style::kExportMinWidth / width});
 }
 
-QImage renderChart(QChartView* view) {
+ChartPicture recordChart(QChartView* view) {
   SoftwareSeries software(view);
   ExportLegend legend(view);
-  // Rendered (vector) at the export ratio, not grabbed at the screen's:
+  ChartPicture out;
+  out.logical = view->size();
+  out.ratio = exportPixelRatio(view);
+  QPainter painter(&out.picture);
+  painter.setRenderHint(QPainter::Antialiasing);
+  painter.setRenderHint(QPainter::TextAntialiasing);
+  view->render(&painter, QRectF(QPointF(0, 0), QSizeF(out.logical)), view->viewport()->rect(), Qt::IgnoreAspectRatio);
+  painter.end();
+  return out;
+}
+
+QImage rasterChart(const ChartPicture& chart) {
+  // Rasterised (vector) at the export ratio, not grabbed at the screen's:
   // a slide needs more pixels than a 350-pixel chart on screen has. The
-  // painter is scaled and the view's whole viewport is mapped onto the
-  // whole image, both rects explicit: with no target, render() takes the
-  // device's pixel size as the target and, scaled again by the ratio, drew
-  // only a blown-up top-left corner.
-  const double ratio = exportPixelRatio(view);
-  const QSize logical = view->size();
-  QImage image((QSizeF(logical) * ratio).toSize(), QImage::Format_ARGB32_Premultiplied);
+  // view's whole viewport was recorded onto the whole logical rect, both
+  // rects explicit: with no target, render() takes the device's pixel size
+  // as the target and, scaled again by the ratio, drew only a blown-up
+  // top-left corner.
+  const QSize logical = chart.logical.expandedTo(QSize(1, 1));
+  QImage image((QSizeF(logical) * chart.ratio).toSize(), QImage::Format_ARGB32_Premultiplied);
   image.fill(Qt::white);
   QPainter painter(&image);
   painter.setRenderHint(QPainter::Antialiasing);
   painter.setRenderHint(QPainter::TextAntialiasing);
   painter.scale(static_cast<double>(image.width()) / logical.width(),
                 static_cast<double>(image.height()) / logical.height());
-  view->render(&painter, QRectF(QPointF(0, 0), QSizeF(logical)), view->viewport()->rect(), Qt::IgnoreAspectRatio);
+  painter.drawPicture(0, 0, chart.picture);
   painter.end();
   return image;
 }
+
+QImage renderChart(QChartView* view) { return rasterChart(recordChart(view)); }
 
 bool writePngFile(const QImage& image, const QString& file, QString* error) {
   QSaveFile out(file);

@@ -4,7 +4,9 @@
 // the capture (an OpenGL series is not part of a widget grab or render).
 #pragma once
 
+#include <QPicture>
 #include <QPixmap>
+#include <QSize>
 #include <QString>
 
 class QChartView;
@@ -29,6 +31,15 @@ double exportPixelRatio(const QWidget* view);
 // The chart as the PNG export draws it (GUI thread).
 class QImage;
 QImage renderChart(QChartView* view);
+// The same in two steps: the view's drawing recorded (GUI thread, a few ms),
+// then rasterised at the export size (any thread: most of the time).
+struct ChartPicture {
+  QPicture picture;  // the whole viewport onto (0, 0, logical)
+  QSize logical;
+  double ratio = 1.0;
+};
+ChartPicture recordChart(QChartView* view);
+QImage rasterChart(const ChartPicture& chart);
 // The chart as an SVG document (GUI thread); empty when the painter fails.
 class QByteArray;
 QByteArray renderChartSvg(QChartView* view);

@@ -11,8 +11,8 @@
 #include "export/exporter.h"
 
 namespace {
-// Drawn charts waiting for the writer: each holds a >= 1920-pixel-wide
-// image, so drawing waits while the worker is this far behind.
+// Drawn charts waiting for the writer: drawing waits while the worker is
+// this far behind, so that closing the window waits for little.
 constexpr int kMaxQueued = 2;
 // How often a waiting export looks at the worker again.
 constexpr int kPollMs = 5;

@@ -55,7 +55,7 @@ DrawnChart ExportPlan::draw(int k, bool png, bool svg) const {
     throw std::runtime_error(
         QStringLiteral("%1: the chart was closed during the export").arg(QDir::toNativeSeparators(file)).toStdString());
   }
-  if (png) out.png = renderChart(c.view);
+  if (png) out.png = recordChart(c.view);
   if (svg) {
     out.svg = renderChartSvg(c.view);
     if (out.svg.isEmpty())
@@ -79,7 +79,7 @@ QStringList ExportPlan::write(const DrawnChart& chart) {
   QStringList written;
   QString error;
   if (!chart.pngFile.isEmpty()) {
-    if (!writePngFile(chart.png, chart.pngFile, &error)) throw std::runtime_error(error.toStdString());
+    if (!writePngFile(rasterChart(chart.png), chart.pngFile, &error)) throw std::runtime_error(error.toStdString());
     written << chart.pngFile;
   }
   if (!chart.svgFile.isEmpty()) {

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <QByteArray>
-#include <QImage>
 #include <QList>
 #include <QPointer>
 #include <QString>
@@ -13,6 +12,7 @@
 
 #include <vector>
 
+#include "charts/chart_export.h"
 #include "report/csv.h"
 
 class QChartView;
@@ -27,11 +27,11 @@ struct ExportRequest {
   QList<QChartView*> charts;       // drawn as they are on screen
 };
 
-// One chart drawn into memory on the GUI thread: the PNG's pixels (not yet
-// encoded) and the SVG's bytes, and the files they go to.
+// One chart drawn into memory on the GUI thread: the PNG's drawing (not yet
+// rasterised nor encoded) and the SVG's bytes, and the files they go to.
 struct DrawnChart {
   QString pngFile;
-  QImage png;
+  ChartPicture png;
   QString svgFile;
   QByteArray svg;
 };

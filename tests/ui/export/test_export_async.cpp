@@ -155,8 +155,9 @@ TEST_F(ExportAsyncTest, WhereTheTimeGoes) {
     drawSvg += d2;
     worstDraw = std::max({worstDraw, d1, d2});
   }
-  std::printf("export of %d charts + CSV of 5 runs: snapshot %.0f ms, CSV %.0f ms, draw PNG %.0f ms, draw SVG %.0f ms "
-              "(longest single draw %.0f ms), PNG encode+write %.0f ms, SVG write %.0f ms; total %.0f ms\n",
+  std::printf("export of %d charts + CSV of 5 runs: snapshot %.0f ms, CSV %.0f ms, record PNG drawing %.0f ms, draw SVG "
+              "%.0f ms (longest single draw %.0f ms), PNG rasterise+encode+write %.0f ms, SVG write %.0f ms; total %.0f "
+              "ms\n",
               plan.chartCount(), snapshot, csv, drawPng, drawSvg, worstDraw, encode, writeSvg,
               snapshot + csv + drawPng + drawSvg + encode + writeSvg);
   EXPECT_GT(plan.chartCount(), 5);
