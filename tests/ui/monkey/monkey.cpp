@@ -696,6 +696,9 @@ int main(int argc, char** argv) {
   qputenv("HOME", home.path().toLocal8Bit());
   qputenv("XDG_DATA_HOME", QDir(home.path()).filePath(QStringLiteral("data")).toLocal8Bit());
   qputenv("XDG_CONFIG_HOME", QDir(home.path()).filePath(QStringLiteral("config")).toLocal8Bit());
+  // And its working folder: the monkey types folder names ("42", "inf") into
+  // the export dialog, and a relative one landed in the caller's checkout.
+  QDir::setCurrent(home.path());
   // Qt's own file dialogs (widgets the monkey can close), never a desktop's.
   qputenv("QT_QPA_PLATFORMTHEME", "");
   QApplication::setAttribute(Qt::AA_DontUseNativeDialogs);
