@@ -173,10 +173,11 @@ TEST_F(ExportAsyncTest, TheEventLoopTurnsDuringAnExportAndTheFilesAreCompleteAtF
   t.start();
   ASSERT_TRUE(exporter()->startExport(request()));
   const double startMs = msSince(t);
-  EXPECT_TRUE(exporter()->exporting());
-  ASSERT_TRUE(done.wait(60000));
+  EXPECT_TRUE(exporter()->exporting()) << "startExport() returned after the export";
+  ASSERT_TRUE(done.count() > 0 || done.wait(60000));
   const double totalMs = msSince(t);
   const int beats = heartbeat.beats() - before;
+  QTest::qWait(60);  // the beat after the last slice counts too
   std::printf("export: startExport() %.0f ms, finished after %.0f ms, %d heartbeats meanwhile, worst lateness %.0f ms "
               "(own %.0f ms)\n", startMs, totalMs, beats, heartbeat.maxLateMs(), heartbeat.maxOwnLateMs());
   EXPECT_GE(beats, 5) << "the event loop did not turn during the export";
