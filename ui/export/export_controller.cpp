@@ -80,6 +80,7 @@ bool ExportController::startExport(const ExportRequest& request) {
   const QString dir = QDir::toNativeSeparators(request.dir);
   connect(task, &ExportTask::finished, this, [this, task, dir](bool ok) {
     const QStringList files = task->files();
+    m_lastLongestSliceMs = task->longestSliceMs();
     if (ok)
       m_messages->status(tr("Exported %1 files to %2").arg(files.size()).arg(dir), 8000);
     else

@@ -36,6 +36,9 @@ class ExportController : public QObject {
   // startExport(), then waits for it (the event loop runs meanwhile).
   bool exportTo(const ExportRequest& request);
   bool exporting() const { return m_task != nullptr; }
+  // The longest single GUI-thread slice of the last finished export, in ms
+  // (the monkey test reports it).
+  double lastLongestSliceMs() const { return m_lastLongestSliceMs; }
   // Every chart of the window (Live tab, then the Compare small multiples).
   QList<QChartView*> allCharts() const;
 
@@ -54,4 +57,5 @@ class ExportController : public QObject {
   // The export running now; a child, so the window's destruction stops it
   // and waits for its worker.
   QPointer<ExportTask> m_task;
+  double m_lastLongestSliceMs = 0.0;
 };

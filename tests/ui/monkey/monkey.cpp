@@ -188,7 +188,10 @@ class Monkey : public QObject {
     m_heartbeat.setInterval(kBeatMs);
     connect(&m_heartbeat, &QTimer::timeout, this, [this] { beat(); });
     connect(window->part<ExportController>(), &ExportController::exportFinished, this,
-            [this](bool ok) { ++(ok ? m_exportsDone : m_exportsFailed); });
+            [this](bool ok) {
+              ++(ok ? m_exportsDone : m_exportsFailed);
+              m_maxExportSlice = std::max(m_maxExportSlice, m_window->part<ExportController>()->lastLongestSliceMs());
+            });
   }
 
   void start() {
@@ -604,8 +607,8 @@ class Monkey : public QObject {
                 m_options.seconds, m_actions, m_window->part<RunStore>()->count());
     std::printf("test_monkey: heartbeat lateness max %.1f ms, of it the UI's own (not waiting for a core) %.1f ms, "
                 "during: %s\n", m_maxLate, m_maxOwn, m_worstAction.c_str());
-    std::printf("test_monkey: %d exports written (%d failed), the UI's own lateness during them up to %.1f ms\n",
-                m_exportsDone, m_exportsFailed, m_maxExportOwn);
+    std::printf("test_monkey: %d exports written (%d failed), their longest GUI-thread slice %.1f ms; the UI's own "
+                "lateness while one ran up to %.1f ms\n", m_exportsDone, m_exportsFailed, m_maxExportSlice, m_maxExportOwn);
     std::printf("test_monkey: latency probe: %s\n", qPrintable(LatencyProbe::describe(s)));
     m_result = 0;
     if (stillActive) {
@@ -639,7 +642,7 @@ class Monkey : public QObject {
   int m_actions = 0;
   int m_exportsDone = 0, m_exportsFailed = 0;
   bool m_wasExporting = false;
-  double m_maxExportOwn = 0.0;
+  double m_maxExportOwn = 0.0, m_maxExportSlice = 0.0;
   QWidget* m_modal = nullptr;
   double m_modalSince = 0.0;
   bool m_finishing = false, m_finished = false, m_stopRequested = false;
