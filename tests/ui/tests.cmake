@@ -33,9 +33,11 @@ pl_add_test(test_ui_compare
   ENV QT_QPA_PLATFORM=offscreen
   TIMEOUT 120)
 # ui/export: an exported PNG is the whole chart (against the SVG rendered by
-# Qt, and the series' colours in its plot area).
+# Qt, and the series' colours in its plot area); an export does not hold the
+# event loop and its files are complete when it says so.
 pl_add_test(test_ui_export
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/export/test_png_export.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/export/test_export_async.cpp
   LIBS ui Qt6::Test
   LABELS ui
   ENV QT_QPA_PLATFORM=offscreen

@@ -3,6 +3,7 @@
 #include "charts/chart_export.h"
 
 #include <QApplication>
+#include <QBuffer>
 #include <QChart>
 #include <QChartView>
 #include <QLegend>
@@ -83,32 +84,43 @@ double exportPixelRatio(const QWidget* view) {
                    chart_style::kExportMinWidth / width});
 }
 
-QImage renderChart(QChartView* view) {
+ChartPicture recordChart(QChartView* view) {
   SoftwareSeries software(view);
   ExportLegend legend(view);
-  // Rendered (vector) at the export ratio, not grabbed at the screen's:
+  ChartPicture out;
+  out.logical = view->size();
+  out.ratio = exportPixelRatio(view);
+  QPainter painter(&out.picture);
+  painter.setRenderHint(QPainter::Antialiasing);
+  painter.setRenderHint(QPainter::TextAntialiasing);
+  view->render(&painter, QRectF(QPointF(0, 0), QSizeF(out.logical)), view->viewport()->rect(), Qt::IgnoreAspectRatio);
+  painter.end();
+  return out;
+}
+
+QImage rasterChart(const ChartPicture& chart) {
+  // Rasterised (vector) at the export ratio, not grabbed at the screen's:
   // a slide needs more pixels than a 350-pixel chart on screen has. The
-  // painter is scaled and the view's whole viewport is mapped onto the
-  // whole image, both rects explicit: with no target, render() takes the
-  // device's pixel size as the target and, scaled again by the ratio, drew
-  // only a blown-up top-left corner.
-  const double ratio = exportPixelRatio(view);
-  const QSize logical = view->size();
-  QImage image((QSizeF(logical) * ratio).toSize(), QImage::Format_ARGB32_Premultiplied);
+  // view's whole viewport was recorded onto the whole logical rect, both
+  // rects explicit: with no target, render() takes the device's pixel size
+  // as the target and, scaled again by the ratio, drew only a blown-up
+  // top-left corner.
+  const QSize logical = chart.logical.expandedTo(QSize(1, 1));
+  QImage image((QSizeF(logical) * chart.ratio).toSize(), QImage::Format_ARGB32_Premultiplied);
   image.fill(Qt::white);
   QPainter painter(&image);
   painter.setRenderHint(QPainter::Antialiasing);
   painter.setRenderHint(QPainter::TextAntialiasing);
   painter.scale(static_cast<double>(image.width()) / logical.width(),
                 static_cast<double>(image.height()) / logical.height());
-  view->render(&painter, QRectF(QPointF(0, 0), QSizeF(logical)), view->viewport()->rect(), Qt::IgnoreAspectRatio);
+  painter.drawPicture(0, 0, chart.picture);
   painter.end();
   return image;
 }
 
-bool saveChartPng(QChartView* view, const QString& file, QString* error) {
-  const QImage image = renderChart(view);
-  // QSaveFile: written to a temporary file and renamed, never half a PNG.
+QImage renderChart(QChartView* view) { return rasterChart(recordChart(view)); }
+
+bool writePngFile(const QImage& image, const QString& file, QString* error) {
   QSaveFile out(file);
   if (!out.open(QIODevice::WriteOnly) || !image.save(&out, "PNG") || !out.commit()) {
     if (error) *error = writeError(file, out.errorString().isEmpty() ? QStringLiteral("cannot write PNG") : out.errorString());
@@ -117,38 +129,47 @@ bool saveChartPng(QChartView* view, const QString& file, QString* error) {
   return true;
 }
 
-bool saveChartSvg(QChartView* view, const QString& file, QString* error) {
-  SoftwareSeries software(view);
-  ExportLegend legend(view);
+bool writeFileBytes(const QByteArray& bytes, const QString& file, QString* error) {
   QSaveFile out(file);
-  if (!out.open(QIODevice::WriteOnly)) {
-    if (error) *error = writeError(file, out.errorString());
+  if (!out.open(QIODevice::WriteOnly) || out.write(bytes) != bytes.size() || !out.commit()) {
+    if (error) *error = writeError(file, out.errorString().isEmpty() ? QStringLiteral("cannot write") : out.errorString());
     return false;
   }
+  return true;
+}
+
+bool saveChartPng(QChartView* view, const QString& file, QString* error) {
+  return writePngFile(renderChart(view), file, error);
+}
+
+QByteArray renderChartSvg(QChartView* view) {
+  SoftwareSeries software(view);
+  ExportLegend legend(view);
+  QBuffer buffer;
+  buffer.open(QIODevice::WriteOnly);
   QSvgGenerator svg;
-  svg.setOutputDevice(&out);
+  svg.setOutputDevice(&buffer);
   svg.setSize(view->size());
   svg.setViewBox(QRect(QPoint(0, 0), view->size()));
   svg.setTitle(view->chart() ? view->chart()->title() : QString());
   svg.setDescription(QStringLiteral("Precision Lab chart"));
-  {
-    QPainter painter;
-    if (!painter.begin(&svg)) {
-      out.cancelWriting();
-      if (error) *error = writeError(file, QStringLiteral("cannot start the SVG painter"));
-      return false;
-    }
-    painter.setRenderHint(QPainter::Antialiasing);
-    // The same mapping as the PNG: the whole viewport onto the whole picture.
-    view->render(&painter, QRectF(QPointF(0, 0), QSizeF(view->size())), view->viewport()->rect(),
-                 Qt::IgnoreAspectRatio);
-    painter.end();
-  }
-  if (!out.commit()) {
-    if (error) *error = writeError(file, out.errorString());
+  QPainter painter;
+  if (!painter.begin(&svg)) return {};
+  painter.setRenderHint(QPainter::Antialiasing);
+  // The same mapping as the PNG: the whole viewport onto the whole picture.
+  view->render(&painter, QRectF(QPointF(0, 0), QSizeF(view->size())), view->viewport()->rect(),
+               Qt::IgnoreAspectRatio);
+  painter.end();
+  return buffer.data();
+}
+
+bool saveChartSvg(QChartView* view, const QString& file, QString* error) {
+  const QByteArray bytes = renderChartSvg(view);
+  if (bytes.isEmpty()) {
+    if (error) *error = writeError(file, QStringLiteral("cannot start the SVG painter"));
     return false;
   }
-  return true;
+  return writeFileBytes(bytes, file, error);
 }
 
 QString chartFileStem(const QString& title) {

@@ -4,15 +4,18 @@
 
 #include <QChartView>
 #include <QDir>
+#include <QEventLoop>
 #include <QStandardPaths>
 #include <QWidget>
 
 #include <exception>
+#include <memory>
 
 #include "charts/chart_area.h"
 #include "charts/live_chart_view.h"
 #include "compare/compare_view.h"
 #include "export/export_dialog.h"
+#include "export/export_task.h"
 #include "export/exporter.h"
 #include "session/run_store.h"
 #include "session/training_controller.h"
@@ -38,6 +41,10 @@ QList<QChartView*> ExportController::allCharts() const {
 }
 
 void ExportController::openDialog() {
+  if (exporting()) {
+    m_messages->status(tr("An export is still running; try again when it has finished"), 5000);
+    return;
+  }
   ExportDialog dialog(*m_store, m_dir, m_window);
   if (dialog.exec() != QDialog::Accepted) return;
   m_dir = dialog.directory();
@@ -48,21 +55,53 @@ void ExportController::openDialog() {
   request.png = dialog.png();
   request.svg = dialog.svg();
   request.charts = allCharts();
-  exportTo(request);
+  startExport(request);
 }
 
-bool ExportController::exportTo(const ExportRequest& request) {
+bool ExportController::startExport(const ExportRequest& request) {
+  if (exporting()) {
+    m_messages->status(tr("An export is still running; try again when it has finished"), 5000);
+    return false;
+  }
   // Charts are drawn from the store as it is now.
   m_controller->drainNow();
   m_charts->refresh();
   m_compare->refresh();
+  std::unique_ptr<ExportPlan> plan;
   try {
-    const QStringList files = exportRuns(*m_store, request);
-    m_messages->status(tr("Exported %1 files to %2").arg(files.size()).arg(QDir::toNativeSeparators(request.dir)),
-                       8000);
-    return true;
+    plan = std::make_unique<ExportPlan>(*m_store, request);
   } catch (const std::exception& e) {
     m_messages->error(tr("Export failed"), QString::fromStdString(e.what()));
+    emit exportFinished(false, {});
     return false;
   }
+  auto* task = new ExportTask(std::move(plan), this);
+  m_task = task;
+  const QString dir = QDir::toNativeSeparators(request.dir);
+  connect(task, &ExportTask::finished, this, [this, task, dir](bool ok) {
+    const QStringList files = task->files();
+    m_lastLongestSliceMs = task->longestSliceMs();
+    if (ok)
+      m_messages->status(tr("Exported %1 files to %2").arg(files.size()).arg(dir), 8000);
+    else
+      m_messages->error(tr("Export failed"), task->error());
+    m_task = nullptr;
+    task->deleteLater();
+    emit exportFinished(ok, files);
+  });
+  m_messages->status(tr("Exporting to %1...").arg(dir));
+  task->start();
+  return true;
+}
+
+bool ExportController::exportTo(const ExportRequest& request) {
+  bool result = false;
+  QEventLoop loop;
+  connect(this, &ExportController::exportFinished, &loop, [&](bool ok) {
+    result = ok;
+    loop.quit();
+  });
+  if (!startExport(request)) return false;
+  loop.exec();
+  return result;
 }
