@@ -66,7 +66,7 @@ case "$cmd" in
   build) deps; build "${1:-release}" ;;
   test)
     deps; build release
-    ctest --preset release "$@"
+    ctest --preset release -j "$(nproc)" "$@"
     ;;
   run)
     deps; build release

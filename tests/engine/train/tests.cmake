@@ -7,7 +7,9 @@ pl_add_test(test_guarded SOURCES engine/train/test_guarded.cpp LIBS engine_train
 pl_add_test(test_layer_catalog SOURCES engine/train/test_layer_catalog.cpp LIBS engine_train LABELS engine)
 # The trainer and fault tests again on the guarded backend (docs/ARCHITECTURE.md
 # "The backend contract"): a host access to step memory would crash them.
+# Label guarded: the release suite runs them; under ASan the same runs are
+# checked once, on the CPU backend.
 add_test(NAME test_trainer_guarded COMMAND test_trainer --gtest_brief=1)
 add_test(NAME test_faults_guarded COMMAND test_faults --gtest_brief=1)
 set_tests_properties(test_trainer_guarded test_faults_guarded PROPERTIES
-  LABELS engine ENVIRONMENT "PL_TEST_BACKEND=guarded" TIMEOUT 300 WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  LABELS "engine;guarded" ENVIRONMENT "PL_TEST_BACKEND=guarded" TIMEOUT 300 WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
