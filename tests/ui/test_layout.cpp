@@ -281,9 +281,9 @@ TEST_F(Layout, EveryLessonBeforeAndAfterItRuns) {
     setPresentation(w, true);
     checkWindow(w, name + QStringLiteral(", presentation"));
     finished = false;
-    ASSERT_TRUE(ui_test::waitFor([&] { return w.part<RunLauncher>()->readyToStart(); }, 60000));
+    ASSERT_TRUE(ui_test::waitFor([&] { return w.part<RunLauncher>()->readyToStart(); }, 180000));
     ASSERT_TRUE(w.part<LessonController>()->start()) << qPrintable(w.part<UserMessages>()->lastError());
-    ASSERT_TRUE(ui_test::waitFor([&] { return finished; }, 60000)) << p.name;
+    ASSERT_TRUE(ui_test::waitFor([&] { return finished; }, 180000)) << p.name;
     checkWindow(w, name + QStringLiteral(", run, presentation"));
     EXPECT_FALSE(w.part<LecturePanel>()->claimResults().empty());
     setPresentation(w, false);

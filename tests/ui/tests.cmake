@@ -101,8 +101,8 @@ pl_add_test(test_ui_layout
   LIBS ui Qt6::Test
   LABELS ui
   ENV QT_QPA_PLATFORM=offscreen:configfile=${CMAKE_CURRENT_LIST_DIR}/screen_1280x720.json
-  TIMEOUT 240)
+  TIMEOUT 900)
 add_test(NAME test_ui_layout_1600x1000 COMMAND test_ui_layout --gtest_brief=1)
-set_tests_properties(test_ui_layout_1600x1000 PROPERTIES LABELS ui TIMEOUT 240
+set_tests_properties(test_ui_layout_1600x1000 PROPERTIES LABELS ui TIMEOUT 900
   WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}
   ENVIRONMENT QT_QPA_PLATFORM=offscreen:configfile=${CMAKE_CURRENT_LIST_DIR}/screen_1600x1000.json)
