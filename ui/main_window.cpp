@@ -367,6 +367,9 @@ bool MainWindow::presentation() const { return m_presentationView->isOn(); }
 
 void MainWindow::setPresentation(bool on) {
   if (on == presentation()) return;
+  // Leaving: the lesson's normal type before the docks and bars come back,
+  // so their resizes do not fit the presentation type again and again.
+  if (!on) part<LecturePanel>()->setPresentation(false);
   m_presentationView->setOn(on);
   if (m_actions->presentation->isChecked() != on) {
     const QSignalBlocker block(m_actions->presentation);
@@ -374,9 +377,11 @@ void MainWindow::setPresentation(bool on) {
   }
   if (on) m_tabs->setCurrentWidget(m_liveSplitter);
   m_charts->setPresentation(on);
-  part<LecturePanel>()->setPresentation(on);
   chart_style::setPresentationFont(m_actions->toolbar, on, chart_style::presentation::kLegendPt - 2);
   m_lesson->setPresentation(on);
+  // Entering: the lesson's type is fitted once, to the width the lesson's
+  // splitter has just given it, not first to the old one.
+  if (on) part<LecturePanel>()->setPresentation(true);
   // Back from full screen: the window as it was, on the screen.
   if (!on) QTimer::singleShot(0, this, &MainWindow::keepOnScreen);
 }

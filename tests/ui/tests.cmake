@@ -68,6 +68,14 @@ pl_add_test(test_ui_lecture
   LABELS ui
   ENV QT_QPA_PLATFORM=offscreen
   TIMEOUT 180)
+# ui/session: presentation view and a five-recipe comparison's start do not
+# hold the event loop (the UI thread's own time per slice, under 200 ms).
+pl_add_test(test_ui_responsive
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/session/test_responsive.cpp
+  LIBS ui Qt6::Test
+  LABELS ui
+  ENV QT_QPA_PLATFORM=offscreen
+  TIMEOUT 120)
 # ui/inspect: the step inspector (what one Step did, layer by layer).
 pl_add_test(test_ui_inspect
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/inspect/test_step_inspector.cpp

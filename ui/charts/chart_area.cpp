@@ -205,7 +205,11 @@ void ChartArea::layOutCharts() {
   grid->setContentsMargins(0, 0, 0, 0);
   grid->setSpacing(4);
   m_enlarged = nullptr;
-  for (ChartTile* t : m_tiles) t->widget()->setVisible(true);
+  // Each tile shown or hidden once: a chart shown only to be hidden again
+  // below is polished and laid out for nothing.
+  for (int m = 0; m < m_tiles.size(); ++m)
+    m_tiles[m]->widget()->setVisible(!m_watchOnly || m_watched.isEmpty() ||
+                                     m_watched.contains(static_cast<Metric>(m)));
   if (m_watched.isEmpty()) {
     int columns = 0;
     for (ChartTile* t : m_tiles) {

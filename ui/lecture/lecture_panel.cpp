@@ -167,6 +167,7 @@ void LecturePanel::setPresentation(bool on) {
     p.setColor(QPalette::Text, chart_style::presentation::kInk);
   }
   for (QLabel* l : {m_title, m_explanation, m_runs, m_claimsHeading, m_claims}) l->setPalette(on ? p : QPalette());
+  m_fitWidth = -1;  // fit again, whatever the size
   if (on)
     fitPresentation();
   else
@@ -182,19 +183,49 @@ void LecturePanel::applyType(double scale) {
   chart_style::setPresentationFont(m_claims, on, (kTextPt - 2) * scale);
 }
 
-// Presentation view: the largest type (down to about 60%) at which the
-// title, the explanation and every claim fit the panel without scrolling:
-// a long lesson on a 720-pixel projector shows its claims.
+// Presentation view: the largest type (down to 60%, in steps of 5%) at which
+// the title, the explanation and every claim fit the panel without
+// scrolling: a long lesson on a 720-pixel projector shows its claims. Each
+// try sets four fonts and lays the text out: the first fitting size is found
+// by bisection (at most four tries, not nine), and a panel whose size and
+// text have not changed keeps the type it has (a window going full screen
+// resizes it several times in one turn of the event loop).
 void LecturePanel::fitPresentation() {
   if (!m_presentation) return;
   const int width = m_scroll->width();
   const int height = m_scroll->height();
-  double scale = 1.0;
-  for (; scale > 0.6; scale -= 0.05) {
-    applyType(scale);
-    if (width < 50 || m_content->layout()->totalHeightForWidth(width) <= height) break;
+  const QString text = m_title->text() + QChar(1) + m_explanation->text() + QChar(1) + m_claims->text() +
+                       (m_claimsHeading->isVisibleTo(this) ? QChar(2) : QChar(3));
+  if (width == m_fitWidth && height == m_fitHeight && text == m_fitText) return;
+  m_fitWidth = width;
+  m_fitHeight = height;
+  m_fitText = text;
+  constexpr int kSmallest = 8;  // 1.0 - 8 * 0.05 = 60%
+  auto scaleAt = [](int i) { return 1.0 - 0.05 * i; };
+  int applied = -1;
+  auto fits = [&](int i) {
+    applyType(scaleAt(i));
+    applied = i;
+    ++m_fitMeasurements;
+    return width < 50 || m_content->layout()->totalHeightForWidth(width) <= height;
+  };
+  // The text's height only grows with its type: the first size that fits,
+  // or the smallest when none does.
+  int lo = 0, hi = kSmallest;
+  if (fits(0)) {
+    hi = 0;
+  } else {
+    lo = 1;
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      if (fits(mid))
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
   }
-  m_typeScale = scale;
+  if (applied != hi) applyType(scaleAt(hi));
+  m_typeScale = scaleAt(hi);
 }
 
 void LecturePanel::resizeEvent(QResizeEvent* event) {

@@ -37,6 +37,9 @@ class LecturePanel : public QWidget {
   void setPresentation(bool on);
   // The presentation type's scale (1: chart_style::presentation's sizes).
   double typeScale() const { return m_typeScale; }
+  // How many type sizes have been laid out and measured so far (each costs
+  // a text layout of the whole panel on the UI thread).
+  int fitMeasurements() const { return m_fitMeasurements; }
 
  signals:
   void closeRequested();
@@ -62,4 +65,9 @@ class LecturePanel : public QWidget {
   class QScrollArea* m_scroll = nullptr;
   bool m_presentation = false;
   double m_typeScale = 1.0;
+  // What the type was last fitted to (fitPresentation).
+  int m_fitWidth = -1;
+  int m_fitMeasurements = 0;
+  int m_fitHeight = -1;
+  QString m_fitText;
 };
