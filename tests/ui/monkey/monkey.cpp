@@ -234,6 +234,7 @@ class Monkey : public QObject {
     const double used = cpu - m_lastCpu;
     const double own = m_options.lateMeasure == "cpu" ? std::min(late, used) : std::max(0.0, late - (wait - m_lastWait));
     m_lastBeat = now;
+    ++m_beatsSinceAction;
     m_lastWait = wait;
     m_lastCpu = cpu;
     g_lastBeatMs = steadyMs();
@@ -270,6 +271,14 @@ class Monkey : public QObject {
   void tick() {
     if (m_finished) return;
     if (!m_finishing && seconds() >= m_options.seconds) m_finishing = true;
+    // One action per heartbeat at most: a late beat is then one action's
+    // cost, not the sum of two a few milliseconds apart (no user clicks
+    // twice within a 20 ms beat). Waiting draws no random number, so a seed
+    // still gives the same actions.
+    if (!m_finishing && m_beatsSinceAction == 0) {
+      QTimer::singleShot(1, this, [this] { tick(); });
+      return;
+    }
     QTimer::singleShot(m_finishing ? 50 : static_cast<int>(below(40)), this, [this] { tick(); });
     if (m_finishing) {
       finishStep();
@@ -295,6 +304,7 @@ class Monkey : public QObject {
       m_window->show();
       return;
     }
+    m_beatsSinceAction = 0;
     randomAction();
   }
 
@@ -633,6 +643,7 @@ class Monkey : public QObject {
   QTimer m_heartbeat;
   LatencyProbe m_probe;
   qint64 m_lastBeat = 0;
+  int m_beatsSinceAction = 1;  // heartbeats since the last random action
   double m_lastWait = 0.0;
   double m_lastCpu = 0.0;
   std::string m_duringAction;
