@@ -234,6 +234,24 @@ IdxArray read_idx(const std::string& path, std::string_view what) {
   return out;
 }
 
+std::string read_file_bytes(const std::string& path, std::size_t max_bytes) {
+  ByteStream in(path);
+  std::string out;
+  // Grown as the data comes (a gzip stream does not say how much it holds):
+  // a bomb costs at most max_bytes + one chunk before it is refused.
+  constexpr std::size_t kChunk = std::size_t{1} << 20;
+  for (;;) {
+    const std::size_t have = out.size();
+    out.resize(have + kChunk);
+    const std::size_t got = in.read(out.data() + have, kChunk);
+    out.resize(have + got);
+    if (out.size() > max_bytes) fail(path, "larger than " + std::to_string(max_bytes) + " bytes");
+    if (got < kChunk) break;
+  }
+  if (in.gzip_cut()) fail(path, "corrupt gzip stream: the file ends before the gzip trailer");
+  return out;
+}
+
 void write_idx(const std::string& path, const std::vector<std::size_t>& dims,
                const std::vector<std::uint8_t>& data, bool gzip) {
   if (dims.empty() || dims.size() > 255) fail(path, "cannot write IDX with " + std::to_string(dims.size()) + " dimensions");
