@@ -1,6 +1,7 @@
 // Text data sets: UTF-8 decoding, the character vocabulary, the Jargon File's cleaning and the windows.
 #include "data/text.h"
 
+#include <algorithm>
 #include <bit>
 #include <filesystem>
 #include <stdexcept>
@@ -114,15 +115,19 @@ TextCorpus tokenize_text(std::string_view text, const std::string& origin) {
   // Pass 1: validate and mark the code points present (a bitmap, 136 KiB).
   std::vector<std::uint64_t> seen(kCodePoints / 64, 0);
   std::size_t count = 0;
+  char32_t top = 0;
   for (std::size_t pos = start; pos < text.size(); ++count) {
     if (text[pos] == '\0') fail(origin, "not UTF-8 text: NUL byte at byte offset " + std::to_string(pos));
     const Decoded d = decode_at(text, pos);
     if (d.len == 0) fail(origin, "not UTF-8 text: invalid UTF-8 at byte offset " + std::to_string(pos));
     seen[d.cp / 64] |= std::uint64_t{1} << (d.cp % 64);
+    top = std::max(top, d.cp);
     pos += d.len;
   }
   // A code point's id is the number of smaller ones present: a prefix count
-  // per 64-bit word and a popcount within it.
+  // per 64-bit word (up to the highest code point used) and a popcount
+  // within it.
+  seen.resize(top / 64 + 1);
   std::vector<std::uint32_t> below(seen.size() + 1, 0);
   for (std::size_t w = 0; w < seen.size(); ++w)
     below[w + 1] = below[w] + static_cast<std::uint32_t>(std::popcount(seen[w]));
