@@ -20,6 +20,7 @@ PKGS=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   xvfb xauth x11-utils imagemagick
   dataset-fashion-mnist
+  jargon-text
 )
 
 # The fuzzers only (clang's libFuzzer and OpenMP runtimes).
@@ -81,7 +82,7 @@ case "$cmd" in
     configure fuzz
     cmake --build --preset fuzz
     seconds=${1:-20}
-    for t in idx gzip config preset journal; do
+    for t in idx gzip config preset journal text; do
       # A copy of the seeds: what libFuzzer adds to its corpus stays out of the repo.
       corpus=$(mktemp -d)
       cp tests/fuzz/corpus/$t/* "$corpus"/

@@ -13,17 +13,19 @@ class Backend;
 
 // Copies samples indices[0..k) of d into caller-owned buffers:
 //   x       k x d.shape.features floats (required),
-//   labels  k int32 (classification; may be null for regression),
+//   labels  k x d.labels_per_sample int32 (classification; may be null for regression),
 //   targets k x d.target_width floats (regression; may be null for classification).
+// Samples are read at d's pitches (text: overlapping windows).
 // Throws std::invalid_argument if a buffer the data set needs is null or an
 // index is out of range. Any thread; no allocation.
 void gather_batch(const Dataset& d, std::span<const std::uint32_t> indices, float* x,
                   std::int32_t* labels, float* targets);
 
 // gather_batch into backend memory (Backend::upload_rows): x holds
-// indices.size() rows of features, labels int32 (classification), targets
-// floats (regression). Throws std::invalid_argument for an index out of
-// range. Trainer thread.
+// indices.size() rows of features, labels labels_per_sample int32 per row
+// (classification), targets floats (regression). Throws
+// std::invalid_argument for an index out of range. Trainer thread (any
+// thread: the scratch of a pitched set's row numbers is per thread).
 void upload_batch(Backend& be, const Dataset& d, std::span<const std::uint32_t> indices, void* x, void* labels,
                   void* targets);
 

@@ -1,4 +1,4 @@
-// load_dataset(): resolves a dataset spec to the built-in sets or an IDX folder.
+// load_dataset(): resolves a dataset spec to the built-in sets, a text file or an IDX folder.
 #include "data/dataset.h"
 
 #include <cstdint>
@@ -7,6 +7,7 @@
 
 #include "data/mnist.h"
 #include "data/synthetic.h"
+#include "data/text.h"
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -28,9 +29,10 @@ void size_inputs(Dataset& d, std::size_t n) {
   d.inputs.resize(n);  // first touch, after the advice
 }
 
-std::vector<std::string> builtin_dataset_names() { return {"fashion-mnist", "spirals", "tiny-gradients"}; }
+std::vector<std::string> builtin_dataset_names() { return {"fashion-mnist", "spirals", "tiny-gradients", "jargon"}; }
 
-DatasetPair load_dataset(std::string_view spec, std::uint64_t seed) {
+DatasetPair load_dataset(std::string_view spec, std::uint64_t seed, std::size_t context) {
+  if (is_text_spec(spec)) return load_text_dataset(spec, context);
   if (spec == "spirals") return make_spirals(seed);
   if (spec == "tiny-gradients") return make_tiny_gradients(seed);
   if (spec == "fashion-mnist") {
@@ -41,11 +43,11 @@ DatasetPair load_dataset(std::string_view spec, std::uint64_t seed) {
     return load_mnist_folder(kFashionMnistDir, opt);
   }
   const std::string dir(spec);
-  if (dir.empty()) throw std::runtime_error("dataset: empty name; expected fashion-mnist, spirals, tiny-gradients or a folder");
+  if (dir.empty()) throw std::runtime_error("dataset: empty name; expected fashion-mnist, spirals, tiny-gradients, jargon, text:PATH or a folder");
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
     throw std::runtime_error(dir + ": no such dataset folder; expected fashion-mnist, spirals, "
-                                   "tiny-gradients or a folder of MNIST-format IDX files");
+                                   "tiny-gradients, jargon, text:PATH or a folder of MNIST-format IDX files");
   }
   MnistOptions opt;
   std::filesystem::path p(dir);

@@ -234,6 +234,28 @@ IdxArray read_idx(const std::string& path, std::string_view what) {
   return out;
 }
 
+std::string read_file_bytes(const std::string& path, std::size_t max_bytes) {
+  ByteStream in(path);
+  std::string out;
+  // A plain file is read in one piece of its size (and one byte more, to see
+  // its end); a gzip stream, which does not say how much it holds, in pieces
+  // doubling from 64 KiB, so a bomb costs about twice max_bytes before it is
+  // refused.
+  const auto left = in.plain_bytes_left();
+  std::size_t chunk = left ? std::min(*left, max_bytes) + 1 : std::size_t{64} << 10;
+  for (;;) {
+    const std::size_t have = out.size();
+    out.resize(have + chunk);
+    const std::size_t got = in.read(out.data() + have, chunk);
+    out.resize(have + got);
+    if (out.size() > max_bytes) fail(path, "larger than " + std::to_string(max_bytes) + " bytes");
+    if (got < chunk) break;
+    chunk = std::min(out.size(), max_bytes + 1 - out.size());
+  }
+  if (in.gzip_cut()) fail(path, "corrupt gzip stream: the file ends before the gzip trailer");
+  return out;
+}
+
 void write_idx(const std::string& path, const std::vector<std::size_t>& dims,
                const std::vector<std::uint8_t>& data, bool gzip) {
   if (dims.empty() || dims.size() > 255) fail(path, "cannot write IDX with " + std::to_string(dims.size()) + " dimensions");

@@ -36,4 +36,10 @@ IdxArray read_idx(const std::string& path, std::string_view what = "data");
 void write_idx(const std::string& path, const std::vector<std::size_t>& dims,
                const std::vector<std::uint8_t>& data, bool gzip);
 
+// A whole file's bytes, inflated when it is gzip (by its magic, as read_idx
+// does). Throws std::runtime_error with one line "<path>: <problem>" for a
+// missing/unreadable file, a corrupt or cut gzip stream, and more than
+// `max_bytes` of content ("larger than N bytes"). Any thread.
+std::string read_file_bytes(const std::string& path, std::size_t max_bytes);
+
 }  // namespace engine

@@ -1,4 +1,4 @@
-# engine/data: IDX reader, MNIST-format folders, generated sets, batching.
+# engine/data: IDX reader, MNIST-format folders, generated sets, text, batching.
 target_sources(engine_data PRIVATE
   data/idx.cpp
   data/mnist.cpp
@@ -6,4 +6,5 @@ target_sources(engine_data PRIVATE
   data/dataset.cpp
   data/sampler.cpp
   data/batch.cpp
+  data/text.cpp
 )

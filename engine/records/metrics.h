@@ -3,7 +3,9 @@
 // engine/UI thread boundary by copy.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <numbers>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -51,12 +53,23 @@ struct StepMetrics {
   double train_accuracy = -1.0;  // batch accuracy (classification), -1 otherwise
 };
 
+// A loss that is a mean over tokens (a text data set's cross-entropy, nats)
+// read as bits per token and as perplexity, the figures language models
+// are compared by.
+inline double bits_per_token(double loss_nats) { return loss_nats / std::numbers::ln2; }
+inline double perplexity(double loss_nats) { return std::exp(loss_nats); }
+
 struct EvalMetrics {
   int run_id = 0;
   std::int64_t step = 0;
   std::int64_t epoch = 0;
   double val_loss = 0.0;
   double val_accuracy = -1.0;  // -1 for regression
+  // val_loss is a mean over tokens (the data set is text): bits per token
+  // and perplexity below mean something (evals.csv writes them only then).
+  bool per_token = false;
+  double val_bits_per_token() const { return bits_per_token(val_loss); }
+  double val_perplexity() const { return perplexity(val_loss); }
 };
 
 // What happened (events.csv's `kind` column is event_kind_name()).
@@ -135,6 +148,9 @@ struct RunSummary {
   double final_loss = 0.0;
   double val_accuracy = -1.0;
   double val_loss = 0.0;
+  bool per_token = false;  // the last evaluation's (EvalMetrics::per_token)
+  double val_bits_per_token() const { return bits_per_token(val_loss); }
+  double val_perplexity() const { return perplexity(val_loss); }
   std::int64_t overflow_steps = 0;
   std::int64_t skipped_steps = 0;
   double final_loss_scale = 1.0;

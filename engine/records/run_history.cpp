@@ -73,6 +73,7 @@ RunSummary RunHistory::summarize(double final_loss_scale) const {
   if (!evals.empty()) {
     s.val_accuracy = evals.back().val_accuracy;
     s.val_loss = evals.back().val_loss;
+    s.per_token = evals.back().per_token;
   }
   s.overflow_steps = overflow_steps;
   s.skipped_steps = skipped_steps;

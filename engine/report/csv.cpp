@@ -117,6 +117,25 @@ void uncell(V& v, const CsvRow& c, const char* name) {
   else v = static_cast<V>(c.d(name));
 }
 
+// Bits per token and perplexity: derived from the loss, written for a text
+// run's rows and empty for the others; reading back marks the record as a
+// text run's when the cell holds a number (files from before these columns
+// have none, and read as not text).
+template <class T>
+Column<T> bits_column() {
+  return {"val_bits_per_token", [](const T& r) { return r.per_token ? num(r.val_bits_per_token()) : std::string(); },
+          [](T& r, const CsvRow& c) {
+            if (c.table.column("val_bits_per_token") < 0) return;  // a file from before the column
+            r.per_token = !c.at("val_bits_per_token").empty();
+            if (r.per_token) (void)c.d("val_bits_per_token");  // a number, or the row is refused
+          }};
+}
+template <class T>
+Column<T> perplexity_column() {
+  return {"val_perplexity", [](const T& r) { return r.per_token ? num(r.val_perplexity()) : std::string(); },
+          nullptr};
+}
+
 // A column that is one member, written and read as it is.
 #define PL_COLUMN(T, NAME, MEMBER)                                        \
   Column<T> {                                                             \
@@ -152,6 +171,8 @@ const Column<EvalMetrics> kEvalColumns[] = {
     PL_COLUMN(EvalMetrics, "epoch", epoch),
     PL_COLUMN(EvalMetrics, "val_loss", val_loss),
     PL_COLUMN(EvalMetrics, "val_accuracy", val_accuracy),
+    bits_column<EvalMetrics>(),
+    perplexity_column<EvalMetrics>(),
 };
 
 const Column<Event> kEventColumns[] = {
@@ -226,6 +247,8 @@ const Column<RunSummary> kSummaryColumns[] = {
     PL_COLUMN(RunSummary, "final_loss", final_loss),
     PL_COLUMN(RunSummary, "val_loss", val_loss),
     PL_COLUMN(RunSummary, "val_accuracy", val_accuracy),
+    bits_column<RunSummary>(),
+    perplexity_column<RunSummary>(),
     PL_COLUMN(RunSummary, "overflow_steps", overflow_steps),
     PL_COLUMN(RunSummary, "skipped_steps", skipped_steps),
     PL_COLUMN(RunSummary, "final_loss_scale", final_loss_scale),

@@ -29,6 +29,8 @@ struct RunExport {
 // reopened run draws it again (header only when no run has any). events.csv has kind, layer, tensor,
 // count and value (the new loss scale of a scale_change). steps.csv has
 // mem_emulation beside the categories of mem_total (it is not part of it).
+// evals.csv and summary.csv have val_bits_per_token and val_perplexity,
+// derived from val_loss for a text run (per_token) and empty otherwise.
 // RFC 4180, UTF-8, '.' decimal point whatever the
 // locale, floats with enough digits to round-trip (%.9g for float values,
 // %.17g for doubles). Each file is written to a temporary file in `dir` and

@@ -7,3 +7,15 @@ pl_add_test(test_data
   LIBS engine_data ZLIB::ZLIB
   LABELS engine
   TIMEOUT 120)
+# Text data sets (the Jargon File corpus when jargon-text is installed).
+pl_add_test(test_text
+  SOURCES engine/data/test_text.cpp
+  LIBS engine_data ZLIB::ZLIB
+  LABELS engine
+  TIMEOUT 120)
+# upload_batch through the backends (text windows, and the old sets' bytes).
+pl_add_test(test_upload_batch
+  SOURCES engine/data/test_upload_batch.cpp
+  LIBS engine_data engine_backends
+  LABELS engine
+  TIMEOUT 120)

@@ -148,3 +148,69 @@ TEST(Csv, FailedExportLeavesNoHalfFiles) {
   EXPECT_TRUE(fs::is_directory(dir / "steps.csv"));
   fs::remove_all(dir);
 }
+
+// A text run's evaluations: bits per token (loss / ln 2) and perplexity
+// (e^loss) beside the loss in nats; empty cells for every other data set.
+TEST(Csv, TokenMetricsForTextRunsOnly) {
+  const fs::path dir = temp_dir("tokens");
+  engine::RunExport text = sample_run();
+  text.history.evals.clear();
+  engine::EvalMetrics e{0, 3, 0, 1.5, 0.25};
+  e.per_token = true;
+  text.history.add(e);
+  text.summary = text.history.summarize(1.0);
+  engine::RunExport image = sample_run();
+  image.run_id = 1;
+  image.summary = image.history.summarize(1.0);
+  engine::export_runs(dir.string(), {text, image});
+
+  const engine::CsvTable evals = engine::read_csv((dir / "evals.csv").string());
+  ASSERT_EQ(evals.rows.size(), 2u);
+  const auto cell = [](const engine::CsvTable& t, std::size_t row, const char* col) {
+    const int c = t.column(col);
+    EXPECT_GE(c, 0) << col;
+    return c < 0 ? std::string("?") : t.rows[row][static_cast<std::size_t>(c)];
+  };
+  // 1.5 nats: 1.5 / ln 2 = 2.16404256133344... bits, e^1.5 = 4.48168907033806...
+  EXPECT_NEAR(std::strtod(cell(evals, 0, "val_bits_per_token").c_str(), nullptr), 2.1640425613334453, 1e-15);
+  EXPECT_NEAR(std::strtod(cell(evals, 0, "val_perplexity").c_str(), nullptr), 4.4816890703380645, 1e-14);
+  EXPECT_EQ(cell(evals, 0, "val_bits_per_token"), engine::csv_number(1.5 / std::log(2.0)));
+  EXPECT_EQ(cell(evals, 0, "val_perplexity"), engine::csv_number(std::exp(1.5)));
+  EXPECT_EQ(cell(evals, 1, "val_bits_per_token"), "");
+  EXPECT_EQ(cell(evals, 1, "val_perplexity"), "");
+  const engine::CsvTable summary = engine::read_csv((dir / "summary.csv").string());
+  EXPECT_EQ(cell(summary, 0, "val_perplexity"), engine::csv_number(std::exp(1.5)));
+  EXPECT_EQ(cell(summary, 1, "val_perplexity"), "");
+
+  // Read back: the rows know which run was text.
+  for (std::size_t r = 0; r < 2; ++r) {
+    engine::EvalMetrics back;
+    engine::csv_read(engine::CsvRow{evals, "evals.csv", r}, back);
+    EXPECT_EQ(back.per_token, r == 0);
+    engine::RunSummary s;
+    engine::csv_read(engine::CsvRow{summary, "summary.csv", r}, s);
+    EXPECT_EQ(s.per_token, r == 0);
+  }
+  fs::remove_all(dir);
+}
+
+// Files written before the token columns read as they did (no text run).
+TEST(Csv, FilesWithoutTokenColumnsStillRead) {
+  const engine::CsvTable old = engine::parse_csv(
+      "run_id,run,recipe,step,epoch,val_loss,val_accuracy\r\n0,fp32,fp32,300,2,0.5,0.875\r\n", "old/evals.csv");
+  engine::EvalMetrics e;
+  engine::csv_read(engine::CsvRow{old, "old/evals.csv", 0}, e);
+  EXPECT_EQ(e.step, 300);
+  EXPECT_EQ(e.val_loss, 0.5);
+  EXPECT_FALSE(e.per_token);
+  const engine::CsvTable bad = engine::parse_csv(
+      "run_id,run,recipe,step,epoch,val_loss,val_accuracy,val_bits_per_token,val_perplexity\r\n"
+      "0,fp32,fp32,300,2,0.5,0.875,abc,\r\n",
+      "bad/evals.csv");
+  try {
+    engine::csv_read(engine::CsvRow{bad, "bad/evals.csv", 0}, e);
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& ex) {
+    EXPECT_EQ(std::string(ex.what()), "bad/evals.csv:2: 'val_bits_per_token' is not a number: 'abc'");
+  }
+}
