@@ -172,6 +172,7 @@ TEST(Weights, EveryRunOfAComparisonHasItsFileAndOldFilesGo) {
   Trainer t;
   RunConfig a = spirals(10), b = spirals(10);
   a.eval_every = b.eval_every = 10;
+  a.threads = b.threads = 2;  // on the CPU: the runs step side by side on the round pool's workers
   b.recipe = "mixed-bf16";
   t.add_run(a);
   t.add_run(b);
