@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "backend/registry.h"
+#include "backend/backend.h"
 #include "journal/weights.h"
 #include "nn/model.h"
 #include "train/build_model.h"
