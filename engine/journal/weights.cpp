@@ -329,4 +329,8 @@ void load_weights(Backend& be, Model& model, const WeightsFile& w, const std::st
   }
 }
 
+void restore_weights(Backend& be, Model& model, const std::string& path) {
+  load_weights(be, model, read_weights(path), path);
+}
+
 }  // namespace engine

@@ -78,4 +78,9 @@ WeightsFile read_weights(const std::string& path);
 // "<origin>: <problem>" and changes nothing when a check fails.
 void load_weights(Backend& be, Model& model, const WeightsFile& w, const std::string& origin);
 
+// read_weights(path) into `model` (load_weights; errors name the path). The
+// run's own precision: `model` from a Run built from the folder's config
+// (runs.json), whose constructor lays it out by the run's recipe.
+void restore_weights(Backend& be, Model& model, const std::string& path);
+
 }  // namespace engine

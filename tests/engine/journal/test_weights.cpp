@@ -99,7 +99,7 @@ TEST_P(WeightsOfARun, RestoreTheFinalEvaluationExactly) {
   // The test can fail: untrained, the evaluation is another.
   EXPECT_NE(fresh.evaluate(out).val_loss, last.val_loss);
   ASSERT_EQ(w.parameters.size(), fresh.model().parameters().size());
-  load_weights(*backend, fresh.model(), w, "weights-0.bin");
+  restore_weights(*backend, fresh.model(), (dir / "weights-0.bin").string());
   const EvalMetrics restored = fresh.evaluate(out);
   EXPECT_EQ(restored.val_loss, last.val_loss);
   EXPECT_EQ(restored.val_accuracy, last.val_accuracy);
