@@ -596,6 +596,8 @@ def main():
     if not PYTHON:
         sys.exit("pytorch_peer: PyTorch is not installed (apt-get install python3-torch libopenblas0-pthread)")
     if a.converge:
+        if a.steps < 1 or a.batch < 1 or a.context < 1 or a.width % max(a.heads, 1) != 0:
+            sys.exit("pytorch_peer: --steps, --batch and --context must be >= 1, --width a multiple of --heads")
         converge(a)
         return
     peer_only = a.bench == "none"
@@ -678,7 +680,8 @@ def main():
     targets = ", ".join(f"{m} fp32 >= {b[0]:.1f}x and mixed-bf16 >= {b[1]:.1f}x" for m, b in TARGETS.items()
                         if m in models)
     verdict = "not measured (--bench none)" if peer_only else \
-        ("met" if missed == 0 else f"missed in {missed} of {cells_counted}")
+        ((("met" if not absent else f"met in the {cells_counted} cells measured") if missed == 0
+          else f"missed in {missed} of {cells_counted}"))
     print(f"\ntarget: ours >= {TARGET:.1f}x PyTorch in every cell" + (f" ({targets})" if targets else "") +
           f"; {verdict}" + (f"; bench_train has no row for {', '.join(absent)}" if absent else ""))
 
