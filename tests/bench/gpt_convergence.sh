@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpt_convergence.sh: our FP32 gpt's validation loss against PyTorch's after the same tokens, same hyperparameters.
 #
-#   tests/bench/gpt_convergence.sh                 jargon, baby shape, 600 steps of 32 windows
+#   tests/bench/gpt_convergence.sh                 jargon, baby shape, 1000 steps of 32 windows
 #   tests/bench/gpt_convergence.sh --steps 1200 --lr 0.002 --dataset text:/path/to/book.txt
 #
 # Trains the gpt (nanoGPT's CPU "baby" shape: 4 layers, width 128, 4 heads,
@@ -14,7 +14,7 @@
 # 0.02); exits 1 when missed, 2 when either side cannot run (a
 # precision-lab-cli without the gpt model says so).
 #
-# Options (defaults): --steps 600 --batch 32 --lr 0.003 --warmup 100
+# Options (defaults): --steps 1000 --batch 32 --lr 0.003 --warmup 100
 # --weight-decay 0.1 --clip 1.0 --seed 0 --dataset jargon --threads 0 (ours:
 # every core) --peer-threads 1 --cli build/release/app/precision-lab-cli
 # --out DIR (the run folder; default a temporary one, removed after)
@@ -26,7 +26,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-steps=600 batch=32 lr=0.003 warmup=100 wd=0.1 clip=1.0 seed=0 dataset=jargon threads=0 peer_threads=1
+steps=1000 batch=32 lr=0.003 warmup=100 wd=0.1 clip=1.0 seed=0 dataset=jargon threads=0 peer_threads=1
 cli=build/release/app/precision-lab-cli out="" curve=0
 layers=4 width=128 heads=4 context=64
 while [ $# -gt 0 ]; do

@@ -46,8 +46,8 @@ validation windows of the context) every --eval-every steps and at the
 end, as "val_loss X" on the last line; tests/bench/gpt_convergence.sh
 compares it with ours at the same token count:
 
-    python3 tests/bench/pytorch_peer.py --converge --text jargon --steps 600 \
-        --batch 32 --lr 1e-3 --warmup 100 --weight-decay 0.1 --clip 1.0
+    python3 tests/bench/pytorch_peer.py --converge --text jargon --steps 1000 \
+        --batch 32 --lr 3e-3 --warmup 100 --weight-decay 0.1 --clip 1.0
 
 Its learning rate follows our schedule (engine/optim/schedule.cpp: linear
 warm-up base*(step+1)/warmup, then cosine to --min-lr, 0 by default, at the
@@ -577,8 +577,8 @@ def main():
     add_gpt_options(ap)
     c = ap.add_argument_group("--converge: one PyTorch gpt training run, its validation loss")
     c.add_argument("--converge", action="store_true")
-    c.add_argument("--steps", type=int, default=600)
-    c.add_argument("--lr", type=float, default=1e-3)
+    c.add_argument("--steps", type=int, default=1000)
+    c.add_argument("--lr", type=float, default=3e-3)
     c.add_argument("--warmup", type=int, default=100)
     c.add_argument("--schedule", choices=["cosine", "constant"], default="cosine")
     c.add_argument("--min-lr", type=float, default=0.0, help="the cosine's last learning rate (ours: 0)")
