@@ -21,7 +21,7 @@
 # --curve N (both sides evaluate every N steps; default only at the end).
 #
 # The peer's model must be ours: PL_PEER_ARGS passes it further options
-# (pytorch_peer.py --help: --init nanogpt|torch, --embed-std, --head-bias,
+# (pytorch_peer.py --help: --init nanogpt|torch, --wte-std, --wpe-std, --head-bias,
 # --tie), e.g. PL_PEER_ARGS="--init torch --head-bias".
 set -euo pipefail
 cd "$(dirname "$0")/../.."

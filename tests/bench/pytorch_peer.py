@@ -77,7 +77,7 @@ TARGETS = {"gpt": (1.5, 1.2)}
 JARGON = "/usr/share/doc/jargon-text/jargon.txt.gz"
 # nanoGPT's CPU baby shape (its README: --block_size=64 --n_layer=4
 # --n_head=4 --n_embd=128 --dropout=0.0) and the batch of the gpt rows.
-GPT = {"layers": 4, "heads": 4, "width": 128, "context": 64, "batch": 32, "init": "nanogpt", "embed_std": None,
+GPT = {"layers": 4, "heads": 4, "width": 128, "context": 64, "batch": 32, "init": "nanogpt", "wte_std": None, "wpe_std": None,
        "head_bias": False, "tie": False, "text": "jargon"}
 
 
@@ -261,9 +261,9 @@ def make_gpt(torch, vocab_size, g):
                     for proj in (b.attn.c_proj, b.mlp[2]):
                         torch.nn.init.normal_(proj.weight, mean=0.0, std=0.02 / math.sqrt(2 * L))
             # (init "torch": the modules' own defaults, Linear U(+-1/sqrt(fan_in)), Embedding N(0, 1).)
-            if g["embed_std"] is not None:
-                for e in (self.wte, self.wpe):
-                    torch.nn.init.normal_(e.weight, mean=0.0, std=g["embed_std"])
+            for e, std in ((self.wte, g["wte_std"]), (self.wpe, g["wpe_std"])):
+                if std is not None:
+                    torch.nn.init.normal_(e.weight, mean=0.0, std=std)
             if g["tie"]:
                 self.wte.weight = self.lm_head.weight
 
@@ -406,7 +406,7 @@ def converge_child(a):
     torch.manual_seed(a["seed"])
     train, val, vocab = load_text(a["text"])
     g = dict(GPT, layers=a["layers"], heads=a["heads"], width=a["width"], context=a["context"],
-             batch=a["batch"], init=a["init"], embed_std=a["embed_std"], head_bias=a["head_bias"], tie=a["tie"])
+             batch=a["batch"], init=a["init"], wte_std=a["wte_std"], wpe_std=a["wpe_std"], head_bias=a["head_bias"], tie=a["tie"])
     model = make_gpt(torch, len(vocab), g)
     opt = gpt_optimizer(torch, model, a["lr"], a["weight_decay"], a["beta2"])
     windows = Windows(torch, train, a["context"], a["batch"], a["seed"])
@@ -511,14 +511,15 @@ def add_gpt_options(ap):
     g.add_argument("--init", choices=["nanogpt", "torch"], default=GPT["init"],
                    help="nanogpt: N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), biases 0; "
                         "torch: the modules' defaults")
-    g.add_argument("--embed-std", type=float, default=None, help="token and position embeddings N(0, this) after init")
+    g.add_argument("--wte-std", type=float, default=None, help="the token embedding N(0, this) after init")
+    g.add_argument("--wpe-std", type=float, default=None, help="the position embedding N(0, this) after init")
     g.add_argument("--head-bias", action="store_true", help="the head has a bias (nanoGPT's has none)")
     g.add_argument("--tie", action="store_true", help="tie the head to the token embedding (nanoGPT does)")
 
 
 def gpt_settings(a):
     return dict(GPT, text=a.text, layers=a.layers, heads=a.heads, width=a.width, context=a.context, batch=a.batch,
-                init=a.init, embed_std=a.embed_std, head_bias=a.head_bias, tie=a.tie)
+                init=a.init, wte_std=a.wte_std, wpe_std=a.wpe_std, head_bias=a.head_bias, tie=a.tie)
 
 
 def converge(a):
@@ -531,8 +532,9 @@ def converge(a):
           f"text {a.text}; {a.mode}; {a.conv_threads} threads")
     print(f"AdamW lr {a.lr} betas (0.9, {a.beta2}) eps 1e-8 weight decay {a.weight_decay} (dim >= 2); {a.schedule} "
           f"to {a.min_lr} after {a.warmup} warm-up steps; clip {a.clip}; batch {a.batch}; {a.steps} steps "
-          f"= {a.steps * a.batch * a.context} tokens; init {a.init}" + (f", embeddings N(0, {a.embed_std})" if
-                                                                           a.embed_std is not None else "") +
+          f"= {a.steps * a.batch * a.context} tokens; init {a.init}" +
+          (f", token embedding N(0, {a.wte_std})" if a.wte_std is not None else "") +
+          (f", positions N(0, {a.wpe_std})" if a.wpe_std is not None else "") +
           ("; head bias" if a.head_bias else "") + ("; tied head" if a.tie else "") + f"; seed {a.seed}")
     proc = subprocess.Popen([PYTHON, os.path.abspath(__file__), "--child-converge", json.dumps(settings)],
                             env=torch_env(a.conv_threads, blas), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
