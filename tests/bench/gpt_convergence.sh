@@ -22,7 +22,7 @@
 #
 # The peer's model must be ours: PL_PEER_ARGS passes it further options
 # (pytorch_peer.py --help: --init nanogpt|torch, --wte-std, --wpe-std, --head-bias,
-# --tie), e.g. PL_PEER_ARGS="--init torch --head-bias".
+# --tie, --no-embedding-decay), e.g. PL_PEER_ARGS="--init torch --head-bias".
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

@@ -279,12 +279,15 @@ def make_gpt(torch, vocab_size, g):
     return GPT()
 
 
-def gpt_optimizer(torch, model, lr, weight_decay, beta2):
+def gpt_optimizer(torch, model, lr, weight_decay, beta2, embedding_decay=True):
     """nanoGPT's configure_optimizers: AdamW, weight decay on every tensor of
-    two or more dimensions (matrices, embeddings), none on biases and norms."""
+    two or more dimensions (matrices, embeddings), none on biases and norms;
+    embedding_decay False keeps it off the two embeddings too."""
     params = [p for p in model.parameters() if p.requires_grad]
-    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
-              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    exempt = set() if embedding_decay else {id(model.wte.weight), id(model.wpe.weight)}
+    decays = lambda p: p.dim() >= 2 and id(p) not in exempt
+    groups = [{"params": [p for p in params if decays(p)], "weight_decay": weight_decay},
+              {"params": [p for p in params if not decays(p)], "weight_decay": 0.0}]
     return torch.optim.AdamW(groups, lr=lr, betas=(0.9, beta2), eps=1e-8)
 
 
@@ -408,7 +411,7 @@ def converge_child(a):
     g = dict(GPT, layers=a["layers"], heads=a["heads"], width=a["width"], context=a["context"],
              batch=a["batch"], init=a["init"], wte_std=a["wte_std"], wpe_std=a["wpe_std"], head_bias=a["head_bias"], tie=a["tie"])
     model = make_gpt(torch, len(vocab), g)
-    opt = gpt_optimizer(torch, model, a["lr"], a["weight_decay"], a["beta2"])
+    opt = gpt_optimizer(torch, model, a["lr"], a["weight_decay"], a["beta2"], not a["no_embedding_decay"])
     windows = Windows(torch, train, a["context"], a["batch"], a["seed"])
     bf16 = a["mode"] == "bf16"
     steps, tokens_per_step = a["steps"], a["batch"] * a["context"]
@@ -526,11 +529,13 @@ def converge(a):
     """--converge: the PyTorch gpt trained once; its validation curve and final loss."""
     settings = dict(gpt_settings(a), steps=a.steps, lr=a.lr, warmup=a.warmup, schedule=a.schedule, min_lr=a.min_lr,
                     weight_decay=a.weight_decay, beta2=a.beta2, clip=a.clip, seed=a.seed, threads=a.conv_threads,
+                    no_embedding_decay=a.no_embedding_decay,
                     eval_every=a.eval_every, mode=a.mode)
     blas = 1  # OpenBLAS's own threads fight PyTorch's on few cores (see main)
     print(f"PyTorch {VERSION} ({PYTHON}); gpt {a.layers} layers, {a.heads} heads, width {a.width}, context {a.context}; "
           f"text {a.text}; {a.mode}; {a.conv_threads} threads")
-    print(f"AdamW lr {a.lr} betas (0.9, {a.beta2}) eps 1e-8 weight decay {a.weight_decay} (dim >= 2); {a.schedule} "
+    decayed = "dim >= 2, not the embeddings" if a.no_embedding_decay else "dim >= 2"
+    print(f"AdamW lr {a.lr} betas (0.9, {a.beta2}) eps 1e-8 weight decay {a.weight_decay} ({decayed}); {a.schedule} "
           f"to {a.min_lr} after {a.warmup} warm-up steps; clip {a.clip}; batch {a.batch}; {a.steps} steps "
           f"= {a.steps * a.batch * a.context} tokens; init {a.init}" +
           (f", token embedding N(0, {a.wte_std})" if a.wte_std is not None else "") +
@@ -585,6 +590,8 @@ def main():
     c.add_argument("--schedule", choices=["cosine", "constant"], default="cosine")
     c.add_argument("--min-lr", type=float, default=0.0, help="the cosine's last learning rate (ours: 0)")
     c.add_argument("--weight-decay", type=float, default=0.1)
+    c.add_argument("--no-embedding-decay", action="store_true",
+                   help="no weight decay on the embeddings (nanoGPT decays them, as every 2-D tensor)")
     c.add_argument("--beta2", type=float, default=0.999, help="AdamW's beta2 (ours: 0.999; nanoGPT's baby: 0.99)")
     c.add_argument("--clip", type=float, default=1.0, help="gradient norm clip (0: off)")
     c.add_argument("--seed", type=int, default=0)
