@@ -82,7 +82,7 @@ case "$cmd" in
     configure fuzz
     cmake --build --preset fuzz
     seconds=${1:-20}
-    for t in idx gzip config preset journal text; do
+    for t in idx gzip config preset journal text weights; do
       # A copy of the seeds: what libFuzzer adds to its corpus stays out of the repo.
       corpus=$(mktemp -d)
       cp tests/fuzz/corpus/$t/* "$corpus"/

@@ -16,6 +16,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "journal/weights.h"
+
 namespace engine {
 
 namespace fs = std::filesystem;
@@ -71,6 +73,13 @@ Journal::Journal(const std::string& dir, std::vector<JournalRun> runs) : m_dir(d
     m_lock = -1;
     throw std::runtime_error(m_dir + ": another process is writing this run folder");
   }
+  // A folder written before keeps no weights of runs this one does not have.
+  std::vector<fs::path> stale;
+  for (const auto& e : fs::directory_iterator(m_dir, ec)) {
+    const std::string f = e.path().filename().string();
+    if (f.rfind("weights-", 0) == 0 && f.size() > 12 && f.compare(f.size() - 4, 4, ".bin") == 0) stale.push_back(e.path());
+  }
+  for (const fs::path& p : stale) fs::remove(p, ec);
   // Starting configs: config.json as a --config file takes it, runs.json with every run.
   json runs_json = json::array();
   for (std::size_t i = 0; i < m_runs.size(); ++i) {
@@ -197,6 +206,11 @@ void Journal::tick() {
   if (!m_dirty) return;
   flush();
   write_status();  // the steps count moves on
+}
+
+void Journal::final_weights(int run_id, Model& model, std::int64_t steps) {
+  if (run_id < 0 || static_cast<std::size_t>(run_id) >= m_state.size()) return;
+  write_weights(m_dir, weights_file_name(run_id), capture_weights(model, steps));
 }
 
 void Journal::finish() {

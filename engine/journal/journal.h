@@ -7,6 +7,8 @@
 // DIR/commands.jsonl every live change, stamped with the step after which it took effect
 // DIR/{steps,evals,events,grads}.csv   appended as records arrive, flushed at least once a second
 // DIR/summary.csv    one row per run that ended (written when the trainer ends)
+// DIR/weights-<run_id>.bin  a finished or stopped run's final weights (journal/weights.h), written
+//                    whole (temporary file, fsync, rename) before its status says it ended
 // DIR/status.json    {"status": running|finished|stopped|failed, "message": why (failed), "runs": [{name, status, steps, ...}]}
 //                    (runs that all failed before their first step leave no CSV files nor commands.jsonl)
 // DIR/.lock          held (flock) while a process writes the folder: a folder whose
@@ -55,6 +57,8 @@ class Journal final : public RecordSink {
   void tick() override;
   // The trainer ended: summary.csv, the final status.json, everything flushed.
   void finish() override;
+  // weights-<run_id>.bin (journal/weights.h).
+  void final_weights(int run_id, Model& model, std::int64_t steps) override;
 
  private:
   struct RunState;

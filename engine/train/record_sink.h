@@ -8,6 +8,8 @@
 
 namespace engine {
 
+class Model;
+
 // Implemented above train (journal/journal.h writes a run folder); the
 // trainer only knows this face, so the step loop does not depend on files.
 // Called on the trainer's thread only. A throw is reported once as an Error
@@ -23,6 +25,12 @@ class RecordSink {
   virtual void tick() = 0;
   // Every run has ended.
   virtual void finish() = 0;
+  // Run `run_id` ended (finished, or stopped) with `model` holding its
+  // final weights: read them now (the trainer thread owns the model), before
+  // the run's final status record arrives. Not called for a failed run.
+  virtual void final_weights(int run_id, Model& model, std::int64_t steps) {
+    (void)run_id, (void)model, (void)steps;
+  }
 };
 
 }  // namespace engine

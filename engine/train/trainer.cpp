@@ -270,6 +270,16 @@ void Trainer::thread_main() {
   m_scheduled.resize(m_configs.size());
   m_stop_at.resize(m_configs.size(), 0);
   std::vector<std::size_t> next_scheduled(m_configs.size(), 0);
+  // A run that ended (finished or stopped) hands its final weights to the
+  // sink here, on this thread, before its status says it ended.
+  auto final_weights = [&](std::size_t i) {
+    if (!m_sink || !m_runs[i]) return;
+    try {
+      m_sink->final_weights(static_cast<int>(i), m_runs[i]->model(), m_runs[i]->steps_done());
+    } catch (const std::exception& e) {
+      sink_failed(e, out);
+    }
+  };
   // A run ends (stopped) with an evaluation where it stopped and its summary.
   auto end_stopped = [&](std::size_t i) {
     if (m_runs[i] && m_runs[i]->steps_done() > 0 && !m_runs[i]->evaluated_at_end()) {
@@ -279,6 +289,7 @@ void Trainer::thread_main() {
         // The summary below still reports the steps taken.
       }
     }
+    final_weights(i);
     if (m_runs[i]) out.emplace_back(m_runs[i]->summary());
     out.emplace_back(RunStatus{static_cast<int>(i), RunState::Stopped, ""});
     state[i] = RunState::Stopped;
@@ -411,6 +422,7 @@ void Trainer::thread_main() {
         continue;
       }
       step_run(i, out);
+      if (state[i] == RunState::Finished) final_weights(i);
       push(out);
       if (m_stop.load(std::memory_order_acquire)) break;
     }
@@ -419,6 +431,9 @@ void Trainer::thread_main() {
       // state entry); they are queued in run order after the round.
       round_records.resize(due.size());
       m_pool->run(due.size(), [&](std::size_t k) { step_run(due[k], round_records[k]); });
+      // The workers are done with the runs: this thread reads the models.
+      for (std::size_t i : due)
+        if (state[i] == RunState::Finished) final_weights(i);
       for (auto& r : round_records) {
         std::move(r.begin(), r.end(), std::back_inserter(out));
         r.clear();  // keeps its capacity for the next round

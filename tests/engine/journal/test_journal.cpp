@@ -159,6 +159,9 @@ TEST(Journal, ALiveRunWithChangesReplaysBitForBit) {
   for (const char* f : {"steps.csv", "evals.csv", "events.csv", "grads.csv", "summary.csv"})
     EXPECT_EQ(deterministic(dir / f), deterministic(again / f)) << f;
   EXPECT_EQ(slurp(dir / "commands.jsonl"), slurp(again / "commands.jsonl"));
+  // The final weights too, byte for byte (the stopped run's, where it stopped).
+  ASSERT_TRUE(fs::exists(dir / "weights-0.bin"));
+  EXPECT_EQ(slurp(dir / "weights-0.bin"), slurp(again / "weights-0.bin"));
   fs::remove_all(dir);
   fs::remove_all(again);
 }
