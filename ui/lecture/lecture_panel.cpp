@@ -187,9 +187,11 @@ void LecturePanel::applyType(double scale) {
 // the title, the explanation and every claim fit the panel without
 // scrolling: a long lesson on a 720-pixel projector shows its claims. Each
 // try sets four fonts and lays the text out: the first fitting size is found
-// by bisection (at most four tries, not nine), and a panel whose size and
-// text have not changed keeps the type it has (a window going full screen
-// resizes it several times in one turn of the event loop).
+// by bisection (at most four tries, not nine), a panel whose size and text
+// have not changed keeps the type it has (a window going full screen
+// resizes it several times in one turn of the event loop), and a size and
+// text fitted before take their type again without a try (presentation
+// view toggled again: each try lays out every claim's rich text).
 void LecturePanel::fitPresentation() {
   if (!m_presentation) return;
   const int width = m_scroll->width();
@@ -202,6 +204,12 @@ void LecturePanel::fitPresentation() {
   m_fitText = text;
   constexpr int kSmallest = 8;  // 1.0 - 8 * 0.05 = 60%
   auto scaleAt = [](int i) { return 1.0 - 0.05 * i; };
+  const QString key = QString::number(width) + QLatin1Char('x') + QString::number(height) + QChar(1) + text;
+  if (const auto known = m_fitted.constFind(key); known != m_fitted.constEnd()) {
+    applyType(scaleAt(*known));
+    m_typeScale = scaleAt(*known);
+    return;
+  }
   int applied = -1;
   auto fits = [&](int i) {
     applyType(scaleAt(i));
@@ -226,6 +234,8 @@ void LecturePanel::fitPresentation() {
   }
   if (applied != hi) applyType(scaleAt(hi));
   m_typeScale = scaleAt(hi);
+  if (m_fitted.size() >= 64) m_fitted.clear();
+  m_fitted.insert(key, hi);
 }
 
 void LecturePanel::resizeEvent(QResizeEvent* event) {

@@ -3,6 +3,7 @@
 // launches, and once they end its claims with PASS or FAIL.
 #pragma once
 
+#include <QHash>
 #include <QWidget>
 
 #include <vector>
@@ -70,4 +71,7 @@ class LecturePanel : public QWidget {
   int m_fitMeasurements = 0;
   int m_fitHeight = -1;
   QString m_fitText;
+  // The size each (panel size, text) was fitted to before: presentation view
+  // toggled again, or the same lesson shown again, sets its type at once.
+  QHash<QString, int> m_fitted;
 };

@@ -13,11 +13,11 @@ add_dependencies(sanitizer_tests test_monkey)
 # starting runs still hold the loop 200-240 ms: the worst one action of
 # 30 s runs of seeds 43, 7 and 11), so the limit is 400 ms until they are
 # cheaper; the monkey prints the worst figure of every run. Sanitizers:
-# 60 s looking for crashes and reports; the UI's own work takes about 2.5x
+# 30 s (CI; the long runs are by hand) looking for crashes and reports; the UI's own work takes about 2.5x
 # as long there (presentation toggle 250-370 ms, a five-recipe comparison's
 # start up to 2 s), so the limit is 1500 ms. The long runs are by hand.
 if(PL_SANITIZE)
-  set(_pl_monkey_seconds 60)
+  set(_pl_monkey_seconds 30)
   set(_pl_monkey_late 1500)
 else()
   set(_pl_monkey_seconds 30)
