@@ -39,6 +39,14 @@ struct Dataset {
   double input_std = 1.0;
   // Regression targets were multiplied by this (tiny-gradients: 2^-20).
   double target_scale = 1.0;
+  // Token windows (text): sample i is inputs[i*P .. i*P + features) with
+  // labels[i*P .. i*P + labels_per_sample), P the pitch. The defaults keep
+  // every other set as it was (P = features, one label).
+  std::size_t row_pitch = 0;         // floats between consecutive samples' starts in `inputs`; 0: shape.features
+  std::size_t labels_per_sample = 1; // labels of one sample (text: T, one per position)
+  std::size_t label_pitch = 0;       // int32s between consecutive samples' labels; 0: labels_per_sample
+  std::vector<std::string> vocabulary; // text: UTF-8 of each token id; empty otherwise
+  bool is_text() const { return !vocabulary.empty(); }
 
   bool is_classification() const { return classes > 0; }
   // Width of the model's output layer: logits per class, or target floats.

@@ -161,6 +161,7 @@ void AttentionScores::forward(Backend& be, const Tensor& x, Tensor& y, Context& 
   ctx.qkv = &qkv;
   float* yf = output_begin(y, ys, p.storage, m_y32);
   attention_scores_forward(be, qkv, yf, x.dim(0), x.dim(1), m_dim, m_heads, p.accumulate);
+  if (causal) fused::causal_zero(be, yf, x.dim(0) * m_heads * x.dim(1), x.dim(1));
   output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, NonfiniteSlot::Activation));
 }
 
@@ -176,10 +177,17 @@ void AttentionScores::backward(Backend& be, const Tensor& dy, Tensor* dx, Contex
   const Tensor& qkv = *ctx.qkv;
   check_dy(dy, qkv);
   const LayerPrecision& p = m_precision;
-  const Tensor& dyg = round_to(be, dy, p.grad, m_dy_grad, false);
+  const Tensor* dyg = &round_to(be, dy, p.grad, m_dy_grad, false);
+  if (causal) {
+    // The masked scores are constants: their gradient goes nowhere.
+    m_dy_masked.resize(dy.shape(), Format::FP32);
+    be.convert(dyg->format(), dyg->data(), Format::FP32, m_dy_masked.data(), dy.numel(), {});
+    fused::causal_zero(be, m_dy_masked.f32(), dy.numel() / dy.shape().back(), dy.shape().back());
+    dyg = &m_dy_masked;
+  }
   float* dxf = output_begin(*dx, qkv.shape(), p.grad, m_dx32);
   be.fill_zero(dxf, static_cast<std::size_t>(qkv.numel()) * sizeof(float));  // v columns: no gradient
-  attention_scores_backward(be, dyg, qkv, dxf, qkv.dim(0), qkv.dim(1), m_dim, m_heads, p.accumulate);
+  attention_scores_backward(be, *dyg, qkv, dxf, qkv.dim(0), qkv.dim(1), m_dim, m_heads, p.accumulate);
   output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, NonfiniteSlot::ActivationGrad));
 }
 
@@ -244,6 +252,7 @@ void AttentionValues::backward_pair(Backend& be, const Tensor& dy, Tensor& dprob
   const Tensor& dyg = round_to(be, dy, p.grad, m_dy_grad, false);
   float* dpf = output_begin(dprobs, probs.shape(), p.grad, m_dp32);
   attention_values_backward(be, dyg, probs, *ctx.qkv, dpf, dqkv, ys[0], ys[1], m_dim, m_heads, p.accumulate);
+  if (causal) fused::causal_zero(be, dpf, probs.numel() / ys[1], ys[1]);
   output_end(be, dprobs, p.grad, m_dp32, false, tracked(*this, NonfiniteSlot::ActivationGrad));
 }
 
@@ -263,10 +272,12 @@ std::size_t AttentionContext::emulation_bytes() const {
   return n;
 }
 
-Attention::Attention(std::string name, std::int64_t dim, std::int64_t heads)
-    : CompositeLayer(name), m_dim(dim), m_qkv(name + ".qkv", dim, 3 * dim),
+Attention::Attention(std::string name, std::int64_t dim, std::int64_t heads, bool causal)
+    : CompositeLayer(name), m_dim(dim), m_causal(causal), m_qkv(name + ".qkv", dim, 3 * dim),
       m_scores(name + ".scores", dim, heads), m_softmax(name + ".softmax"), m_values(name + ".values", dim, heads),
-      m_proj(name + ".proj", dim, dim) {}
+      m_proj(name + ".proj", dim, dim) {
+  m_scores.causal = m_softmax.causal = m_values.causal = causal;
+}
 
 Shape Attention::output_shape(const Shape& in) const {
   if (in.size() != 3 || in[2] != m_dim)
@@ -388,6 +399,7 @@ bool Attention::forward_fused(Backend& be, AttentionContext& ctx, const Tensor*&
   f.format = fq;
   f.qkv = qkv.data();
   f.alpha = score_scale(m_dim / ss[1]);
+  f.causal = m_causal;
   f.scores_format = ps.storage;
   f.softmax_format = pm.compute;
   f.softmax_saturate = saturates_forward(pm.compute);
@@ -482,6 +494,7 @@ const Tensor* Attention::backward_fused(Backend& be, AttentionContext& ctx, cons
   f.probs_format = probs.format();
   f.probs = probs.data();
   f.alpha = score_scale(m_dim / ps_shape[1]);
+  f.causal = m_causal;
   f.dvalues_format = gv;
   f.dvalues = dvalues.data();
   f.dprobs_format = gv;

@@ -64,12 +64,18 @@ class AttentionScores : public Layer {
   // [B, T, 3C], not yet rounded (Attention rounds the whole buffer once).
   void backward_into(Backend& be, const Tensor& dy, float* dqkv, Context& ctx);
 
+  // Causal attention: the scores of future keys (column > row in each
+  // [T, T] plane) are written as +0 before the output's rounding, so they
+  // can neither overflow nor widen a shared scale; standalone backward
+  // takes no gradient from them.
+  bool causal = false;
+
  private:
   void check_dy(const Tensor& dy, const Tensor& qkv) const;
   std::int64_t m_dim, m_heads;
-  Tensor m_y32, m_dy_grad, m_dx32;
+  Tensor m_y32, m_dy_grad, m_dx32, m_dy_masked;
   std::size_t workspace_bytes() const override {
-    return tensors_bytes({&m_y32, &m_dy_grad, &m_dx32});
+    return tensors_bytes({&m_y32, &m_dy_grad, &m_dx32, &m_dy_masked});
   }
 };
 
@@ -107,6 +113,10 @@ class AttentionValues : public Layer {
   // f32 dqkv [B, T, 3C], not yet rounded (Attention rounds the whole buffer).
   void backward_pair(Backend& be, const Tensor& dy, Tensor& dprobs, float* dqkv, Context& ctx);
 
+  // Causal attention: dprobs of future keys written as +0 (the softmax
+  // ignores them; zero keeps them out of the counts and the rounding).
+  bool causal = false;
+
  private:
   std::int64_t m_dim, m_heads;
   Tensor m_y32, m_dy_grad, m_dp32;
@@ -134,9 +144,12 @@ struct AttentionContext : Context {
 // "<name>.proj" (Linear C -> C); each has its own precision, so a recipe can
 // run the GEMMs in FP16 and the softmax in FP32, or force the softmax to FP16.
 // The caller keeps x alive until backward. Trainer thread only.
+// causal: a decoder's self-attention, query t attending to keys 0..t only
+// (the scores, softmax and values leaves' `causal`, and the fused kernels').
 class Attention : public CompositeLayer {
  public:
-  Attention(std::string name, std::int64_t dim, std::int64_t heads);
+  Attention(std::string name, std::int64_t dim, std::int64_t heads, bool causal = false);
+  bool causal() const { return m_causal; }
 
   const char* kind() const override { return "attention"; }
   Shape output_shape(const Shape& in) const override;
@@ -193,6 +206,7 @@ class Attention : public CompositeLayer {
   std::size_t workspace_bytes() const override { return m_dvalues_grad.bytes(); }
 
   std::int64_t m_dim;
+  bool m_causal = false;
   Linear m_qkv;
   AttentionScores m_scores;
   Softmax m_softmax;

@@ -46,7 +46,9 @@ struct TransformerBlockContext : Context {
 // backward. Trainer thread only.
 class TransformerBlock : public CompositeLayer {
  public:
-  TransformerBlock(std::string name, std::int64_t dim, std::int64_t heads, std::int64_t mlp_ratio = 2);
+  // causal: the attention's (nn/attention.h).
+  TransformerBlock(std::string name, std::int64_t dim, std::int64_t heads, std::int64_t mlp_ratio = 2,
+                   bool causal = false);
 
   const char* kind() const override { return "transformer_block"; }
   Shape output_shape(const Shape& in) const override;

@@ -1,6 +1,7 @@
 // Row-wise ops of the CPU backend: LayerNorm and softmax, each with an FP32
 // path and an emulated FP16/BF16-accumulation path (built with
 // -ffp-contract=off so the emulation rounds exactly where it says).
+#include <algorithm>
 #include <cmath>
 
 #include "backend/cpu/gelu_simd.h"
@@ -367,6 +368,25 @@ void softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t c
 void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows,
                       std::int64_t cols) {
   softmax_backward_rows(y, F32In{dy}, dx, rows, cols);
+}
+
+void causal_zero(float* x, std::int64_t rows, std::int64_t T) {
+#pragma omp parallel for schedule(static) if (rows > 1 && worth_parallel(rows * T))
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int64_t seen = r % T + 1;
+    std::fill(x + r * T + seen, x + (r + 1) * T, 0.0f);
+  }
+}
+
+void causal_softmax(bool forward, const float* in, const float* dy, float* out, std::int64_t rows, std::int64_t T,
+                    Format accumulate) {
+#pragma omp parallel for schedule(static) if (rows > 1 && worth_parallel(rows * T))
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int64_t seen = r % T + 1;
+    if (forward) softmax_forward(in + r * T, out + r * T, 1, seen, accumulate);
+    else softmax_backward(in + r * T, dy + r * T, out + r * T, 1, seen);
+    std::fill(out + r * T + seen, out + (r + 1) * T, 0.0f);
+  }
 }
 
 bool softmax_coded_forward(Format fx, const void* x, float* y, std::int64_t rows, std::int64_t cols) {
