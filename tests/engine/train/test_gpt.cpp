@@ -1,0 +1,185 @@
+// The gpt trained by Run on token windows: it learns a repeating pattern, its causal mask
+// holds under every recipe, statistics steps work, and a run repeats bit for bit.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "amp/recipe.h"
+#include "backend/backend.h"
+#include "data/dataset.h"
+#include "engine/test_configs.h"
+#include "nn/model.h"
+#include "train/run.h"
+
+namespace {
+
+using namespace engine;
+
+// A synthetic token set following the text contract (data/dataset.h):
+// the split's stream of ids as floats, labels[j] = token j + 1, windows of
+// T at pitch P (1 for train, T for validation). The stream repeats a
+// pattern of `period` tokens with a seeded jitter: every fifth position
+// draws from a small set, so the task is learnable but not trivial.
+Dataset token_split(const std::string& split, std::size_t n, std::size_t T, std::size_t pitch, int vocab,
+                    std::uint64_t seed) {
+  Dataset d;
+  d.name = "tokens";
+  d.split = split;
+  d.source = "generated";
+  d.shape.features = T;
+  d.classes = vocab;
+  std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  std::vector<int> ids(n);
+  for (std::size_t j = 0; j < n; ++j) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    ids[j] = static_cast<int>(j % 7) + (j % 5 == 4 ? static_cast<int>((s >> 60) % 2) * 7 : 0);
+  }
+  d.inputs.assign(ids.begin(), ids.end());
+  for (std::size_t j = 0; j + 1 < n; ++j) d.labels.push_back(ids[j + 1]);
+  d.row_pitch = pitch;
+  d.labels_per_sample = T;
+  d.label_pitch = pitch;
+  d.count = (n - 1 - T) / pitch + 1;
+  for (int v = 0; v < vocab; ++v) d.vocabulary.push_back(std::string(1, static_cast<char>('a' + v)));
+  return d;
+}
+
+std::shared_ptr<const DatasetPair> tokens(std::size_t T) {
+  auto p = std::make_shared<DatasetPair>();
+  p->train = token_split("train", 4000, T, 1, 14, 1);
+  p->test = token_split("test", 600, T, T, 14, 2);
+  return p;
+}
+
+RunConfig gpt(const std::string& recipe, std::int64_t steps) {
+  RunConfig c = test::small_run(recipe, "gpt", "tokens", steps, 16, 5);
+  c.depth = 2;
+  c.width = 32;
+  c.heads = 2;
+  c.context = 16;
+  c.optimizer = "adamw";
+  c.lr = 3e-3;
+  c.schedule = "constant";
+  return c;
+}
+
+Backend& backend() {
+  static std::unique_ptr<Backend> be = make_cpu_backend(1);
+  return *be;
+}
+
+TEST(Gpt, LearnsAPattern) {
+  const auto data = tokens(16);
+  engine::Run run(0, gpt("fp32", 300), data, backend());
+  std::vector<Record> out;
+  while (!run.finished()) run.step(out);
+  const EvalMetrics e = run.evaluate(out);
+  // log 14 = 2.64 nats at the start; the pattern leaves ~ (1/5) log 2 = 0.14.
+  EXPECT_NEAR(run.steps().front().loss, std::log(14.0), 0.3);
+  EXPECT_LT(e.val_loss, 0.4) << "validation loss after 300 steps";
+  EXPECT_GT(e.val_accuracy, 0.85);
+  EXPECT_LE(e.val_accuracy, 1.0);
+}
+
+// Every recipe: a few steps (the weights move in the recipe's formats), then
+// the logits at position t must not change when tokens after t change.
+TEST(Gpt, CausalUnderEveryRecipe) {
+  const auto data = tokens(16);
+  for (const std::string& recipe : recipe_names()) {
+    SCOPED_TRACE(recipe);
+    // NVFP4 scales each activation tensor by its own amax (numeric/block.h,
+    // the 4-byte tensor scale), taken over every token of the batch, future
+    // ones included: its logits at t move with the tokens after t. An open
+    // problem of the format on a decoder, not of the mask; held apart below.
+    if (recipe == "nvfp4") continue;
+    RunConfig c = gpt(recipe, 3);
+    // SGD: Adam's FP16 state (the fp16 recipe) underflows v to 0 and
+    // blows the weights up, a lesson of its own and not this test's.
+    c.optimizer = "sgd";
+    c.lr = 0.05;
+    c.stats_every = 2;  // statistics steps and the FP32 shadow pass run too
+    engine::Run run(0, c, data, backend());
+    std::vector<Record> out;
+    try {
+      while (!run.finished()) run.step(out);
+    } catch (const std::exception& e) {
+      for (const Record& r : out)
+        if (const auto* ev = std::get_if<Event>(&r)) ADD_FAILURE() << recipe << " " << ev->layer << " " << ev->tensor << " " << ev->count;
+      ADD_FAILURE() << recipe << ": " << e.what();
+      continue;
+    }
+    BackendScope scope(backend());
+    std::vector<float> a(2 * 16);
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 5 + 3) % 14);
+    std::vector<float> b = a;
+    for (int k = 0; k < 2; ++k) b[k * 16 + 10] = static_cast<float>((static_cast<int>(b[k * 16 + 10]) + 3) % 14);
+    b[15] = 0.0f + (b[15] == 0.0f);
+    Tensor ta = Tensor::from_values({2, 16}, Format::FP32, a), tb = Tensor::from_values({2, 16}, Format::FP32, b);
+    const std::vector<float> la = run.model().forward(backend(), ta).to_f32();
+    const std::vector<float> lb = run.model().forward(backend(), tb).to_f32();
+    for (int k = 0; k < 2; ++k)
+      for (int t = 0; t < 10; ++t)
+        EXPECT_EQ(std::memcmp(&la[(k * 16 + t) * 14], &lb[(k * 16 + t) * 14], 14 * sizeof(float)), 0)
+            << "sample " << k << " position " << t;
+    EXPECT_NE(std::memcmp(&la[10 * 14], &lb[10 * 14], 14 * sizeof(float)), 0);
+  }
+}
+
+// The leak above, pinned so that it is seen: under nvfp4 a change after t
+// does reach position t, through the tensor scale only (the blocks of one
+// token never mix tokens).
+TEST(Gpt, Nvfp4TensorScaleSeesTheFuture) {
+  const auto data = tokens(16);
+  RunConfig c = gpt("nvfp4", 3);
+  c.optimizer = "sgd";
+  c.lr = 0.05;
+  engine::Run run(0, c, data, backend());
+  std::vector<Record> out;
+  while (!run.finished()) run.step(out);
+  BackendScope scope(backend());
+  std::vector<float> a(16);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 5 + 3) % 14);
+  std::vector<float> b = a;
+  b[15] = static_cast<float>((static_cast<int>(b[15]) + 7) % 14);
+  Tensor ta = Tensor::from_values({1, 16}, Format::FP32, a), tb = Tensor::from_values({1, 16}, Format::FP32, b);
+  const std::vector<float> la = run.model().forward(backend(), ta).to_f32();
+  const std::vector<float> lb = run.model().forward(backend(), tb).to_f32();
+  double worst = 0.0;
+  for (int t = 0; t < 15; ++t)
+    for (int v = 0; v < 14; ++v) worst = std::max(worst, std::abs(static_cast<double>(la[t * 14 + v]) - lb[t * 14 + v]));
+  // Small (a rescaled rounding), but not zero: the day it is zero, fold
+  // nvfp4 back into CausalUnderEveryRecipe.
+  EXPECT_LT(worst, 0.5);
+}
+
+// The same config gives the same steps, bit for bit (what replay relies on).
+TEST(Gpt, RepeatsBitForBit) {
+  const auto data = tokens(16);
+  for (const std::string& recipe : {"fp32", "mixed-bf16", "fp8"}) {
+    RunConfig c = gpt(recipe, 6);
+    c.stats_every = 3;
+    std::vector<StepMetrics> first;
+    for (int round = 0; round < 2; ++round) {
+      engine::Run run(0, c, data, backend());
+      std::vector<Record> out;
+      while (!run.finished()) run.step(out);
+      if (round == 0) {
+        first = run.steps();
+        continue;
+      }
+      ASSERT_EQ(run.steps().size(), first.size());
+      for (std::size_t i = 0; i < first.size(); ++i) {
+        EXPECT_EQ(std::memcmp(&run.steps()[i].loss, &first[i].loss, sizeof(double)), 0) << recipe << " step " << i;
+        EXPECT_EQ(std::memcmp(&run.steps()[i].grad_norm, &first[i].grad_norm, sizeof(double)), 0) << recipe;
+        EXPECT_EQ(run.steps()[i].train_accuracy, first[i].train_accuracy);
+      }
+    }
+  }
+}
+
+}  // namespace
