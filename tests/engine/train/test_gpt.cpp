@@ -11,6 +11,7 @@
 
 #include "amp/recipe.h"
 #include "backend/backend.h"
+#include "backend/fused.h"
 #include "data/dataset.h"
 #include "engine/test_configs.h"
 #include "nn/model.h"
@@ -155,6 +156,36 @@ TEST(Gpt, Nvfp4TensorScaleSeesTheFuture) {
   // Small (a rescaled rounding), but not zero: the day it is zero, fold
   // nvfp4 back into CausalUnderEveryRecipe.
   EXPECT_LT(worst, 0.5);
+}
+
+// The CPU's fast paths of the causal ops give their compositions' bits
+// (the conformance rule, until test_backend_conformance holds them).
+TEST(Gpt, CausalOpsMatchTheirCompositions) {
+  Backend& be = backend();
+  BackendScope scope(be);
+  const std::int64_t T = 7, rows = 3 * T;
+  std::vector<float> x(rows * T), dy(rows * T);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = static_cast<float>((static_cast<int>(i * 37 % 23) - 11)) * 0.37f;
+    dy[i] = static_cast<float>((static_cast<int>(i * 13 % 17) - 8)) * 0.11f;
+  }
+  x[2] = INFINITY;  // a future score of row 0
+  Tensor tx = Tensor::from_values({rows, T}, Format::FP32, x), tdy = Tensor::from_values({rows, T}, Format::FP32, dy);
+  for (Format acc : {Format::FP32, Format::FP16}) {
+    Tensor fast({rows, T}, Format::FP32), slow({rows, T}, Format::FP32);
+    fused::causal_softmax(be, Pass::Forward, tx.f32(), nullptr, fast.f32(), rows, T, acc);
+    fused::compose(be, fused::CausalSoftmaxOp{Pass::Forward, tx.f32(), nullptr, slow.f32(), rows, T, acc});
+    EXPECT_EQ(fast.to_f32(), slow.to_f32());
+    Tensor gfast({rows, T}, Format::FP32), gslow({rows, T}, Format::FP32);
+    fused::causal_softmax(be, Pass::Backward, fast.f32(), tdy.f32(), gfast.f32(), rows, T, Format::FP32);
+    fused::compose(be, fused::CausalSoftmaxOp{Pass::Backward, fast.f32(), tdy.f32(), gslow.f32(), rows, T, Format::FP32});
+    EXPECT_EQ(std::memcmp(gfast.to_f32().data(), gslow.to_f32().data(), x.size() * sizeof(float)), 0);
+  }
+  Tensor zf = Tensor::from_values({rows, T}, Format::FP32, x), zs = Tensor::from_values({rows, T}, Format::FP32, x);
+  fused::causal_zero(be, zf.f32(), rows, T);
+  fused::compose(be, fused::CausalZeroOp{zs.f32(), rows, T});
+  EXPECT_EQ(std::memcmp(zf.to_f32().data(), zs.to_f32().data(), x.size() * sizeof(float)), 0);
+  EXPECT_EQ(zf.to_f32()[2], 0.0f);
 }
 
 // The same config gives the same steps, bit for bit (what replay relies on).
