@@ -202,6 +202,13 @@ bool compose_op(Backend& be, const CausalSoftmaxOp& o) {
   return true;
 }
 
+bool compose_op(Backend& be, const CopyColumnsOp& o) {
+  if (o.cols <= 0) return true;
+  for (std::int64_t r = 0; r < o.rows; ++r)
+    be.copy(o.dst + r * o.dst_ld, o.src + r * o.src_ld, static_cast<std::size_t>(o.cols) * sizeof(float));
+  return true;
+}
+
 }  // namespace
 
 bool compose(Backend& be, const FusedOp& op) {

@@ -327,6 +327,19 @@ struct CausalSoftmaxOp {
   template <class F> void for_each_buffer(F&& f_) const { each_pointer(f_, in, dy, out); }
 };
 
+// CopyColumnsOp: dst[r * dst_ld + j] = src[r * src_ld + j] for r < rows,
+// j < cols (f32): a block of columns out of or into wider rows (the
+// queries and keys of attention's qkv rows, for their LayerNorms).
+struct CopyColumnsOp {
+  static constexpr const char* name = "copy_columns";
+  const float* src = nullptr;
+  std::int64_t src_ld = 0;
+  float* dst = nullptr;
+  std::int64_t dst_ld = 0;
+  std::int64_t rows = 0, cols = 0;
+  template <class F> void for_each_buffer(F&& f_) const { each_pointer(f_, src, dst); }
+};
+
 // The convolutions with an input (x, dy) given as stored codes (ConvInput;
 // FP32 allowed too): the bits of decoding it and calling conv2d_forward /
 // _backward_data / _backward_weights. No composition here: a backend
@@ -599,7 +612,8 @@ struct FusedOp {
                              fused::ActivationBackwardCodedOp, fused::ActivationForwardEncodeOp, fused::AddEncodeOp,
                              fused::ColumnSums16Op, fused::LayerNormCodedForwardOp, fused::LayerNormCodedBackwardOp,
                              fused::LayerNormBackwardAddOp, fused::SoftmaxCodedForwardOp,
-                             fused::SoftmaxCodedBackwardOp, fused::CausalZeroOp, fused::CausalSoftmaxOp>
+                             fused::SoftmaxCodedBackwardOp, fused::CausalZeroOp, fused::CausalSoftmaxOp,
+                             fused::CopyColumnsOp>
       op;
 };
 
@@ -723,6 +737,10 @@ inline void layernorm_backward_add(Backend& be, Format fdy, const void* dy, Form
 inline void softmax_coded_forward(Backend& be, Format fx, const void* x, float* y, std::int64_t rows, std::int64_t cols,
                                   float* sx) {
   run(be, SoftmaxCodedForwardOp{fx, x, y, rows, cols, sx});
+}
+inline void copy_columns(Backend& be, const float* src, std::int64_t src_ld, float* dst, std::int64_t dst_ld,
+                         std::int64_t rows, std::int64_t cols) {
+  run(be, CopyColumnsOp{src, src_ld, dst, dst_ld, rows, cols});
 }
 inline void causal_zero(Backend& be, float* x, std::int64_t rows, std::int64_t T) {
   run(be, CausalZeroOp{x, rows, T});

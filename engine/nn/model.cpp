@@ -411,7 +411,7 @@ std::unique_ptr<Model> build_gpt(std::int64_t vocab, const GptShape& s) {
   m->add(std::make_unique<TokenEmbedding>("embed.tok", vocab, s.width));
   m->add(std::make_unique<PositionEmbedding>("embed.pos", s.context, s.width));
   for (std::int64_t i = 0; i < s.layers; ++i)
-    m->add(std::make_unique<TransformerBlock>("blocks." + std::to_string(i), s.width, s.heads, 4, true));
+    m->add(std::make_unique<TransformerBlock>("blocks." + std::to_string(i), s.width, s.heads, 4, true, s.qk_norm));
   m->add(std::make_unique<LayerNorm>("ln_f", s.width));
   m->add(std::make_unique<Linear>("head", s.width, vocab));
   // nanoGPT's _init_weights: every Linear and Embedding weight N(0, 0.02),

@@ -22,7 +22,7 @@ std::unique_ptr<Model> build_model(const RunConfig& c, const Shape& sample, std:
     if (sample.size() != 1 || sample[0] != c.context)
       throw std::runtime_error("gpt: needs token windows of context " + std::to_string(c.context) + " (the data gives " +
                                shape_string(sample) + ")");
-    return build_gpt(outputs, GptShape{c.depth, c.width, c.heads, c.context});
+    return build_gpt(outputs, GptShape{c.depth, c.width, c.heads, c.context, c.qk_norm});
   }
   return build_model(c.model, sample, outputs);
 }

@@ -73,6 +73,9 @@ bool CpuBackend::run_fused(const FusedOp& op) {
         } else if constexpr (std::is_same_v<Op, CausalZeroOp>) {
           use_threads();
           cpu::causal_zero(o.x, o.rows, o.T);
+        } else if constexpr (std::is_same_v<Op, CopyColumnsOp>) {
+          use_threads();
+          cpu::copy_columns(o.src, o.src_ld, o.dst, o.dst_ld, o.rows, o.cols);
         } else if constexpr (std::is_same_v<Op, CausalSoftmaxOp>) {
           use_threads();
           cpu::causal_softmax(o.pass == Pass::Forward, o.in, o.dy, o.out, o.rows, o.T, o.accumulate);

@@ -3,6 +3,7 @@
 // -ffp-contract=off so the emulation rounds exactly where it says).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "backend/cpu/gelu_simd.h"
 #include "backend/cpu/kernels.h"
@@ -368,6 +369,14 @@ void softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t c
 void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows,
                       std::int64_t cols) {
   softmax_backward_rows(y, F32In{dy}, dx, rows, cols);
+}
+
+void copy_columns(const float* src, std::int64_t src_ld, float* dst, std::int64_t dst_ld, std::int64_t rows,
+                  std::int64_t cols) {
+  if (cols <= 0) return;
+#pragma omp parallel for schedule(static) if (rows > 1 && worth_parallel(rows * cols))
+  for (std::int64_t r = 0; r < rows; ++r)
+    std::memcpy(dst + r * dst_ld, src + r * src_ld, static_cast<std::size_t>(cols) * sizeof(float));
 }
 
 void causal_zero(float* x, std::int64_t rows, std::int64_t T) {

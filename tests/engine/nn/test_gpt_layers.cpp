@@ -111,6 +111,58 @@ TEST(GptLayers, CausalAttentionGradient) {
   expect_layer_gradients(attn, test::random_tensor({2, 5, 8}, rng));
 }
 
+TEST(GptLayers, QkNormAttentionGradient) {
+  std::mt19937_64 rng(29);
+  Attention attn("attn", 8, 2, true, true);
+  ASSERT_EQ(attn.parameters().size(), 8u);  // qkv, q_norm, k_norm, proj: weight and bias each
+  EXPECT_EQ(attn.leaves().size(), 7u);
+  EXPECT_EQ(attn.leaves()[1]->name(), "attn.q_norm");
+  EXPECT_EQ(attn.leaves()[2]->name(), "attn.k_norm");
+  test::randomize(attn.parameters(), rng, 0.5f);
+  for (Parameter* p : {&attn.q_norm().gamma(), &attn.k_norm().gamma()}) {
+    auto v = test::uniform_values(p->numel(), rng, 0.8f, 1.5f);
+    p->weight.from_f32(v.data(), p->numel());
+  }
+  // k_norm's beta adds one vector to every key: q.b is the same for every
+  // key of a query, which the softmax cancels, so its gradient is 0 (f32
+  // noise, both ways), checked on its own below.
+  test::GradCheckOptions opt;
+  opt.zero_norm = 1e-4;
+  expect_layer_gradients(attn, test::random_tensor({2, 5, 8}, rng), opt);
+  for (float g : attn.k_norm().beta().grad.to_f32()) EXPECT_LT(std::abs(g), 1e-4f);
+  double qb = 0;
+  for (float g : attn.q_norm().beta().grad.to_f32()) qb += std::abs(g);
+  EXPECT_GT(qb, 1e-2);
+}
+
+// With qk_norm each head's queries and keys have mean 0 and variance 1
+// before gamma: scaling the input's queries cannot grow the scores.
+TEST(GptLayers, QkNormBoundsTheScores) {
+  std::mt19937_64 rng(30);
+  Attention attn("attn", 8, 2, true, true);
+  test::randomize(attn.parameters(), rng, 0.5f);
+  const std::vector<float> ones(4, 1.0f);
+  attn.q_norm().gamma().weight.from_f32(ones.data(), 4);
+  attn.k_norm().gamma().weight.from_f32(ones.data(), 4);
+  attn.q_norm().beta().weight.zero();
+  attn.k_norm().beta().weight.zero();
+  Tensor x = test::random_tensor({1, 4, 8}, rng, -50.0f, 50.0f);
+  Tensor y;
+  auto ctx = attn.make_context();
+  attn.forward(test::backend(), x, y, *ctx);
+  const auto& c = static_cast<const AttentionContext&>(*ctx);
+  const std::vector<float> q = c.q_out.to_f32();
+  for (std::size_t r = 0; r < q.size() / 4; ++r) {
+    double m = 0, v = 0;
+    for (int j = 0; j < 4; ++j) m += q[r * 4 + j] / 4.0;
+    for (int j = 0; j < 4; ++j) v += (q[r * 4 + j] - m) * (q[r * 4 + j] - m) / 4.0;
+    EXPECT_NEAR(m, 0.0, 1e-5);
+    EXPECT_NEAR(v, 1.0, 1e-2);
+  }
+  // |score| <= d * 1 * scale = sqrt(d) for unit-variance heads of d = 4.
+  for (float s : c.scores.to_f32()) EXPECT_LE(std::abs(s), 2.0f + 1e-4f);
+}
+
 TEST(GptLayers, GptModelGradient) {
   std::mt19937_64 rng(27);
   auto m = build_gpt(7, GptShape{2, 8, 2, 5});
@@ -124,7 +176,17 @@ TEST(GptLayers, GptModelGradient) {
     }
   test::GradCheckOptions opt;
   opt.samples = 12;
+  opt.zero_norm = 1e-4;  // k_norm's beta: no effect on the loss (QkNormAttentionGradient)
   test::expect_model_gradients(*m, token_ids({2, 5}, 7, rng), opt);
+  // And with qk_norm.
+  auto q = build_gpt(7, GptShape{1, 8, 2, 5, true});
+  test::randomize(q->parameters(), rng, 0.4f);
+  for (Parameter* p : q->parameters())
+    if (p->name.ends_with(".gamma")) {
+      auto v = test::uniform_values(p->numel(), rng, 0.8f, 1.2f);
+      p->weight.from_f32(v.data(), p->numel());
+    }
+  test::expect_model_gradients(*q, token_ids({2, 5}, 7, rng), opt);
 }
 
 TEST(GptLayers, GptLeavesAndInit) {

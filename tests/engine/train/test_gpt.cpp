@@ -14,6 +14,7 @@
 #include "backend/fused.h"
 #include "data/dataset.h"
 #include "engine/test_configs.h"
+#include "nn/layer.h"
 #include "nn/model.h"
 #include "train/run.h"
 
@@ -91,14 +92,16 @@ TEST(Gpt, LearnsAPattern) {
 // the logits at position t must not change when tokens after t change.
 TEST(Gpt, CausalUnderEveryRecipe) {
   const auto data = tokens(16);
+  for (const bool qk_norm : {false, true})
   for (const std::string& recipe : recipe_names()) {
-    SCOPED_TRACE(recipe);
+    SCOPED_TRACE(recipe + (qk_norm ? " qk_norm" : ""));
     // NVFP4 scales each activation tensor by its own amax (numeric/block.h,
     // the 4-byte tensor scale), taken over every token of the batch, future
     // ones included: its logits at t move with the tokens after t. An open
     // problem of the format on a decoder, not of the mask; held apart below.
     if (recipe == "nvfp4") continue;
     RunConfig c = gpt(recipe, 3);
+    c.qk_norm = qk_norm;
     // SGD: Adam's FP16 state (the fp16 recipe) underflows v to 0 and
     // blows the weights up, a lesson of its own and not this test's.
     c.optimizer = "sgd";
@@ -108,6 +111,13 @@ TEST(Gpt, CausalUnderEveryRecipe) {
     std::vector<Record> out;
     try {
       while (!run.finished()) run.step(out);
+      if (qk_norm) {
+        // The norms are leaves with their own precision: a norm's (FP32
+        // under the mixed recipes), not the GEMMs'.
+        const Layer* qn = run.model().find_leaf("blocks.1.attn.q_norm");
+        EXPECT_TRUE(qn != nullptr);
+        if (qn && recipe.rfind("mixed", 0) == 0) EXPECT_EQ(qn->precision().compute, Format::FP32);
+      }
     } catch (const std::exception& e) {
       for (const Record& r : out)
         if (const auto* ev = std::get_if<Event>(&r)) ADD_FAILURE() << recipe << " " << ev->layer << " " << ev->tensor << " " << ev->count;
