@@ -321,7 +321,8 @@ void Attention::leaf_shapes(const Shape& in, std::vector<std::pair<Layer*, Shape
   Shape scores = m_scores.output_shape(qkv);
   out.emplace_back(&m_qkv, qkv);
   if (m_qk_norm) {
-    const Shape heads = {in[0] * in[1] * m_heads, m_dim / m_heads};
+    // Per sample, T * H rows of d (the norms see them batched as rows).
+    const Shape heads = {in[0], in[1] * m_heads, m_dim / m_heads};
     out.emplace_back(&m_q_norm, heads);
     out.emplace_back(&m_k_norm, heads);
   }

@@ -3204,4 +3204,29 @@ TEST_P(Conformance, CausalSoftmaxAndZeroEqualTheirCompositions) {
   }
 }
 
+// qk_norm's column copies: the queries (or keys) of qkv rows out to rows of
+// their own and back, exact on every backend.
+TEST_P(Conformance, CopyColumnsMovesExactlyTheBlock) {
+  const i64 rows = 37, src_ld = 3 * 24, cols = 24, dst_ld = 24;
+  const std::vector<float> src = normal_values(static_cast<std::size_t>(rows * src_ld), 231);
+  auto sd = dev(src);
+  auto dd = out(static_cast<std::size_t>(rows * dst_ld));
+  engine::fused::copy_columns(*be, sd.get() + cols, src_ld, dd.get(), dst_ld, rows, cols);
+  std::vector<float> want(static_cast<std::size_t>(rows * dst_ld));
+  for (i64 r = 0; r < rows; ++r)
+    for (i64 j = 0; j < cols; ++j)
+      want[static_cast<std::size_t>(r * dst_ld + j)] = src[static_cast<std::size_t>(r * src_ld + cols + j)];
+  expect_bit_equal(dd.host(), want, "copy_columns out");
+  auto back = dev(std::vector<float>(src.size(), 0.0f));
+  engine::fused::copy_columns(*be, dd.get(), dst_ld, back.get() + cols, src_ld, rows, cols);
+  const std::vector<float> b = back.host();
+  for (i64 r = 0; r < rows; ++r)
+    for (i64 j = 0; j < src_ld; ++j) {
+      const bool inside = j >= cols && j < 2 * cols;
+      ASSERT_TRUE(same_value(b[static_cast<std::size_t>(r * src_ld + j)],
+                             inside ? src[static_cast<std::size_t>(r * src_ld + j)] : 0.0f))
+          << "copy_columns back, row " << r << " column " << j;
+    }
+}
+
 }  // namespace

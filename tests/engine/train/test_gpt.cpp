@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -196,6 +198,30 @@ TEST(Gpt, CausalOpsMatchTheirCompositions) {
   fused::compose(be, fused::CausalZeroOp{zs.f32(), rows, T});
   EXPECT_EQ(std::memcmp(zf.to_f32().data(), zs.to_f32().data(), x.size() * sizeof(float)), 0);
   EXPECT_EQ(zf.to_f32()[2], 0.0f);
+}
+
+// nanoGPT's CPU "baby" shape (4 layers, 4 heads, width 128, context 64,
+// batch 32): tokens per second of training steps, printed. Not a check
+// (run with --gtest_also_run_disabled_tests; set PL_THREADS for threads).
+TEST(Gpt, DISABLED_BabyShapeTokensPerSecond) {
+  auto p = std::make_shared<DatasetPair>();
+  p->train = token_split("train", 200000, 64, 1, 14, 1);
+  p->test = token_split("test", 2000, 64, 64, 14, 2);
+  const char* env = std::getenv("PL_THREADS");
+  auto be = make_cpu_backend(env ? std::atoi(env) : 0);
+  for (const std::string& recipe : {"fp32", "mixed-bf16"}) {
+    RunConfig c = test::small_run(recipe, "gpt", "tokens", 30, 32, 1);
+    c.optimizer = "adamw";
+    c.lr = 1e-3;
+    engine::Run run(0, c, p, *be);
+    std::vector<Record> out;
+    while (!run.finished()) run.step(out);
+    double ms = 0;
+    for (std::size_t i = 10; i < run.steps().size(); ++i) ms += run.steps()[i].wall_ms;
+    const double tokens = 20.0 * 32 * 64;
+    std::printf("gpt baby shape %s: %.0f tokens/s (%.1f ms a step, %d threads)\n", recipe.c_str(),
+                tokens / (ms / 1000.0), ms / 20.0, be->info().threads);
+  }
 }
 
 // The same config gives the same steps, bit for bit (what replay relies on).
