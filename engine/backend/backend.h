@@ -476,6 +476,15 @@ class Backend {
 
   // --- losses (LossArgs) ---
   virtual void loss_forward(const LossArgs& a) = 0;
+  // The z-loss (PaLM; Wortsman et al. 2023) beside a cross-entropy over the
+  // same logits [rows, cols]. Forward: lse[i] = m + log(sum_j exp(x[i, j] -
+  // m)) with m the row's maximum, the sum in double over j in order, the
+  // result rounded to f32; *z = (sum over i in order of (double)lse[i]^2) /
+  // rows. Backward: grad[i, j] += (f * lse[i]) * probs[i, j] in f32 with
+  // f = 2 * coef * scale / rows (probs: the cross-entropy's softmax; scale
+  // carries the loss scale), the gradient of coef * mean(lse^2).
+  virtual void z_loss(Pass pass, const float* logits, const float* probs, float* lse, double* z, float* grad,
+                      std::int64_t rows, std::int64_t cols, float coef, float scale) = 0;
   virtual void loss_backward(const LossArgs& a) = 0;
   void cross_entropy_forward(const float* logits, const std::int32_t* labels, std::int64_t rows, std::int64_t classes,
                              float* probs, double* loss, std::int64_t* correct) {

@@ -141,7 +141,8 @@ MemoryBytes Run::memory() const {
   const Impl& s = *m_impl;
   m.optimizer = static_cast<std::int64_t>(s.optimizer->state_bytes());
   m.activations = static_cast<std::int64_t>(m_model->saved_activation_bytes());
-  m.workspace = static_cast<std::int64_t>(s.x.bytes() + s.targets.bytes() + s.probs.bytes() + s.dlogits.bytes()) +
+  m.workspace = static_cast<std::int64_t>(s.x.bytes() + s.targets.bytes() + s.probs.bytes() + s.dlogits.bytes() +
+                                          s.lse.bytes()) +
                 (is_classification() && !s.x.empty()
                      ? s.x.dim(0) * static_cast<std::int64_t>(m_data->train.labels_per_sample * sizeof(std::int32_t))
                      : 0);
@@ -246,6 +247,16 @@ void Run::forward_backward(const StepState& st) {
                              results + kCorrectSlot);
     be.cross_entropy_backward(s.probs.f32(), s.labels.as<std::int32_t>(), B, s.outputs, st.loss_scale,
                               s.dlogits.f32());
+    if (m_config.z_loss > 0.0) {
+      // The objective gains C * mean(log^2 Z); the loss read back stays the
+      // cross-entropy, the z term has its own slot.
+      const auto coef = static_cast<float>(m_config.z_loss);
+      s.lse.resize({B}, Format::FP32);
+      be.z_loss(Pass::Forward, lg, nullptr, s.lse.f32(), reinterpret_cast<double*>(results + kZSlot), nullptr, B,
+                s.outputs, coef, 1.0f);
+      be.z_loss(Pass::Backward, nullptr, s.probs.f32(), s.lse.f32(), nullptr, s.dlogits.f32(), B, s.outputs, coef,
+                st.loss_scale);
+    }
   } else {
     be.mse_forward(lg, s.targets.f32(), B * s.outputs, loss_slot);
     be.mse_backward(lg, s.targets.f32(), B * s.outputs, st.loss_scale, s.dlogits.f32());
@@ -282,6 +293,7 @@ void Run::unscale_and_check(StepState& st) {
     s.pending[k]->take_pending(a);
   }
   st.loss = slot_double(r, kLossSlot);
+  st.z_term = m_config.z_loss > 0.0 ? slot_double(r, kZSlot) : 0.0;
   if (st.fault && st.fault->target == FaultTarget::Loss) st.loss = st.fault->value;
   st.correct = r[kCorrectSlot];
   st.sum_squares = slot_double(r, kSumSquaresSlot);
@@ -371,6 +383,7 @@ void Run::record(StepState& st, double wall_ms, std::vector<Record>& out) {
   m.step = step_no;
   m.epoch = s.epoch;
   m.loss = st.loss;
+  m.z_term = st.z_term;
   m.loss_scale = st.loss_scale;
   m.overflow = st.overflow;
   m.skipped = !st.taken;

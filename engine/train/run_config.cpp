@@ -218,8 +218,6 @@ void validate(const RunConfig& c, const std::string& origin) {
   range("context", c.context >= 1 && c.context <= 4096,
         "must be in 1..4096 (got " + std::to_string(c.context) + ")");
   range("z_loss", std::isfinite(c.z_loss) && c.z_loss >= 0.0 && c.z_loss <= 1.0, "must be in [0, 1]");
-  // Accepted in the config's vocabulary, refused until the engine has them.
-  range("z_loss", c.z_loss == 0.0, "is not available in this build (the loss has no z term yet)");
   range("dataset", !c.dataset.empty(), "must not be empty");
   range("epochs", c.epochs >= 1 && c.epochs <= 100000, "must be in 1..100000 (got " + std::to_string(c.epochs) + ")");
   range("steps", c.steps >= 0 && c.steps <= 100000000, "must be in 0..100000000 (got " + std::to_string(c.steps) + ")");

@@ -153,6 +153,13 @@ void CpuBackend::softmax(Pass pass, const float* in, const float* dy, float* out
   else softmax_backward(in, dy, out, rows, cols);
 }
 
+void CpuBackend::z_loss(Pass pass, const float* logits, const float* probs, float* lse, double* z, float* grad,
+                        std::int64_t rows, std::int64_t cols, float coef, float scale) {
+  use_threads();
+  if (pass == Pass::Forward) cpu::z_loss_forward(logits, lse, z, rows, cols);
+  else cpu::z_loss_backward(probs, lse, grad, rows, cols, coef, scale);
+}
+
 void CpuBackend::loss_forward(const LossArgs& a) {
   if (a.kind == LossKind::CrossEntropy)
     cross_entropy_forward(a.pred, a.labels, a.rows, a.cols, a.probs, a.loss, a.correct);

@@ -130,6 +130,10 @@ double cross_entropy_forward(const float* logits, const std::int32_t* labels, st
 void cross_entropy_backward(const float* probs, const std::int32_t* labels, std::int64_t rows,
                             std::int64_t classes, float scale, float* dlogits);
 double mse_forward(const float* pred, const float* target, std::int64_t n);
+// Backend::z_loss's two passes.
+void z_loss_forward(const float* logits, float* lse, double* z, std::int64_t rows, std::int64_t cols);
+void z_loss_backward(const float* probs, const float* lse, float* grad, std::int64_t rows, std::int64_t cols,
+                     float coef, float scale);
 void mse_backward(const float* pred, const float* target, std::int64_t n, float scale, float* dpred);
 
 }  // namespace engine::cpu

@@ -69,6 +69,7 @@ constexpr PlCudaBackendTable kTable = {
     .channel_sums = pl_cuda::channel_sums,
     .conv2d_block = pl_cuda::conv2d_block,
     .embedding = pl_cuda::embedding,
+    .z_loss = pl_cuda::z_loss,
 };
 
 }  // namespace

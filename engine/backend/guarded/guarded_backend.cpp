@@ -212,6 +212,11 @@ class GuardedBackend final : public Backend {
     Open o(*this, "loss_forward", a.pred, a.labels, a.target, a.probs, a.loss, a.correct, a.grad);
     m_inner->loss_forward(a);
   }
+  void z_loss(Pass pass, const float* logits, const float* probs, float* lse, double* z, float* grad,
+              std::int64_t rows, std::int64_t cols, float coef, float scale) override {
+    Open o(*this, "z_loss", logits, probs, lse, z, grad);
+    m_inner->z_loss(pass, logits, probs, lse, z, grad, rows, cols, coef, scale);
+  }
   void loss_backward(const LossArgs& a) override {
     Open o(*this, "loss_backward", a.pred, a.labels, a.target, a.probs, a.loss, a.correct, a.grad);
     m_inner->loss_backward(a);

@@ -231,3 +231,53 @@ TEST(GptLayers, GptIsCausal) {
 }
 
 }  // namespace
+
+namespace {
+
+// C * mean(lse^2) over rows: the z-loss's gradient (Backend::z_loss backward,
+// added to a zero gradient) against central differences of its forward.
+TEST(GptLayers, ZLossGradient) {
+  using namespace engine;
+  Backend& be = test::backend();
+  std::mt19937_64 rng(31);
+  const std::int64_t rows = 6, cols = 9;
+  const float coef = 0.3f, scale = 4.0f;
+  std::vector<float> x = test::uniform_values(rows * cols, rng, -3.0f, 3.0f);
+  auto z_of = [&](const std::vector<float>& v) {
+    Tensor tx = Tensor::from_values({rows, cols}, Format::FP32, v), lse({rows}, Format::FP32);
+    Buffer zb;
+    zb.reserve(sizeof(double));
+    be.z_loss(Pass::Forward, tx.f32(), nullptr, lse.f32(), zb.as<double>(), nullptr, rows, cols, coef, 1.0f);
+    double z = 0;
+    zb.download(&z, sizeof z);
+    return z;
+  };
+  // Forward against a double reference.
+  double ref = 0;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    double m = -1e30, s = 0;
+    for (std::int64_t j = 0; j < cols; ++j) m = std::max(m, static_cast<double>(x[i * cols + j]));
+    for (std::int64_t j = 0; j < cols; ++j) s += std::exp(x[i * cols + j] - m);
+    ref += (m + std::log(s)) * (m + std::log(s));
+  }
+  EXPECT_NEAR(z_of(x), ref / rows, 1e-5 * ref / rows);
+  // Backward: the softmax from the cross-entropy's forward, the z gradient added to zeros.
+  Tensor tx = Tensor::from_values({rows, cols}, Format::FP32, x), probs({rows, cols}, Format::FP32),
+      lse({rows}, Format::FP32), grad({rows, cols}, Format::FP32);
+  be.softmax_forward(tx.f32(), probs.f32(), rows, cols, Format::FP32);
+  Buffer zb;
+  zb.reserve(sizeof(double));
+  be.z_loss(Pass::Forward, tx.f32(), nullptr, lse.f32(), zb.as<double>(), nullptr, rows, cols, coef, 1.0f);
+  be.z_loss(Pass::Backward, nullptr, probs.f32(), lse.f32(), nullptr, grad.f32(), rows, cols, coef, scale);
+  const std::vector<float> g = grad.to_f32();
+  for (std::int64_t k = 0; k < rows * cols; k += 5) {
+    std::vector<float> p = x, m = x;
+    const float h = 1e-2f;
+    p[k] += h;
+    m[k] -= h;
+    const double num = coef * scale * (z_of(p) - z_of(m)) / (static_cast<double>(p[k]) - m[k]);
+    EXPECT_NEAR(g[k], num, 1e-3 * std::max(1.0, std::abs(num))) << "element " << k;
+  }
+}
+
+}  // namespace

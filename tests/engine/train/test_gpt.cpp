@@ -92,6 +92,29 @@ TEST(Gpt, LearnsAPattern) {
   EXPECT_LE(e.val_accuracy, 1.0);
 }
 
+// z_loss: the objective adds C * mean(log^2 Z); `loss` stays the
+// cross-entropy (nats) and the z term is reported beside it. With C large
+// enough log Z is pulled toward 0 while the model still learns.
+TEST(Gpt, ZLossPullsLogZDownAndIsReportedApart) {
+  const auto data = tokens(16);
+  RunConfig c = gpt("fp32", 300);
+  c.z_loss = 0.05;
+  engine::Run run(0, c, data, backend());
+  std::vector<Record> out;
+  while (!run.finished()) run.step(out);
+  const StepMetrics& first = run.steps().front();
+  const StepMetrics& last = run.steps().back();
+  // At the start the logits are ~0: log Z = log 14, the cross-entropy log 14.
+  EXPECT_NEAR(first.z_term, std::log(14.0) * std::log(14.0), 0.5);
+  EXPECT_NEAR(first.loss, std::log(14.0), 0.3);
+  EXPECT_LT(last.z_term, 0.25 * first.z_term);
+  EXPECT_LT(run.evaluate(out).val_loss, 0.6);
+  // Without it, no z term is reported and log Z is left alone.
+  engine::Run plain(0, gpt("fp32", 300), data, backend());
+  while (!plain.finished()) plain.step(out);
+  EXPECT_EQ(plain.steps().back().z_term, 0.0);
+}
+
 // Every recipe: a few steps (the weights move in the recipe's formats), then
 // the logits at position t must not change when tokens after t change.
 TEST(Gpt, CausalUnderEveryRecipe) {

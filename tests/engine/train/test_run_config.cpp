@@ -167,7 +167,10 @@ TEST(RunConfig, GptKeysParseRoundTripAndAreChecked) {
   EXPECT_NE(error_of(R"({"layers":0})").find("'layers' must be in 1..64"), std::string::npos);
   EXPECT_NE(error_of(R"({"context":0})").find("'context'"), std::string::npos);
   EXPECT_NE(error_of(R"({"qk_norm":"yes"})").find("'qk_norm'"), std::string::npos);
-  EXPECT_NE(error_of(R"({"z_loss":0.001})").find("'z_loss' is not available"), std::string::npos);
+  EXPECT_NE(error_of(R"({"z_loss":2})").find("'z_loss' must be in [0, 1]"), std::string::npos);
+  EXPECT_EQ(parse_run_config(R"({"model":"gpt","z_loss":0.0001})", "cfg.json").z_loss, 0.0001);
+  EXPECT_EQ(parse_run_config(engine::to_json(parse_run_config(R"({"model":"gpt","z_loss":0.0001})", "c")), "c").z_loss,
+            0.0001);
   RunConfig cli;
   engine::set_config_value(cli, "qk-norm", "true", "--qk-norm");
   engine::set_config_value(cli, "layers", "2", "--layers");
