@@ -3229,4 +3229,46 @@ TEST_P(Conformance, CopyColumnsMovesExactlyTheBlock) {
     }
 }
 
+// The z-loss: forward's log Z per row and mean log^2 Z against a double
+// reference (the exponentials are libm's or the device's: within 1e-6),
+// backward exactly (grad + (f * lse) * probs in f32, as specified).
+TEST_P(Conformance, ZLossMatchesItsDefinition) {
+  for (i64 rows : {i64{1}, i64{64 * 8}, i64{5}})
+    for (i64 cols : {i64{65}, i64{3}}) {
+      const auto n = static_cast<std::size_t>(rows * cols);
+      const std::string what = "z_loss " + std::to_string(rows) + "x" + std::to_string(cols);
+      const std::vector<float> x = normal_values(n, 241 + n, 4.0f), p = normal_values(n, 242 + n),
+                               g0 = normal_values(n, 243 + n);
+      std::vector<double> lse_ref(static_cast<std::size_t>(rows)), mag(lse_ref.size(), 1.0);
+      double zref = 0.0;
+      for (i64 i = 0; i < rows; ++i) {
+        double m = -INFINITY, sum = 0.0;
+        for (i64 j = 0; j < cols; ++j) m = std::max(m, static_cast<double>(x[static_cast<std::size_t>(i * cols + j)]));
+        for (i64 j = 0; j < cols; ++j) sum += std::exp(x[static_cast<std::size_t>(i * cols + j)] - m);
+        lse_ref[static_cast<std::size_t>(i)] = m + std::log(sum);
+        zref += lse_ref[static_cast<std::size_t>(i)] * lse_ref[static_cast<std::size_t>(i)];
+      }
+      zref /= static_cast<double>(rows);
+      auto xd = dev(x), pd = dev(p), gd = dev(g0);
+      auto lse = out(static_cast<std::size_t>(rows));
+      auto z = dev(std::vector<double>(1, NAN));
+      be->z_loss(engine::Pass::Forward, xd.get(), nullptr, lse.get(), z.get(), nullptr, rows, cols, 0.25f, 1.0f);
+      const std::vector<float> l = lse.host();
+      expect_close(l, lse_ref, mag, 1e-6, 1e-6, what + " log Z");
+      EXPECT_NEAR(z.host()[0], zref, 1e-5 * zref) << what;
+      be->z_loss(engine::Pass::Backward, nullptr, pd.get(), lse.get(), nullptr, gd.get(), rows, cols, 0.25f, 512.0f);
+      const float f = 2.0f * 0.25f * 512.0f / static_cast<float>(rows);
+      std::vector<float> want = g0;
+      for (i64 i = 0; i < rows; ++i) {
+        const float a = f * l[static_cast<std::size_t>(i)];
+        for (i64 j = 0; j < cols; ++j) {
+          const auto k = static_cast<std::size_t>(i * cols + j);
+          const float prod = a * p[k];
+          want[k] = want[k] + prod;
+        }
+      }
+      expect_bit_equal(gd.host(), want, what + " backward");
+    }
+}
+
 }  // namespace
