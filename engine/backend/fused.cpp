@@ -225,6 +225,16 @@ void encode_updated(Backend& be, const float* value, std::int64_t n, const Updat
   else be.convert(Format::FP32, value, e.format, e.codes, n, e.opt);
 }
 
+void copy_columns(Backend& be, const float* src, std::int64_t src_ld, float* dst, std::int64_t dst_ld,
+                  std::int64_t rows, std::int64_t cols) {
+  run(be, CopyColumnsOp{src, src_ld, dst, dst_ld, rows, cols});
+}
+void causal_zero(Backend& be, float* x, std::int64_t rows, std::int64_t T) { run(be, CausalZeroOp{x, rows, T}); }
+void causal_softmax(Backend& be, Pass pass, const float* in, const float* dy, float* out, std::int64_t rows,
+                    std::int64_t T, Format accumulate) {
+  run(be, CausalSoftmaxOp{pass, in, dy, out, rows, T, accumulate});
+}
+
 bool attention_forward(Backend& be, const AttentionForward& a) { return be.run_fused(FusedOp{AttentionForwardOp{a}}); }
 bool attention_backward(Backend& be, const AttentionBackward& a) {
   return be.run_fused(FusedOp{AttentionBackwardOp{a}});
