@@ -75,6 +75,8 @@ std::vector<std::pair<const char*, const void*>> entries(const PlCudaBackendTabl
       {"bias_add_channels", reinterpret_cast<const void*>(t.bias_add_channels)},
       {"channel_sums", reinterpret_cast<const void*>(t.channel_sums)},
       {"conv2d_block", reinterpret_cast<const void*>(t.conv2d_block)},
+      {"embedding", reinterpret_cast<const void*>(t.embedding)},
+      {"z_loss", reinterpret_cast<const void*>(t.z_loss)},
   };
 }
 
@@ -347,6 +349,16 @@ class CudaBackend final : public Backend {
   }
   void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) {
     call("gelu_backward", t.gelu_backward, m_ctx, x, dy, dx, n);
+  }
+  void z_loss(Pass pass, const float* logits, const float* probs, float* lse, double* z, float* grad,
+              std::int64_t rows, std::int64_t cols, float coef, float scale) override {
+    call("z_loss", t.z_loss, m_ctx, static_cast<std::int32_t>(pass == Pass::Forward ? 0 : 1), logits, probs, lse, z,
+         grad, rows, cols, coef, scale);
+  }
+  void embedding(Pass pass, const float* ids, const float* src, float* dst, std::int64_t n, std::int64_t vocab,
+                 std::int64_t dim) override {
+    call("embedding", t.embedding, m_ctx, static_cast<std::int32_t>(pass == Pass::Forward ? 0 : 1), ids, src, dst, n,
+         vocab, dim);
   }
   void repeat_rows(const float* src, float* dst, std::int64_t B, std::int64_t T, std::int64_t C) override {
     call("repeat_rows", t.repeat_rows, m_ctx, src, dst, B, T, C);

@@ -184,6 +184,31 @@ bool compose_op(Backend& be, const SoftmaxCodedBackwardOp& o) {
   return true;
 }
 
+// Row by row: one core call per row (a backend with the op does better).
+bool compose_op(Backend& be, const CausalZeroOp& o) {
+  for (std::int64_t r = 0; r < o.rows; ++r) {
+    const std::int64_t seen = r % o.T + 1;
+    if (seen < o.T) be.fill_zero(o.x + r * o.T + seen, static_cast<std::size_t>(o.T - seen) * sizeof(float));
+  }
+  return true;
+}
+
+bool compose_op(Backend& be, const CausalSoftmaxOp& o) {
+  for (std::int64_t r = 0; r < o.rows; ++r) {
+    const std::int64_t seen = r % o.T + 1;
+    be.softmax(o.pass, o.in + r * o.T, o.dy ? o.dy + r * o.T : nullptr, o.out + r * o.T, 1, seen, o.accumulate);
+    if (seen < o.T) be.fill_zero(o.out + r * o.T + seen, static_cast<std::size_t>(o.T - seen) * sizeof(float));
+  }
+  return true;
+}
+
+bool compose_op(Backend& be, const CopyColumnsOp& o) {
+  if (o.cols <= 0) return true;
+  for (std::int64_t r = 0; r < o.rows; ++r)
+    be.copy(o.dst + r * o.dst_ld, o.src + r * o.src_ld, static_cast<std::size_t>(o.cols) * sizeof(float));
+  return true;
+}
+
 }  // namespace
 
 bool compose(Backend& be, const FusedOp& op) {
@@ -198,6 +223,16 @@ void encode_updated(Backend& be, const float* value, std::int64_t n, const Updat
   if (n <= 0) return;
   if (e.amax) scale_amax_encode(be, value, e.scale, e.format, e.codes, n, e.opt, e.amax, e.scratch);
   else be.convert(Format::FP32, value, e.format, e.codes, n, e.opt);
+}
+
+void copy_columns(Backend& be, const float* src, std::int64_t src_ld, float* dst, std::int64_t dst_ld,
+                  std::int64_t rows, std::int64_t cols) {
+  run(be, CopyColumnsOp{src, src_ld, dst, dst_ld, rows, cols});
+}
+void causal_zero(Backend& be, float* x, std::int64_t rows, std::int64_t T) { run(be, CausalZeroOp{x, rows, T}); }
+void causal_softmax(Backend& be, Pass pass, const float* in, const float* dy, float* out, std::int64_t rows,
+                    std::int64_t T, Format accumulate) {
+  run(be, CausalSoftmaxOp{pass, in, dy, out, rows, T, accumulate});
 }
 
 bool attention_forward(Backend& be, const AttentionForward& a) { return be.run_fused(FusedOp{AttentionForwardOp{a}}); }

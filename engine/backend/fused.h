@@ -14,6 +14,7 @@
 #include <variant>
 
 #include "backend/backend.h"
+#include "backend/fused_causal.h"
 
 namespace engine {
 
@@ -80,6 +81,10 @@ struct AttentionForward {
   void* values_codes = nullptr;
   float values_scale = 1.0f;
   float* values_amax = nullptr;
+  // A decoder's causal attention: query t sees keys 0..t only. The softmax
+  // of each row is causal_softmax's (its first t + 1 scores; the other
+  // probabilities +0), as the softmax leaf computes it.
+  bool causal = false;
 };
 
 // Attention's core backward, for the same shapes (all pointers backend
@@ -114,6 +119,9 @@ struct AttentionBackward {
   float* dqkv = nullptr;
   Format dqkv_format = Format::FP32;
   void* dqkv_codes = nullptr;
+  // The causal forward's backward: causal_softmax's backward (dscores +0
+  // past each row's first t + 1 entries).
+  bool causal = false;
 };
 
 // Where unscale_grads_coded reads a gradient stored in a narrower format:
@@ -140,13 +148,6 @@ struct UpdateEncode {
 };
 
 namespace fused {
-
-// Calls f on each pointer: an op's for_each_buffer (the guarded backend
-// checks that each is its own memory; null pointers are allowed).
-template <class F, class... P>
-void each_pointer(F& f, const P*... p) {
-  (f(static_cast<const void*>(p)), ...);
-}
 
 // FP8 delayed scaling's whole cast: *amax = max|x| as scale_amax gives it,
 // and q = x * scale encoded to f (opt: saturation) in f's storage width.
@@ -564,7 +565,8 @@ struct FusedOp {
                              fused::ActivationBackwardCodedOp, fused::ActivationForwardEncodeOp, fused::AddEncodeOp,
                              fused::ColumnSums16Op, fused::LayerNormCodedForwardOp, fused::LayerNormCodedBackwardOp,
                              fused::LayerNormBackwardAddOp, fused::SoftmaxCodedForwardOp,
-                             fused::SoftmaxCodedBackwardOp>
+                             fused::SoftmaxCodedBackwardOp, fused::CausalZeroOp, fused::CausalSoftmaxOp,
+                             fused::CopyColumnsOp>
       op;
 };
 

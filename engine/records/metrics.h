@@ -37,6 +37,9 @@ struct StepMetrics {
   std::int64_t step = 0;         // 1-based count of steps taken (skipped included)
   std::int64_t epoch = 0;        // 0-based epoch the batch came from
   double loss = 0.0;             // true, unscaled loss (FP32/double), NaN when it diverged
+  // With RunConfig::z_loss C > 0: the mean of log^2 Z over the rows (the
+  // objective adds C times it; `loss` stays the cross-entropy alone, in nats).
+  double z_term = 0.0;
   double loss_scale = 1.0;       // the scale used for this step
   bool overflow = false;         // non-finite values in the gradients
   bool skipped = false;          // the optimizer step was skipped

@@ -28,9 +28,9 @@ class DelayedScale;
 
 // The results slots of a step (8 bytes each), read back in one transfer:
 // the loss (double), the correct count, the sum of squared unscaled
-// gradients (double), one non-finite count per parameter, then one pending
-// FP8 amax (float) each.
-enum : std::size_t { kLossSlot = 0, kCorrectSlot = 1, kSumSquaresSlot = 2, kCountsSlot = 3 };
+// gradients (double), the z-loss's mean log^2 Z (double, 0 without it),
+// one non-finite count per parameter, then one pending FP8 amax (float) each.
+enum : std::size_t { kLossSlot = 0, kCorrectSlot = 1, kSumSquaresSlot = 2, kZSlot = 3, kCountsSlot = 4 };
 
 inline double slot_double(const std::vector<std::int64_t>& r, std::size_t k) {
   double d;
@@ -54,6 +54,7 @@ struct Run::Impl {
   Tensor logits_f32;
   Tensor probs;
   Tensor dlogits;
+  Tensor lse;  // the z-loss's log Z per row
   GradSet grads;                      // the step's gradients, FP32 views
   std::vector<Tensor> weight_scratch; // f32 views of non-FP32 weights, per parameter
   std::vector<ParamSlot> slots;
@@ -68,7 +69,7 @@ struct Run::Impl {
   // The FP32 shadow model of statistics steps (built at the first one) and
   // its loss buffers. Not part of the recipe's memory: a measuring tool.
   std::unique_ptr<Model> shadow;
-  Tensor shadow_probs, shadow_dlogits;
+  Tensor shadow_probs, shadow_dlogits, shadow_lse;
 };
 
 // What one step has decided and found so far, passed from phase to phase.
@@ -81,6 +82,7 @@ struct Run::StepState {
   std::int64_t batch = 0;     // samples in the batch
   // From the step's one read:
   double loss = 0.0;
+  double z_term = 0.0;
   std::int64_t correct = 0;
   double sum_squares = 0.0;
   std::int64_t nonfinite = 0;  // inf/NaN values among the unscaled gradients

@@ -148,8 +148,9 @@ bool Run::shadow_pass() {
   }
   s.shadow->set_capture_outputs(true);
   const Tensor& logits = s.shadow->forward(be, s.x);
-  const std::int64_t B = logits.dim(0);
-  s.shadow_dlogits.resize({B, s.outputs}, Format::FP32);
+  // A language model's logits are [B, T, V]: B * T rows of V.
+  const std::int64_t B = logits.numel() / s.outputs;
+  s.shadow_dlogits.resize(logits.shape(), Format::FP32);
   // The shadow's loss is not read: it lands in the results buffer's scratch slot.
   auto* loss = reinterpret_cast<double*>(s.results.as<std::int64_t>() + kLossSlot);
   if (train.is_classification()) {
@@ -158,6 +159,16 @@ bool Run::shadow_pass() {
                              nullptr);
     be.cross_entropy_backward(s.shadow_probs.f32(), s.labels.as<std::int32_t>(), B, s.outputs, 1.0f,
                               s.shadow_dlogits.f32());
+    if (m_config.z_loss > 0.0) {
+      // The same objective as the step's: the z term's gradient too (its
+      // value lands in the scratch slot beside the loss's).
+      const auto coef = static_cast<float>(m_config.z_loss);
+      s.shadow_lse.resize({B}, Format::FP32);
+      be.z_loss(Pass::Forward, logits.f32(), nullptr, s.shadow_lse.f32(),
+                reinterpret_cast<double*>(s.results.as<std::int64_t>() + kZSlot), nullptr, B, s.outputs, coef, 1.0f);
+      be.z_loss(Pass::Backward, nullptr, s.shadow_probs.f32(), s.shadow_lse.f32(), nullptr, s.shadow_dlogits.f32(), B,
+                s.outputs, coef, 1.0f);
+    }
   } else {
     be.mse_forward(logits.f32(), s.targets.f32(), B * s.outputs, loss);
     be.mse_backward(logits.f32(), s.targets.f32(), B * s.outputs, 1.0f, s.shadow_dlogits.f32());

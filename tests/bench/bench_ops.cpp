@@ -131,6 +131,14 @@ class TimingBackend final : public engine::Backend {
   void channel_sums(const float* dy, float* db, std::int64_t n, std::int64_t c, std::int64_t hw) override {
     PL_TIMED("channel_sums", m_in->channel_sums(dy, db, n, c, hw));
   }
+  void z_loss(engine::Pass pass, const float* x, const float* p, float* lse, double* z, float* g, std::int64_t r,
+              std::int64_t c, float coef, float scale) override {
+    PL_TIMED("z_loss", m_in->z_loss(pass, x, p, lse, z, g, r, c, coef, scale));
+  }
+  void embedding(engine::Pass pass, const float* ids, const float* s, float* d, std::int64_t n, std::int64_t v,
+                 std::int64_t c) override {
+    PL_TIMED("embedding", m_in->embedding(pass, ids, s, d, n, v, c));
+  }
   void repeat_rows(const float* s, float* d, std::int64_t B, std::int64_t T, std::int64_t C) override {
     PL_TIMED("repeat_rows", m_in->repeat_rows(s, d, B, T, C));
   }

@@ -108,6 +108,15 @@ void softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t c
                      Format accumulate);
 void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows,
                       std::int64_t cols);
+// fused::CausalZeroOp and CausalSoftmaxOp over the threads: each row as
+// the composition's core calls compute it (softmax_forward or
+// softmax_backward of one row of t + 1 values), so the same bits.
+void causal_zero(float* x, std::int64_t rows, std::int64_t T);
+// fused::CopyColumnsOp over the threads.
+void copy_columns(const float* src, std::int64_t src_ld, float* dst, std::int64_t dst_ld, std::int64_t rows,
+                  std::int64_t cols);
+void causal_softmax(bool forward, const float* in, const float* dy, float* out, std::int64_t rows, std::int64_t T,
+                    Format accumulate);
 // FP32 softmax with x (backward: dy) in FP32, FP16, BF16 or FP8 codes,
 // decoded by row blocks; false where the rows do not fit a block or the
 // format is not one of those (the caller falls back).
@@ -121,6 +130,10 @@ double cross_entropy_forward(const float* logits, const std::int32_t* labels, st
 void cross_entropy_backward(const float* probs, const std::int32_t* labels, std::int64_t rows,
                             std::int64_t classes, float scale, float* dlogits);
 double mse_forward(const float* pred, const float* target, std::int64_t n);
+// Backend::z_loss's two passes.
+void z_loss_forward(const float* logits, float* lse, double* z, std::int64_t rows, std::int64_t cols);
+void z_loss_backward(const float* probs, const float* lse, float* grad, std::int64_t rows, std::int64_t cols,
+                     float coef, float scale);
 void mse_backward(const float* pred, const float* target, std::int64_t n, float scale, float* dpred);
 
 }  // namespace engine::cpu

@@ -72,6 +72,32 @@ double cross_entropy_forward(const float* logits, const std::int32_t* labels, st
   return total.loss / static_cast<double>(rows);
 }
 
+void z_loss_forward(const float* logits, float* lse, double* z, std::int64_t rows, std::int64_t cols) {
+#pragma omp parallel for schedule(static) if (rows > 1 && worth_parallel(64 * rows * cols))
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const float* x = logits + i * cols;
+    float m = x[0];
+    for (std::int64_t j = 1; j < cols; ++j) m = x[j] > m ? x[j] : m;
+    double s = 0.0;
+    for (std::int64_t j = 0; j < cols; ++j) s += std::exp(static_cast<double>(x[j]) - m);
+    lse[i] = static_cast<float>(static_cast<double>(m) + std::log(s));
+  }
+  double sum = 0.0;
+  for (std::int64_t i = 0; i < rows; ++i) sum += static_cast<double>(lse[i]) * static_cast<double>(lse[i]);
+  *z = rows > 0 ? sum / static_cast<double>(rows) : 0.0;
+}
+
+void z_loss_backward(const float* probs, const float* lse, float* grad, std::int64_t rows, std::int64_t cols,
+                     float coef, float scale) {
+  if (rows <= 0) return;
+  const float f = 2.0f * coef * scale / static_cast<float>(rows);
+#pragma omp parallel for schedule(static) if (rows > 1 && worth_parallel(rows * cols))
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const float a = f * lse[i];
+    for (std::int64_t j = 0; j < cols; ++j) grad[i * cols + j] += a * probs[i * cols + j];
+  }
+}
+
 void cross_entropy_backward(const float* probs, const std::int32_t* labels, std::int64_t rows,
                             std::int64_t classes, float scale, float* dlogits) {
   if (rows <= 0) return;

@@ -92,6 +92,78 @@ struct RepeatRows {
     dst[i] = src[(bt / T) * C + (e - bt * C)];
   }
 };
+// The row a token id names, or -1 for none (out of range, not an integer):
+// the CPU's rule.
+__device__ inline std::int64_t embedding_row(float id, std::int64_t vocab) {
+  if (!(id >= 0.0f) || id >= static_cast<float>(vocab)) return -1;
+  const auto v = static_cast<std::int64_t>(id);
+  return static_cast<float>(v) == id ? v : -1;
+}
+// dst[i, c] = table[ids[i], c], or 0 for no token.
+struct EmbeddingForward {
+  const float* ids;
+  const float* table;
+  float* dst;
+  std::int64_t vocab, dim;
+  __device__ void operator()(std::size_t e) const {
+    const auto i = static_cast<std::int64_t>(e) / dim, c = static_cast<std::int64_t>(e) - i * dim;
+    const std::int64_t v = embedding_row(ids[i], vocab);
+    dst[e] = v < 0 ? 0.0f : table[v * dim + c];
+  }
+};
+// One thread per column: every token in increasing order adds its dy into
+// its row (the fixed-order scatter-add; dst zeroed before).
+struct EmbeddingBackward {
+  const float* ids;
+  const float* dy;
+  float* dst;
+  std::int64_t n, vocab, dim;
+  __device__ void operator()(std::size_t e) const {
+    const auto c = static_cast<std::int64_t>(e);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t v = embedding_row(ids[i], vocab);
+      if (v >= 0) dst[v * dim + c] += dy[i * dim + c];
+    }
+  }
+};
+// z-loss forward, one thread per row: lse = m + log(sum exp(x - m)), the
+// sum in double over the columns in order (the CPU's order).
+struct ZLossRows {
+  const float* x;
+  float* lse;
+  std::int64_t cols;
+  __device__ void operator()(std::size_t i) const {
+    const float* r = x + static_cast<std::int64_t>(i) * cols;
+    float m = r[0];
+    for (std::int64_t j = 1; j < cols; ++j) m = r[j] > m ? r[j] : m;
+    double s = 0.0;
+    for (std::int64_t j = 0; j < cols; ++j) s += exp(static_cast<double>(r[j]) - m);
+    lse[i] = static_cast<float>(static_cast<double>(m) + log(s));
+  }
+};
+// The mean of lse^2 by one thread, rows in order (a fixed order: the CPU's).
+struct ZLossMean {
+  const float* lse;
+  double* z;
+  std::int64_t rows;
+  __device__ void operator()(std::size_t) const {
+    double s = 0.0;
+    for (std::int64_t i = 0; i < rows; ++i) s += static_cast<double>(lse[i]) * static_cast<double>(lse[i]);
+    *z = s / static_cast<double>(rows);
+  }
+};
+// grad[i, j] += (f * lse[i]) * probs[i, j]
+struct ZLossGrad {
+  const float* probs;
+  const float* lse;
+  float* grad;
+  std::int64_t cols;
+  float f;
+  __device__ void operator()(std::size_t e) const {
+    const float a = f * lse[static_cast<std::int64_t>(e) / cols];
+    grad[e] = __fadd_rn(grad[e], __fmul_rn(a, probs[e]));
+  }
+};
 // patches[((b * gh + ty) * gw + tx), (c * p + i) * p + jx] = x[b, c, ty * p + i, tx * p + jx]
 struct Patchify {
   const float* x;
@@ -442,6 +514,74 @@ PlCudaStatus repeat_rows(PlCudaContext* ctx, const float* src, float* dst, std::
   const auto count = static_cast<std::size_t>(total);
   for_each_kernel<<<grid_for(count), kThreads, 0, ctx->stream>>>(count, RepeatRows{src, dst, T, C});
   PL_CUDA_CHECK_LAUNCH(sink, "repeat_rows");
+  return PL_CUDA_OK;
+}
+
+PlCudaStatus embedding(PlCudaContext* ctx, std::int32_t pass, const float* ids, const float* src, float* dst,
+                       std::int64_t n, std::int64_t vocab, std::int64_t dim, char* message,
+                       std::size_t message_size) {
+  const ErrorSink sink{message, message_size};
+  DeviceScope scope;
+  PL_CUDA_ENTER(sink, scope, ctx, "embedding");
+  if (pass != 0 && pass != 1) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "embedding: unknown pass %d", pass);
+  PL_CUDA_TRY(check_count(sink, "embedding", "n", n));
+  PL_CUDA_TRY(check_count(sink, "embedding", "vocab", vocab));
+  PL_CUDA_TRY(check_count(sink, "embedding", "dim", dim));
+  std::int64_t rows = 0, table = 0;
+  PL_CUDA_TRY(check_product(sink, "embedding", "n * dim", {n, dim}, &rows));
+  PL_CUDA_TRY(check_product(sink, "embedding", "vocab * dim", {vocab, dim}, &table));
+  if (pass == 1 && table > 0) {
+    PL_CUDA_TRY(check_pointer(sink, "embedding", "dst", dst));
+    PL_CUDA_CHECK(sink, cudaMemsetAsync(dst, 0, static_cast<std::size_t>(table) * sizeof(float), ctx->stream));
+  }
+  if (rows == 0) return PL_CUDA_OK;
+  PL_CUDA_TRY(check_pointer(sink, "embedding", "ids", ids));
+  PL_CUDA_TRY(check_pointer(sink, "embedding", "src", src));
+  PL_CUDA_TRY(check_pointer(sink, "embedding", "dst", dst));
+  if (pass == 0) {
+    const auto count = static_cast<std::size_t>(rows);
+    for_each_kernel<<<grid_for(count), kThreads, 0, ctx->stream>>>(count, EmbeddingForward{ids, src, dst, vocab, dim});
+  } else {
+    const auto count = static_cast<std::size_t>(dim);
+    for_each_kernel<<<grid_for(count), kThreads, 0, ctx->stream>>>(count, EmbeddingBackward{ids, src, dst, n, vocab, dim});
+  }
+  PL_CUDA_CHECK_LAUNCH(sink, "embedding");
+  return PL_CUDA_OK;
+}
+
+PlCudaStatus z_loss(PlCudaContext* ctx, std::int32_t pass, const float* logits, const float* probs, float* lse,
+                    double* z, float* grad, std::int64_t rows, std::int64_t cols, float coef, float scale,
+                    char* message, std::size_t message_size) {
+  const ErrorSink sink{message, message_size};
+  DeviceScope scope;
+  PL_CUDA_ENTER(sink, scope, ctx, "z_loss");
+  if (pass != 0 && pass != 1) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "z_loss: unknown pass %d", pass);
+  PL_CUDA_TRY(check_count(sink, "z_loss", "rows", rows));
+  PL_CUDA_TRY(check_count(sink, "z_loss", "cols", cols));
+  std::int64_t total = 0;
+  PL_CUDA_TRY(check_product(sink, "z_loss", "rows * cols", {rows, cols}, &total));
+  if (pass == 0) {
+    PL_CUDA_TRY(check_pointer(sink, "z_loss", "z", z));
+    if (rows == 0) {
+      PL_CUDA_CHECK(sink, cudaMemsetAsync(z, 0, sizeof(double), ctx->stream));
+      return PL_CUDA_OK;
+    }
+    if (cols == 0) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "z_loss: rows without columns");
+    PL_CUDA_TRY(check_pointer(sink, "z_loss", "logits", logits));
+    PL_CUDA_TRY(check_pointer(sink, "z_loss", "lse", lse));
+    const auto n = static_cast<std::size_t>(rows);
+    for_each_kernel<<<grid_for(n), kThreads, 0, ctx->stream>>>(n, ZLossRows{logits, lse, cols});
+    for_each_kernel<<<1, 1, 0, ctx->stream>>>(std::size_t{1}, ZLossMean{lse, z, rows});
+  } else {
+    if (total == 0) return PL_CUDA_OK;
+    PL_CUDA_TRY(check_pointer(sink, "z_loss", "probs", probs));
+    PL_CUDA_TRY(check_pointer(sink, "z_loss", "lse", lse));
+    PL_CUDA_TRY(check_pointer(sink, "z_loss", "grad", grad));
+    const float f = 2.0f * coef * scale / static_cast<float>(rows);
+    const auto n = static_cast<std::size_t>(total);
+    for_each_kernel<<<grid_for(n), kThreads, 0, ctx->stream>>>(n, ZLossGrad{probs, lse, grad, cols, f});
+  }
+  PL_CUDA_CHECK_LAUNCH(sink, "z_loss");
   return PL_CUDA_OK;
 }
 

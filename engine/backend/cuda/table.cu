@@ -68,6 +68,8 @@ constexpr PlCudaBackendTable kTable = {
     .bias_add_channels = pl_cuda::bias_add_channels,
     .channel_sums = pl_cuda::channel_sums,
     .conv2d_block = pl_cuda::conv2d_block,
+    .embedding = pl_cuda::embedding,
+    .z_loss = pl_cuda::z_loss,
 };
 
 }  // namespace

@@ -99,6 +99,11 @@ class GuardedBackend final : public Backend {
     Open o(*this, "repeat_rows", src, dst);
     m_inner->repeat_rows(src, dst, B, T, C);
   }
+  void embedding(Pass pass, const float* ids, const float* src, float* dst, std::int64_t n, std::int64_t vocab,
+                 std::int64_t dim) override {
+    Open o(*this, "embedding", ids, src, dst);
+    m_inner->embedding(pass, ids, src, dst, n, vocab, dim);
+  }
   void conv2d_block(const ConvBlockArgs& g) override {
     Open o(*this, "conv2d_block", g.a, g.a_block, g.b, g.b_block, g.bias, g.out);
     m_inner->conv2d_block(g);
@@ -206,6 +211,11 @@ class GuardedBackend final : public Backend {
   void loss_forward(const LossArgs& a) override {
     Open o(*this, "loss_forward", a.pred, a.labels, a.target, a.probs, a.loss, a.correct, a.grad);
     m_inner->loss_forward(a);
+  }
+  void z_loss(Pass pass, const float* logits, const float* probs, float* lse, double* z, float* grad,
+              std::int64_t rows, std::int64_t cols, float coef, float scale) override {
+    Open o(*this, "z_loss", logits, probs, lse, z, grad);
+    m_inner->z_loss(pass, logits, probs, lse, z, grad, rows, cols, coef, scale);
   }
   void loss_backward(const LossArgs& a) override {
     Open o(*this, "loss_backward", a.pred, a.labels, a.target, a.probs, a.loss, a.correct, a.grad);
