@@ -58,6 +58,8 @@ Options parse(int argc, char** argv, bool compare) {
     if (auto eq = key.find('='); eq != std::string::npos) {
       value = key.substr(eq + 1);
       key = key.substr(0, eq);
+    } else if (key == "qk-norm" && (i + 1 >= argc || std::string(argv[i + 1]).rfind("--", 0) == 0)) {
+      value = "true";  // a flag on its own
     } else {
       if (i + 1 >= argc) throw std::invalid_argument("option --" + key + " needs a value");
       value = argv[++i];

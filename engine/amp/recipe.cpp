@@ -31,7 +31,7 @@ LayerPrecision Recipe::precision_for(const Layer& l) const {
 const std::vector<std::string>& leaf_kinds() {
   static const std::vector<std::string> kinds = {
       "linear", "conv2d", "patch_embed", "attention_scores", "attention_values", "layernorm", "softmax",
-      "relu",   "gelu",   "maxpool2d",   "flatten",          "mean_pool"};
+      "relu",   "gelu",   "maxpool2d",   "flatten",          "mean_pool",        "embedding",  "pos_embedding"};
   return kinds;
 }
 

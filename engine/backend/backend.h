@@ -420,6 +420,15 @@ class Backend {
   // --- layout ---
   // dst[b, t, :] = src[b, :] for t < T (a [B, C] row repeated T times).
   virtual void repeat_rows(const float* src, float* dst, std::int64_t B, std::int64_t T, std::int64_t C) = 0;
+  // Token embedding (nn/embedding.h) over n tokens whose ids are floats
+  // (exact integers) in ids; an id outside [0, vocab) or not an integer
+  // stands for no token. Forward: src the table [vocab, dim], dst [n, dim]
+  // with dst[i, :] = src[ids[i], :] (zeros for no token). Backward: src dy
+  // [n, dim], dst the table's gradient [vocab, dim], overwritten: row v is
+  // the f32 sum of the dy rows i with ids[i] == v taken in increasing i (a
+  // scatter-add in a fixed order: the same bits at any thread count).
+  virtual void embedding(Pass pass, const float* ids, const float* src, float* dst, std::int64_t n,
+                         std::int64_t vocab, std::int64_t dim) = 0;
   // Vision transformer patches: Forward, x [B, C, H, W] -> patches [B * gh *
   // gw, C * p * p] (gh = H / p, gw = W / p; pixels outside the grid are
   // dropped); Backward, patches -> x (overwritten; pixels outside the grid

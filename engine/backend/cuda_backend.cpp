@@ -75,6 +75,7 @@ std::vector<std::pair<const char*, const void*>> entries(const PlCudaBackendTabl
       {"bias_add_channels", reinterpret_cast<const void*>(t.bias_add_channels)},
       {"channel_sums", reinterpret_cast<const void*>(t.channel_sums)},
       {"conv2d_block", reinterpret_cast<const void*>(t.conv2d_block)},
+      {"embedding", reinterpret_cast<const void*>(t.embedding)},
   };
 }
 
@@ -347,6 +348,11 @@ class CudaBackend final : public Backend {
   }
   void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n) {
     call("gelu_backward", t.gelu_backward, m_ctx, x, dy, dx, n);
+  }
+  void embedding(Pass pass, const float* ids, const float* src, float* dst, std::int64_t n, std::int64_t vocab,
+                 std::int64_t dim) override {
+    call("embedding", t.embedding, m_ctx, static_cast<std::int32_t>(pass == Pass::Forward ? 0 : 1), ids, src, dst, n,
+         vocab, dim);
   }
   void repeat_rows(const float* src, float* dst, std::int64_t B, std::int64_t T, std::int64_t C) override {
     call("repeat_rows", t.repeat_rows, m_ctx, src, dst, B, T, C);

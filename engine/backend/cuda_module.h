@@ -47,7 +47,7 @@
 // ---------------------------------------------------------------------------
 extern "C" {
 
-#define PL_CUDA_ABI_VERSION 4  // 3: gemm takes a PlCudaGemmBatch; 4: the layout, ReLU16 and block-conv entries
+#define PL_CUDA_ABI_VERSION 5  // 3: gemm takes a PlCudaGemmBatch; 4: the layout, ReLU16 and block-conv entries; 5: embedding
 // The module is built with hidden visibility; only PL_CUDA_API is exported.
 #define PL_CUDA_API __attribute__((visibility("default")))
 
@@ -397,6 +397,13 @@ typedef struct PlCudaBackendTable {
                                const float* a, const PlCudaBlockQuantized* a_block, const float* b,
                                const PlCudaBlockQuantized* b_block, const float* bias, float* out,
                                PL_CUDA_MSG);
+
+  // ---- ABI 5 ----
+  // Token embedding (engine::Backend::embedding): pass 0 forward (src the
+  // [vocab, dim] table, dst [n, dim]), 1 backward (src dy [n, dim], dst the
+  // table's gradient, overwritten; each sum over tokens in increasing order).
+  PlCudaStatus (*embedding)(PlCudaContext* ctx, int32_t pass, const float* ids, const float* src, float* dst,
+                            int64_t n, int64_t vocab, int64_t dim, PL_CUDA_MSG);
 } PlCudaBackendTable;
 
 #undef PL_CUDA_MSG

@@ -184,6 +184,31 @@ bool compose_op(Backend& be, const SoftmaxCodedBackwardOp& o) {
   return true;
 }
 
+// Row by row: one core call per row (a backend with the op does better).
+bool compose_op(Backend& be, const CausalZeroOp& o) {
+  for (std::int64_t r = 0; r < o.rows; ++r) {
+    const std::int64_t seen = r % o.T + 1;
+    if (seen < o.T) be.fill_zero(o.x + r * o.T + seen, static_cast<std::size_t>(o.T - seen) * sizeof(float));
+  }
+  return true;
+}
+
+bool compose_op(Backend& be, const CausalSoftmaxOp& o) {
+  for (std::int64_t r = 0; r < o.rows; ++r) {
+    const std::int64_t seen = r % o.T + 1;
+    be.softmax(o.pass, o.in + r * o.T, o.dy ? o.dy + r * o.T : nullptr, o.out + r * o.T, 1, seen, o.accumulate);
+    if (seen < o.T) be.fill_zero(o.out + r * o.T + seen, static_cast<std::size_t>(o.T - seen) * sizeof(float));
+  }
+  return true;
+}
+
+bool compose_op(Backend& be, const CopyColumnsOp& o) {
+  if (o.cols <= 0) return true;
+  for (std::int64_t r = 0; r < o.rows; ++r)
+    be.copy(o.dst + r * o.dst_ld, o.src + r * o.src_ld, static_cast<std::size_t>(o.cols) * sizeof(float));
+  return true;
+}
+
 }  // namespace
 
 bool compose(Backend& be, const FusedOp& op) {

@@ -80,6 +80,10 @@ struct AttentionForward {
   void* values_codes = nullptr;
   float values_scale = 1.0f;
   float* values_amax = nullptr;
+  // A decoder's causal attention: query t sees keys 0..t only. The softmax
+  // of each row is causal_softmax's (its first t + 1 scores; the other
+  // probabilities +0), as the softmax leaf computes it.
+  bool causal = false;
 };
 
 // Attention's core backward, for the same shapes (all pointers backend
@@ -114,6 +118,9 @@ struct AttentionBackward {
   float* dqkv = nullptr;
   Format dqkv_format = Format::FP32;
   void* dqkv_codes = nullptr;
+  // The causal forward's backward: causal_softmax's backward (dscores +0
+  // past each row's first t + 1 entries).
+  bool causal = false;
 };
 
 // Where unscale_grads_coded reads a gradient stored in a narrower format:
@@ -290,6 +297,47 @@ struct AttentionBackwardOp {
   template <class F> void for_each_buffer(F&& f_) const {
     each_pointer(f_, a.qkv, a.probs_operand, a.probs, a.dvalues, a.dqkv, a.dqkv_codes);
   }
+};
+
+// The causal mask of attention's score planes: `rows` consecutive rows of
+// T values, row r holding query position t = r % T, whose entries j > t
+// are the future positions it may not see.
+// CausalZeroOp: those entries of x set to +0 (the scores before they are
+// rounded to their storage format: a masked score can then neither
+// overflow nor widen a scale its row shares).
+struct CausalZeroOp {
+  static constexpr const char* name = "causal_zero";
+  float* x = nullptr;
+  std::int64_t rows = 0, T = 0;
+  template <class F> void for_each_buffer(F&& f_) const { each_pointer(f_, x); }
+};
+// CausalSoftmaxOp: Backend::softmax (pass and accumulate as there) of each
+// row's first t + 1 values as a row of its own (forward: in the scores;
+// backward: in the probabilities, dy their gradient); out's other entries
+// +0, so a future position has probability 0 and gradient 0 whatever its
+// score held (inf and NaN included).
+struct CausalSoftmaxOp {
+  static constexpr const char* name = "causal_softmax";
+  Pass pass = Pass::Forward;
+  const float* in = nullptr;
+  const float* dy = nullptr;
+  float* out = nullptr;
+  std::int64_t rows = 0, T = 0;
+  Format accumulate = Format::FP32;
+  template <class F> void for_each_buffer(F&& f_) const { each_pointer(f_, in, dy, out); }
+};
+
+// CopyColumnsOp: dst[r * dst_ld + j] = src[r * src_ld + j] for r < rows,
+// j < cols (f32): a block of columns out of or into wider rows (the
+// queries and keys of attention's qkv rows, for their LayerNorms).
+struct CopyColumnsOp {
+  static constexpr const char* name = "copy_columns";
+  const float* src = nullptr;
+  std::int64_t src_ld = 0;
+  float* dst = nullptr;
+  std::int64_t dst_ld = 0;
+  std::int64_t rows = 0, cols = 0;
+  template <class F> void for_each_buffer(F&& f_) const { each_pointer(f_, src, dst); }
 };
 
 // The convolutions with an input (x, dy) given as stored codes (ConvInput;
@@ -564,7 +612,8 @@ struct FusedOp {
                              fused::ActivationBackwardCodedOp, fused::ActivationForwardEncodeOp, fused::AddEncodeOp,
                              fused::ColumnSums16Op, fused::LayerNormCodedForwardOp, fused::LayerNormCodedBackwardOp,
                              fused::LayerNormBackwardAddOp, fused::SoftmaxCodedForwardOp,
-                             fused::SoftmaxCodedBackwardOp>
+                             fused::SoftmaxCodedBackwardOp, fused::CausalZeroOp, fused::CausalSoftmaxOp,
+                             fused::CopyColumnsOp>
       op;
 };
 
@@ -688,6 +737,17 @@ inline void layernorm_backward_add(Backend& be, Format fdy, const void* dy, Form
 inline void softmax_coded_forward(Backend& be, Format fx, const void* x, float* y, std::int64_t rows, std::int64_t cols,
                                   float* sx) {
   run(be, SoftmaxCodedForwardOp{fx, x, y, rows, cols, sx});
+}
+inline void copy_columns(Backend& be, const float* src, std::int64_t src_ld, float* dst, std::int64_t dst_ld,
+                         std::int64_t rows, std::int64_t cols) {
+  run(be, CopyColumnsOp{src, src_ld, dst, dst_ld, rows, cols});
+}
+inline void causal_zero(Backend& be, float* x, std::int64_t rows, std::int64_t T) {
+  run(be, CausalZeroOp{x, rows, T});
+}
+inline void causal_softmax(Backend& be, Pass pass, const float* in, const float* dy, float* out, std::int64_t rows,
+                           std::int64_t T, Format accumulate) {
+  run(be, CausalSoftmaxOp{pass, in, dy, out, rows, T, accumulate});
 }
 inline void softmax_coded_backward(Backend& be, const float* y, Format fdy, const void* dy, float* dx,
                                    std::int64_t rows, std::int64_t cols, float* sdy) {

@@ -161,6 +161,7 @@ void AttentionScores::forward(Backend& be, const Tensor& x, Tensor& y, Context& 
   ctx.qkv = &qkv;
   float* yf = output_begin(y, ys, p.storage, m_y32);
   attention_scores_forward(be, qkv, yf, x.dim(0), x.dim(1), m_dim, m_heads, p.accumulate);
+  if (causal) fused::causal_zero(be, yf, x.dim(0) * m_heads * x.dim(1), x.dim(1));
   output_end(be, y, p.storage, m_y32, saturates_forward(p.storage), tracked(*this, NonfiniteSlot::Activation));
 }
 
@@ -176,10 +177,17 @@ void AttentionScores::backward(Backend& be, const Tensor& dy, Tensor* dx, Contex
   const Tensor& qkv = *ctx.qkv;
   check_dy(dy, qkv);
   const LayerPrecision& p = m_precision;
-  const Tensor& dyg = round_to(be, dy, p.grad, m_dy_grad, false);
+  const Tensor* dyg = &round_to(be, dy, p.grad, m_dy_grad, false);
+  if (causal) {
+    // The masked scores are constants: their gradient goes nowhere.
+    m_dy_masked.resize(dy.shape(), Format::FP32);
+    be.convert(dyg->format(), dyg->data(), Format::FP32, m_dy_masked.data(), dy.numel(), {});
+    fused::causal_zero(be, m_dy_masked.f32(), dy.numel() / dy.shape().back(), dy.shape().back());
+    dyg = &m_dy_masked;
+  }
   float* dxf = output_begin(*dx, qkv.shape(), p.grad, m_dx32);
   be.fill_zero(dxf, static_cast<std::size_t>(qkv.numel()) * sizeof(float));  // v columns: no gradient
-  attention_scores_backward(be, dyg, qkv, dxf, qkv.dim(0), qkv.dim(1), m_dim, m_heads, p.accumulate);
+  attention_scores_backward(be, *dyg, qkv, dxf, qkv.dim(0), qkv.dim(1), m_dim, m_heads, p.accumulate);
   output_end(be, *dx, p.grad, m_dx32, false, tracked(*this, NonfiniteSlot::ActivationGrad));
 }
 
@@ -244,6 +252,7 @@ void AttentionValues::backward_pair(Backend& be, const Tensor& dy, Tensor& dprob
   const Tensor& dyg = round_to(be, dy, p.grad, m_dy_grad, false);
   float* dpf = output_begin(dprobs, probs.shape(), p.grad, m_dp32);
   attention_values_backward(be, dyg, probs, *ctx.qkv, dpf, dqkv, ys[0], ys[1], m_dim, m_heads, p.accumulate);
+  if (causal) fused::causal_zero(be, dpf, probs.numel() / ys[1], ys[1]);
   output_end(be, dprobs, p.grad, m_dp32, false, tracked(*this, NonfiniteSlot::ActivationGrad));
 }
 
@@ -251,22 +260,26 @@ void AttentionValues::backward_pair(Backend& be, const Tensor& dy, Tensor& dprob
 
 std::size_t AttentionContext::bytes() const {
   std::size_t n = 0;
-  for (const auto* c : {&qkv_ctx, &scores_ctx, &softmax_ctx, &values_ctx, &proj_ctx})
+  for (const auto* c : {&qkv_ctx, &scores_ctx, &softmax_ctx, &values_ctx, &proj_ctx, &q_norm_ctx, &k_norm_ctx})
     if (*c) n += (*c)->bytes();
-  return n;
+  return n + q_in.bytes() + k_in.bytes();
 }
 
 std::size_t AttentionContext::emulation_bytes() const {
   std::size_t n = 0;
-  for (const auto* c : {&qkv_ctx, &scores_ctx, &softmax_ctx, &values_ctx, &proj_ctx})
+  for (const auto* c : {&qkv_ctx, &scores_ctx, &softmax_ctx, &values_ctx, &proj_ctx, &q_norm_ctx, &k_norm_ctx})
     if (*c) n += (*c)->emulation_bytes();
   return n;
 }
 
-Attention::Attention(std::string name, std::int64_t dim, std::int64_t heads)
-    : CompositeLayer(name), m_dim(dim), m_qkv(name + ".qkv", dim, 3 * dim),
+Attention::Attention(std::string name, std::int64_t dim, std::int64_t heads, bool causal, bool qk_norm)
+    : CompositeLayer(name), m_dim(dim), m_heads(heads), m_causal(causal), m_qk_norm(qk_norm),
+      m_qkv(name + ".qkv", dim, 3 * dim), m_q_norm(name + ".q_norm", heads > 0 ? dim / heads : 1),
+      m_k_norm(name + ".k_norm", heads > 0 ? dim / heads : 1),
       m_scores(name + ".scores", dim, heads), m_softmax(name + ".softmax"), m_values(name + ".values", dim, heads),
-      m_proj(name + ".proj", dim, dim) {}
+      m_proj(name + ".proj", dim, dim) {
+  m_scores.causal = m_softmax.causal = m_values.causal = causal;
+}
 
 Shape Attention::output_shape(const Shape& in) const {
   if (in.size() != 3 || in[2] != m_dim)
@@ -281,22 +294,38 @@ std::unique_ptr<Context> Attention::make_context() const {
   ctx->softmax_ctx = m_softmax.make_context();
   ctx->values_ctx = m_values.make_context();
   ctx->proj_ctx = m_proj.make_context();
+  if (m_qk_norm) {
+    ctx->q_norm_ctx = m_q_norm.make_context();
+    ctx->k_norm_ctx = m_k_norm.make_context();
+  }
   return ctx;
 }
 
 std::vector<Parameter*> Attention::parameters() {
   std::vector<Parameter*> out = m_qkv.parameters();
+  if (m_qk_norm)
+    for (Layer* l : {static_cast<Layer*>(&m_q_norm), static_cast<Layer*>(&m_k_norm)})
+      for (Parameter* p : l->parameters()) out.push_back(p);
   for (Parameter* p : m_proj.parameters()) out.push_back(p);
   return out;
 }
 
-std::vector<Layer*> Attention::leaves() { return {&m_qkv, &m_scores, &m_softmax, &m_values, &m_proj}; }
+std::vector<Layer*> Attention::leaves() {
+  if (m_qk_norm) return {&m_qkv, &m_q_norm, &m_k_norm, &m_scores, &m_softmax, &m_values, &m_proj};
+  return {&m_qkv, &m_scores, &m_softmax, &m_values, &m_proj};
+}
 
 void Attention::leaf_shapes(const Shape& in, std::vector<std::pair<Layer*, Shape>>& out) {
   output_shape(in);
   Shape qkv = m_qkv.output_shape(in);
   Shape scores = m_scores.output_shape(qkv);
   out.emplace_back(&m_qkv, qkv);
+  if (m_qk_norm) {
+    // Per sample, T * H rows of d (the norms see them batched as rows).
+    const Shape heads = {in[0], in[1] * m_heads, m_dim / m_heads};
+    out.emplace_back(&m_q_norm, heads);
+    out.emplace_back(&m_k_norm, heads);
+  }
   out.emplace_back(&m_scores, scores);
   out.emplace_back(&m_softmax, scores);
   out.emplace_back(&m_values, m_values.output_shape(scores));
@@ -319,7 +348,7 @@ void Attention::forward(Backend& be, const Tensor& x, Tensor& y, Context& contex
   record_output(be, m_qkv, ctx.qkv);
   // Where the fused path rounded qkv and then found no kernel, the leaves
   // take the rounded copy (their own rounding then has nothing to do).
-  const Tensor* qkv_in = &ctx.qkv;
+  const Tensor* qkv_in = m_qk_norm ? &normalise_qk(be, ctx) : &ctx.qkv;
   // Where the projection casts FP32 values to FP8 with a delayed scale, the
   // fused kernel writes that cast instead of the values.
   Layer::InputCast cast;
@@ -334,7 +363,7 @@ void Attention::forward(Backend& be, const Tensor& x, Tensor& y, Context& contex
     // Where both leaves compute in one format, the values leaf reads the
     // scores leaf's rounded qkv (its own rounding would give the same bits):
     // one copy, as a device would keep.
-    const Tensor* qkv = &ctx.qkv;
+    const Tensor* qkv = qkv_in;
     if (m_values.precision().compute == m_scores.precision().compute)
       qkv = static_cast<const AttentionScoresContext&>(*ctx.scores_ctx).qkv;
     m_values.forward_pair(be, ctx.probs, *qkv, ctx.values, *ctx.values_ctx);
@@ -345,6 +374,7 @@ void Attention::forward(Backend& be, const Tensor& x, Tensor& y, Context& contex
 }
 
 bool Attention::fused_forward_applies() {
+  if (m_qk_norm) return false;
   const LayerPrecision &ps = m_scores.precision(), &pm = m_softmax.precision(), &pv = m_values.precision();
   const Format fq = ps.compute;
   auto f32_or_half = [](Format f) { return f == Format::FP32 || is_half_format(f); };
@@ -388,6 +418,7 @@ bool Attention::forward_fused(Backend& be, AttentionContext& ctx, const Tensor*&
   f.format = fq;
   f.qkv = qkv.data();
   f.alpha = score_scale(m_dim / ss[1]);
+  f.causal = m_causal;
   f.scores_format = ps.storage;
   f.softmax_format = pm.compute;
   f.softmax_saturate = saturates_forward(pm.compute);
@@ -440,11 +471,13 @@ void Attention::backward_from(Backend& be, const Tensor& dy, const Tensor* round
     m_softmax.backward(be, ctx.dprobs, &ctx.dscores, *ctx.softmax_ctx);
     m_scores.backward_into(be, ctx.dscores, ctx.dqkv.f32(), *ctx.scores_ctx);
     dqkv = &round_dqkv(be, ctx);
+    if (m_qk_norm) normalise_qk_backward(be, ctx);
   }
   m_qkv.backward(be, *dqkv, dx, *ctx.qkv_ctx);
 }
 
 const Tensor* Attention::backward_fused(Backend& be, AttentionContext& ctx, const Tensor*& dvalues_in) {
+  if (m_qk_norm) return nullptr;
   const LayerPrecision &ps = m_scores.precision(), &pm = m_softmax.precision(), &pv = m_values.precision();
   const Format fq = ps.compute, gv = pv.grad, gs = ps.grad;
   auto f32_or_half = [](Format f) { return f == Format::FP32 || is_half_format(f); };
@@ -482,6 +515,7 @@ const Tensor* Attention::backward_fused(Backend& be, AttentionContext& ctx, cons
   f.probs_format = probs.format();
   f.probs = probs.data();
   f.alpha = score_scale(m_dim / ps_shape[1]);
+  f.causal = m_causal;
   f.dvalues_format = gv;
   f.dvalues = dvalues.data();
   f.dprobs_format = gv;
@@ -498,6 +532,56 @@ const Tensor* Attention::backward_fused(Backend& be, AttentionContext& ctx, cons
   return rounded ? &ctx.dqkv : &round_dqkv(be, ctx);
 }
 
+const Tensor& Attention::normalise_qk(Backend& be, AttentionContext& ctx) {
+  const std::int64_t rows = ctx.qkv.dim(0) * ctx.qkv.dim(1), d = m_dim / m_heads, ld = 3 * m_dim;
+  const float* q32 = f32_values(be, ctx.qkv, m_qkv32);
+  // qkv as f32 with the normalised queries and keys in place of the raw
+  // ones; the v columns as the projection left them.
+  ctx.qkv_norm.resize(ctx.qkv.shape(), Format::FP32);
+  be.copy(ctx.qkv_norm.data(), q32, static_cast<std::size_t>(ctx.qkv.numel()) * sizeof(float));
+  struct Side {
+    LayerNorm& norm;
+    Tensor& in;
+    Tensor& out;
+    Context& c;
+    std::int64_t col0;
+  };
+  for (const Side& s : {Side{m_q_norm, ctx.q_in, ctx.q_out, *ctx.q_norm_ctx, 0},
+                        Side{m_k_norm, ctx.k_in, ctx.k_out, *ctx.k_norm_ctx, m_dim}}) {
+    // Rows of one token's heads are contiguous: C columns of the token's row.
+    s.in.resize({rows * m_heads, d}, Format::FP32);
+    fused::copy_columns(be, q32 + s.col0, ld, s.in.f32(), m_dim, rows, m_dim);
+    s.norm.forward(be, s.in, s.out, s.c);
+    record_output(be, s.norm, s.out);
+    const float* o = f32_values(be, s.out, m_norm32);
+    fused::copy_columns(be, o, m_dim, ctx.qkv_norm.f32() + s.col0, ld, rows, m_dim);
+  }
+  return ctx.qkv_norm;
+}
+
+void Attention::normalise_qk_backward(Backend& be, AttentionContext& ctx) {
+  // dq and dk in dqkv are the normalised heads' gradients, rounded to the
+  // scores leaf's grad format (round_dqkv); through each norm's backward
+  // they become the raw heads' gradients, in its grad format.
+  const std::int64_t rows = ctx.dqkv.dim(0) * ctx.dqkv.dim(1), d = m_dim / m_heads, ld = 3 * m_dim;
+  float* g = ctx.dqkv.f32();
+  struct Side {
+    LayerNorm& norm;
+    Tensor& dout;
+    Tensor& din;
+    Context& c;
+    std::int64_t col0;
+  };
+  for (const Side& s : {Side{m_q_norm, ctx.dq_out, ctx.dq_in, *ctx.q_norm_ctx, 0},
+                        Side{m_k_norm, ctx.dk_out, ctx.dk_in, *ctx.k_norm_ctx, m_dim}}) {
+    s.dout.resize({rows * m_heads, d}, Format::FP32);
+    fused::copy_columns(be, g + s.col0, ld, s.dout.f32(), m_dim, rows, m_dim);
+    s.norm.backward(be, s.dout, &s.din, s.c);
+    const float* di = f32_values(be, s.din, m_norm32);
+    fused::copy_columns(be, di, m_dim, g + s.col0, ld, rows, m_dim);
+  }
+}
+
 bool Attention::dqkv_as_codes(bool fused) {
   // The projection takes the codes as they are in its own grad format (the
   // same rounding), or, from the fused kernel, in FP8, whose scaled cast
@@ -508,7 +592,7 @@ bool Attention::dqkv_as_codes(bool fused) {
   // FP8 keeps the f32 dqkv rounded in place: encoding it would be a pass
   // more, and decoding it another.
   const Format fs = m_scores.precision().grad, fq = m_qkv.precision().grad;
-  return fs == m_values.precision().grad && is_half_format(fs) && (fq == fs || (fused && is_fp8(fq))) &&
+  return !m_qk_norm && fs == m_values.precision().grad && is_half_format(fs) && (fq == fs || (fused && is_fp8(fq))) &&
          !tracked(m_scores, NonfiniteSlot::ActivationGrad) && !tracked(m_values, NonfiniteSlot::ActivationGrad);
 }
 

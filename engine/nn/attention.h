@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "nn/composite.h"
+#include "nn/layernorm.h"
 #include "nn/linear.h"
 #include "nn/softmax.h"
 
@@ -64,12 +65,18 @@ class AttentionScores : public Layer {
   // [B, T, 3C], not yet rounded (Attention rounds the whole buffer once).
   void backward_into(Backend& be, const Tensor& dy, float* dqkv, Context& ctx);
 
+  // Causal attention: the scores of future keys (column > row in each
+  // [T, T] plane) are written as +0 before the output's rounding, so they
+  // can neither overflow nor widen a shared scale; standalone backward
+  // takes no gradient from them.
+  bool causal = false;
+
  private:
   void check_dy(const Tensor& dy, const Tensor& qkv) const;
   std::int64_t m_dim, m_heads;
-  Tensor m_y32, m_dy_grad, m_dx32;
+  Tensor m_y32, m_dy_grad, m_dx32, m_dy_masked;
   std::size_t workspace_bytes() const override {
-    return tensors_bytes({&m_y32, &m_dy_grad, &m_dx32});
+    return tensors_bytes({&m_y32, &m_dy_grad, &m_dx32, &m_dy_masked});
   }
 };
 
@@ -107,6 +114,10 @@ class AttentionValues : public Layer {
   // f32 dqkv [B, T, 3C], not yet rounded (Attention rounds the whole buffer).
   void backward_pair(Backend& be, const Tensor& dy, Tensor& dprobs, float* dqkv, Context& ctx);
 
+  // Causal attention: dprobs of future keys written as +0 (the softmax
+  // ignores them; zero keeps them out of the counts and the rounding).
+  bool causal = false;
+
  private:
   std::int64_t m_dim, m_heads;
   Tensor m_y32, m_dy_grad, m_dp32;
@@ -119,6 +130,10 @@ class AttentionValues : public Layer {
 // contexts and the intermediate tensors they refer to.
 struct AttentionContext : Context {
   std::unique_ptr<Context> qkv_ctx, scores_ctx, softmax_ctx, values_ctx, proj_ctx;
+  std::unique_ptr<Context> q_norm_ctx, k_norm_ctx;  // qk_norm only
+  // qk_norm: the heads' queries and keys as rows of d (in), normalised
+  // (out), qkv with them in place (f32), and the backward's counterparts.
+  Tensor q_in, q_out, k_in, k_out, qkv_norm, dq_out, dq_in, dk_out, dk_in;
   // Forward and backward intermediates (dqkv: f32). scores, dprobs and
   // dscores are written only where the leaves run one by one: the fused
   // kernels (Backend::attention_forward/backward) keep them to themselves.
@@ -134,9 +149,20 @@ struct AttentionContext : Context {
 // "<name>.proj" (Linear C -> C); each has its own precision, so a recipe can
 // run the GEMMs in FP16 and the softmax in FP32, or force the softmax to FP16.
 // The caller keeps x alive until backward. Trainer thread only.
+// causal: a decoder's self-attention, query t attending to keys 0..t only
+// (the scores, softmax and values leaves' `causal`, and the fused kernels').
+// qk_norm (Wortsman et al. 2023, "Small-scale proxies for large-scale
+// Transformer training instabilities"): LayerNorm over each head's d
+// queries and d keys, leaves "<name>.q_norm" and "<name>.k_norm" (after
+// qkv, each with its own precision and parameters), before the scores; the
+// attention then runs leaf by leaf (the fused kernels take raw qkv).
 class Attention : public CompositeLayer {
  public:
-  Attention(std::string name, std::int64_t dim, std::int64_t heads);
+  Attention(std::string name, std::int64_t dim, std::int64_t heads, bool causal = false, bool qk_norm = false);
+  bool causal() const { return m_causal; }
+  bool qk_norm() const { return m_qk_norm; }
+  LayerNorm& q_norm() { return m_q_norm; }
+  LayerNorm& k_norm() { return m_k_norm; }
 
   const char* kind() const override { return "attention"; }
   Shape output_shape(const Shape& in) const override;
@@ -190,10 +216,18 @@ class Attention : public CompositeLayer {
   // backward_fused's copy of dvalues in the values leaf's grad format,
   // where the projection gave another (FP8's E5M2 to BF16).
   Tensor m_dvalues_grad;
-  std::size_t workspace_bytes() const override { return m_dvalues_grad.bytes(); }
+  std::size_t workspace_bytes() const override { return tensors_bytes({&m_dvalues_grad, &m_qkv32, &m_norm32}); }
 
-  std::int64_t m_dim;
+  // qk_norm's forward: ctx.qkv_norm, qkv (f32) with the normalised heads.
+  const Tensor& normalise_qk(Backend& be, AttentionContext& ctx);
+  // qk_norm's backward: dq and dk in dqkv (f32) through the norms.
+  void normalise_qk_backward(Backend& be, AttentionContext& ctx);
+  Tensor m_qkv32, m_norm32;
+
+  std::int64_t m_dim, m_heads;
+  bool m_causal = false, m_qk_norm = false;
   Linear m_qkv;
+  LayerNorm m_q_norm, m_k_norm;
   AttentionScores m_scores;
   Softmax m_softmax;
   AttentionValues m_values;

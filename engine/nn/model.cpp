@@ -10,6 +10,7 @@
 #include "nn/attention.h"
 #include "nn/composite.h"
 #include "nn/conv2d.h"
+#include "nn/embedding.h"
 #include "nn/flatten.h"
 #include "nn/layernorm.h"
 #include "nn/linear.h"
@@ -258,7 +259,11 @@ void Model::init(std::uint64_t seed, bool zero_head) {
       // sizes of the ones before it.
       Xoshiro256 rng(seed, stream++);
       std::vector<float> v(static_cast<std::size_t>(p->numel()));
-      if (ends_with(p->name, ".gamma")) {
+      if (p->init == Parameter::Init::Normal) {
+        for (auto& x : v) x = static_cast<float>(p->init_std * rng.normal());
+      } else if (p->init == Parameter::Init::Zero) {
+        std::fill(v.begin(), v.end(), 0.0f);
+      } else if (ends_with(p->name, ".gamma")) {
         std::fill(v.begin(), v.end(), 1.0f);
       } else if (ends_with(p->name, ".beta")) {
         std::fill(v.begin(), v.end(), 0.0f);
@@ -395,8 +400,43 @@ std::unique_ptr<Model> build_transformer(const Shape& sample_shape, std::int64_t
   return m;
 }
 
+std::unique_ptr<Model> build_gpt(std::int64_t vocab, const GptShape& s) {
+  if (vocab < 1) throw std::runtime_error("gpt: the vocabulary must have at least one token");
+  if (s.context < 1) throw std::runtime_error("gpt: context must be at least 1");
+  if (s.width <= 0 || s.heads <= 0 || s.width % s.heads)
+    throw std::runtime_error("gpt: width " + std::to_string(s.width) + " must be a positive multiple of heads (" +
+                             std::to_string(s.heads) + ")");
+  if (s.layers < 1) throw std::runtime_error("gpt: layers must be at least 1");
+  auto m = std::make_unique<Model>("gpt", Shape{s.context}, vocab);
+  m->add(std::make_unique<TokenEmbedding>("embed.tok", vocab, s.width));
+  m->add(std::make_unique<PositionEmbedding>("embed.pos", s.context, s.width));
+  for (std::int64_t i = 0; i < s.layers; ++i)
+    m->add(std::make_unique<TransformerBlock>("blocks." + std::to_string(i), s.width, s.heads, 4, true, s.qk_norm));
+  m->add(std::make_unique<LayerNorm>("ln_f", s.width));
+  m->add(std::make_unique<Linear>("head", s.width, vocab));
+  // nanoGPT's _init_weights: every Linear and Embedding weight N(0, 0.02),
+  // biases 0, and the projections into the residual stream (attention's
+  // proj, the MLP's second Linear) N(0, 0.02 / sqrt(2 L)) (GPT-2).
+  const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(s.layers));
+  for (Layer* leaf : m->leaves()) {
+    if (std::strcmp(leaf->kind(), "layernorm") == 0) continue;
+    const bool residual = ends_with(leaf->name(), ".attn.proj") || ends_with(leaf->name(), ".fc2");
+    for (Parameter* p : leaf->parameters()) {
+      if (ends_with(p->name, ".bias")) {
+        p->init = Parameter::Init::Zero;
+      } else {
+        p->init = Parameter::Init::Normal;
+        p->init_std = residual ? residual_std : 0.02;
+      }
+    }
+  }
+  Shape out = m->layers().back()->output_shape({1, s.context, s.width});
+  if (out != Shape{1, s.context, vocab}) throw std::logic_error("gpt: builds outputs " + shape_string(out));
+  return m;
+}
+
 const std::vector<std::string>& model_names() {
-  static const std::vector<std::string> names = {"mlp", "cnn", "transformer"};
+  static const std::vector<std::string> names = {"mlp", "cnn", "transformer", "gpt"};
   return names;
 }
 

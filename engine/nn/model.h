@@ -128,6 +128,23 @@ std::unique_ptr<Model> build_transformer(const Shape& sample_shape, std::int64_t
                                          std::int64_t heads = 4, std::int64_t depth = 2,
                                          std::int64_t mlp_ratio = 2, std::int64_t patch = 7);
 
+// The gpt's settings (RunConfig's layers, width, heads, context, qk_norm).
+struct GptShape {
+  std::int64_t layers = 4, width = 128, heads = 4, context = 64;
+  bool qk_norm = false;
+};
+// Decoder-only language model over token ids [B, context] (floats holding
+// integers in [0, vocab)): token embedding "embed.tok" and learned
+// positions "embed.pos", `layers` pre-LayerNorm blocks "blocks.N" (causal
+// multi-head attention, GELU MLP of 4 x width; with qk_norm, LayerNorm on
+// each head's queries and keys: leaves blocks.N.attn.q_norm and k_norm
+// after attn.qkv), final LayerNorm "ln_f", Linear head
+// "head" to the vocabulary: logits [B, context, vocab] (outputs() = vocab).
+// Leaves: embed.tok, embed.pos, blocks.N.ln1, blocks.N.attn.{qkv, scores,
+// softmax, values, proj}, blocks.N.ln2, blocks.N.{fc1, gelu, fc2}, ln_f, head.
+// nanoGPT's initialisation (Parameter::Init).
+std::unique_ptr<Model> build_gpt(std::int64_t vocab, const GptShape& shape);
+
 // "mlp" | "cnn" | "transformer" with their defaults. Throws
 // std::runtime_error with one line naming the model on an unknown name or a
 // sample shape the model cannot take (a cnn on 2-D spirals).

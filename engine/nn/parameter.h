@@ -1,6 +1,7 @@
 // Parameter: one trainable tensor with its master copy, compute copy and gradient.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "nn/fp8_scaling.h"
@@ -35,6 +36,11 @@ struct Parameter {
   // memory accounting counts the quantized copies a device would hold.
   // FP32 otherwise.
   Format quantized = Format::FP32;
+  // How Model::init draws it: by its name (PyTorch's layer defaults), or,
+  // where a builder says so (the gpt, after nanoGPT), N(0, init_std) or zeros.
+  enum class Init : std::uint8_t { ByName, Normal, Zero };
+  Init init = Init::ByName;
+  double init_std = 0.02;
 
   bool has_master() const { return !master.empty(); }
   // The copy the optimizer updates.

@@ -31,8 +31,13 @@ void Softmax::forward(Backend& be, const Tensor& x, Tensor& y, Context& context)
   const Shape ys = output_shape(x.shape());
   const LayerPrecision& p = m_precision;
   const std::int64_t cols = x.shape().back(), rows = x.numel() / cols;
+  if (causal && (ys.size() < 3 || ys[ys.size() - 2] != cols))
+    throw_shape(name(), "is causal: expects [.., tokens, tokens] score planes", ys);
   float* yf = output_begin(y, ys, p.storage, m_y32);
-  if (p.compute == Format::FP32 && p.accumulate == Format::FP32 && is_half_format(x.format())) {
+  if (causal) {
+    const float* xf = f32_rounded(be, x, p.compute, m_x32, saturates_forward(p.compute));
+    fused::causal_softmax(be, Pass::Forward, xf, nullptr, yf, rows, cols, p.accumulate);
+  } else if (p.compute == Format::FP32 && p.accumulate == Format::FP32 && is_half_format(x.format())) {
     // FP16/BF16 codes (the attention's scores): decoded as the rows are read.
     m_x32.resize(x.shape(), Format::FP32);
     fused::softmax_coded_forward(be, x.format(), x.data(), yf, rows, cols, m_x32.f32());
@@ -54,7 +59,10 @@ void Softmax::backward(Backend& be, const Tensor& dy, Tensor* dx, Context& conte
   const std::int64_t cols = y.shape().back(), rows = y.numel() / cols;
   const float* yf = f32_values(be, y, m_yb32);
   float* dxf = output_begin(*dx, y.shape(), p.grad, m_dx32);
-  if (p.grad == Format::FP32 && is_half_format(dy.format())) {
+  if (causal) {
+    const float* dyf = f32_rounded(be, dy, p.grad, m_dy32, false);
+    fused::causal_softmax(be, Pass::Backward, yf, dyf, dxf, rows, cols, Format::FP32);
+  } else if (p.grad == Format::FP32 && is_half_format(dy.format())) {
     // FP16/BF16 gradient codes: decoded as the rows are read.
     m_dy32.resize(dy.shape(), Format::FP32);
     fused::softmax_coded_backward(be, yf, dy.format(), dy.data(), dxf, rows, cols, m_dy32.f32());

@@ -39,6 +39,11 @@ class Softmax : public Layer {
   void forward(Backend& be, const Tensor& x, Tensor& y, Context& ctx) override;
   void backward(Backend& be, const Tensor& dy, Tensor* dx, Context& ctx) override;
 
+  // Causal attention's softmax: the input's last two dimensions are [T, T]
+  // score planes, and row t normalises its first t + 1 values only
+  // (fused::causal_softmax); the others get probability +0 and gradient +0.
+  bool causal = false;
+
  private:
   Tensor m_x32, m_y32, m_yb32, m_dy32, m_dx32;
   std::size_t workspace_bytes() const override {

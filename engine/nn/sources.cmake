@@ -15,6 +15,7 @@ target_sources(engine_nn PRIVATE
   nn/flatten.cpp
   nn/mean_pool.cpp
   nn/patch_embed.cpp
+  nn/embedding.cpp
   nn/transformer_block.cpp
   nn/loss.cpp
   nn/model.cpp

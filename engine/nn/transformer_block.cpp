@@ -55,8 +55,9 @@ std::size_t TransformerBlockContext::emulation_bytes() const {
   return n;
 }
 
-TransformerBlock::TransformerBlock(std::string name, std::int64_t dim, std::int64_t heads, std::int64_t mlp_ratio)
-    : CompositeLayer(name), m_dim(dim), m_ln1(name + ".ln1", dim), m_attn(name + ".attn", dim, heads),
+TransformerBlock::TransformerBlock(std::string name, std::int64_t dim, std::int64_t heads, std::int64_t mlp_ratio,
+                                   bool causal, bool qk_norm)
+    : CompositeLayer(name), m_dim(dim), m_ln1(name + ".ln1", dim), m_attn(name + ".attn", dim, heads, causal, qk_norm),
       m_ln2(name + ".ln2", dim), m_fc1(name + ".fc1", dim, mlp_ratio * dim), m_gelu(name + ".gelu"),
       m_fc2(name + ".fc2", mlp_ratio * dim, dim) {}
 

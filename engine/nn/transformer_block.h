@@ -38,7 +38,7 @@ struct TransformerBlockContext : Context {
 };
 
 // x [B, T, C] -> [B, T, C]. Leaves, in forward order: "<name>.ln1", the
-// attention's five ("<name>.attn.qkv" ...), "<name>.ln2", "<name>.fc1"
+// attention's five, seven with qk_norm ("<name>.attn.qkv" ...), "<name>.ln2", "<name>.fc1"
 // (C -> ratio*C), "<name>.gelu", "<name>.fc2" (ratio*C -> C). The residual
 // adds belong to no leaf; their non-finite values are attributed to the
 // branch's last leaf (attn.proj, fc2) forward and to the LayerNorm the
@@ -46,7 +46,9 @@ struct TransformerBlockContext : Context {
 // backward. Trainer thread only.
 class TransformerBlock : public CompositeLayer {
  public:
-  TransformerBlock(std::string name, std::int64_t dim, std::int64_t heads, std::int64_t mlp_ratio = 2);
+  // causal and qk_norm: the attention's (nn/attention.h).
+  TransformerBlock(std::string name, std::int64_t dim, std::int64_t heads, std::int64_t mlp_ratio = 2,
+                   bool causal = false, bool qk_norm = false);
 
   const char* kind() const override { return "transformer_block"; }
   Shape output_shape(const Shape& in) const override;

@@ -49,6 +49,8 @@ std::map<std::string, Shape> leaf_outputs(Model& model) {
 LayerCatalog describe_layers(const RunConfig& config) {
   LayerCatalog catalog;
   catalog.data = planned_data_shape(config.dataset);
+  // A gpt reads windows of its context whatever the set (build_model).
+  if (config.model == "gpt") catalog.data.sample = {config.context};
   std::unique_ptr<Model> model = build_model(config, catalog.data.sample, catalog.data.outputs);
 
   Recipe recipe = make_recipe(config.recipe);

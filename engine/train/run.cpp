@@ -142,7 +142,9 @@ MemoryBytes Run::memory() const {
   m.optimizer = static_cast<std::int64_t>(s.optimizer->state_bytes());
   m.activations = static_cast<std::int64_t>(m_model->saved_activation_bytes());
   m.workspace = static_cast<std::int64_t>(s.x.bytes() + s.targets.bytes() + s.probs.bytes() + s.dlogits.bytes()) +
-                (is_classification() && !s.x.empty() ? s.x.dim(0) * static_cast<std::int64_t>(sizeof(std::int32_t)) : 0);
+                (is_classification() && !s.x.empty()
+                     ? s.x.dim(0) * static_cast<std::int64_t>(m_data->train.labels_per_sample * sizeof(std::int32_t))
+                     : 0);
   // What only the CPU's emulation needs: f32 views of low-precision
   // gradients and weights for the f32 optimizer, decoded logits, and the
   // layers' decode/encode scratch. A device holding the recipe has none.
@@ -213,7 +215,8 @@ void Run::load_batch(StepState& st) {
   Shape xs = {st.batch};
   xs.insert(xs.end(), s.sample_shape.begin(), s.sample_shape.end());
   s.x.resize(xs, Format::FP32);
-  if (train.is_classification()) s.labels.reserve(static_cast<std::size_t>(st.batch) * sizeof(std::int32_t));
+  if (train.is_classification())
+    s.labels.reserve(static_cast<std::size_t>(st.batch) * train.labels_per_sample * sizeof(std::int32_t));
   else s.targets.resize({st.batch, s.outputs}, Format::FP32);
   upload_batch(m_backend, train, idx, s.x.data(), s.labels.data(), s.targets.data());
   // The step's results slots (see run_state.h), reused step after step.
@@ -225,16 +228,18 @@ void Run::load_batch(StepState& st) {
 void Run::forward_backward(const StepState& st) {
   Impl& s = *m_impl;
   Backend& be = m_backend;
-  const std::int64_t B = st.batch;
   auto* results = s.results.as<std::int64_t>();
   auto* loss_slot = reinterpret_cast<double*>(results + kLossSlot);
   const Tensor& logits = m_model->forward(be, s.x);
+  // One row per label: B for a classifier, B * T for a language model's
+  // [B, T, V] logits (the loss is the mean over its tokens).
+  const std::int64_t B = logits.numel() / s.outputs;
   const float* lg = logits.format() == Format::FP32 ? logits.f32() : nullptr;
   if (!lg) {
     decode_to(be, logits, s.logits_f32);
     lg = s.logits_f32.f32();
   }
-  s.dlogits.resize({B, s.outputs}, Format::FP32);
+  s.dlogits.resize(logits.shape(), Format::FP32);
   if (is_classification()) {
     s.probs.resize({B, s.outputs}, Format::FP32);
     be.cross_entropy_forward(lg, s.labels.as<std::int32_t>(), B, s.outputs, s.probs.f32(), loss_slot,
@@ -386,7 +391,9 @@ void Run::record(StepState& st, double wall_ms, std::vector<Record>& out) {
   m.device_total = m_device_total;
   m.wall_ms = wall_ms;
   m.samples_per_second = wall_ms > 0 ? static_cast<double>(st.batch) / (wall_ms / 1000.0) : 0.0;
-  m.train_accuracy = is_classification() ? static_cast<double>(st.correct) / static_cast<double>(st.batch) : -1.0;
+  // Per label: next-token accuracy for text.
+  const double labels = static_cast<double>(st.batch) * static_cast<double>(m_data->train.labels_per_sample);
+  m.train_accuracy = is_classification() ? static_cast<double>(st.correct) / labels : -1.0;
 
   if (!std::isfinite(st.loss)) emit(Event{m_id, step_no, EventKind::NanLoss, "", "loss", 1}, out);
   if (!st.taken) emit(Event{m_id, step_no, EventKind::Skipped, "", "optimizer", st.nonfinite}, out);
@@ -469,10 +476,11 @@ EvalMetrics Run::evaluate(std::vector<Record>& out) {
     Shape xs = {b};
     xs.insert(xs.end(), s.sample_shape.begin(), s.sample_shape.end());
     x.resize(xs, Format::FP32);
-    if (cls) labels.reserve(static_cast<std::size_t>(b) * sizeof(std::int32_t));
+    if (cls) labels.reserve(static_cast<std::size_t>(b) * test.labels_per_sample * sizeof(std::int32_t));
     else targets.resize({b, s.outputs}, Format::FP32);
     upload_batch(be, test, idx, x.data(), labels.data(), targets.data());
     const Tensor& logits = m_model->forward(be, x);
+    const std::int64_t rows = logits.numel() / s.outputs;  // b, or b * T tokens
     const float* lg = logits.format() == Format::FP32 ? logits.f32() : nullptr;
     if (!lg) {
       decode_to(be, logits, logits_f32);
@@ -480,8 +488,8 @@ EvalMetrics Run::evaluate(std::vector<Record>& out) {
     }
     std::int64_t* slot = results.as<std::int64_t>() + 2 * k;
     if (cls) {
-      probs.resize({b, s.outputs}, Format::FP32);
-      be.cross_entropy_forward(lg, labels.as<std::int32_t>(), b, s.outputs, probs.f32(),
+      probs.resize({rows, s.outputs}, Format::FP32);
+      be.cross_entropy_forward(lg, labels.as<std::int32_t>(), rows, s.outputs, probs.f32(),
                                reinterpret_cast<double*>(slot), slot + 1);
     } else {
       be.mse_forward(lg, targets.f32(), b * s.outputs, reinterpret_cast<double*>(slot));
@@ -501,7 +509,8 @@ EvalMetrics Run::evaluate(std::vector<Record>& out) {
   e.step = m_step;
   e.epoch = s.epoch;
   e.val_loss = n > 0 ? loss_sum / static_cast<double>(n) : 0.0;
-  e.val_accuracy = cls && n > 0 ? static_cast<double>(correct_sum) / static_cast<double>(n) : -1.0;
+  const double per = static_cast<double>(test.labels_per_sample);  // every window has as many labels
+  e.val_accuracy = cls && n > 0 ? static_cast<double>(correct_sum) / (static_cast<double>(n) * per) : -1.0;
   m_history.add(e);
   out.emplace_back(e);
   return e;

@@ -153,6 +153,15 @@ void set_config_value(RunConfig& c, const std::string& key_in, const std::string
   else if (key == "threads") c.threads = I();
   else if (key == "eval_every") c.eval_every = I();
   else if (key == "stats_every") c.stats_every = I();
+  else if (key == "layers" || key == "depth") c.depth = I();
+  else if (key == "width") c.width = I();
+  else if (key == "heads") c.heads = I();
+  else if (key == "context") c.context = I();
+  else if (key == "qk_norm") {
+    if (v == "true" || v == "1" || v == "on") c.qk_norm = true;
+    else if (v == "false" || v == "0" || v == "off") c.qk_norm = false;
+    else fail(origin, "'qk_norm' must be true or false (got '" + v + "')");
+  } else if (key == "z_loss") c.z_loss = D();
   else if (key == "widths") {
     c.widths.clear();
     std::stringstream ss(v);
@@ -200,8 +209,17 @@ void validate(const RunConfig& c, const std::string& origin) {
   } catch (const std::invalid_argument& e) {
     fail(origin, "'recipe': " + std::string(e.what()));
   }
-  range("model", c.model == "mlp" || c.model == "cnn" || c.model == "transformer",
-        "must be mlp, cnn or transformer (got '" + c.model + "')");
+  range("model", c.model == "mlp" || c.model == "cnn" || c.model == "transformer" || c.model == "gpt",
+        "must be mlp, cnn, transformer or gpt (got '" + c.model + "')");
+  range("layers", c.depth >= 1 && c.depth <= 64, "must be in 1..64 (got " + std::to_string(c.depth) + ")");
+  range("width", c.width >= 1 && c.width <= 8192, "must be in 1..8192 (got " + std::to_string(c.width) + ")");
+  range("heads", c.heads >= 1 && c.heads <= c.width && c.width % c.heads == 0,
+        "must divide width " + std::to_string(c.width) + " (got " + std::to_string(c.heads) + ")");
+  range("context", c.context >= 1 && c.context <= 4096,
+        "must be in 1..4096 (got " + std::to_string(c.context) + ")");
+  range("z_loss", std::isfinite(c.z_loss) && c.z_loss >= 0.0 && c.z_loss <= 1.0, "must be in [0, 1]");
+  // Accepted in the config's vocabulary, refused until the engine has them.
+  range("z_loss", c.z_loss == 0.0, "is not available in this build (the loss has no z term yet)");
   range("dataset", !c.dataset.empty(), "must not be empty");
   range("epochs", c.epochs >= 1 && c.epochs <= 100000, "must be in 1..100000 (got " + std::to_string(c.epochs) + ")");
   range("steps", c.steps >= 0 && c.steps <= 100000000, "must be in 0..100000000 (got " + std::to_string(c.steps) + ")");
@@ -278,7 +296,7 @@ RunConfig parse_run_config_over(const RunConfig& base, const std::string& text, 
   RunConfig c = base;
   try {
     for (const auto& [key, v] : j.items()) {
-      if (key == "layers") {
+      if (key == "layers" && !v.is_number()) {
         parse_layers(c, v, origin);
       } else if (key == "loss_scale" && v.is_object()) {
         for (const auto& [k, sv] : v.items()) {
@@ -292,6 +310,8 @@ RunConfig parse_run_config_over(const RunConfig& base, const std::string& text, 
             set_config_value(c, k, s, origin);
           else fail(origin, "unknown key '" + full + "'");
         }
+      } else if (key == "qk_norm" && v.is_boolean()) {
+        c.qk_norm = v.get<bool>();
       } else if (key == "widths" && v.is_array()) {
         c.widths.clear();
         for (const auto& w : v) {
@@ -311,7 +331,8 @@ RunConfig parse_run_config_over(const RunConfig& base, const std::string& text, 
         // mistake, not a value), a name a string.
         static const char* numeric[] = {"epochs", "steps", "batch", "lr", "momentum", "weight_decay", "warmup",
                                         "clip", "seed", "threads", "eval_every", "stats_every", "loss_scale_init",
-                                        "init_scale", "growth_factor", "backoff_factor", "growth_interval"};
+                                        "init_scale", "growth_factor", "backoff_factor", "growth_interval",
+                                        "layers", "depth", "width", "heads", "context", "z_loss"};
         bool is_numeric = false;
         for (const char* k : numeric) is_numeric = is_numeric || key == k;
         if (is_numeric && !v.is_number())
@@ -363,6 +384,14 @@ std::string to_json(const RunConfig& c) {
   j["eval_every"] = c.eval_every;
   j["stats_every"] = c.stats_every;
   if (!c.widths.empty()) j["widths"] = c.widths;
+  if (c.model == "gpt") {
+    j["depth"] = c.depth;
+    j["width"] = c.width;
+    j["heads"] = c.heads;
+    j["context"] = c.context;
+    j["qk_norm"] = c.qk_norm;
+    j["z_loss"] = c.z_loss;
+  }
   if (c.master_weights >= 0) j["master_weights"] = c.master_weights == 1;
   if (c.weight_rounding != "nearest") j["weight_rounding"] = c.weight_rounding;
   if (c.fp8_scaling != "delayed") j["fp8_scaling"] = c.fp8_scaling;

@@ -13,7 +13,7 @@ namespace engine {
 
 struct RunConfig {
   std::string recipe = "fp32";
-  std::string model = "mlp";             // mlp | cnn | transformer
+  std::string model = "mlp";             // mlp | cnn | transformer | gpt
   std::string dataset = "fashion-mnist"; // fashion-mnist | spirals | tiny-gradients | a folder
   std::int64_t epochs = 1;               // used when steps == 0
   std::int64_t steps = 0;                // > 0: stop after this many steps
@@ -31,6 +31,16 @@ struct RunConfig {
   std::int64_t eval_every = 0;           // steps between evaluations; 0 = once per epoch
   std::int64_t stats_every = 100;        // steps between gradient statistics
   std::vector<std::int64_t> widths;      // mlp hidden widths (empty = model default)
+  // The gpt's shape (nn/model.h build_gpt). JSON and CLI key "layers" for
+  // the depth when it is a number ("layers" as an object holds the
+  // per-layer precisions); config.json writes it as "depth". Written only
+  // for a gpt, so the other models' config.json stay as they were.
+  std::int64_t depth = 4;                // transformer blocks
+  std::int64_t width = 128;              // channels
+  std::int64_t heads = 4;                // attention heads (width divisible by heads)
+  std::int64_t context = 64;             // tokens per sample
+  bool qk_norm = false;                  // LayerNorm on each head's queries and keys
+  double z_loss = 0.0;                   // C of the auxiliary C * mean(log^2 Z) loss
   LossScalerConfig loss_scale;           // mode/init/... (recipe default unless set)
   bool loss_scale_set = false;           // true when the config or CLI set any loss_scale field
   std::map<std::string, LayerPrecision> layers;  // per-layer overrides (custom recipe)

@@ -148,8 +148,9 @@ bool Run::shadow_pass() {
   }
   s.shadow->set_capture_outputs(true);
   const Tensor& logits = s.shadow->forward(be, s.x);
-  const std::int64_t B = logits.dim(0);
-  s.shadow_dlogits.resize({B, s.outputs}, Format::FP32);
+  // A language model's logits are [B, T, V]: B * T rows of V.
+  const std::int64_t B = logits.numel() / s.outputs;
+  s.shadow_dlogits.resize(logits.shape(), Format::FP32);
   // The shadow's loss is not read: it lands in the results buffer's scratch slot.
   auto* loss = reinterpret_cast<double*>(s.results.as<std::int64_t>() + kLossSlot);
   if (train.is_classification()) {

@@ -131,6 +131,10 @@ class TimingBackend final : public engine::Backend {
   void channel_sums(const float* dy, float* db, std::int64_t n, std::int64_t c, std::int64_t hw) override {
     PL_TIMED("channel_sums", m_in->channel_sums(dy, db, n, c, hw));
   }
+  void embedding(engine::Pass pass, const float* ids, const float* s, float* d, std::int64_t n, std::int64_t v,
+                 std::int64_t c) override {
+    PL_TIMED("embedding", m_in->embedding(pass, ids, s, d, n, v, c));
+  }
   void repeat_rows(const float* s, float* d, std::int64_t B, std::int64_t T, std::int64_t C) override {
     PL_TIMED("repeat_rows", m_in->repeat_rows(s, d, B, T, C));
   }

@@ -187,6 +187,14 @@ bool attention_forward(const AttentionForward& f, bool native_bf16) {
     float* probs = f.probs_format == Format::FP32 ? f.probs + b * plane : scratch(y_buf, plane);
     const std::int64_t rows = H * T;
     std::int64_t r = 0;
+    if (f.causal) {
+      // causal_softmax's rows: the first t + 1 scores as a row of their own.
+      for (; r < rows; ++r) {
+        const std::int64_t seen = r % T + 1;
+        softmax_rows_f32(s + r * T, probs + r * T, 1, seen);
+        std::fill(probs + r * T + seen, probs + (r + 1) * T, 0.0f);
+      }
+    }
     for (; r + kSoftmaxRows <= rows; r += kSoftmaxRows)
       softmax_rows_f32(s + r * T, probs + r * T, kSoftmaxRows, T);
     for (; r < rows; ++r) softmax_rows_f32(s + r * T, probs + r * T, 1, T);
@@ -309,7 +317,15 @@ bool attention_backward(const AttentionBackward& f, bool native_bf16) {
     if (fg != Format::FP32 && fg != f.dprobs_format) quantize_inplace(fg, p, static_cast<std::size_t>(plane), {});
     const float* y = f.probs_format == Format::FP32 ? static_cast<const float*>(f.probs) + b * plane
                                                     : decode_row(f.probs_format, f.probs, b, plane, y_buf);
-    softmax_backward_block(y, p, ds, H * T, T);
+    if (f.causal) {
+      for (std::int64_t r = 0; r < H * T; ++r) {
+        const std::int64_t seen = r % T + 1;
+        softmax_backward_block(y + r * T, p + r * T, ds + r * T, 1, seen);
+        std::fill(ds + r * T + seen, ds + (r + 1) * T, 0.0f);
+      }
+    } else {
+      softmax_backward_block(y, p, ds, H * T, T);
+    }
     round_trip(fg, ds, scratch(c_buf, plane), plane, false);
     // dS: codes for the bf16 kernel, else their values in f32.
     const void* s_op = ds;

@@ -143,6 +143,8 @@ class CpuBackend final : public Backend {
   void unpatchify(const float* patches, float* x, std::int64_t B, std::int64_t C, std::int64_t H, std::int64_t W,
                   std::int64_t p);
   void repeat_rows(const float* src, float* dst, std::int64_t B, std::int64_t T, std::int64_t C) override;
+  void embedding(Pass pass, const float* ids, const float* src, float* dst, std::int64_t n, std::int64_t vocab,
+                 std::int64_t dim) override;
   void gelu_forward(const float* x, float* y, std::int64_t n);
   void gelu_backward(const float* x, const float* dy, float* dx, std::int64_t n);
   void gelu16_forward(Format f, const void* x, void* y, std::int64_t n, float* sx, float* sy);

@@ -2,6 +2,7 @@
 #include <type_traits>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/kernels.h"
 
 namespace engine {
 
@@ -69,6 +70,15 @@ bool CpuBackend::run_fused(const FusedOp& op) {
           softmax_coded_forward(o.fx, o.x, o.y, o.rows, o.cols, o.sx);
         } else if constexpr (std::is_same_v<Op, SoftmaxCodedBackwardOp>) {
           softmax_coded_backward(o.y, o.fdy, o.dy, o.dx, o.rows, o.cols, o.sdy);
+        } else if constexpr (std::is_same_v<Op, CausalZeroOp>) {
+          use_threads();
+          cpu::causal_zero(o.x, o.rows, o.T);
+        } else if constexpr (std::is_same_v<Op, CopyColumnsOp>) {
+          use_threads();
+          cpu::copy_columns(o.src, o.src_ld, o.dst, o.dst_ld, o.rows, o.cols);
+        } else if constexpr (std::is_same_v<Op, CausalSoftmaxOp>) {
+          use_threads();
+          cpu::causal_softmax(o.pass == Pass::Forward, o.in, o.dy, o.out, o.rows, o.T, o.accumulate);
         } else {
           static_assert(!sizeof(Op), "a fused op the CPU backend does not dispatch");
         }

@@ -108,6 +108,15 @@ void softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t c
                      Format accumulate);
 void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows,
                       std::int64_t cols);
+// fused::CausalZeroOp and CausalSoftmaxOp over the threads: each row as
+// the composition's core calls compute it (softmax_forward or
+// softmax_backward of one row of t + 1 values), so the same bits.
+void causal_zero(float* x, std::int64_t rows, std::int64_t T);
+// fused::CopyColumnsOp over the threads.
+void copy_columns(const float* src, std::int64_t src_ld, float* dst, std::int64_t dst_ld, std::int64_t rows,
+                  std::int64_t cols);
+void causal_softmax(bool forward, const float* in, const float* dy, float* out, std::int64_t rows, std::int64_t T,
+                    Format accumulate);
 // FP32 softmax with x (backward: dy) in FP32, FP16, BF16 or FP8 codes,
 // decoded by row blocks; false where the rows do not fit a block or the
 // format is not one of those (the caller falls back).

@@ -90,6 +90,40 @@ void CpuBackend::repeat_rows(const float* src, float* dst, std::int64_t B, std::
       std::memcpy(dst + (b * T + t) * C, src + b * C, static_cast<std::size_t>(C) * sizeof(float));
 }
 
+// The row a token id names, or -1 for none (out of range, not an integer).
+static std::int64_t embedding_row(float id, std::int64_t vocab) {
+  if (!(id >= 0.0f) || id >= static_cast<float>(vocab)) return -1;
+  const auto v = static_cast<std::int64_t>(id);
+  return static_cast<float>(v) == id ? v : -1;
+}
+
+void CpuBackend::embedding(Pass pass, const float* ids, const float* src, float* dst, std::int64_t n,
+                           std::int64_t vocab, std::int64_t dim) {
+  if (pass == Pass::Forward) {
+#pragma omp parallel for schedule(static) if (cpu::worth_parallel(n * dim))
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t v = embedding_row(ids[i], vocab);
+      if (v < 0) std::fill(dst + i * dim, dst + (i + 1) * dim, 0.0f);
+      else std::memcpy(dst + i * dim, src + v * dim, static_cast<std::size_t>(dim) * sizeof(float));
+    }
+    return;
+  }
+  std::fill(dst, dst + vocab * dim, 0.0f);
+  // Each thread owns a band of columns and walks every token in order:
+  // every sum runs in increasing i whatever the thread count.
+  constexpr std::int64_t kBand = 16;
+  const std::int64_t bands = (dim + kBand - 1) / kBand;
+#pragma omp parallel for schedule(static) if (bands > 1 && cpu::worth_parallel(n * dim))
+  for (std::int64_t band = 0; band < bands; ++band) {
+    const std::int64_t c0 = band * kBand, c1 = std::min(dim, c0 + kBand);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t v = embedding_row(ids[i], vocab);
+      if (v < 0) continue;
+      for (std::int64_t c = c0; c < c1; ++c) dst[v * dim + c] += src[i * dim + c];
+    }
+  }
+}
+
 void CpuBackend::patchify(const float* x, float* patches, std::int64_t B, std::int64_t C, std::int64_t H,
                           std::int64_t W, std::int64_t p) {
   const std::int64_t gh = H / p, gw = W / p, P = C * p * p;

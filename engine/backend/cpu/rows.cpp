@@ -1,7 +1,9 @@
 // Row-wise ops of the CPU backend: LayerNorm and softmax, each with an FP32
 // path and an emulated FP16/BF16-accumulation path (built with
 // -ffp-contract=off so the emulation rounds exactly where it says).
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "backend/cpu/gelu_simd.h"
 #include "backend/cpu/kernels.h"
@@ -367,6 +369,33 @@ void softmax_forward(const float* x, float* y, std::int64_t rows, std::int64_t c
 void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows,
                       std::int64_t cols) {
   softmax_backward_rows(y, F32In{dy}, dx, rows, cols);
+}
+
+void copy_columns(const float* src, std::int64_t src_ld, float* dst, std::int64_t dst_ld, std::int64_t rows,
+                  std::int64_t cols) {
+  if (cols <= 0) return;
+#pragma omp parallel for schedule(static) if (rows > 1 && worth_parallel(rows * cols))
+  for (std::int64_t r = 0; r < rows; ++r)
+    std::memcpy(dst + r * dst_ld, src + r * src_ld, static_cast<std::size_t>(cols) * sizeof(float));
+}
+
+void causal_zero(float* x, std::int64_t rows, std::int64_t T) {
+#pragma omp parallel for schedule(static) if (rows > 1 && worth_parallel(rows * T))
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int64_t seen = r % T + 1;
+    std::fill(x + r * T + seen, x + (r + 1) * T, 0.0f);
+  }
+}
+
+void causal_softmax(bool forward, const float* in, const float* dy, float* out, std::int64_t rows, std::int64_t T,
+                    Format accumulate) {
+#pragma omp parallel for schedule(static) if (rows > 1 && worth_parallel(rows * T))
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int64_t seen = r % T + 1;
+    if (forward) softmax_forward(in + r * T, out + r * T, 1, seen, accumulate);
+    else softmax_backward(in + r * T, dy + r * T, out + r * T, 1, seen);
+    std::fill(out + r * T + seen, out + (r + 1) * T, 0.0f);
+  }
 }
 
 bool softmax_coded_forward(Format fx, const void* x, float* y, std::int64_t rows, std::int64_t cols) {

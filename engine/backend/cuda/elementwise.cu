@@ -92,6 +92,40 @@ struct RepeatRows {
     dst[i] = src[(bt / T) * C + (e - bt * C)];
   }
 };
+// The row a token id names, or -1 for none (out of range, not an integer):
+// the CPU's rule.
+__device__ inline std::int64_t embedding_row(float id, std::int64_t vocab) {
+  if (!(id >= 0.0f) || id >= static_cast<float>(vocab)) return -1;
+  const auto v = static_cast<std::int64_t>(id);
+  return static_cast<float>(v) == id ? v : -1;
+}
+// dst[i, c] = table[ids[i], c], or 0 for no token.
+struct EmbeddingForward {
+  const float* ids;
+  const float* table;
+  float* dst;
+  std::int64_t vocab, dim;
+  __device__ void operator()(std::size_t e) const {
+    const auto i = static_cast<std::int64_t>(e) / dim, c = static_cast<std::int64_t>(e) - i * dim;
+    const std::int64_t v = embedding_row(ids[i], vocab);
+    dst[e] = v < 0 ? 0.0f : table[v * dim + c];
+  }
+};
+// One thread per column: every token in increasing order adds its dy into
+// its row (the fixed-order scatter-add; dst zeroed before).
+struct EmbeddingBackward {
+  const float* ids;
+  const float* dy;
+  float* dst;
+  std::int64_t n, vocab, dim;
+  __device__ void operator()(std::size_t e) const {
+    const auto c = static_cast<std::int64_t>(e);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t v = embedding_row(ids[i], vocab);
+      if (v >= 0) dst[v * dim + c] += dy[i * dim + c];
+    }
+  }
+};
 // patches[((b * gh + ty) * gw + tx), (c * p + i) * p + jx] = x[b, c, ty * p + i, tx * p + jx]
 struct Patchify {
   const float* x;
@@ -442,6 +476,38 @@ PlCudaStatus repeat_rows(PlCudaContext* ctx, const float* src, float* dst, std::
   const auto count = static_cast<std::size_t>(total);
   for_each_kernel<<<grid_for(count), kThreads, 0, ctx->stream>>>(count, RepeatRows{src, dst, T, C});
   PL_CUDA_CHECK_LAUNCH(sink, "repeat_rows");
+  return PL_CUDA_OK;
+}
+
+PlCudaStatus embedding(PlCudaContext* ctx, std::int32_t pass, const float* ids, const float* src, float* dst,
+                       std::int64_t n, std::int64_t vocab, std::int64_t dim, char* message,
+                       std::size_t message_size) {
+  const ErrorSink sink{message, message_size};
+  DeviceScope scope;
+  PL_CUDA_ENTER(sink, scope, ctx, "embedding");
+  if (pass != 0 && pass != 1) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "embedding: unknown pass %d", pass);
+  PL_CUDA_TRY(check_count(sink, "embedding", "n", n));
+  PL_CUDA_TRY(check_count(sink, "embedding", "vocab", vocab));
+  PL_CUDA_TRY(check_count(sink, "embedding", "dim", dim));
+  std::int64_t rows = 0, table = 0;
+  PL_CUDA_TRY(check_product(sink, "embedding", "n * dim", {n, dim}, &rows));
+  PL_CUDA_TRY(check_product(sink, "embedding", "vocab * dim", {vocab, dim}, &table));
+  if (pass == 1 && table > 0) {
+    PL_CUDA_TRY(check_pointer(sink, "embedding", "dst", dst));
+    PL_CUDA_CHECK(sink, cudaMemsetAsync(dst, 0, static_cast<std::size_t>(table) * sizeof(float), ctx->stream));
+  }
+  if (rows == 0) return PL_CUDA_OK;
+  PL_CUDA_TRY(check_pointer(sink, "embedding", "ids", ids));
+  PL_CUDA_TRY(check_pointer(sink, "embedding", "src", src));
+  PL_CUDA_TRY(check_pointer(sink, "embedding", "dst", dst));
+  if (pass == 0) {
+    const auto count = static_cast<std::size_t>(rows);
+    for_each_kernel<<<grid_for(count), kThreads, 0, ctx->stream>>>(count, EmbeddingForward{ids, src, dst, vocab, dim});
+  } else {
+    const auto count = static_cast<std::size_t>(dim);
+    for_each_kernel<<<grid_for(count), kThreads, 0, ctx->stream>>>(count, EmbeddingBackward{ids, src, dst, n, vocab, dim});
+  }
+  PL_CUDA_CHECK_LAUNCH(sink, "embedding");
   return PL_CUDA_OK;
 }
 

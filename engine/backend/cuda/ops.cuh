@@ -56,6 +56,9 @@ PlCudaStatus relu16_forward(PlCudaContext* ctx, PlCudaFormat f, const void* x, v
 PlCudaStatus relu16_backward(PlCudaContext* ctx, PlCudaFormat f, const void* x, PlCudaFormat g,
                              const void* dy, void* dx, std::int64_t n, char* message,
                              std::size_t message_size);
+PlCudaStatus embedding(PlCudaContext* ctx, std::int32_t pass, const float* ids, const float* src, float* dst,
+                       std::int64_t n, std::int64_t vocab, std::int64_t dim, char* message,
+                       std::size_t message_size);
 PlCudaStatus repeat_rows(PlCudaContext* ctx, const float* src, float* dst, std::int64_t B,
                          std::int64_t T, std::int64_t C, char* message, std::size_t message_size);
 PlCudaStatus patchify(PlCudaContext* ctx, const float* x, float* patches, std::int64_t B,

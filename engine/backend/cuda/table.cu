@@ -68,6 +68,7 @@ constexpr PlCudaBackendTable kTable = {
     .bias_add_channels = pl_cuda::bias_add_channels,
     .channel_sums = pl_cuda::channel_sums,
     .conv2d_block = pl_cuda::conv2d_block,
+    .embedding = pl_cuda::embedding,
 };
 
 }  // namespace

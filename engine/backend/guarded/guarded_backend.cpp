@@ -99,6 +99,11 @@ class GuardedBackend final : public Backend {
     Open o(*this, "repeat_rows", src, dst);
     m_inner->repeat_rows(src, dst, B, T, C);
   }
+  void embedding(Pass pass, const float* ids, const float* src, float* dst, std::int64_t n, std::int64_t vocab,
+                 std::int64_t dim) override {
+    Open o(*this, "embedding", ids, src, dst);
+    m_inner->embedding(pass, ids, src, dst, n, vocab, dim);
+  }
   void conv2d_block(const ConvBlockArgs& g) override {
     Open o(*this, "conv2d_block", g.a, g.a_block, g.b, g.b_block, g.bias, g.out);
     m_inner->conv2d_block(g);

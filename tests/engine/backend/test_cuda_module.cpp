@@ -320,9 +320,10 @@ TEST(CudaModuleTable, ImplementsEveryBackendOp) {
       reinterpret_cast<const void*>(t->bias_add_channels),
       reinterpret_cast<const void*>(t->channel_sums),
       reinterpret_cast<const void*>(t->conv2d_block),
+      reinterpret_cast<const void*>(t->embedding),
   };
   // Every op of the table is listed: the last one ends the table.
-  static_assert(offsetof(PlCudaBackendTable, conv2d_block) + sizeof(void*) == sizeof(PlCudaBackendTable));
+  static_assert(offsetof(PlCudaBackendTable, embedding) + sizeof(void*) == sizeof(PlCudaBackendTable));
   static_assert((sizeof(PlCudaBackendTable) - offsetof(PlCudaBackendTable, gemm)) / sizeof(void*) ==
                 sizeof ops / sizeof ops[0]);
   for (std::size_t i = 0; i < sizeof ops / sizeof ops[0]; ++i) EXPECT_NE(ops[i], nullptr) << "op #" << i;

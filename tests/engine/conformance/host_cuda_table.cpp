@@ -283,6 +283,10 @@ PlCudaStatus repeat_rows(PlCudaContext* ctx, const float* s, float* d, std::int6
                          std::int64_t C, MSG) {
   RUN(ctx, be.repeat_rows(s, d, B, T, C));
 }
+PlCudaStatus embedding(PlCudaContext* ctx, std::int32_t pass, const float* ids, const float* s, float* d,
+                       std::int64_t n, std::int64_t v, std::int64_t c, MSG) {
+  RUN(ctx, be.embedding(pass == 0 ? engine::Pass::Forward : engine::Pass::Backward, ids, s, d, n, v, c));
+}
 PlCudaStatus patchify(PlCudaContext* ctx, const float* x, float* p, std::int64_t B, std::int64_t C, std::int64_t H,
                       std::int64_t W, std::int64_t ps, MSG) {
   RUN(ctx, be.patchify(x, p, B, C, H, W, ps));
@@ -367,6 +371,7 @@ const PlCudaBackendTable kTable = {
     .bias_add_channels = bias_add_channels,
     .channel_sums = channel_sums,
     .conv2d_block = conv2d_block,
+    .embedding = embedding,
 };
 
 }  // namespace

@@ -3116,4 +3116,117 @@ TEST(CpuGeluLanes, EveryIsaGivesTheSameBits) {
   expect_bit_equal(g5, g2, "gelu backward, AVX-512 vs AVX2 lanes");
 }
 
+// ============================================================================
+// The gpt's ops: the token embedding (a core op) and the causal mask's
+// fused ops (fused::CausalZeroOp, CausalSoftmaxOp)
+// ============================================================================
+
+// Forward picks rows (zeros for ids that name no token); backward is the
+// scatter-add in token order, so its f32 sums are the scalar reference's
+// bit for bit, on every backend.
+TEST_P(Conformance, EmbeddingPicksRowsAndScatterAddsInTokenOrder) {
+  struct Case {
+    i64 n, vocab, dim;
+  };
+  for (const Case& c : {Case{32 * 64, 65, 128}, Case{7, 3, 5}, Case{1, 1, 1}, Case{0, 4, 3}}) {
+    const std::string what = "embedding " + std::to_string(c.n) + " tokens " + std::to_string(c.vocab) + "x" +
+                             std::to_string(c.dim);
+    std::vector<float> ids(static_cast<std::size_t>(c.n));
+    for (i64 i = 0; i < c.n; ++i) ids[static_cast<std::size_t>(i)] = static_cast<float>((i * 7 + i / 3) % c.vocab);
+    if (c.n > 3) {
+      ids[1] = static_cast<float>(c.vocab);  // past the vocabulary
+      ids[2] = -1.0f;
+      ids[3] = 0.5f;                          // not an integer
+    }
+    const std::vector<float> table = normal_values(static_cast<std::size_t>(c.vocab * c.dim), 211);
+    const std::vector<float> dy = normal_values(static_cast<std::size_t>(c.n * c.dim), 212);
+    std::vector<float> want_y(static_cast<std::size_t>(c.n * c.dim), 0.0f),
+        want_g(static_cast<std::size_t>(c.vocab * c.dim), 0.0f);
+    for (i64 i = 0; i < c.n; ++i) {
+      const float id = ids[static_cast<std::size_t>(i)];
+      const i64 v = static_cast<i64>(id);
+      if (id < 0.0f || v >= c.vocab || static_cast<float>(v) != id) continue;
+      for (i64 j = 0; j < c.dim; ++j) {
+        want_y[static_cast<std::size_t>(i * c.dim + j)] = table[static_cast<std::size_t>(v * c.dim + j)];
+        want_g[static_cast<std::size_t>(v * c.dim + j)] += dy[static_cast<std::size_t>(i * c.dim + j)];
+      }
+    }
+    auto idd = dev(ids), td = dev(table), dyd = dev(dy);
+    auto y = out(want_y.size()), g = out(want_g.size());
+    be->embedding(engine::Pass::Forward, idd.get(), td.get(), y.get(), c.n, c.vocab, c.dim);
+    be->embedding(engine::Pass::Backward, idd.get(), dyd.get(), g.get(), c.n, c.vocab, c.dim);
+    expect_bit_equal(y.host(), want_y, what + " forward");
+    expect_bit_equal(g.host(), want_g, what + " backward");
+  }
+}
+
+// Each backend's causal ops against their compositions (one core softmax
+// per row of t + 1 values), FP32 and FP16 sums, with inf and NaN among
+// the future scores, which must not reach a probability or a gradient.
+TEST_P(Conformance, CausalSoftmaxAndZeroEqualTheirCompositions) {
+  for (i64 T : {i64{64}, i64{16}, i64{5}, i64{1}}) {
+    const i64 rows = 2 * 3 * T;  // B 2, H 3
+    const auto n = static_cast<std::size_t>(rows * T);
+    std::vector<float> x = normal_values(n, 221 + n, 3.0f), dy = normal_values(n, 222 + n);
+    if (T > 2) {
+      x[1] = INFINITY;                              // row 0, a future key
+      x[static_cast<std::size_t>(T + T - 1)] = NAN;  // row 1, a future key
+    }
+    const std::string what = "causal T " + std::to_string(T);
+    auto xd = dev(x), dd = dev(dy);
+    for (Format acc : {Format::FP32, Format::FP16}) {
+      auto got = out(n), want = out(n);
+      engine::fused::causal_softmax(*be, engine::Pass::Forward, xd.get(), nullptr, got.get(), rows, T, acc);
+      engine::fused::compose(*be, engine::fused::CausalSoftmaxOp{engine::Pass::Forward, xd.get(), nullptr, want.get(),
+                                                                 rows, T, acc});
+      const std::vector<float> p = got.host();
+      expect_bit_equal(p, want.host(), what + " forward " + engine::format_name(acc));
+      for (i64 r = 0; r < rows; ++r)
+        for (i64 j = r % T + 1; j < T; ++j) ASSERT_EQ(p[static_cast<std::size_t>(r * T + j)], 0.0f) << what;
+      for (float v : p) ASSERT_TRUE(std::isfinite(v)) << what;
+      if (acc != Format::FP32) continue;
+      auto gg = out(n), gw = out(n);
+      engine::fused::causal_softmax(*be, engine::Pass::Backward, got.get(), dd.get(), gg.get(), rows, T, Format::FP32);
+      engine::fused::compose(*be, engine::fused::CausalSoftmaxOp{engine::Pass::Backward, got.get(), dd.get(), gw.get(),
+                                                                 rows, T, Format::FP32});
+      expect_bit_equal(gg.host(), gw.host(), what + " backward");
+    }
+    auto za = dev(x), zb = dev(x);
+    engine::fused::causal_zero(*be, za.get(), rows, T);
+    engine::fused::compose(*be, engine::fused::CausalZeroOp{zb.get(), rows, T});
+    const std::vector<float> z = za.host();
+    expect_bit_equal(z, zb.host(), what + " zero");
+    for (i64 r = 0; r < rows; ++r)
+      for (i64 j = 0; j < T; ++j)
+        ASSERT_TRUE(j > r % T ? z[static_cast<std::size_t>(r * T + j)] == 0.0f
+                              : same_value(z[static_cast<std::size_t>(r * T + j)], x[static_cast<std::size_t>(r * T + j)]))
+            << what;
+  }
+}
+
+// qk_norm's column copies: the queries (or keys) of qkv rows out to rows of
+// their own and back, exact on every backend.
+TEST_P(Conformance, CopyColumnsMovesExactlyTheBlock) {
+  const i64 rows = 37, src_ld = 3 * 24, cols = 24, dst_ld = 24;
+  const std::vector<float> src = normal_values(static_cast<std::size_t>(rows * src_ld), 231);
+  auto sd = dev(src);
+  auto dd = out(static_cast<std::size_t>(rows * dst_ld));
+  engine::fused::copy_columns(*be, sd.get() + cols, src_ld, dd.get(), dst_ld, rows, cols);
+  std::vector<float> want(static_cast<std::size_t>(rows * dst_ld));
+  for (i64 r = 0; r < rows; ++r)
+    for (i64 j = 0; j < cols; ++j)
+      want[static_cast<std::size_t>(r * dst_ld + j)] = src[static_cast<std::size_t>(r * src_ld + cols + j)];
+  expect_bit_equal(dd.host(), want, "copy_columns out");
+  auto back = dev(std::vector<float>(src.size(), 0.0f));
+  engine::fused::copy_columns(*be, dd.get(), dst_ld, back.get() + cols, src_ld, rows, cols);
+  const std::vector<float> b = back.host();
+  for (i64 r = 0; r < rows; ++r)
+    for (i64 j = 0; j < src_ld; ++j) {
+      const bool inside = j >= cols && j < 2 * cols;
+      ASSERT_TRUE(same_value(b[static_cast<std::size_t>(r * src_ld + j)],
+                             inside ? src[static_cast<std::size_t>(r * src_ld + j)] : 0.0f))
+          << "copy_columns back, row " << r << " column " << j;
+    }
+}
+
 }  // namespace

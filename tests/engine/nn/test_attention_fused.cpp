@@ -81,9 +81,9 @@ struct Trained {
 // One forward and backward of an Attention layer on `be`, weights and
 // inputs from `seed`; x scaled by `x_scale` (large values overflow FP16 scores).
 Trained run(Backend& be, const Precisions& p, const Shapes& s, std::uint64_t seed, float x_scale,
-            std::unique_ptr<Attention>& keep) {
+            std::unique_ptr<Attention>& keep, bool causal) {
   std::mt19937_64 rng(seed);
-  keep = std::make_unique<Attention>("attn", s.C, s.H);
+  keep = std::make_unique<Attention>("attn", s.C, s.H, causal);
   Attention& attn = *keep;
   test::randomize(attn.parameters(), rng, 0.5f);
   attn.scores().set_precision(p.gemms);
@@ -102,7 +102,9 @@ Trained run(Backend& be, const Precisions& p, const Shapes& s, std::uint64_t see
 }
 
 // Returns how many non-finite probabilities the FP16 cases produced.
-std::int64_t compare(bool native_bf16, float x_scale) {
+// causal: the gpt's attention (the leaves' causal_zero / causal_softmax
+// against the fused kernels' causal rows).
+std::int64_t compare(bool native_bf16, float x_scale, bool causal = false) {
   std::int64_t nonfinite = 0;
   auto fused = cpu(true, native_bf16), plain = cpu(false, native_bf16);
   for (const Precisions& p : kCases)
@@ -111,7 +113,7 @@ std::int64_t compare(bool native_bf16, float x_scale) {
                                std::to_string(s.C) + " H" + std::to_string(s.H);
       SCOPED_TRACE(what);
       std::unique_ptr<Attention> la, lb;
-      const Trained a = run(*fused, p, s, 11, x_scale, la), b = run(*plain, p, s, 11, x_scale, lb);
+      const Trained a = run(*fused, p, s, 11, x_scale, la, causal), b = run(*plain, p, s, 11, x_scale, lb, causal);
       const auto& ca = static_cast<const AttentionContext&>(*a.ctx);
       const auto& cb = static_cast<const AttentionContext&>(*b.ctx);
       // The fused kernels ran: they keep scores and dprobs to themselves.
@@ -165,6 +167,19 @@ TEST(AttentionFused, MatchesWhereFp16ScoresOverflow) {
   // x up to 400: scores past FP16's 65504 (inf, then NaN probabilities),
   // the same non-finite bits both ways.
   EXPECT_GT(compare(true, 400.0f), 0);
+}
+
+TEST(AttentionFused, CausalMatchesTheOpsOneByOne) {
+  EXPECT_EQ(compare(true, 1.0f, true), 0);
+  EXPECT_EQ(compare(false, 1.0f, true), 0);
+}
+
+TEST(AttentionFused, CausalMatchesWhereFp16ScoresOverflow) {
+  // The leaves zero the future scores before FP16 rounds them; the fused
+  // kernel never reads them: the same probabilities, and fewer non-finite
+  // ones than without the mask (a row's first score cannot overflow alone).
+  const std::int64_t causal = compare(true, 400.0f, true);
+  EXPECT_LT(causal, compare(true, 400.0f));
 }
 
 TEST(AttentionFused, RunsWhereItFitsAndDeclinesElsewhere) {

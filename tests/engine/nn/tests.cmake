@@ -6,6 +6,7 @@ pl_add_test(test_nn
           engine/nn/test_precision.cpp
           engine/nn/test_loss.cpp
           engine/nn/test_attention_fused.cpp
+          engine/nn/test_gpt_layers.cpp
   LIBS engine_core engine_cpu
   LABELS engine
   TIMEOUT 120)

@@ -79,3 +79,36 @@ TEST(LayerCatalog, ModelThatCannotTakeTheDataThrows) {
   EXPECT_EQ(cat.data.sample, (engine::Shape{1, 28, 28}));
   EXPECT_EQ(cat.layers.back().output, (engine::Shape{10}));
 }
+
+TEST(LayerCatalog, GptNamesEveryLeaf) {
+  RunConfig c;
+  c.model = "gpt";
+  c.dataset = "spirals";  // outputs 2: a two-token vocabulary for the shapes
+  c.depth = 2;
+  c.width = 16;
+  c.heads = 2;
+  c.context = 8;
+  c.qk_norm = true;
+  c.batch = 4;
+  c.recipe = "mixed-bf16";
+  const engine::LayerCatalog cat = engine::describe_layers(c);
+  EXPECT_EQ(cat.data.sample, (engine::Shape{8}));
+  std::string names;
+  for (const auto& l : cat.layers) names += (names.empty() ? "" : " ") + l.name;
+  EXPECT_EQ(names,
+            "embed.tok embed.pos blocks.0.ln1 blocks.0.attn.qkv blocks.0.attn.q_norm blocks.0.attn.k_norm "
+            "blocks.0.attn.scores blocks.0.attn.softmax blocks.0.attn.values blocks.0.attn.proj blocks.0.ln2 "
+            "blocks.0.fc1 blocks.0.gelu blocks.0.fc2 blocks.1.ln1 blocks.1.attn.qkv blocks.1.attn.q_norm "
+            "blocks.1.attn.k_norm blocks.1.attn.scores blocks.1.attn.softmax blocks.1.attn.values blocks.1.attn.proj "
+            "blocks.1.ln2 blocks.1.fc1 blocks.1.gelu blocks.1.fc2 ln_f head");
+  EXPECT_EQ(cat.layers[0].kind, "embedding");
+  EXPECT_EQ(cat.layers[0].output, (engine::Shape{8, 16}));
+  EXPECT_EQ(cat.layers[0].parameters, 2 * 16);
+  EXPECT_EQ(cat.layers[1].kind, "pos_embedding");
+  EXPECT_EQ(cat.layers[1].parameters, 8 * 16);
+  EXPECT_EQ(cat.layers[4].output, (engine::Shape{8 * 2, 8}));  // q_norm: T * H heads of d
+  EXPECT_EQ(cat.layers[4].precision.compute, Format::FP32);     // a norm under mixed-bf16
+  EXPECT_EQ(cat.layers[3].precision.compute, Format::BF16);
+  EXPECT_EQ(cat.layers[6].output, (engine::Shape{2, 8, 8}));  // scores: heads x T x T
+  EXPECT_EQ(cat.layers.back().output, (engine::Shape{8, 2}));  // logits per position
+}

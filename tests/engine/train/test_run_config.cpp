@@ -140,3 +140,37 @@ TEST(RunConfig, ANumberBeyondDoubleIsAnErrorNotACrash) {
   EXPECT_EQ(e.rfind("cfg.json: not valid JSON: ", 0), 0u) << e;
   EXPECT_NE(e.find("number overflow"), std::string::npos) << e;
 }
+
+TEST(RunConfig, GptKeysParseRoundTripAndAreChecked) {
+  const RunConfig c = parse_run_config(
+      R"({"model":"gpt","dataset":"jargon","layers":6,"width":96,"heads":3,"context":32,"qk_norm":true})", "cfg.json");
+  EXPECT_EQ(c.depth, 6);
+  EXPECT_EQ(c.width, 96);
+  EXPECT_EQ(c.heads, 3);
+  EXPECT_EQ(c.context, 32);
+  EXPECT_TRUE(c.qk_norm);
+  const RunConfig back = parse_run_config(engine::to_json(c), "config.json");
+  EXPECT_EQ(back.depth, 6);
+  EXPECT_EQ(back.width, 96);
+  EXPECT_EQ(back.heads, 3);
+  EXPECT_EQ(back.context, 32);
+  EXPECT_TRUE(back.qk_norm);
+  EXPECT_EQ(engine::to_json(back), engine::to_json(c));
+  // "layers" as an object is still the per-layer precisions, beside the depth.
+  const RunConfig both = parse_run_config(R"({"model":"gpt","layers":{"head":"bf16"}})", "cfg.json");
+  EXPECT_EQ(both.depth, 4);
+  EXPECT_EQ(both.layers.at("head").compute, engine::Format::BF16);
+  // The other models' config.json carry no gpt keys.
+  EXPECT_EQ(engine::to_json(RunConfig{}).find("width"), std::string::npos);
+  EXPECT_EQ(error_of(R"({"model":"gpt","width":100,"heads":3})"),
+            "cfg.json: 'heads' must divide width 100 (got 3)");
+  EXPECT_NE(error_of(R"({"layers":0})").find("'layers' must be in 1..64"), std::string::npos);
+  EXPECT_NE(error_of(R"({"context":0})").find("'context'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"qk_norm":"yes"})").find("'qk_norm'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"z_loss":0.001})").find("'z_loss' is not available"), std::string::npos);
+  RunConfig cli;
+  engine::set_config_value(cli, "qk-norm", "true", "--qk-norm");
+  engine::set_config_value(cli, "layers", "2", "--layers");
+  EXPECT_TRUE(cli.qk_norm);
+  EXPECT_EQ(cli.depth, 2);
+}
