@@ -2,7 +2,11 @@
 // samples at its evaluations, which leave its training numbers as they were.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -15,6 +19,8 @@
 #include "engine/test_configs.h"
 #include "nn/model.h"
 #include "tensor/tensor.h"
+#include "train/build_model.h"
+#include "train/layer_catalog.h"
 #include "train/run.h"
 #include "train/sample.h"
 
@@ -165,6 +171,28 @@ TEST(Sample, EvaluationSamplesLeaveTrainingAsItWas) {
         EXPECT_EQ(e->step, t->step);
       }
   }
+}
+
+// A text set's plan: windows of the run's context over its vocabulary,
+// without building them; the model and the layer catalog follow it.
+TEST(Sample, ATextSetsPlanGivesTheModelItsVocabulary) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("pl_plan_" + std::to_string(getpid()) + ".txt")).string();
+  std::ofstream(path) << prose();
+  const std::size_t vocab = tokenize_text(prose(), "prose").vocabulary.size();
+  const DataShape d = planned_data_shape("text:" + path, 16);
+  EXPECT_EQ(d.sample, (Shape{16}));
+  EXPECT_EQ(d.outputs, static_cast<std::int64_t>(vocab));
+  RunConfig c = gpt("fp32", 1);
+  c.dataset = "text:" + path;
+  EXPECT_EQ(build_model(c)->outputs(), static_cast<std::int64_t>(vocab));
+  EXPECT_EQ(describe_layers(c).data.outputs, static_cast<std::int64_t>(vocab));
+  // A changed file is planned again (its size and time differ).
+  std::ofstream(path, std::ios::app) << "XYZ\n";
+  EXPECT_EQ(planned_data_shape("text:" + path, 16).outputs, static_cast<std::int64_t>(vocab + 3));
+  std::remove(path.c_str());
+  // A missing file: the text set's own one-line error.
+  EXPECT_THROW(planned_data_shape("text:" + path, 16), std::runtime_error);
 }
 
 }  // namespace
