@@ -156,8 +156,18 @@ std::vector<std::int32_t> evaluation_prompt(const Dataset& validation, std::int6
     start = i;
   }
   std::vector<std::int32_t> out;
-  for (std::size_t i = start; i < ids.size() && out.size() < cap && ids[i] != newline; ++i)
-    out.push_back(static_cast<std::int32_t>(ids[i]));
+  std::size_t i = start;
+  for (; i < ids.size() && out.size() < cap && ids[i] != newline; ++i) out.push_back(static_cast<std::int32_t>(ids[i]));
+  // A line longer than the cap ends after its last whole word, so the model
+  // starts a word rather than finishing one the prompt cut.
+  const bool cut = out.size() == cap && i < ids.size() && ids[i] != newline;
+  const auto sp = std::lower_bound(validation.vocabulary.begin(), validation.vocabulary.end(), std::string(" "));
+  if (cut && sp != validation.vocabulary.end() && *sp == " ") {
+    const auto space = static_cast<std::int32_t>(sp - validation.vocabulary.begin());
+    std::size_t keep = out.size();
+    while (keep > 0 && out[keep - 1] != space) --keep;
+    if (keep > 0) out.resize(keep);
+  }
   if (out.empty())
     for (std::size_t i = 0; i < ids.size() && out.size() < cap; ++i) out.push_back(static_cast<std::int32_t>(ids[i]));
   return out;

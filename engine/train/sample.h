@@ -64,7 +64,8 @@ inline constexpr std::size_t kEvalPromptTokens = 40;
 // The prompt every run on a text set continues at its evaluations: the
 // validation split's first whole line (the text after its first newline,
 // up to the next, blank lines skipped), at most kEvalPromptTokens tokens
-// and never more than context - 1; the split's first tokens when it holds
+// and never more than context - 1 (a longer line cut after its last space
+// within them, so the model starts a word); the split's first tokens when it holds
 // no such line. From the held-out text, so no run has trained on it and
 // every character is in the vocabulary, whatever file the user chose.
 std::vector<std::int32_t> evaluation_prompt(const Dataset& validation, std::int64_t context);

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "charts/chart_style.h"
+#include "data/text.h"
 #include "session/run_store.h"
 
 namespace {
@@ -69,7 +70,11 @@ void SamplesView::refresh() {
   QVector<int> runs;
   for (int id = 0; id < m_store->count(); ++id) {
     const RunData& r = m_store->run(id);
-    if (r.visible && !r.texts.empty()) runs << id;
+    // A gpt on a text set has a column from its start: before its first
+    // evaluation it says so, and a run that failed says why (an FP16 run
+    // that diverged before it wrote anything is part of the lesson).
+    const bool writes = r.config.model == "gpt" && engine::is_text_spec(r.config.dataset);
+    if (r.visible && (writes || !r.texts.empty())) runs << id;
   }
   bool same = runs.size() == m_columns.size();
   for (int k = 0; same && k < runs.size(); ++k) same = m_columns[k].run == runs[k];
@@ -108,19 +113,32 @@ void SamplesView::refresh() {
   m_prompt.clear();
   for (Column& c : m_columns) {
     const RunData& r = m_store->run(c.run);
-    const engine::TextSample& t = r.texts.back();
-    m_shown.push_back({c.run, t.step, QString::fromStdString(t.text)});
-    if (m_prompt.isEmpty()) m_prompt = QString::fromStdString(t.prompt);
-    if (c.texts == r.texts.size() && c.name == r.name && c.total == r.totalSteps) continue;
+    const bool failed = r.state == engine::RunState::Failed;
+    if (!r.texts.empty()) {
+      const engine::TextSample& t = r.texts.back();
+      m_shown.push_back({c.run, t.step, QString::fromStdString(t.text)});
+      if (m_prompt.isEmpty()) m_prompt = QString::fromStdString(t.prompt);
+    }
+    if (c.texts == r.texts.size() && c.name == r.name && c.total == r.totalSteps && c.failed == failed) continue;
     c.texts = r.texts.size();
     c.name = r.name;
     c.total = r.totalSteps;
+    c.failed = failed;
     const QColor colour = chart_style::recipeStyle(r.recipe).colour;
     c.title->setText(QStringLiteral("<span style=\"color:%1\">&#9632;</span> %2")
                          .arg(colour.name(), r.name.toHtmlEscaped()));
     c.title->setToolTip(r.recipe);
     c.box->setStyleSheet(QStringLiteral("QFrame#sampleColumn { border-top: 4px solid %1; }").arg(colour.name()));
-    c.step->setText(tr("step %1 of %2").arg(t.step).arg(r.totalSteps > 0 ? r.totalSteps : t.step));
+    const QString why = failed ? tr("failed: %1").arg(r.message) : QString();
+    c.step->setStyleSheet(failed ? QStringLiteral("color:%1").arg(chart_style::kAlarmLine.name()) : QString());
+    if (r.texts.empty()) {
+      c.step->setText(failed ? why : tr("no evaluation yet"));
+      c.body->setText(failed ? tr("(it wrote nothing before it failed)") : QString());
+      continue;
+    }
+    const engine::TextSample& t = r.texts.back();
+    const QString at = tr("step %1 of %2").arg(t.step).arg(r.totalSteps > 0 ? r.totalSteps : t.step);
+    c.step->setText(failed ? at + QStringLiteral(" · ") + why : at);
     // The prompt shaded and in italics, the model's words after it.
     c.body->setText(QStringLiteral("<div style=\"white-space:pre-wrap\"><span style=\"background:#e4e4e4;"
                                    "color:#555555;font-style:italic\">%1</span>%2</div>")

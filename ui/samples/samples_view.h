@@ -14,8 +14,10 @@ class QHBoxLayout;
 class QLabel;
 class RunStore;
 
-// One column per run that has written text (engine::TextSample, at each of
-// its evaluations) and is ticked in the runs list, in the store's order: a
+// One column per run ticked in the runs list that is a gpt on a text set
+// or has written text (engine::TextSample, at each of its evaluations), in
+// the store's order (before its first evaluation it says so; a failed run
+// says why, under its last text if any): a
 // header in the recipe's colour (chart_style::recipeStyle) with the run's
 // name, the step the text was taken at, then the prompt (marked: shaded and
 // italic) and the continuation, as the model wrote it (line breaks kept).
@@ -32,8 +34,8 @@ class SamplesView : public QWidget {
   // Redraws from the store now (the coalescing timer calls it).
   void refresh();
 
-  // What is shown, for tests: per column, the run id, the step and the
-  // continuation; the prompt of the first column ("" when none).
+  // What is shown, for tests: per column with a text, the run id, the step
+  // and the continuation; the prompt of the first such column ("" when none).
   struct Shown {
     int run = -1;
     std::int64_t step = 0;
@@ -54,6 +56,7 @@ class SamplesView : public QWidget {
     std::size_t texts = 0;
     QString name;
     std::int64_t total = 0;
+    bool failed = false;
   };
   void restyle(Column& c);
 

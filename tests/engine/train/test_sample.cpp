@@ -81,10 +81,11 @@ TEST(Sample, EvaluationPromptIsTheValidationsFirstWholeLine) {
   const auto data = text_data(16);
   const std::vector<std::int32_t> p = evaluation_prompt(data->test, 64);
   const std::string line = decode_tokens(p, data->test.vocabulary);
-  // The split starts inside a line; the prompt is the next whole one (40 tokens at most).
-  EXPECT_EQ(line, std::string("the hacker wrote 5 lines of code and the machine ran them.").substr(0, 40)) << line;
-  // Never longer than the context leaves room for.
-  EXPECT_EQ(evaluation_prompt(data->test, 16).size(), 15u);
+  // The split starts inside a line; the prompt is the next whole one, at
+  // most 40 tokens, a longer line cut after its last space within them.
+  EXPECT_EQ(line, "the hacker wrote 5 lines of code and ") << line;
+  // Never longer than the context leaves room for (15 tokens: "the hacker wrot").
+  EXPECT_EQ(decode_tokens(evaluation_prompt(data->test, 16), data->test.vocabulary), "the hacker ");
 }
 
 TEST(Sample, SameSeedSameTextTemperatureZeroIsArgmax) {

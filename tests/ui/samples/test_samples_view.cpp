@@ -63,10 +63,15 @@ class SamplesViewTest : public ::testing::Test {
 };
 
 TEST_F(SamplesViewTest, EachRunsLatestTextAfterAnEvaluation) {
+  m_view->refresh();
+  EXPECT_TRUE(m_view->findChild<QLabel*>(QStringLiteral("samplesEmpty"))->isVisible());
   const int fp32 = addRun("fp32"), fp16 = addRun("fp16");
   m_view->refresh();
+  // A gpt on text has its column from the start.
   EXPECT_TRUE(m_view->shown().isEmpty());
-  EXPECT_TRUE(m_view->findChild<QLabel*>(QStringLiteral("samplesEmpty"))->isVisible());
+  EXPECT_FALSE(m_view->findChild<QLabel*>(QStringLiteral("samplesEmpty"))->isVisible());
+  ASSERT_EQ(m_view->findChildren<QLabel*>(QStringLiteral("sampleStep")).size(), 2);
+  EXPECT_EQ(m_view->findChildren<QLabel*>(QStringLiteral("sampleStep"))[0]->text(), QStringLiteral("no evaluation yet"));
 
   feed(*m_store, {step(fp32, 50, 2.0), step(fp16, 50, 2.1), eval(fp32, 50, 1.9), sample(fp32, 50, " wrote the code"),
                   eval(fp16, 50, 2.4), sample(fp16, 50, " wr<o>te\ncode")});
@@ -99,6 +104,21 @@ TEST_F(SamplesViewTest, EachRunsLatestTextAfterAnEvaluation) {
       << bodies[0]->text().toStdString();
   EXPECT_TRUE(bodies[1]->text().contains(QStringLiteral(" wr&lt;o&gt;te<br>code"))) << bodies[1]->text().toStdString();
   for (QLabel* b : bodies) EXPECT_GT(b->width(), 300) << "two columns share 1000 px";
+
+  // A run that fails says why, under its last text; one that failed before
+  // any text says it wrote nothing.
+  const int fp8 = addRun("fp8");
+  feed(*m_store, {engine::RunStatus{fp16, engine::RunState::Failed, "diverged at step 60", 100},
+                  engine::RunStatus{fp8, engine::RunState::Failed, "diverged at step 3", 100}});
+  ASSERT_TRUE(ui_test::waitFor(
+      [&] { return m_view->findChildren<QLabel*>(QStringLiteral("sampleStep")).size() == 3; }, 2000));
+  const QList<QLabel*> failedSteps = m_view->findChildren<QLabel*>(QStringLiteral("sampleStep"));
+  EXPECT_EQ(failedSteps[1]->text(), QStringLiteral("step 50 of 100 · failed: diverged at step 60"));
+  EXPECT_EQ(failedSteps[2]->text(), QStringLiteral("failed: diverged at step 3"));
+  EXPECT_EQ(m_view->findChildren<QLabel*>(QStringLiteral("sampleText"))[2]->text(),
+            QStringLiteral("(it wrote nothing before it failed)"));
+  EXPECT_EQ(m_view->shown().size(), 2);
+  m_store->setVisible(fp8, false);
 
   // Unticked in the runs list: its column goes.
   m_store->setVisible(fp32, false);
