@@ -87,12 +87,17 @@ void SamplesView::refresh() {
       auto* box = new QFrame;
       box->setObjectName(QStringLiteral("sampleColumn"));
       box->setFrameShape(QFrame::StyledPanel);
+      // Equal shares of the width whatever each holds (a long failure
+      // message must not push the other runs off the screen).
+      box->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+      box->setMinimumWidth(140);
       auto* v = new QVBoxLayout(box);
       c.title = new QLabel;
       c.title->setObjectName(QStringLiteral("sampleTitle"));
       c.step = new QLabel;
       c.step->setObjectName(QStringLiteral("sampleStep"));
       c.step->setForegroundRole(QPalette::PlaceholderText);
+      c.step->setWordWrap(true);
       c.body = new QLabel;
       c.body->setObjectName(QStringLiteral("sampleText"));
       c.body->setTextFormat(Qt::RichText);
@@ -133,12 +138,14 @@ void SamplesView::refresh() {
     c.step->setStyleSheet(failed ? QStringLiteral("color:%1").arg(chart_style::kAlarmLine.name()) : QString());
     if (r.texts.empty()) {
       c.step->setText(failed ? why : tr("no evaluation yet"));
+      c.step->setToolTip(why);
       c.body->setText(failed ? tr("(it wrote nothing before it failed)") : QString());
       continue;
     }
     const engine::TextSample& t = r.texts.back();
     const QString at = tr("step %1 of %2").arg(t.step).arg(r.totalSteps > 0 ? r.totalSteps : t.step);
     c.step->setText(failed ? at + QStringLiteral(" · ") + why : at);
+    c.step->setToolTip(why);
     // The prompt shaded and in italics, the model's words after it.
     c.body->setText(QStringLiteral("<div style=\"white-space:pre-wrap\"><span style=\"background:#e4e4e4;"
                                    "color:#555555;font-style:italic\">%1</span>%2</div>")

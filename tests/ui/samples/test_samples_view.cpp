@@ -109,15 +109,24 @@ TEST_F(SamplesViewTest, EachRunsLatestTextAfterAnEvaluation) {
   // any text says it wrote nothing.
   const int fp8 = addRun("fp8");
   feed(*m_store, {engine::RunStatus{fp16, engine::RunState::Failed, "diverged at step 60", 100},
-                  engine::RunStatus{fp8, engine::RunState::Failed, "diverged at step 3", 100}});
+                  engine::RunStatus{fp8, engine::RunState::Failed,
+                                    "diverged at step 3: 117002 gradient values were inf or NaN and no loss scaler "
+                                    "skipped the step, so the weights are no longer finite",
+                                    100}});
   ASSERT_TRUE(ui_test::waitFor(
       [&] { return m_view->findChildren<QLabel*>(QStringLiteral("sampleStep")).size() == 3; }, 2000));
   const QList<QLabel*> failedSteps = m_view->findChildren<QLabel*>(QStringLiteral("sampleStep"));
   EXPECT_EQ(failedSteps[1]->text(), QStringLiteral("step 50 of 100 · failed: diverged at step 60"));
-  EXPECT_EQ(failedSteps[2]->text(), QStringLiteral("failed: diverged at step 3"));
+  EXPECT_TRUE(failedSteps[2]->text().startsWith(QStringLiteral("failed: diverged at step 3: 117002")));
   EXPECT_EQ(m_view->findChildren<QLabel*>(QStringLiteral("sampleText"))[2]->text(),
             QStringLiteral("(it wrote nothing before it failed)"));
   EXPECT_EQ(m_view->shown().size(), 2);
+  // Three equal columns, whatever each holds.
+  ui_test::settle();
+  const QList<QWidget*> boxes = m_view->findChildren<QWidget*>(QStringLiteral("sampleColumn"));
+  ASSERT_EQ(boxes.size(), 3);
+  for (QWidget* b : boxes) EXPECT_NEAR(b->width(), boxes[0]->width(), 2);
+  EXPECT_LE(boxes[2]->geometry().right(), m_view->width());
   m_store->setVisible(fp8, false);
 
   // Unticked in the runs list: its column goes.
