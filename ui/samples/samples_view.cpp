@@ -130,8 +130,10 @@ void SamplesView::refresh() {
     c.total = r.totalSteps;
     c.failed = failed;
     const QColor colour = chart_style::recipeStyle(r.recipe).colour;
+    // The recipe beside the run's name, unless the name says it already.
+    const QString label = r.name.contains(r.recipe) ? r.name : r.name + QStringLiteral(" · ") + r.recipe;
     c.title->setText(QStringLiteral("<span style=\"color:%1\">&#9632;</span> %2")
-                         .arg(colour.name(), r.name.toHtmlEscaped()));
+                         .arg(colour.name(), label.toHtmlEscaped()));
     c.title->setToolTip(r.recipe);
     c.box->setStyleSheet(QStringLiteral("QFrame#sampleColumn { border-top: 4px solid %1; }").arg(colour.name()));
     const QString why = failed ? tr("failed: %1").arg(r.message) : QString();

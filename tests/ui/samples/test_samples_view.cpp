@@ -98,7 +98,7 @@ TEST_F(SamplesViewTest, EachRunsLatestTextAfterAnEvaluation) {
   ASSERT_EQ(titles.size(), 2);
   EXPECT_TRUE(titles[0]->text().contains(chart_style::recipeStyle(QStringLiteral("fp32")).colour.name()));
   EXPECT_TRUE(titles[1]->text().contains(chart_style::recipeStyle(QStringLiteral("fp16")).colour.name()));
-  EXPECT_TRUE(titles[1]->text().contains(QStringLiteral("run 2")));
+  EXPECT_TRUE(titles[1]->text().contains(QStringLiteral("run 2 · fp16"))) << titles[1]->text().toStdString();
   EXPECT_TRUE(steps[0]->text().startsWith(QStringLiteral("step 100"))) << steps[0]->text().toStdString();
   EXPECT_TRUE(bodies[0]->text().contains(QStringLiteral("font-style:italic\">The hacker</span> hacked the kernel")))
       << bodies[0]->text().toStdString();
