@@ -2,7 +2,7 @@
 //   precision-lab [--config FILE] [--recipe R] [--model M] [--dataset D] [--start]
 //                 [--compare r1,r2,...] [--steps N] [--epochs N] [--screenshot FILE]
 //                 [--screenshot-after-ms N]
-//                 [--view live|compare|compare-difference|gradients|export|compare-dialog]
+//                 [--view live|compare|compare-difference|samples|gradients|export|compare-dialog]
 //                 [--measure] [--lecture NAME|FILE] [--presentation] [--speed N] [--value X]
 // --view history shows the past runs (the newest interrupted one opened on the charts).
 // --lecture chooses a lesson (a built-in preset or a preset file; --start
@@ -125,6 +125,7 @@ int main(int argc, char** argv) {
     if (options.view == QLatin1String("compare-difference"))
       window.part<CompareView>()->setMode(CompareView::Mode::Difference);
   }
+  if (options.view == QLatin1String("samples")) window.showSamples();
   if (options.view == QLatin1String("history")) {
     // The past runs; the newest interrupted one on the charts, so the
     // picture shows what reopening keeps.

@@ -27,6 +27,7 @@
 #include "charts/gradient_panel.h"
 #include "charts/live_chart_view.h"
 #include "compare/compare_view.h"
+#include "samples/samples_view.h"
 #include "export/export_controller.h"
 #include "inspect/fault_injector.h"
 #include "inspect/step_inspector.h"
@@ -132,6 +133,9 @@ void MainWindow::buildLayout() {
   m_tabs->addTab(m_liveSplitter, tr("Live"));
   m_compareScroll = scrollable(m_compare);
   m_tabs->addTab(m_compareScroll, tr("Compare"));
+  m_samples = new SamplesView(m_store);
+  m_samplesScroll = scrollable(m_samples);
+  m_tabs->addTab(m_samplesScroll, tr("Samples"));
 
   auto* bottom = new QSplitter(Qt::Horizontal);
   m_bottom = bottom;
@@ -315,6 +319,8 @@ void MainWindow::showEvent(QShowEvent* event) {
 
 void MainWindow::showCompare() { m_tabs->setCurrentWidget(m_compareScroll); }
 
+void MainWindow::showSamples() { m_tabs->setCurrentWidget(m_samplesScroll); }
+
 void MainWindow::closeEvent(QCloseEvent* event) {
   if (m_controller->active()) {
     // Stop at the next step boundary, join, and drain what is left: the
@@ -375,8 +381,10 @@ void MainWindow::setPresentation(bool on) {
     const QSignalBlocker block(m_actions->presentation);
     m_actions->presentation->setChecked(on);
   }
-  if (on) m_tabs->setCurrentWidget(m_liveSplitter);
+  // The Samples tab stays when shown: a class reads the runs' text large.
+  if (on && m_tabs->currentWidget() != m_samplesScroll) m_tabs->setCurrentWidget(m_liveSplitter);
   m_charts->setPresentation(on);
+  m_samples->setPresentation(on);
   chart_style::setPresentationFont(m_actions->toolbar, on, chart_style::presentation::kLegendPt - 2);
   m_lesson->setPresentation(on);
   // Entering: the lesson's type is fitted once, to the width the lesson's

@@ -12,6 +12,7 @@ class PresentationView;
 class WindowActions;
 class ChartArea;
 class CompareView;
+class SamplesView;
 class DatasetCache;
 class EventNotices;
 class ExportController;
@@ -68,6 +69,7 @@ class MainWindow : public QMainWindow {
   void keepOnScreen();
   // The Compare tab in front.
   void showCompare();
+  void showSamples();
   // Enables the run actions for what can be done now.
   void updateActions();
 
@@ -97,6 +99,8 @@ class MainWindow : public QMainWindow {
   ChartArea* m_charts = nullptr;
   CompareView* m_compare = nullptr;
   QWidget* m_compareScroll = nullptr;  // the Compare tab: the view, scrollable
+  SamplesView* m_samples = nullptr;
+  QWidget* m_samplesScroll = nullptr;  // the Samples tab: each text run's latest continuation
   QSplitter* m_liveSplitter = nullptr;
   QSplitter* m_bottom = nullptr;
   RunsList* m_runs = nullptr;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -155,13 +156,26 @@ int train_runs(const std::vector<engine::ComparisonRun>& runs, const std::string
         }
       } else if (const auto* e = std::get_if<engine::EvalMetrics>(&rec)) {
         if (tty) std::printf("\r\033[K");
-        if (e->val_accuracy >= 0)
+        if (e->val_accuracy >= 0 && e->per_token)
+          std::printf("[%s] step %lld epoch %lld: val_loss %.4f val_accuracy %.4f val_bits_per_token %.4f "
+                      "val_perplexity %.3f\n",
+                      recipes[static_cast<std::size_t>(e->run_id)].c_str(), static_cast<long long>(e->step),
+                      static_cast<long long>(e->epoch), e->val_loss, e->val_accuracy, e->val_bits_per_token(),
+                      e->val_perplexity());
+        else if (e->val_accuracy >= 0)
           std::printf("[%s] step %lld epoch %lld: val_loss %.4f val_accuracy %.4f\n",
                       recipes[static_cast<std::size_t>(e->run_id)].c_str(), static_cast<long long>(e->step),
                       static_cast<long long>(e->epoch), e->val_loss, e->val_accuracy);
         else
           std::printf("[%s] step %lld epoch %lld: val_loss %.6g\n", recipes[static_cast<std::size_t>(e->run_id)].c_str(),
                       static_cast<long long>(e->step), static_cast<long long>(e->epoch), e->val_loss);
+      } else if (const auto* t = std::get_if<engine::TextSample>(&rec)) {
+        // What the model writes now, on one line (its line breaks as \n).
+        std::string text;
+        for (char ch : t->text) text += ch == '\n' ? std::string("\\n") : std::string(1, ch);
+        if (tty) std::printf("\r\033[K");
+        std::printf("[%s] step %lld writes: %s\n", recipes[static_cast<std::size_t>(t->run_id)].c_str(),
+                    static_cast<long long>(t->step), text.c_str());
       } else if (const auto* st = std::get_if<engine::RunStatus>(&rec)) {
         if (st->state == engine::RunState::Failed) {
           std::fprintf(stderr, "precision-lab-cli: run %d (%s) failed: %s\n", st->run_id,
@@ -246,8 +260,8 @@ int train_runs(const std::vector<engine::ComparisonRun>& runs, const std::string
                 static_cast<long long>(s.overflow_steps), static_cast<long long>(s.skipped_steps),
                 s.final_loss_scale, s.peak_memory_bytes / 1048576.0, s.samples_per_second);
   }
-  std::printf("wrote %s/{steps,evals,events,grads,summary}.csv, config.json, runs.json, commands.jsonl, status.json\n",
-              out.c_str());
+  std::printf("wrote %s/{steps,evals,events,grads,summary}.csv, config.json, runs.json, commands.jsonl, status.json%s\n",
+              out.c_str(), std::filesystem::exists(std::filesystem::path(out) / "samples.jsonl") ? ", samples.jsonl" : "");
   if (failed) return 1;
   return g_interrupted ? 130 : 0;
 }

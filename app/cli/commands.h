@@ -28,4 +28,6 @@ int train_runs(const std::vector<engine::ComparisonRun>& runs, const std::string
                std::vector<engine::RunExport>& exports, const Replay* replay = nullptr);
 // argv[0] == "replay"
 int cmd_replay(int argc, char** argv);
+// argv[0] == "sample": text from a run folder's final weights
+int cmd_sample(int argc, char** argv);
 }  // namespace cli

@@ -12,7 +12,7 @@ void print_usage(std::FILE* out) {
       "\n"
       "commands:\n"
       "  run      [--config FILE.json] [--recipe R] [--model mlp|cnn|transformer|gpt]\n"
-      "           [--dataset fashion-mnist|spirals|tiny-gradients|DIR] [--epochs N | --steps N]\n"
+      "           [--dataset fashion-mnist|spirals|tiny-gradients|jargon|text:FILE|DIR] [--epochs N | --steps N]\n"
       "           [--batch N] [--optimizer sgd|adam|adamw] [--lr X] [--seed N]\n"
       "           [--backend auto|cpu|cuda] --out DIR\n"
       "           more: --momentum --weight-decay --schedule constant|cosine --warmup N --clip X\n"
@@ -28,7 +28,9 @@ void print_usage(std::FILE* out) {
       "  formats  [--value X]   table of the number formats, or X in every format with its bits\n"
       "  lecture  --list | NAME|FILE.json --out DIR [--check] [--quick]\n"
       "           lecture presets: run one, and with --check test the claims it makes\n"
-      "  replay   DIR --out DIR2   repeat a run folder, live changes at the same steps\n",
+      "  replay   DIR --out DIR2   repeat a run folder, live changes at the same steps\n"
+      "  sample   RUN_DIR [--prompt S] [--tokens N] [--temperature T] [--seed N] [--run N]\n"
+      "           text from a gpt run's final weights (a text data set: jargon, text:FILE)\n",
       out);
 }
 }  // namespace
@@ -45,6 +47,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(cmd, "compare") == 0) return cli::cmd_run(argc - 1, argv + 1, true);
     if (std::strcmp(cmd, "lecture") == 0) return cli::cmd_lecture(argc - 1, argv + 1);
     if (std::strcmp(cmd, "replay") == 0) return cli::cmd_replay(argc - 1, argv + 1);
+    if (std::strcmp(cmd, "sample") == 0) return cli::cmd_sample(argc - 1, argv + 1);
     if (std::strcmp(cmd, "--help") == 0 || std::strcmp(cmd, "-h") == 0 || std::strcmp(cmd, "help") == 0) {
       print_usage(stdout);
       return 0;

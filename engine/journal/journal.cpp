@@ -80,6 +80,7 @@ Journal::Journal(const std::string& dir, std::vector<JournalRun> runs) : m_dir(d
     if (f.rfind("weights-", 0) == 0 && f.size() > 12 && f.compare(f.size() - 4, 4, ".bin") == 0) stale.push_back(e.path());
   }
   for (const fs::path& p : stale) fs::remove(p, ec);
+  fs::remove(fs::path(m_dir) / "samples.jsonl", ec);  // opened when a run writes a sample
   // Starting configs: config.json as a --config file takes it, runs.json with every run.
   json runs_json = json::array();
   for (std::size_t i = 0; i < m_runs.size(); ++i) {
@@ -117,6 +118,7 @@ Journal::~Journal() {
   for (std::FILE*& f : m_files)
     if (f) std::fclose(f), f = nullptr;
   if (m_commands) std::fclose(m_commands);
+  if (m_samples) std::fclose(m_samples);
   if (m_lock >= 0) ::close(m_lock);  // releases the flock
 }
 
@@ -124,6 +126,7 @@ void Journal::flush() {
   for (std::FILE* f : m_files)
     if (f) std::fflush(f);
   if (m_commands) std::fflush(m_commands);
+  if (m_samples) std::fflush(m_samples);
   m_dirty = false;
 }
 
@@ -179,6 +182,20 @@ void Journal::record(const Record& r) {
     if (s->run_id >= 0 && static_cast<std::size_t>(s->run_id) < m_state.size()) {
       m_state[s->run_id].has_summary = true;
       m_state[s->run_id].summary = *s;
+    }
+  } else if (const auto* t = std::get_if<TextSample>(&r)) {
+    if (t->run_id >= 0 && static_cast<std::size_t>(t->run_id) < m_state.size()) {
+      if (!m_samples) {
+        const fs::path p = fs::path(m_dir) / "samples.jsonl";
+        m_samples = std::fopen(p.c_str(), "wb");
+        if (!m_samples) throw std::runtime_error(p.string() + ": cannot create file");
+      }
+      const json line = {{"run_id", t->run_id}, {"run", m_state[t->run_id].who.name}, {"step", t->step},
+                         {"prompt", t->prompt}, {"text", t->text}};
+      // Invalid UTF-8 cannot come from a vocabulary; replaced, not thrown, all the same.
+      std::fputs((line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n").c_str(), m_samples);
+      m_dirty = true;
+      m_rows_written = true;
     }
   } else if (const auto* st = std::get_if<RunStatus>(&r)) {
     if (st->run_id >= 0 && static_cast<std::size_t>(st->run_id) < m_state.size()) {
@@ -388,6 +405,37 @@ JournalContents read_journal(const std::string& dir_s) {
     x.summary.model = x.config.model;
     x.summary.dataset = x.config.dataset;
     x.summary.backend = "cpu";
+  }
+  if (fs::exists(dir / "samples.jsonl")) {
+    // Each line one TextSample; a torn last line is dropped like a CSV's.
+    const fs::path p = dir / "samples.jsonl";
+    std::stringstream ss(complete_lines(read_text(p)));
+    std::string line;
+    for (int no = 1; std::getline(ss, line); ++no) {
+      if (line.empty()) continue;
+      const std::string where = p.string() + ":" + std::to_string(no);
+      json v;
+      try {
+        v = json::parse(line);
+      } catch (const json::exception&) {
+        bad(where, "not valid JSON");
+      }
+      if (!v.is_object()) bad(where, "not a JSON object");
+      TextSample t;
+      if (!v.contains("run_id") || !v["run_id"].is_number_integer()) bad(where, "'run_id' must be an integer");
+      const std::int64_t id = v["run_id"].get<std::int64_t>();
+      if (id < 0 || static_cast<std::size_t>(id) >= n)
+        bad(where, "run_id " + std::to_string(id) + " is not a run of this folder");
+      if (!v.contains("step") || !v["step"].is_number_integer() || v["step"].get<std::int64_t>() < 0)
+        bad(where, "'step' must be an integer >= 0");
+      for (const char* k : {"prompt", "text"})
+        if (!v.contains(k) || !v[k].is_string()) bad(where, std::string("'") + k + "' must be a string");
+      t.run_id = static_cast<int>(id);
+      t.step = v["step"].get<std::int64_t>();
+      t.prompt = v["prompt"].get<std::string>();
+      t.text = v["text"].get<std::string>();
+      j.exports[static_cast<std::size_t>(id)].history.add(t);
+    }
   }
   if (fs::exists(dir / "commands.jsonl")) {
     const fs::path p = dir / "commands.jsonl";

@@ -7,6 +7,8 @@
 // DIR/commands.jsonl every live change, stamped with the step after which it took effect
 // DIR/{steps,evals,events,grads}.csv   appended as records arrive, flushed at least once a second
 // DIR/summary.csv    one row per run that ended (written when the trainer ends)
+// DIR/samples.jsonl  a text run's continuation at each evaluation (TextSample), one JSON object a line,
+//                    UTF-8: {"run_id", "run", "step", "prompt", "text"}; only when a run wrote one
 // DIR/weights-<run_id>.bin  a finished or stopped run's final weights (journal/weights.h), written
 //                    whole (temporary file, fsync, rename) before its status says it ended
 // DIR/status.json    {"status": running|finished|stopped|failed, "message": why (failed), "runs": [{name, status, steps, ...}]}
@@ -69,6 +71,7 @@ class Journal final : public RecordSink {
   std::vector<RunState> m_state;
   std::FILE* m_files[4] = {nullptr, nullptr, nullptr, nullptr};  // steps, evals, events, grads
   std::FILE* m_commands = nullptr;
+  std::FILE* m_samples = nullptr;  // samples.jsonl, opened at the first TextSample
   int m_lock = -1;
   std::int64_t m_last_flush_ms = 0;
   bool m_dirty = false;

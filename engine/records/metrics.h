@@ -202,7 +202,18 @@ struct StepInspection {
   std::vector<LayerInspection> layers;  // every leaf, forward order
 };
 
-using Record = std::variant<StepMetrics, EvalMetrics, Event, GradStats, RunSummary, RunStatus, StepInspection>;
+// What a language model writes at an evaluation (a text run's): its
+// continuation of a prompt the same for every run on the data set, taken
+// after the evaluation at `step` (engine/train/sample.h). UTF-8.
+struct TextSample {
+  int run_id = 0;
+  std::int64_t step = 0;
+  std::string prompt;
+  std::string text;  // the continuation, without the prompt
+};
+
+using Record =
+    std::variant<StepMetrics, EvalMetrics, Event, GradStats, RunSummary, RunStatus, StepInspection, TextSample>;
 
 // One run's history: every record it produced, in order, and the counters
 // the summary needs. The one history the Run, the UI's store, the CLI and
@@ -212,6 +223,7 @@ struct RunHistory {
   std::vector<EvalMetrics> evals;
   std::vector<Event> events;
   std::vector<GradStats> grads;  // every GradStats record, in arrival order
+  std::vector<TextSample> texts;  // a text run's continuations, one per evaluation
 
   std::int64_t overflow_steps = 0;
   std::int64_t skipped_steps = 0;
@@ -223,7 +235,8 @@ struct RunHistory {
   void add(const EvalMetrics& e) { evals.push_back(e); }
   void add(const Event& e) { events.push_back(e); }
   void add(const GradStats& g) { grads.push_back(g); }
-  // Adds a step, eval, event or gradient record; false for the others
+  void add(const TextSample& t) { texts.push_back(t); }
+  // Adds a step, eval, event, gradient or text sample record; false for the others
   // (summaries and statuses are not history).
   bool add(const Record& r);
 

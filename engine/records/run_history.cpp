@@ -35,6 +35,7 @@ bool RunHistory::add(const Record& r) {
   else if (const auto* e = std::get_if<EvalMetrics>(&r)) add(*e);
   else if (const auto* ev = std::get_if<Event>(&r)) add(*ev);
   else if (const auto* g = std::get_if<GradStats>(&r)) add(*g);
+  else if (const auto* t = std::get_if<TextSample>(&r)) add(*t);
   else return false;
   return true;
 }

@@ -1,14 +1,48 @@
 // Building a RunConfig's model: the one place that reads model and widths.
 #include "train/build_model.h"
 
+#include <filesystem>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "data/synthetic.h"
+#include "data/text.h"
 
 namespace engine {
 
-DataShape planned_data_shape(const std::string& dataset) {
+namespace {
+
+// plan_text_dataset reads (and for jargon gunzips and cleans) the whole
+// file; the layer catalog asks for the plan at every change in the setup
+// panel, so a plan is kept while the file's size and time stay the same.
+TextPlan remembered_text_plan(const std::string& spec) {
+  const std::string path = spec.rfind("text:", 0) == 0 ? spec.substr(5) : std::string(kJargonPath);
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  const auto time = std::filesystem::last_write_time(path, ec);
+  if (ec) return plan_text_dataset(spec);  // its own one-line error
+  using Key = std::tuple<std::string, std::uintmax_t, std::filesystem::file_time_type>;
+  static std::mutex mutex;
+  static std::map<Key, TextPlan> plans;
+  const Key key{spec, size, time};
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = plans.find(key); it != plans.end()) return it->second;
+  }
+  const TextPlan plan = plan_text_dataset(spec);
+  const std::lock_guard<std::mutex> lock(mutex);
+  plans[key] = plan;
+  return plan;
+}
+
+}  // namespace
+
+DataShape planned_data_shape(const std::string& dataset, std::int64_t context) {
+  if (is_text_spec(dataset))
+    return {{context}, static_cast<std::int64_t>(remembered_text_plan(dataset).vocabulary)};
   if (dataset == "spirals") return {{2}, 2};
   if (dataset == "tiny-gradients")
     return {{static_cast<std::int64_t>(kTinyGradientsInputs)}, static_cast<std::int64_t>(kTinyGradientsOutputs)};
@@ -28,9 +62,9 @@ std::unique_ptr<Model> build_model(const RunConfig& c, const Shape& sample, std:
 }
 
 std::unique_ptr<Model> build_model(const RunConfig& c) {
-  const DataShape d = planned_data_shape(c.dataset);
+  const DataShape d = planned_data_shape(c.dataset, c.context);
   // A gpt reads windows of c.context tokens whatever the set's planned
-  // sample; its outputs are the planned vocabulary.
+  // sample; its outputs are the planned vocabulary (a text set's).
   if (c.model == "gpt") return build_model(c, {c.context}, d.outputs);
   return build_model(c, d.sample, d.outputs);
 }

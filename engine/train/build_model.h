@@ -14,12 +14,16 @@ namespace engine {
 // The sample shape and output width of a data set as load_dataset() would
 // give it, without loading it: spirals and tiny-gradients by their
 // definitions, fashion-mnist and MNIST-format folders 1x28x28 images of 10
-// classes.
+// classes, a text set ("jargon", "text:PATH") windows of `context` tokens
+// over its vocabulary (plan_text_dataset: the file is read, no windows are
+// built; the plan is remembered per spec, file size and modification time,
+// since the setup panel asks at every change). Throws the text set's
+// one-line errors.
 struct DataShape {
   Shape sample;
   std::int64_t outputs = 0;
 };
-DataShape planned_data_shape(const std::string& dataset);
+DataShape planned_data_shape(const std::string& dataset, std::int64_t context = 64);
 
 // c.model for samples of `sample` shape and `outputs` outputs: an mlp with
 // c.widths when they are given, else the named architecture's defaults.

@@ -48,7 +48,7 @@ std::map<std::string, Shape> leaf_outputs(Model& model) {
 
 LayerCatalog describe_layers(const RunConfig& config) {
   LayerCatalog catalog;
-  catalog.data = planned_data_shape(config.dataset);
+  catalog.data = planned_data_shape(config.dataset, config.context);
   // A gpt reads windows of its context whatever the set (build_model).
   if (config.model == "gpt") catalog.data.sample = {config.context};
   std::unique_ptr<Model> model = build_model(config, catalog.data.sample, catalog.data.outputs);

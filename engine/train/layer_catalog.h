@@ -29,7 +29,7 @@ struct LayerInfo {
 };
 
 struct LayerCatalog {
-  DataShape data;  // planned_data_shape(config.dataset)
+  DataShape data;  // planned_data_shape(config.dataset, config.context)
   std::vector<LayerInfo> layers;  // the model's leaves in order
 };
 

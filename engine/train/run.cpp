@@ -26,6 +26,7 @@
 #include "optim/clip.h"
 #include "train/build_model.h"
 #include "train/run_state.h"
+#include "train/sample.h"
 
 namespace engine {
 
@@ -524,8 +525,23 @@ EvalMetrics Run::evaluate(std::vector<Record>& out) {
   e.val_loss = n > 0 ? loss_sum / static_cast<double>(n) : 0.0;
   const double per = static_cast<double>(test.labels_per_sample);  // every window has as many labels
   e.val_accuracy = cls && n > 0 ? static_cast<double>(correct_sum) / (static_cast<double>(n) * per) : -1.0;
+  // A text run's loss is per token: bits per token and perplexity follow.
+  e.per_token = test.is_text();
   m_history.add(e);
   out.emplace_back(e);
+  if (test.is_text() && m_eval_samples && m_config.model == "gpt") {
+    // The same prompt, seed and temperature for every run: the runs differ
+    // by their models alone.
+    const std::vector<std::int32_t> prompt = evaluation_prompt(test, m_config.context);
+    const SampleOptions o{kEvalSampleTokens, kEvalSampleTemperature, kEvalSampleSeed};
+    TextSample t;
+    t.run_id = m_id;
+    t.step = m_step;
+    t.prompt = decode_tokens(prompt, test.vocabulary);
+    t.text = decode_tokens(generate_tokens(be, *m_model, m_config.context, prompt, o), test.vocabulary);
+    m_history.add(t);
+    out.emplace_back(std::move(t));
+  }
   return e;
 }
 

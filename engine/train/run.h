@@ -45,7 +45,12 @@ class Run {
   // Whether an evaluation is due after the step just taken.
   bool eval_due() const;
   // Loss and accuracy on the test split; appended to `out` and history.
+  // A text run then also writes its continuation of the evaluation prompt
+  // (train/sample.h: a TextSample after the EvalMetrics), unless turned
+  // off; the sampling touches no training state (the training numbers are
+  // the same with it as without).
   EvalMetrics evaluate(std::vector<Record>& out);
+  void set_eval_samples(bool on) { m_eval_samples = on; }
   RunSummary summary() const;
 
   // Step-boundary changes (the trainer calls them between steps).
@@ -117,6 +122,7 @@ class Run {
   std::int64_t m_last_rss = 0;
   std::int64_t m_device_used = 0, m_device_total = 0;
   bool m_inspect_next = false;
+  bool m_eval_samples = true;
   std::optional<Fault> m_fault;
   std::optional<Fault> m_spike;  // RunConfig::spike, injected at m_spike_step
   std::int64_t m_spike_step = 0;

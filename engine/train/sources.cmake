@@ -9,4 +9,5 @@ target_sources(engine_train PRIVATE
   train/round_pool.cpp
   train/trainer.cpp
   train/layer_catalog.cpp
+  train/sample.cpp
 )

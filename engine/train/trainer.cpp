@@ -17,6 +17,7 @@
 #include "backend/backend.h"
 #include "backend/registry.h"
 #include "data/dataset.h"
+#include "data/text.h"
 #include "train/round_pool.h"
 #include "train/run.h"
 
@@ -91,9 +92,10 @@ int Trainer::add_run(const RunConfig& config) {
   return static_cast<int>(m_configs.size()) - 1;
 }
 
-void Trainer::provide_data(const std::string& dataset, std::uint64_t seed, std::shared_ptr<const DatasetPair> data) {
+void Trainer::provide_data(const std::string& dataset, std::uint64_t seed, std::shared_ptr<const DatasetPair> data,
+                           std::size_t context) {
   if (m_thread.joinable()) throw std::logic_error("Trainer::provide_data after start()");
-  if (data) m_provided[{dataset, seed}] = std::move(data);
+  if (data) m_provided[{dataset, seed, is_text_spec(dataset) ? context : 0}] = std::move(data);
 }
 
 void Trainer::start() {
@@ -333,15 +335,18 @@ void Trainer::thread_main() {
     m_active.store(false, std::memory_order_release);
     return;
   }
-  std::map<std::pair<std::string, std::uint64_t>, std::shared_ptr<const DatasetPair>> data_cache = m_provided;
+  std::map<DataKey, std::shared_ptr<const DatasetPair>> data_cache = m_provided;
   m_runs.resize(m_configs.size());
   for (std::size_t i = 0; i < m_configs.size(); ++i) {
     const RunConfig& c = m_configs[i];
     try {
-      auto key = std::make_pair(c.dataset, c.seed);
+      // A text set's windows are cut at the run's context.
+      const auto context = static_cast<std::size_t>(c.context);
+      const DataKey key{c.dataset, c.seed, is_text_spec(c.dataset) ? context : 0};
       auto it = data_cache.find(key);
       if (it == data_cache.end())
-        it = data_cache.emplace(key, std::make_shared<const DatasetPair>(load_dataset(c.dataset, c.seed))).first;
+        it = data_cache.emplace(key, std::make_shared<const DatasetPair>(load_dataset(c.dataset, c.seed, context)))
+                 .first;
       m_runs[i] = std::make_unique<Run>(static_cast<int>(i), c, it->second,
                                         m_run_backends.empty() ? *m_backend : *m_run_backends[i]);
       state[i] = RunState::Running;

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -64,8 +65,10 @@ class Trainer {
   // match, so the engine thread does not load it again (the GUI loads the
   // selected set in the background while the user sets up, and a run's
   // first step follows Start at once). `data` must be what
-  // load_dataset(dataset, seed) returns.
-  void provide_data(const std::string& dataset, std::uint64_t seed, std::shared_ptr<const DatasetPair> data);
+  // load_dataset(dataset, seed, context) returns; `context` counts only for
+  // a text set (whose windows it cuts), as in the trainer's own cache.
+  void provide_data(const std::string& dataset, std::uint64_t seed, std::shared_ptr<const DatasetPair> data,
+                    std::size_t context = 64);
   // Before start(): where the records also go as the runs produce them (a
   // run folder: attach_journal in journal/journal.h).
   void set_sink(std::unique_ptr<RecordSink> sink);
@@ -128,7 +131,10 @@ class Trainer {
   void sink_failed(const std::exception& e, std::vector<Record>& out);
 
   std::vector<RunConfig> m_configs;
-  std::map<std::pair<std::string, std::uint64_t>, std::shared_ptr<const DatasetPair>> m_provided;
+  // Loaded data by (spec, seed, context): the context is 0 for a set that
+  // is not text, so runs of every context share an image set.
+  using DataKey = std::tuple<std::string, std::uint64_t, std::size_t>;
+  std::map<DataKey, std::shared_ptr<const DatasetPair>> m_provided;
   // The backend outlives the runs whose buffers it holds (members are
   // destroyed in reverse order).
   std::unique_ptr<Backend> m_backend;

@@ -212,6 +212,8 @@ TEST_F(Layout, EveryViewFits) {
   auto* runsTabs = w.findChild<QTabWidget*>(QStringLiteral("runsTabs"));
   tabs->setCurrentIndex(1);
   checkWindow(w, QStringLiteral("Compare tab"));
+  tabs->setCurrentIndex(2);
+  checkWindow(w, QStringLiteral("Samples tab"));
   tabs->setCurrentIndex(0);
   runsTabs->setCurrentIndex(1);
   checkWindow(w, QStringLiteral("History tab"));

@@ -96,11 +96,13 @@ TEST_F(MainWindowTest, SetupPanelOffersTheDesignChoices) {
   EXPECT_EQ(comboItems(child<QComboBox>("recipeCombo")),
             (QStringList{"fp32", "fp16", "mixed-fp16", "mixed-bf16", "fp8", "mxfp8", "mxfp4", "nvfp4", "custom"}));
   const QStringList datasets = comboItems(child<QComboBox>("datasetCombo"));
-  ASSERT_EQ(datasets.size(), 4);
+  ASSERT_EQ(datasets.size(), 6);
   EXPECT_EQ(datasets.mid(0, 3), (QStringList{"fashion-mnist", "spirals", "tiny-gradients"}));
   EXPECT_TRUE(datasets[3].startsWith(QStringLiteral("folder")));
-  EXPECT_EQ(comboItems(child<QComboBox>("modelCombo")), (QStringList{"mlp", "cnn", "transformer"}));
-  EXPECT_EQ(comboItems(child<QComboBox>("optimizerCombo")), (QStringList{"sgd", "adam"}));
+  EXPECT_EQ(datasets[4], QStringLiteral("jargon"));
+  EXPECT_TRUE(datasets[5].startsWith(QStringLiteral("text file")));
+  EXPECT_EQ(comboItems(child<QComboBox>("modelCombo")), (QStringList{"mlp", "cnn", "transformer", "gpt"}));
+  EXPECT_EQ(comboItems(child<QComboBox>("optimizerCombo")), (QStringList{"sgd", "adam", "adamw"}));
   EXPECT_EQ(comboItems(child<QComboBox>("lossScaleModeCombo")), (QStringList{"none", "static", "dynamic"}));
   EXPECT_EQ(comboItems(child<QComboBox>("backendCombo")), (QStringList{"auto", "cpu", "cuda"}));
   EXPECT_NE(child<QDoubleSpinBox>("learningRateSpin"), nullptr);

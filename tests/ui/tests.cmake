@@ -114,3 +114,11 @@ add_test(NAME test_ui_layout_1600x1000 COMMAND test_ui_layout --gtest_brief=1)
 set_tests_properties(test_ui_layout_1600x1000 PROPERTIES LABELS ui TIMEOUT 900
   WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}
   ENVIRONMENT QT_QPA_PLATFORM=offscreen:configfile=${CMAKE_CURRENT_LIST_DIR}/screen_1600x1000.json)
+# ui/samples: the Samples tab (each text run's latest continuation) and the
+# text runs' bits per token in the compare table and the status line.
+pl_add_test(test_ui_samples
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/samples/test_samples_view.cpp
+  LIBS ui Qt6::Test
+  LABELS ui
+  ENV QT_QPA_PLATFORM=offscreen
+  TIMEOUT 120)

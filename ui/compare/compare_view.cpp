@@ -108,6 +108,9 @@ CompareView::CompareView(RunStore* store, QWidget* parent) : QWidget(parent), m_
                            "evaluation (not one training batch)")},
       {tr("val. loss\n÷ FP32"), tr("The validation loss as a multiple of the FP32 run's, %1: 1.003x is 0.3% "
                                    "above FP32").arg(fp32Step)},
+      {tr("val. bits/token\n(perplexity)"),
+       tr("A text run's validation loss in bits per token (per character: nats / ln 2), and its perplexity "
+          "(e^loss: as unsure as a fair choice among that many characters)")},
       {tr("val. acc.\n(%)"), tr("Validation accuracy at the run's last evaluation, in percent (— for a "
                                 "regression, which has none)")},
       {tr("Δ val. acc.\nvs FP32 (pts)"),
@@ -129,6 +132,7 @@ CompareView::CompareView(RunStore* store, QWidget* parent) : QWidget(parent), m_
     h->setToolTip(headers[c].second);
     m_table->setHorizontalHeaderItem(c, h);
   }
+  m_table->setColumnHidden(ValBitsPerToken, true);  // until a text run is in the table
   m_table->verticalHeader()->hide();
   m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
   m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -436,6 +440,7 @@ void CompareView::updateTable() {
       break;
     }
   m_table->setRowCount(static_cast<int>(m_runs.size()));
+  bool anyText = false;
   for (int k = 0; k < m_runs.size(); ++k) {
     const RunData& r = m_store->run(m_runs[k]);
     const engine::RunSummary s = r.currentSummary();
@@ -453,6 +458,17 @@ void CompareView::updateTable() {
                                .arg(QString::number(last->val_loss, 'g', 17))
                          : tr("no evaluation yet"));
     m_table->setItem(k, ValLoss, val);
+    const bool perToken = last && last->per_token;
+    anyText = anyText || perToken;
+    QTableWidgetItem* bits = cell(perToken ? tr("%1 (%2)").arg(number(last->val_bits_per_token(), 4),
+                                                               number(last->val_perplexity(), 4))
+                                           : QStringLiteral("—"));
+    if (perToken)
+      bits->setToolTip(tr("at step %1: %2 bits per token, perplexity %3")
+                           .arg(last->step)
+                           .arg(QString::number(last->val_bits_per_token(), 'g', 17))
+                           .arg(QString::number(last->val_perplexity(), 'g', 17)));
+    m_table->setItem(k, ValBitsPerToken, bits);
     const bool hasAcc = last && last->val_accuracy >= 0;
     QTableWidgetItem* acc = cell(hasAcc ? QString::number(100.0 * last->val_accuracy, 'f', 2) : QStringLiteral("—"));
     if (last && !hasAcc) acc->setToolTip(tr("a regression: no accuracy"));
@@ -524,5 +540,6 @@ void CompareView::updateTable() {
     m_table->setItem(k, ValLossRatio, ratio);
     m_table->setItem(k, AccuracyDiff, dAcc);
   }
+  m_table->setColumnHidden(ValBitsPerToken, !anyText);
   fitTableHeight();
 }

@@ -42,9 +42,11 @@ class CompareView : public QWidget {
   // is noise; the issue this table once had).
   static constexpr int kTrainMeanSteps = 100;
 
+  // ValBitsPerToken: a text run's validation bits per token and perplexity;
+  // the column shows only while a text run is in the table.
   enum Column {
-    Run = 0, Recipe, ValLoss, ValLossRatio, ValAccuracy, AccuracyDiff, TrainLossMean, OverflowSteps, SkippedSteps,
-    FinalScale, PeakMemory, SamplesPerSecond, ColumnCount
+    Run = 0, Recipe, ValLoss, ValLossRatio, ValBitsPerToken, ValAccuracy, AccuracyDiff, TrainLossMean, OverflowSteps,
+    SkippedSteps, FinalScale, PeakMemory, SamplesPerSecond, ColumnCount
   };
   // What the charts show: each run's loss on its own, or every run minus FP32.
   enum class Mode { EachRun = 0, Difference };

@@ -28,11 +28,14 @@
 #include "backend/cuda_module.h"
 #include "backend/registry.h"
 #include "charts/chart_style.h"
+#include "data/text.h"
+#include "panels/gpt_fields.h"
 #include "panels/layer_rows.h"
 
 namespace {
 
-constexpr int kFolderItem = 3;  // "folder…" in the dataset combo
+constexpr int kFolderItem = 3;    // "folder…" in the dataset combo
+constexpr int kTextFileItem = 5;  // "text file…"
 
 QComboBox* makeCombo(const QString& objectName, const QStringList& items, QWidget* parent) {
   auto* combo = new QComboBox(parent);
@@ -111,8 +114,16 @@ SetupPanel::SetupPanel(QWidget* parent) : QWidget(parent) {
   QGroupBox* data = makeGroup(tr("Data and model"), form, this);
   m_dataset = makeCombo(QStringLiteral("datasetCombo"),
                         {QStringLiteral("fashion-mnist"), QStringLiteral("spirals"),
-                         QStringLiteral("tiny-gradients"), tr("folder…")},
+                         QStringLiteral("tiny-gradients"), tr("folder…"), QStringLiteral("jargon"),
+                         tr("text file…")},
                         data);
+  m_dataset->setItemData(4, QStringLiteral("jargon"));
+  m_dataset->setItemData(4, tr("The Jargon File (Debian's jargon-text), a character per token, for the gpt"),
+                         Qt::ToolTipRole);
+  m_dataset->setItemData(kTextFileItem, tr("Any UTF-8 text file, a character per token, for the gpt"),
+                         Qt::ToolTipRole);
+  if (!QFileInfo::exists(QString::fromUtf8(engine::kJargonPath)))
+    m_dataset->setItemData(4, tr("Not installed: apt-get install jargon-text"), Qt::ToolTipRole);
   m_dataset->setItemData(0, QStringLiteral("fashion-mnist"));
   m_dataset->setItemData(1, QStringLiteral("spirals"));
   m_dataset->setItemData(2, QStringLiteral("tiny-gradients"));
@@ -133,13 +144,22 @@ SetupPanel::SetupPanel(QWidget* parent) : QWidget(parent) {
   }
   form->addRow(tr("Dataset"), m_dataset);
   m_model = makeCombo(QStringLiteral("modelCombo"),
-                      {QStringLiteral("mlp"), QStringLiteral("cnn"), QStringLiteral("transformer")}, data);
+                      {QStringLiteral("mlp"), QStringLiteral("cnn"), QStringLiteral("transformer"),
+                       QStringLiteral("gpt")},
+                      data);
   form->addRow(tr("Model"), m_model);
   layout->addWidget(data);
+  m_gpt = new GptFields(this);
+  layout->addWidget(m_gpt);
+  connect(m_gpt, &GptFields::changed, this, &SetupPanel::settingsChanged);
+  connect(m_model, &QComboBox::currentTextChanged, this,
+          [this](const QString& model) { m_gpt->setVisible(model == QLatin1String("gpt")); });
+  m_gpt->setVisible(false);
 
   // --- optimisation and schedule ---
   QGroupBox* training = makeGroup(tr("Training"), form, this);
-  m_optimizer = makeCombo(QStringLiteral("optimizerCombo"), {QStringLiteral("sgd"), QStringLiteral("adam")},
+  m_optimizer = makeCombo(QStringLiteral("optimizerCombo"),
+                          {QStringLiteral("sgd"), QStringLiteral("adam"), QStringLiteral("adamw")},
                           training);
   form->addRow(tr("Optimizer"), m_optimizer);
   auto* learningRate = new RangeSpin(training);
@@ -282,10 +302,11 @@ SetupPanel::SetupPanel(QWidget* parent) : QWidget(parent) {
   // One signal for any edit, so callers need not know the controls.
   for (QComboBox* c : findChildren<QComboBox*>())
     connect(c, &QComboBox::currentIndexChanged, this, &SetupPanel::settingsChanged);
+  // (The gpt's fields say so through GptFields::changed.)
   for (QSpinBox* s : findChildren<QSpinBox*>())
-    connect(s, &QSpinBox::valueChanged, this, &SetupPanel::settingsChanged);
+    if (!m_gpt->isAncestorOf(s)) connect(s, &QSpinBox::valueChanged, this, &SetupPanel::settingsChanged);
   for (QDoubleSpinBox* s : findChildren<QDoubleSpinBox*>())
-    connect(s, &QDoubleSpinBox::valueChanged, this, &SetupPanel::settingsChanged);
+    if (!m_gpt->isAncestorOf(s)) connect(s, &QDoubleSpinBox::valueChanged, this, &SetupPanel::settingsChanged);
 }
 
 SetupSettings SetupPanel::settings() const {
@@ -333,6 +354,7 @@ engine::RunConfig SetupPanel::toConfig(const engine::RunConfig& base) const {
   c.recipe = s.recipe.toStdString();
   c.backend = s.backend.toStdString();
   c.threads = s.threads;
+  if (c.model == "gpt") m_gpt->apply(c);
   const engine::LossScalerConfig scaler = lossScaler();
   engine::LossScalerConfig recipeDefault;
   try {
@@ -371,9 +393,16 @@ void SetupPanel::applyConfig(const engine::RunConfig& c) {
   ++m_filling;
   const QString dataset = QString::fromStdString(c.dataset);
   const int builtin = m_dataset->findData(dataset);
-  if (builtin >= 0 && builtin != kFolderItem) {
+  if (builtin >= 0 && builtin != kFolderItem && builtin != kTextFileItem) {
     m_dataset->setCurrentIndex(builtin);
     m_lastDatasetIndex = builtin;
+  } else if (dataset.startsWith(QLatin1String("text:"))) {
+    const QString path = dataset.mid(5);
+    m_dataset->setItemData(kTextFileItem, dataset);
+    m_dataset->setItemText(kTextFileItem, QFileInfo(path).fileName());
+    m_dataset->setItemData(kTextFileItem, QDir::toNativeSeparators(path), Qt::ToolTipRole);
+    m_dataset->setCurrentIndex(kTextFileItem);
+    m_lastDatasetIndex = kTextFileItem;
   } else {
     m_dataset->setItemData(kFolderItem, dataset);
     m_dataset->setItemText(kFolderItem, QDir(dataset).dirName() + QStringLiteral("/"));
@@ -382,7 +411,8 @@ void SetupPanel::applyConfig(const engine::RunConfig& c) {
     m_lastDatasetIndex = kFolderItem;
   }
   m_model->setCurrentText(QString::fromStdString(c.model));
-  m_optimizer->setCurrentText(QString::fromStdString(c.optimizer == "adamw" ? "adam" : c.optimizer));
+  m_gpt->show(c);
+  m_optimizer->setCurrentText(QString::fromStdString(c.optimizer));
   m_learningRate->setValue(c.lr);
   m_batch->setValue(static_cast<int>(std::min<std::int64_t>(c.batch, m_batch->maximum())));
   if (c.steps > 0) {
@@ -418,6 +448,18 @@ void SetupPanel::applyConfig(const engine::RunConfig& c) {
 // the item's data (and its text, elided), cancelling restores the previous
 // choice.
 void SetupPanel::onDatasetActivated(int index) {
+  if (index == kTextFileItem) {
+    const QString start = m_dataset->itemData(kTextFileItem).toString().mid(5);
+    const QString file = QFileDialog::getOpenFileName(this, tr("A UTF-8 text file"),
+                                                      start.isEmpty() ? QDir::homePath() : start);
+    if (file.isEmpty()) {
+      m_dataset->setCurrentIndex(m_lastDatasetIndex);
+      return;
+    }
+    QString error;
+    if (!setDatasetTextFile(file, &error)) QMessageBox::warning(this, tr("Not a text the gpt can read"), error);
+    return;
+  }
   if (index != kFolderItem) {
     m_lastDatasetIndex = index;
     updateModelChoices();
@@ -466,6 +508,25 @@ bool SetupPanel::setDatasetFolder(const QString& dir, QString* error) {
   return true;
 }
 
+bool SetupPanel::setDatasetTextFile(const QString& path, QString* error) {
+  const std::string spec = "text:" + path.toStdString();
+  try {
+    (void)engine::plan_text_dataset(spec);
+  } catch (const std::exception& e) {
+    if (error) *error = QString::fromStdString(e.what());
+    m_dataset->setCurrentIndex(m_lastDatasetIndex);  // the previous choice stays
+    return false;
+  }
+  m_dataset->setItemData(kTextFileItem, QString::fromStdString(spec));
+  m_dataset->setItemText(kTextFileItem, QFileInfo(path).fileName());
+  m_dataset->setItemData(kTextFileItem, QDir::toNativeSeparators(path), Qt::ToolTipRole);
+  m_lastDatasetIndex = kTextFileItem;
+  if (m_dataset->currentIndex() != kTextFileItem) m_dataset->setCurrentIndex(kTextFileItem);
+  updateModelChoices();
+  emit settingsChanged();
+  return true;
+}
+
 bool SetupPanel::modelEnabled(const QString& model) const {
   auto* items = qobject_cast<QStandardItemModel*>(m_model->model());
   const int row = m_model->findText(model);
@@ -478,14 +539,20 @@ void SetupPanel::updateModelChoices() {
   auto* items = qobject_cast<QStandardItemModel*>(m_model->model());
   if (!items) return;
   engine::RunConfig c = toConfig();
+  const bool text = engine::is_text_spec(c.dataset);
   for (int row = 0; row < m_model->count(); ++row) {
     c.model = m_model->itemText(row).toStdString();
     QString why;
-    try {
-      (void)layerRowsFor(c);
-    } catch (const std::exception& e) {
-      why = QString::fromStdString(e.what());
-    }
+    // A gpt reads characters, the other models images or vectors.
+    if (text != (c.model == "gpt"))
+      why = text ? tr("%1 reads images or vectors; a text set is for the gpt").arg(m_model->itemText(row))
+                 : tr("the gpt reads text: choose jargon or a text file");
+    else
+      try {
+        (void)layerRowsFor(c);
+      } catch (const std::exception& e) {
+        why = QString::fromStdString(e.what());
+      }
     items->item(row)->setEnabled(why.isEmpty());
     items->item(row)->setToolTip(why.isEmpty() ? QString() : tr("Not for this dataset: %1").arg(why));
   }

@@ -7,6 +7,7 @@
 
 #include "train/run_config.h"
 
+class GptFields;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
@@ -15,9 +16,9 @@ class QSpinBox;
 // What the panel holds, by value (keys are the CLI/config spellings of
 // README.md "Command line").
 struct SetupSettings {
-  QString dataset;        // "fashion-mnist", "spirals", "tiny-gradients", or a folder path
-  QString model;          // "mlp", "cnn", "transformer"
-  QString optimizer;      // "sgd", "adam"
+  QString dataset;        // "fashion-mnist", "spirals", "tiny-gradients", "jargon", "text:PATH", or a folder path
+  QString model;          // "mlp", "cnn", "transformer", "gpt"
+  QString optimizer;      // "sgd", "adam", "adamw"
   double learningRate = 0.0;
   int batch = 0;
   bool useSteps = false;  // false: `epochs` counts, true: `steps` counts
@@ -58,6 +59,11 @@ class SetupPanel : public QWidget {
   // stays) and *error says which files are missing. The "folder…" item
   // calls it with the folder the user picked, and shows the error.
   bool setDatasetFolder(const QString& dir, QString* error = nullptr);
+  // Chooses a UTF-8 text file as the dataset ("text:PATH"), checked now as
+  // the engine reads it (plan_text_dataset): an empty, binary or too varied
+  // file is refused with the engine's one line in *error, and the previous
+  // choice stays. The "text file…" item calls it with the file picked.
+  bool setDatasetTextFile(const QString& path, QString* error = nullptr);
   // "" when `dir` holds train/t10k images and labels (IDX, optionally .gz);
   // else one line naming the folder and what is missing.
   static QString datasetFolderProblem(const QString& dir);
@@ -94,6 +100,7 @@ class SetupPanel : public QWidget {
   QComboBox* m_dataset = nullptr;
   int m_lastDatasetIndex = 0;
   QComboBox* m_model = nullptr;
+  GptFields* m_gpt = nullptr;  // shown while the model is gpt
   QComboBox* m_optimizer = nullptr;
   QDoubleSpinBox* m_learningRate = nullptr;
   QLabel* m_learningRateNote = nullptr;  // a typed value the range refused

@@ -26,6 +26,9 @@ StatusReadouts::StatusReadouts(QStatusBar* bar) : QObject(bar) {
   m_memory = label(QStringLiteral("statusMemory"), tr("memory 1023.9 MiB, peak 1023.9 MiB"));
   m_memory->setToolTip(tr("The focus run's memory at its last step, and the most any step used (the peak the "
                           "Compare table and the export report)"));
+  m_tokens = label(QStringLiteral("statusTokens"), tr("val 99.999 bits/token, perplexity 9999.9"));
+  m_tokens->setToolTip(tr("The focus run's last validation: its loss per token in bits, and its perplexity"));
+  m_tokens->hide();
   set(-1, -1.0, -1.0, -1);
 }
 
@@ -51,6 +54,14 @@ void StatusReadouts::set(qint64 step, double samplesPerSecond, double lossScale,
 }
 
 void StatusReadouts::showRun(const RunData* run) {
+  const bool text = run && !run->evals.empty() && run->evals.back().per_token;
+  m_tokens->setVisible(text);
+  if (text) {
+    const engine::EvalMetrics& e = run->evals.back();
+    m_tokens->setText(tr("val %1 bits/token, perplexity %2")
+                          .arg(QLocale().toString(e.val_bits_per_token(), 'f', 3),
+                               QLocale().toString(e.val_perplexity(), 'f', 1)));
+  }
   if (!run || run->steps.empty()) {
     set(-1, -1, -1, -1);
     return;

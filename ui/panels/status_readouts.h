@@ -1,6 +1,7 @@
 // StatusReadouts: the status bar's permanent read-outs of the focus run —
 // step (of its total), samples per second, loss scale, memory now and at
-// its peak.
+// its peak; for a text run also its last validation in bits per token and
+// perplexity.
 #pragma once
 
 #include <QObject>
@@ -26,4 +27,5 @@ class StatusReadouts : public QObject {
   QLabel* m_rate = nullptr;
   QLabel* m_scale = nullptr;
   QLabel* m_memory = nullptr;
+  QLabel* m_tokens = nullptr;  // shown for a text run only
 };

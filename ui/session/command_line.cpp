@@ -92,7 +92,7 @@ bool parseLaunchOptions(const QStringList& arguments, LaunchOptions& out, QStrin
                                            QStringLiteral("ms"));
   const QCommandLineOption view(QStringLiteral("view"),
                                 QStringLiteral("What --screenshot shows: live, compare, compare-difference (the Compare tab "
-                                               "in its difference-to-FP32 mode), gradients, export, "
+                                               "in its difference-to-FP32 mode), samples, gradients, export, "
                                                "compare-dialog, format-explorer, block-view, step-inspector, history (past runs; the newest "
                                                "interrupted one opened on the charts)."),
                                 QStringLiteral("view"), QStringLiteral("live"));
@@ -197,7 +197,8 @@ bool parseLaunchOptions(const QStringList& arguments, LaunchOptions& out, QStrin
   }
   o.view = parser.value(view);
   static const QStringList views = {QStringLiteral("live"), QStringLiteral("compare"),
-                                    QStringLiteral("compare-difference"), QStringLiteral("gradients"),
+                                    QStringLiteral("compare-difference"), QStringLiteral("samples"),
+                                    QStringLiteral("gradients"),
                                     QStringLiteral("export"), QStringLiteral("compare-dialog"),
                                     QStringLiteral("format-explorer"), QStringLiteral("block-view"),
                                     QStringLiteral("step-inspector"),

@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "data/dataset.h"
+#include "data/text.h"
 
 DatasetCache::DatasetCache(QObject* parent) : QObject(parent) {
   m_settle.setSingleShot(true);
@@ -20,7 +21,10 @@ DatasetCache::~DatasetCache() {
 }
 
 void DatasetCache::request(const QString& dataset) {
-  if (dataset == QLatin1String("spirals") || dataset == QLatin1String("tiny-gradients") || dataset.isEmpty()) {
+  // A text set's windows depend on the run's context, and the trainer
+  // cuts them in well under a second: it loads them itself.
+  if (dataset == QLatin1String("spirals") || dataset == QLatin1String("tiny-gradients") || dataset.isEmpty() ||
+      engine::is_text_spec(dataset.toStdString())) {
     m_settle.stop();
     m_wanted.clear();
     return;

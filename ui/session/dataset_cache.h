@@ -30,7 +30,8 @@ class DatasetCache : public QObject {
   ~DatasetCache() override;  // waits for a load in flight
 
   // Asks for `dataset` (a spec as load_dataset takes it). Generated sets
-  // (spirals, tiny-gradients) load in milliseconds and are not cached.
+  // (spirals, tiny-gradients) load in milliseconds and are not cached, nor
+  // are text sets (the trainer cuts their windows at each run's context).
   void request(const QString& dataset);
   // The loaded pair for `dataset`, or null (not requested, still loading,
   // or it failed: the run then loads it and reports the error itself).

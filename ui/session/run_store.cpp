@@ -47,6 +47,7 @@ engine::RunExport RunData::toExport() const {
   for (engine::EvalMetrics& e : x.history.evals) e.run_id = exportId;
   for (engine::Event& e : x.history.events) e.run_id = exportId;
   for (engine::GradStats& g : x.history.grads) g.run_id = exportId;
+  for (engine::TextSample& t : x.history.texts) t.run_id = exportId;
   return x;
 }
 

@@ -33,7 +33,8 @@ QVector<int> TrainingController::start(const std::vector<RunRequest>& runs, int 
   for (const RunRequest& r : runs) {
     trainer->add_run(r.config);
     if (m_provided && r.config.dataset == m_providedName)
-      trainer->provide_data(r.config.dataset, r.config.seed, m_provided);
+      trainer->provide_data(r.config.dataset, r.config.seed, m_provided,
+                            static_cast<std::size_t>(r.config.context));
   }
   m_provided.reset();
   // The journal: its folder is created (and locked) here, once; the engine

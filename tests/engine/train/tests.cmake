@@ -14,3 +14,4 @@ add_test(NAME test_faults_guarded COMMAND test_faults --gtest_brief=1)
 set_tests_properties(test_trainer_guarded test_faults_guarded PROPERTIES
   LABELS "engine;guarded" ENVIRONMENT "PL_TEST_BACKEND=guarded" TIMEOUT 300 WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 pl_add_test(test_gpt SOURCES engine/train/test_gpt.cpp LIBS engine_train LABELS engine TIMEOUT 300)
+pl_add_test(test_sample SOURCES engine/train/test_sample.cpp LIBS engine_train LABELS engine TIMEOUT 300)

@@ -2,9 +2,11 @@
 // chosen (not at Start): an empty dataset folder, a model the data cannot feed.
 #include <gtest/gtest.h>
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QLabel>
+#include <QSpinBox>
 #include <QTest>
 #include <QDir>
 #include <QFile>
@@ -97,6 +99,102 @@ TEST_F(SetupPanelTest, ALearningRateAboveTheRangeIsRefusedWithAMessage) {
   QTest::keyClick(spin, Qt::Key_Return);
   EXPECT_TRUE(note->isHidden());
   EXPECT_DOUBLE_EQ(spin->value(), 0.2);
+}
+
+}  // namespace
+
+namespace {
+
+// The gpt on text: jargon or a text file; its fields go into the RunConfig.
+TEST_F(SetupPanelTest, TheGptOnTextBuildsItsRunConfig) {
+  SetupPanel panel;
+  auto* datasets = panel.findChild<QComboBox*>(QStringLiteral("datasetCombo"));
+  auto* models = panel.findChild<QComboBox*>(QStringLiteral("modelCombo"));
+  ASSERT_NE(datasets, nullptr);
+  // Not on images or spirals: the gpt reads text.
+  datasets->setCurrentIndex(datasets->findData(QStringLiteral("spirals")));
+  EXPECT_FALSE(panel.modelEnabled(QStringLiteral("gpt")));
+
+  // A text file, checked when chosen as the engine reads it.
+  QTemporaryDir dir;
+  ASSERT_TRUE(dir.isValid());
+  const QString prose = QDir(dir.path()).filePath(QStringLiteral("prose.txt"));
+  {
+    QFile f(prose);
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    for (int i = 0; i < 200; ++i) f.write("the hacker wrote lines of code and the machine ran them.\n");
+  }
+  QString error;
+  ASSERT_TRUE(panel.setDatasetTextFile(prose, &error)) << error.toStdString();
+  EXPECT_EQ(panel.settings().dataset, QStringLiteral("text:") + prose);
+  EXPECT_EQ(datasets->currentText(), QStringLiteral("prose.txt"));
+  // The gpt is the one model offered for text, and chosen.
+  EXPECT_TRUE(panel.modelEnabled(QStringLiteral("gpt")));
+  for (const char* m : {"mlp", "cnn", "transformer"}) EXPECT_FALSE(panel.modelEnabled(QString::fromLatin1(m))) << m;
+  EXPECT_EQ(models->currentText(), QStringLiteral("gpt"));
+  auto* fields = panel.findChild<QWidget*>(QStringLiteral("gptFields"));
+  ASSERT_NE(fields, nullptr);
+  EXPECT_FALSE(fields->isHidden());
+
+  panel.findChild<QSpinBox*>(QStringLiteral("gptLayersSpin"))->setValue(2);
+  panel.findChild<QSpinBox*>(QStringLiteral("gptWidthSpin"))->setValue(96);
+  panel.findChild<QSpinBox*>(QStringLiteral("gptHeadsSpin"))->setValue(3);
+  panel.findChild<QSpinBox*>(QStringLiteral("gptContextSpin"))->setValue(32);
+  panel.findChild<QCheckBox*>(QStringLiteral("gptQkNormCheck"))->setChecked(true);
+  panel.findChild<QDoubleSpinBox*>(QStringLiteral("gptZLossSpin"))->setValue(1e-4);
+  panel.findChild<QComboBox*>(QStringLiteral("optimizerCombo"))->setCurrentText(QStringLiteral("adamw"));
+  const engine::RunConfig c = panel.toConfig();
+  EXPECT_EQ(c.model, "gpt");
+  EXPECT_EQ(c.dataset, "text:" + prose.toStdString());
+  EXPECT_EQ(c.depth, 2);
+  EXPECT_EQ(c.width, 96);
+  EXPECT_EQ(c.heads, 3);
+  EXPECT_EQ(c.context, 32);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_DOUBLE_EQ(c.z_loss, 1e-4);
+  EXPECT_EQ(c.optimizer, "adamw");
+
+  // And back: a config shows in the controls.
+  SetupPanel other;
+  other.applyConfig(c);
+  const engine::RunConfig again = other.toConfig();
+  EXPECT_EQ(again.dataset, c.dataset);
+  EXPECT_EQ(again.model, "gpt");
+  EXPECT_EQ(again.depth, 2);
+  EXPECT_EQ(again.width, 96);
+  EXPECT_EQ(again.heads, 3);
+  EXPECT_EQ(again.context, 32);
+  EXPECT_TRUE(again.qk_norm);
+  EXPECT_EQ(again.optimizer, "adamw");
+
+  // Other models keep the config's gpt keys as they were (no gpt fields).
+  datasets->setCurrentIndex(datasets->findData(QStringLiteral("spirals")));
+  EXPECT_EQ(models->currentText(), QStringLiteral("mlp"));
+  EXPECT_TRUE(fields->isHidden());
+  EXPECT_EQ(panel.toConfig().context, engine::RunConfig{}.context);
+
+  // jargon is offered by name.
+  const int jargon = datasets->findData(QStringLiteral("jargon"));
+  ASSERT_GE(jargon, 0);
+  datasets->setCurrentIndex(jargon);
+  EXPECT_EQ(panel.toConfig().dataset, "jargon");
+}
+
+TEST_F(SetupPanelTest, ATextFileTheEngineRefusesIsRefusedWhenChosen) {
+  SetupPanel panel;
+  const QString before = panel.settings().dataset;
+  QTemporaryDir dir;
+  ASSERT_TRUE(dir.isValid());
+  const QString binary = QDir(dir.path()).filePath(QStringLiteral("data.bin"));
+  {
+    QFile f(binary);
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write(QByteArray("ab\0cd", 5));
+  }
+  QString error;
+  EXPECT_FALSE(panel.setDatasetTextFile(binary, &error));
+  EXPECT_TRUE(error.contains(QStringLiteral("data.bin"))) << error.toStdString();
+  EXPECT_EQ(panel.settings().dataset, before);
 }
 
 }  // namespace
