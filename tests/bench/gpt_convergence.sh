@@ -53,9 +53,13 @@ while [ $# -gt 0 ]; do
   shift 2
 done
 [ -x "$cli" ] || { echo "gpt_convergence: $cli: not found or not executable (build the release preset first)" >&2; exit 2; }
-# The peer reads the same text: "jargon" is Debian's jargon-text, text:PATH the file.
+# Both sides read the same bytes. Our "jargon" is the Jargon File cleaned
+# for a class (title page, tables, headword lists and indent removed); the
+# peer does not clean, so for "jargon" both read Debian's file as it is,
+# through text:PATH.
 case "$dataset" in
-  jargon|text:*) peer_text=$dataset ;;
+  jargon) dataset=text:/usr/share/doc/jargon-text/jargon.txt.gz; peer_text=$dataset ;;
+  text:*) peer_text=$dataset ;;
   *) echo "gpt_convergence: --dataset must be jargon or text:PATH (got '$dataset')" >&2; exit 2 ;;
 esac
 keep=1
