@@ -63,15 +63,7 @@ std::shared_ptr<const DatasetPair> tokens(std::size_t T) {
 }
 
 RunConfig gpt(const std::string& recipe, std::int64_t steps) {
-  RunConfig c = test::small_run(recipe, "gpt", "tokens", steps, 16, 5);
-  c.depth = 2;
-  c.width = 32;
-  c.heads = 2;
-  c.context = 16;
-  c.optimizer = "adamw";
-  c.lr = 3e-3;
-  c.schedule = "constant";
-  return c;
+  return test::small_gpt(recipe, "tokens", steps, 16, 5, 2);
 }
 
 Backend& backend() {

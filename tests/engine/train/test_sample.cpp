@@ -41,15 +41,7 @@ std::shared_ptr<const DatasetPair> text_data(std::size_t context) {
 }
 
 RunConfig gpt(const std::string& recipe, std::int64_t steps) {
-  RunConfig c = test::small_run(recipe, "gpt", "text:prose.txt", steps, 8, 3);
-  c.depth = 1;
-  c.width = 32;
-  c.heads = 2;
-  c.context = 16;
-  c.optimizer = "adamw";
-  c.lr = 3e-3;
-  c.schedule = "constant";
-  return c;
+  return test::small_gpt(recipe, "text:prose.txt", steps, 8, 3, 1);
 }
 
 Backend& backend() {
