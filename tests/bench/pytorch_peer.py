@@ -164,10 +164,16 @@ def torch_child(model_name, mode, threads, seconds):
         loss.backward()
         opt.step()
 
+    print_best_rate(step, BATCH, seconds)
+
+
+def print_best_rate(step, batch, seconds):
+    """Three warm-up steps, then three windows of `seconds`: prints the best
+    window's samples/s as one JSON object."""
     for _ in range(3):
         step()
     best = 0.0
-    for _ in range(3):  # three windows of `seconds`, the best one counts
+    for _ in range(3):
         n, t0 = 0, time.perf_counter()
         while True:
             step()
@@ -175,7 +181,7 @@ def torch_child(model_name, mode, threads, seconds):
             dt = time.perf_counter() - t0
             if dt >= seconds:
                 break
-        best = max(best, n * BATCH / dt)
+        best = max(best, n * batch / dt)
     print(json.dumps({"samples_per_s": best}))
 
 
@@ -386,19 +392,7 @@ def gpt_child(mode, threads, seconds, g):
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
 
-    for _ in range(3):
-        step()
-    best = 0.0
-    for _ in range(3):
-        n, t0 = 0, time.perf_counter()
-        while True:
-            step()
-            n += 1
-            dt = time.perf_counter() - t0
-            if dt >= seconds:
-                break
-        best = max(best, n * B / dt)
-    print(json.dumps({"samples_per_s": best}))
+    print_best_rate(step, B, seconds)
 
 
 def converge_child(a):
