@@ -371,25 +371,51 @@ void MainWindow::showExplorer(bool blocks) {
 
 bool MainWindow::presentation() const { return m_presentationView->isOn(); }
 
+// A toggle restyles the docks, the chart grid, the lesson's splitter and the
+// lesson's large type, and each part makes Qt lay out and repaint what it
+// touched. Done in one turn of the event loop that held the loop for up to
+// 200 ms of the UI thread's time on a 2-core machine; each part now has a
+// turn of its own, so timers, input and the engine's records get in between.
+// presentation() answers at once; the parts follow within a few turns, and a
+// toggle made before they end supersedes them (each part sets its state from
+// `on`, so whatever ran of the older toggle is undone by the newer one).
 void MainWindow::setPresentation(bool on) {
   if (on == presentation()) return;
-  // Leaving: the lesson's normal type before the docks and bars come back,
-  // so their resizes do not fit the presentation type again and again.
-  if (!on) part<LecturePanel>()->setPresentation(false);
-  m_presentationView->setOn(on);
-  if (m_actions->presentation->isChecked() != on) {
-    const QSignalBlocker block(m_actions->presentation);
-    m_actions->presentation->setChecked(on);
+  presentationPart(on, 0, ++m_presentationToggle);
+}
+
+void MainWindow::presentationPart(bool on, int stage, unsigned toggle) {
+  if (toggle != m_presentationToggle) return;
+  m_presentationPart = stage + 1;
+  switch (stage) {
+    case 0:
+      // Leaving: the lesson's normal type before the docks and bars come
+      // back, so their resizes do not fit the presentation type again.
+      if (!on) part<LecturePanel>()->setPresentation(false);
+      m_presentationView->setOn(on);
+      if (m_actions->presentation->isChecked() != on) {
+        const QSignalBlocker block(m_actions->presentation);
+        m_actions->presentation->setChecked(on);
+      }
+      // The Samples tab stays when shown: a class reads the runs' text large.
+      if (on && m_tabs->currentWidget() != m_samplesScroll) m_tabs->setCurrentWidget(m_liveSplitter);
+      break;
+    case 1:
+      m_charts->setPresentation(on);
+      m_samples->setPresentation(on);
+      chart_style::setPresentationFont(m_actions->toolbar, on, chart_style::presentation::kLegendPt - 2);
+      break;
+    case 2:
+      m_lesson->setPresentation(on);
+      break;
+    case 3:
+      // Entering: the lesson's type is fitted once, to the width the
+      // lesson's splitter has just given it, not first to the old one.
+      if (on) part<LecturePanel>()->setPresentation(true);
+      // Back from full screen: the window as it was, on the screen.
+      if (!on) keepOnScreen();
+      break;
   }
-  // The Samples tab stays when shown: a class reads the runs' text large.
-  if (on && m_tabs->currentWidget() != m_samplesScroll) m_tabs->setCurrentWidget(m_liveSplitter);
-  m_charts->setPresentation(on);
-  m_samples->setPresentation(on);
-  chart_style::setPresentationFont(m_actions->toolbar, on, chart_style::presentation::kLegendPt - 2);
-  m_lesson->setPresentation(on);
-  // Entering: the lesson's type is fitted once, to the width the lesson's
-  // splitter has just given it, not first to the old one.
-  if (on) part<LecturePanel>()->setPresentation(true);
-  // Back from full screen: the window as it was, on the screen.
-  if (!on) QTimer::singleShot(0, this, &MainWindow::keepOnScreen);
+  if (m_presentationPart < kPresentationParts)
+    QTimer::singleShot(0, this, [this, on, next = stage + 1, toggle] { presentationPart(on, next, toggle); });
 }

@@ -58,6 +58,8 @@ class MainWindow : public QMainWindow {
   // lesson and its watched charts on screen. F11 toggles it.
   void setPresentation(bool on);
   bool presentation() const;
+  // True while a toggle's later parts are still queued (see setPresentation).
+  bool presentationSettling() const { return m_presentationPart < kPresentationParts; }
 
   // Sized to the screen's available geometry (not a fixed 1400x900): the
   // whole of a 1280x720 projector, at most 1600x1000 on larger screens, centred.
@@ -67,6 +69,8 @@ class MainWindow : public QMainWindow {
   // window manager adds its frame); a full-screen or maximized window is
   // left alone.
   void keepOnScreen();
+  // One part of a presentation toggle; queues the next (see setPresentation).
+  void presentationPart(bool on, int stage, unsigned toggle);
   // The Compare tab in front.
   void showCompare();
   void showSamples();
@@ -107,6 +111,9 @@ class MainWindow : public QMainWindow {
   QTabWidget* m_runsTabs = nullptr;
   QDockWidget* m_inspectorDock = nullptr;
   PresentationView* m_presentationView = nullptr;
+  static constexpr int kPresentationParts = 4;
+  unsigned m_presentationToggle = 0;           // which toggle the queued parts belong to
+  int m_presentationPart = kPresentationParts;  // the next part to run; kPresentationParts: none left
   FormatExplorer* m_explorer = nullptr;
   WindowActions* m_actions = nullptr;
   StatusReadouts* m_readouts = nullptr;

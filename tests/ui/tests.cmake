@@ -74,7 +74,7 @@ pl_add_test(test_ui_responsive
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/session/test_responsive.cpp
   LIBS ui Qt6::Test
   LABELS ui
-  ENV QT_QPA_PLATFORM=offscreen
+  ENV QT_QPA_PLATFORM=offscreen:configfile=${CMAKE_CURRENT_LIST_DIR}/screen_1280x720.json
   TIMEOUT 120)
 # ui/inspect: the step inspector (what one Step did, layer by layer).
 pl_add_test(test_ui_inspect

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <QElapsedTimer>
+#include <QMenuBar>
 #include <QTest>
 #include <QTimer>
 
@@ -155,6 +156,30 @@ TEST_F(ResponsiveTest, TogglingPresentationViewMeasuresTheLessonTypeAFewTimes) {
     }
     EXPECT_EQ(off, 0);
   }
+}
+
+// A toggle is done in parts over a few turns of the event loop; one made
+// before the last one's parts ran wins, whatever ran of the older one.
+TEST_F(ResponsiveTest, AQuickSecondToggleLeavesTheWindowInItsState) {
+  ASSERT_TRUE(m_window->part<LessonController>()->open(QStringLiteral("why-loss-scaling")));
+  finishedRuns(2);
+  ChartArea* charts = m_window->part<ChartArea>();
+  for (int partsRun = 0; partsRun < 4; ++partsRun) {
+    m_window->setPresentation(true);
+    for (int k = 0; k < partsRun; ++k) QCoreApplication::processEvents();
+    m_window->setPresentation(false);
+    ui_test::settle();
+    EXPECT_FALSE(m_window->presentationSettling());
+    EXPECT_FALSE(m_window->presentation());
+    EXPECT_FALSE(charts->presentation()) << partsRun;
+    EXPECT_TRUE(m_window->menuBar()->isVisible()) << partsRun;
+  }
+  m_window->setPresentation(true);
+  EXPECT_TRUE(m_window->presentationSettling());
+  ui_test::settle();
+  EXPECT_FALSE(m_window->presentationSettling());
+  EXPECT_TRUE(charts->presentation());
+  EXPECT_FALSE(m_window->menuBar()->isVisible());
 }
 
 TEST_F(ResponsiveTest, StartingAFiveRecipeComparisonHoldsNoSliceOver200Ms) {
