@@ -20,6 +20,7 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <functional>
 #include <limits>
@@ -31,6 +32,7 @@
 #include "data/text.h"
 #include "panels/gpt_fields.h"
 #include "panels/layer_rows.h"
+#include "train/model_defaults.h"
 
 namespace {
 
@@ -152,8 +154,6 @@ SetupPanel::SetupPanel(QWidget* parent) : QWidget(parent) {
   m_gpt = new GptFields(this);
   layout->addWidget(m_gpt);
   connect(m_gpt, &GptFields::changed, this, &SetupPanel::settingsChanged);
-  connect(m_model, &QComboBox::currentTextChanged, this,
-          [this](const QString& model) { m_gpt->setVisible(model == QLatin1String("gpt")); });
   m_gpt->setVisible(false);
 
   // --- optimisation and schedule ---
@@ -222,6 +222,8 @@ SetupPanel::SetupPanel(QWidget* parent) : QWidget(parent) {
   m_seed->setToolTip(tr("Runs with the same seed share initial weights and batch order"));
   form->addRow(tr("Seed"), m_seed);
   layout->addWidget(training);
+  m_shownModel = m_model->currentText();
+  connect(m_model, &QComboBox::currentTextChanged, this, &SetupPanel::onModelChanged);
 
   // --- precision ---
   QGroupBox* precision = makeGroup(tr("Precision"), form, this);
@@ -563,6 +565,22 @@ void SetupPanel::updateModelChoices() {
         break;
       }
   }
+}
+
+// The optimizer and learning rate follow the model while they are still
+// the previous model's defaults: nobody chose them, and a gpt trained with
+// the image models' SGD at 0.05 learns next to nothing in a first run.
+// Values the user set stay (train/model_defaults.h, as the CLI does).
+void SetupPanel::onModelChanged(const QString& model) {
+  m_gpt->setVisible(model == QLatin1String("gpt"));
+  const engine::OptimizerDefaults was = engine::optimizer_defaults(m_shownModel.toStdString());
+  m_shownModel = model;
+  if (m_optimizer->currentText().toStdString() != was.optimizer ||
+      std::fabs(m_learningRate->value() - was.lr) > 1e-12)
+    return;
+  const engine::OptimizerDefaults now = engine::optimizer_defaults(model.toStdString());
+  m_optimizer->setCurrentText(QString::fromStdString(now.optimizer));
+  m_learningRate->setValue(now.lr);
 }
 
 void SetupPanel::onRecipeChanged(const QString& recipe) {
