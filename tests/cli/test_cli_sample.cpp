@@ -148,12 +148,6 @@ TEST_F(CliSample, AGptNamedOnTheCommandLineStartsFromAdamW) {
   c = config(" --optimizer sgd", "sgd");
   EXPECT_EQ(c.optimizer, "sgd");
   EXPECT_EQ(c.lr, 0.05);
-  // The image models keep SGD at 0.05.
-  const fs::path mlp = root_ / "mlp";
-  ASSERT_EQ(run_cli("run --dataset spirals --steps 1 --batch 4 --threads 1 --out '" + mlp.string() + "'").exit_code, 0);
-  c = engine::load_run_config((mlp / "config.json").string());
-  EXPECT_EQ(c.optimizer, "sgd");
-  EXPECT_EQ(c.lr, 0.05);
   // A config file says what it says (its missing keys: RunConfig's).
   std::ofstream(root_ / "gpt.json") << "{\"model\": \"gpt\", \"dataset\": \"text:" << (root_ / "prose.txt").string()
                                      << "\", \"layers\": 1, \"width\": 16, \"heads\": 2, \"context\": 8, "
