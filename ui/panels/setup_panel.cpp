@@ -37,6 +37,8 @@
 namespace {
 
 constexpr int kFolderItem = 3;    // "folder…" in the dataset combo
+constexpr int kDefaultEpochs = 5;  // the length a run starts with
+constexpr int kGptSteps = 300;     // a gpt's, in steps (SetupPanel::onModelChanged)
 constexpr int kTextFileItem = 5;  // "text file…"
 
 QComboBox* makeCombo(const QString& objectName, const QStringList& items, QWidget* parent) {
@@ -572,7 +574,20 @@ void SetupPanel::updateModelChoices() {
 // the image models' SGD at 0.05 learns next to nothing in a first run.
 // Values the user set stay (train/model_defaults.h, as the CLI does).
 void SetupPanel::onModelChanged(const QString& model) {
-  m_gpt->setVisible(model == QLatin1String("gpt"));
+  const bool gpt = model == QLatin1String("gpt"), wasGpt = m_shownModel == QLatin1String("gpt");
+  m_gpt->setVisible(gpt);
+  // The length too, while it is the panel's own default: an epoch of a text
+  // is every window of it (jargon: 20,000 steps of 64, and one evaluation,
+  // hence one sample, at its end), so a gpt starts at kGptSteps steps, the
+  // length its learning rate was chosen for.
+  const bool steps = m_durationUnit->currentIndex() == 1;
+  if (gpt && !wasGpt && !steps && m_duration->value() == kDefaultEpochs) {
+    m_durationUnit->setCurrentIndex(1);
+    m_duration->setValue(kGptSteps);
+  } else if (!gpt && wasGpt && steps && m_duration->value() == kGptSteps) {
+    m_durationUnit->setCurrentIndex(0);
+    m_duration->setValue(kDefaultEpochs);
+  }
   const engine::OptimizerDefaults was = engine::optimizer_defaults(m_shownModel.toStdString());
   m_shownModel = model;
   if (m_optimizer->currentText().toStdString() != was.optimizer ||

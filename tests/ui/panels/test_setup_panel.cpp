@@ -224,16 +224,30 @@ TEST_F(SetupPanelTest, TheGptStartsFromAdamWUnlessTheUserChose) {
   choose(panel, false);
   EXPECT_EQ(panel.settings().optimizer, QStringLiteral("sgd"));
   EXPECT_DOUBLE_EQ(panel.settings().learningRate, 0.05);
-  // A text: the gpt is chosen, and with it AdamW.
+  EXPECT_FALSE(panel.settings().useSteps);
+  EXPECT_EQ(panel.settings().epochs, 5);
+  // A text: the gpt is chosen, and with it AdamW, for 300 steps (an epoch
+  // of a text is every window of it: hours).
   choose(panel, true);
   ASSERT_EQ(models->currentText(), QStringLiteral("gpt"));
   EXPECT_EQ(panel.toConfig().optimizer, "adamw");
   EXPECT_DOUBLE_EQ(panel.toConfig().lr, engine::kGptLearningRate);
-  // Back to spirals: the mlp, and SGD at 0.05 again.
+  EXPECT_TRUE(panel.settings().useSteps);
+  EXPECT_EQ(panel.toConfig().steps, 300);
+  // Back to spirals: the mlp, and SGD at 0.05 for 5 epochs again.
   choose(panel, false);
   ASSERT_EQ(models->currentText(), QStringLiteral("mlp"));
   EXPECT_EQ(panel.toConfig().optimizer, "sgd");
   EXPECT_DOUBLE_EQ(panel.toConfig().lr, 0.05);
+  EXPECT_FALSE(panel.settings().useSteps);
+  EXPECT_EQ(panel.toConfig().epochs, 5);
+  EXPECT_EQ(panel.toConfig().steps, 0);
+  // A length set by hand stays.
+  panel.findChild<QSpinBox*>(QStringLiteral("durationSpin"))->setValue(2);
+  choose(panel, true);
+  EXPECT_FALSE(panel.settings().useSteps);
+  EXPECT_EQ(panel.toConfig().epochs, 2);
+  choose(panel, false);
   // A learning rate set by hand stays through the model's change, and so
   // does the optimizer that goes with it.
   lr->setValue(0.01);
