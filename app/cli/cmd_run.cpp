@@ -16,6 +16,7 @@
 #include "journal/journal.h"
 #include "report/csv.h"
 #include "train/comparison.h"
+#include "train/model_defaults.h"
 #include "train/run.h"
 #include "train/trainer.h"
 
@@ -80,6 +81,17 @@ Options parse(int argc, char** argv, bool compare) {
       if (msg.find("unknown key") != std::string::npos) msg = "unknown option --" + k;
       throw std::invalid_argument(msg);
     }
+  }
+  // A model named here starts from its own optimizer (the gpt from AdamW,
+  // train/model_defaults.h), as the app's setup panel does; what the
+  // options name stays, and a config file is taken as it is written.
+  if (config_path.empty()) {
+    const auto named = [&sets](const char* key) {
+      for (const auto& kv : sets)
+        if (kv.first == key) return true;
+      return false;
+    };
+    engine::apply_optimizer_defaults(o.config, named("optimizer"), named("lr"));
   }
   if (compare) {
     if (o.recipes.empty()) o.recipes = o.config.compare;

@@ -17,6 +17,7 @@
 #include <stdexcept>
 
 #include "journal/weights.h"
+#include "report/text_samples.h"
 
 namespace engine {
 
@@ -190,10 +191,7 @@ void Journal::record(const Record& r) {
         m_samples = std::fopen(p.c_str(), "wb");
         if (!m_samples) throw std::runtime_error(p.string() + ": cannot create file");
       }
-      const json line = {{"run_id", t->run_id}, {"run", m_state[t->run_id].who.name}, {"step", t->step},
-                         {"prompt", t->prompt}, {"text", t->text}};
-      // Invalid UTF-8 cannot come from a vocabulary; replaced, not thrown, all the same.
-      std::fputs((line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n").c_str(), m_samples);
+      std::fputs(text_sample_line(*t, m_state[t->run_id].who.name).c_str(), m_samples);
       m_dirty = true;
       m_rows_written = true;
     }

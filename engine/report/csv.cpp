@@ -13,6 +13,8 @@
 #include <system_error>
 #include <type_traits>
 
+#include "report/text_samples.h"
+
 namespace engine {
 
 namespace fs = std::filesystem;
@@ -164,6 +166,12 @@ const Column<StepMetrics> kStepColumns[] = {
     PL_COLUMN(StepMetrics, "wall_ms", wall_ms),
     PL_COLUMN(StepMetrics, "samples_per_second", samples_per_second),
     PL_COLUMN(StepMetrics, "train_accuracy", train_accuracy),
+    // A gpt's z-loss term (mean log^2 Z; 0 without --z-loss), apart from
+    // `loss`, the cross-entropy. Files from before the column read as 0.
+    {"z_term", [](const StepMetrics& m) { return cell(m.z_term); },
+     [](StepMetrics& m, const CsvRow& c) {
+       if (c.table.column("z_term") >= 0) uncell(m.z_term, c, "z_term");
+     }},
 };
 
 const Column<EvalMetrics> kEvalColumns[] = {
@@ -363,6 +371,7 @@ void export_runs(const std::string& dir_s, const std::vector<RunExport>& runs) {
   std::string steps = csv_header(CsvFile::Steps), evals = csv_header(CsvFile::Evals),
               events = csv_header(CsvFile::Events), grads = csv_header(CsvFile::Grads),
               summary = csv_header(CsvFile::Summary);
+  std::string samples;  // samples.jsonl: what the text runs wrote at their evaluations
   for (const RunExport& r : runs) {
     const CsvRun who{r.run_id, r.name.empty() ? r.recipe : r.name, r.recipe};
     const RunHistory& h = r.history;
@@ -371,6 +380,11 @@ void export_runs(const std::string& dir_s, const std::vector<RunExport>& runs) {
     for (const Event& e : h.events) events += csv_row(who, e);
     for (const GradStats& g : h.grads) grads += csv_row(who, g);
     summary += csv_row(who, r.summary);
+    for (const TextSample& t : h.texts) {
+      TextSample line = t;
+      line.run_id = r.run_id;  // the export's numbering, as in its CSV files
+      samples += text_sample_line(line, who.name);
+    }
   }
   std::string config;
   if (!runs.empty()) {
@@ -387,6 +401,7 @@ void export_runs(const std::string& dir_s, const std::vector<RunExport>& runs) {
   write_atomically(dir, "grads.csv", grads);
   write_atomically(dir, "summary.csv", summary);
   if (!config.empty()) write_atomically(dir, "config.json", config);
+  if (!samples.empty()) write_atomically(dir, "samples.jsonl", samples);
 }
 
 void write_file_atomically(const std::string& dir, const std::string& name, const std::string& content) {

@@ -31,6 +31,8 @@ struct RunExport {
 // mem_emulation beside the categories of mem_total (it is not part of it).
 // evals.csv and summary.csv have val_bits_per_token and val_perplexity,
 // derived from val_loss for a text run (per_token) and empty otherwise.
+// When a run wrote text (history.texts), samples.jsonl too, as a run folder
+// has it (report/text_samples.h), its run_id the export's.
 // RFC 4180, UTF-8, '.' decimal point whatever the
 // locale, floats with enough digits to round-trip (%.9g for float values,
 // %.17g for doubles). Each file is written to a temporary file in `dir` and

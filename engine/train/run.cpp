@@ -23,6 +23,7 @@
 #include "nn/block_gemm.h"
 #include "nn/layer.h"
 #include "numeric/block.h"
+#include "optim/adam.h"
 #include "optim/clip.h"
 #include "train/build_model.h"
 #include "train/run_state.h"
@@ -41,6 +42,38 @@ std::int64_t process_rss_bytes() {
 }
 
 namespace {
+
+// Adam keeps its state in the recipe's optimizer format (FP16 for the fp16
+// recipe, as a .half() model's buffers are). g^2 (1 - beta2) below FP16's
+// smallest subnormal, 6e-8, is flushed to zero, and the weight then moves
+// by lr * m / eps: eps = 1e-8 makes that thousands of times the learning
+// rate. Counted on a step with non-finite values, in the state the last
+// update left (downloaded: such a step is not an ordinary step's one
+// read), so that a divergence can say why. `step`: that update's.
+void count_flushed_moments(const Optimizer& o, std::size_t slots, std::int64_t step, FlushedMoments& out) {
+  if (!dynamic_cast<const Adam*>(&o) || o.state_format() == Format::FP32) return;  // nothing rounds v
+  out = FlushedMoments{0, 0, step};
+  for (std::size_t slot = 0; slot < slots; ++slot) {
+    const std::vector<float> m = o.state(slot, 0), v = o.state(slot, 1);
+    for (std::size_t i = 0; i < m.size() && i < v.size(); ++i) out.flushed += v[i] == 0.0f && m[i] != 0.0f;
+    out.moments += static_cast<std::int64_t>(m.size());
+  }
+}
+
+// The cause a divergence names when count_flushed_moments found one ("" if not).
+std::string flushed_moments(const FlushedMoments& f, const Optimizer& o) {
+  const auto* adam = dynamic_cast<const Adam*>(&o);
+  if (f.flushed == 0 || !adam) return {};
+  const double pct = 100.0 * static_cast<double>(f.flushed) / static_cast<double>(std::max<std::int64_t>(f.moments, 1));
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                ". Why: at step %lld, %lld of %s's %lld second moments (%.1f%%), kept in %s, had underflowed to 0 "
+                "while their first moments had not, so those weights moved by lr*m/eps (eps %g), far more than "
+                "the learning rate",
+                static_cast<long long>(f.step), static_cast<long long>(f.flushed), o.name(),
+                static_cast<long long>(f.moments), pct, format_key(o.state_format()), adam->options().eps);
+  return buf;
+}
 
 Shape sample_shape_of(const Dataset& d) {
   if (d.shape.is_image())
@@ -311,6 +344,9 @@ void Run::step_or_skip(StepState& st) {
   if (m_config.clip > 0.0 && !st.overflow) clip_grad_norm(m_backend, s.grads.views(), st.grad_norm, m_config.clip);
   st.lr = learning_rate(s.schedule, m_step);
   st.taken = s.scaler.should_step();
+  // Non-finite values: the state that moved the weights here, before this
+  // step's update changes it (an overflow step reads more anyway).
+  if (st.overflow || !std::isfinite(st.loss)) count_flushed_moments(*s.optimizer, s.slots.size(), m_step, s.flushed);
   if (st.taken) update_parameters(st.lr, st.number);
   s.scaler.update();
   m_step = st.number;
@@ -437,10 +473,11 @@ void Run::record(StepState& st, double wall_ms, std::vector<Record>& out) {
   if (st.taken && st.overflow)
     throw std::runtime_error("diverged at step " + std::to_string(step_no) + ": " + std::to_string(st.nonfinite) +
                              " gradient values were inf or NaN and no loss scaler skipped the step, so the weights "
-                             "are no longer finite");
+                             "are no longer finite" + flushed_moments(m_impl->flushed, *m_impl->optimizer));
   if (m_nan_loss_run >= 10)
     throw std::runtime_error("diverged at step " + std::to_string(step_no) +
-                             ": the loss has been inf or NaN for 10 steps");
+                             ": the loss has been inf or NaN for 10 steps" +
+                             flushed_moments(m_impl->flushed, *m_impl->optimizer));
 }
 
 void Run::inject_fault(FaultTarget target, const std::string& layer, bool inf) {

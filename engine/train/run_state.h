@@ -38,6 +38,15 @@ inline double slot_double(const std::vector<std::int64_t>& r, std::size_t k) {
   return d;
 }
 
+// Adam with its state below FP32: after the update of step `step` (counted
+// at the next step with non-finite values), how many second moments the
+// state's format had flushed to zero while their first moments had not
+// (those weights moved by lr * m / eps), of how many. A divergence names it
+// as the cause (run.cpp).
+struct FlushedMoments {
+  std::int64_t flushed = 0, moments = 0, step = 0;
+};
+
 struct Run::Impl {
   std::unique_ptr<Optimizer> optimizer;
   LossScaler scaler;
@@ -70,6 +79,7 @@ struct Run::Impl {
   // its loss buffers. Not part of the recipe's memory: a measuring tool.
   std::unique_ptr<Model> shadow;
   Tensor shadow_probs, shadow_dlogits, shadow_lse;
+  FlushedMoments flushed;
 };
 
 // What one step has decided and found so far, passed from phase to phase.

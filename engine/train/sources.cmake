@@ -10,4 +10,5 @@ target_sources(engine_train PRIVATE
   train/trainer.cpp
   train/layer_catalog.cpp
   train/sample.cpp
+  train/model_defaults.cpp
 )

@@ -8,6 +8,7 @@
 
 #include "cli/cli_runner.h"
 #include "journal/journal.h"
+#include "train/run_config.h"
 
 namespace {
 
@@ -124,6 +125,37 @@ TEST_F(CliSample, BadInputGetsOneLine) {
   ASSERT_FALSE(j.runs[0].message.empty());
   EXPECT_EQ(err("sample '" + failed + "'"),
             p + failed + "/weights-0.bin: no weights file (run 0 (fp32) failed: " + j.runs[0].message + ")\n");
+}
+
+// --model gpt alone trains with AdamW at the gpt's learning rate, as the
+// app's setup panel starts it; what the options name stays, and a config
+// file is taken as written.
+TEST_F(CliSample, AGptNamedOnTheCommandLineStartsFromAdamW) {
+  const std::string base = "run --model gpt --dataset 'text:" + (root_ / "prose.txt").string() +
+                           "' --layers 1 --width 16 --heads 2 --context 8 --steps 1 --batch 2 --threads 1";
+  const auto config = [&](const std::string& options, const char* name) {
+    const fs::path out = root_ / name;
+    const RunResult r = run_cli(base + options + " --out '" + out.string() + "'");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return engine::load_run_config((out / "config.json").string());
+  };
+  engine::RunConfig c = config("", "defaults");
+  EXPECT_EQ(c.optimizer, "adamw");
+  EXPECT_EQ(c.lr, 1e-3);
+  c = config(" --lr 0.01", "lr");
+  EXPECT_EQ(c.optimizer, "adamw");
+  EXPECT_EQ(c.lr, 0.01);
+  c = config(" --optimizer sgd", "sgd");
+  EXPECT_EQ(c.optimizer, "sgd");
+  EXPECT_EQ(c.lr, 0.05);
+  // A config file says what it says (its missing keys: RunConfig's).
+  std::ofstream(root_ / "gpt.json") << "{\"model\": \"gpt\", \"dataset\": \"text:" << (root_ / "prose.txt").string()
+                                     << "\", \"layers\": 1, \"width\": 16, \"heads\": 2, \"context\": 8, "
+                                        "\"steps\": 1, \"batch\": 2, \"threads\": 1}";
+  const fs::path file = root_ / "file";
+  ASSERT_EQ(run_cli("run --config '" + (root_ / "gpt.json").string() + "' --out '" + file.string() + "'").exit_code, 0);
+  c = engine::load_run_config((file / "config.json").string());
+  EXPECT_EQ(c.optimizer, "sgd");
 }
 
 }  // namespace

@@ -28,6 +28,7 @@
 #include "charts/number_text.h"
 #include "charts/decimate.h"
 #include "charts/live_chart_view.h"
+#include "charts/step_markers.h"
 #include "compare/difference_chart.h"
 #include "compare/recipe_legend.h"
 #include "session/run_store.h"
@@ -108,16 +109,16 @@ CompareView::CompareView(RunStore* store, QWidget* parent) : QWidget(parent), m_
                            "evaluation (not one training batch)")},
       {tr("val. loss\n÷ FP32"), tr("The validation loss as a multiple of the FP32 run's, %1: 1.003x is 0.3% "
                                    "above FP32").arg(fp32Step)},
-      {tr("val. bits/token\n(perplexity)"),
+      {tr("bits/token\n(perplexity)"),
        tr("A text run's validation loss in bits per token (per character: nats / ln 2), and its perplexity "
           "(e^loss: as unsure as a fair choice among that many characters)")},
       {tr("val. acc.\n(%)"), tr("Validation accuracy at the run's last evaluation, in percent (— for a "
                                 "regression, which has none)")},
-      {tr("Δ val. acc.\nvs FP32 (pts)"),
-       tr("Validation accuracy minus the FP32 run's, in percentage points, %1; red above %2 points")
+      {tr("Δ val. acc.\n(pts)"),
+       tr("Validation accuracy minus the FP32 run's, in percentage points (vs FP32), %1; red above %2 points")
            .arg(fp32Step)
            .arg(kAccuracyGapPoints)},
-      {tr("train loss\n(mean, last %1)").arg(kTrainMeanSteps),
+      {tr("train loss\n(last %1)").arg(kTrainMeanSteps),
        tr("The training loss averaged over the run's last %1 steps (per-batch losses are noisy; this is not the "
           "validation loss)")
            .arg(kTrainMeanSteps)},
@@ -196,6 +197,11 @@ QLineSeries* CompareView::smallLoss(int runId) const {
   return i < 0 ? nullptr : m_loss[i];
 }
 
+StepMarkers* CompareView::smallMarkers(int runId) const {
+  const qsizetype i = m_runs.indexOf(runId);
+  return i < 0 || i >= m_markers.size() ? nullptr : m_markers[i];
+}
+
 void CompareView::setGroup(int group) {
   if (group == m_group) return;
   m_group = group;
@@ -209,6 +215,8 @@ void CompareView::rebuild() {
   m_enlarged = nullptr;
   m_loss.clear();
   m_val.clear();
+  m_markers.clear();  // the charts' children, gone with them
+  m_markedStep.clear();
   m_runs = m_store->group(m_group);
   m_signature = 0;
   const int n = static_cast<int>(m_runs.size());
@@ -265,6 +273,8 @@ void CompareView::rebuild() {
     m_charts << view;
     m_loss << loss;
     m_val << val;
+    m_markers << new StepMarkers(chart, x, view);
+    m_markedStep << -1;
   }
   if (m_group < 0 || m_runs.isEmpty()) {
     m_header->setText(tr("No comparison yet. Press Compare to run FP32, FP16 and mixed precision side by side."));
@@ -359,6 +369,7 @@ void CompareView::refresh() {
     for (const engine::EvalMetrics& e : r.evals)
       if (std::isfinite(e.val_loss)) val.append(QPointF(static_cast<double>(e.step), e.val_loss));
     m_val[k]->replace(val);
+    markDivergence(k, r);
     // Every finite loss fits, the first ones included: the drop from the
     // initial loss is what a comparison shows first.
     for (const QList<QPointF>* list : {&pts, static_cast<const QList<QPointF>*>(&val)})
@@ -379,6 +390,25 @@ void CompareView::refresh() {
     m_accuracyDiff->refresh();
   }
   updateTable();
+}
+
+std::int64_t CompareView::divergenceStep(const RunData& r) {
+  if (r.state != engine::RunState::Failed || !r.message.startsWith(QLatin1String("diverged"))) return -1;
+  for (const engine::StepMetrics& m : r.steps)
+    if (!std::isfinite(m.loss)) return m.step;
+  return r.steps.empty() ? 0 : r.steps.back().step;
+}
+
+// A diverged run's chart holds a point or two and then nothing: the step
+// where it ended is marked, as the Live tab's charts mark their events, so
+// the empty chart says why it is empty.
+void CompareView::markDivergence(int k, const RunData& r) {
+  const std::int64_t at = divergenceStep(r);
+  if (at == m_markedStep[k]) return;
+  m_markedStep[k] = at;
+  m_markers[k]->clear();
+  if (at >= 0) m_markers[k]->addMarker(static_cast<double>(at), tr("diverged at step %1").arg(at), chart_style::kAlarm);
+  m_charts[k]->setToolTip(at >= 0 ? r.message : QString());
 }
 
 namespace {
@@ -502,7 +532,8 @@ void CompareView::updateTable() {
     QTableWidgetItem* ratio = cell(QStringLiteral("—"));
     QTableWidgetItem* dAcc = cell(QStringLiteral("—"));
     if (ref == &r) {
-      ratio->setText(tr("1x (reference)"));
+      ratio->setText(tr("1x (ref.)"));
+      ratio->setToolTip(tr("the FP32 run: the reference the other runs' validation losses are divided by"));
       dAcc->setText(tr("reference"));
     } else if (!ref) {
       ratio->setToolTip(tr("no FP32 run in this comparison"));

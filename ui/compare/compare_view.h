@@ -28,6 +28,7 @@ class QScrollArea;
 class QTableWidget;
 class RecipeLegend;
 class RunStore;
+class StepMarkers;
 struct RunData;
 
 // GUI thread only.
@@ -85,6 +86,11 @@ class CompareView : public QWidget {
   const QVector<LiveChartView*>& smallCharts() const { return m_charts; }
   // The loss series of the small chart of store run `runId`, or null.
   QLineSeries* smallLoss(int runId) const;
+  // The markers of that chart (a diverged run's "diverged at step N"), or null.
+  StepMarkers* smallMarkers(int runId) const;
+  // Where a run that failed as diverged ended: its first non-finite loss,
+  // else its last step (non-finite gradients applied); -1 for any other run.
+  static std::int64_t divergenceStep(const RunData& run);
 
  signals:
   // The difference action asks for the Compare tab to be shown.
@@ -96,6 +102,7 @@ class CompareView : public QWidget {
 
  private:
   void rebuild();
+  void markDivergence(int k, const RunData& run);
   void updateTable();
   void fitTableHeight();
   void showMode();
@@ -110,6 +117,8 @@ class CompareView : public QWidget {
   QVector<LiveChartView*> m_charts;
   QVector<QLineSeries*> m_loss;
   QVector<QLineSeries*> m_val;
+  QVector<StepMarkers*> m_markers;       // per small chart
+  QVector<std::int64_t> m_markedStep;    // the divergence each marks (-1: none)
   QTableWidget* m_table = nullptr;
   std::uint64_t m_signature = 0;
   bool m_refreshPending = false;

@@ -4,12 +4,15 @@
 #include <QChart>
 #include <QChartView>
 #include <QDir>
+#include <QFile>
+#include <QFileInfo>
 #include <QSet>
 
 #include <stdexcept>
 
 #include "charts/chart_export.h"
 #include "charts/live_chart_view.h"
+#include "journal/weights.h"
 #include "session/run_store.h"
 
 ExportPlan::ExportPlan(const RunStore& store, const ExportRequest& request)
@@ -20,7 +23,17 @@ ExportPlan::ExportPlan(const RunStore& store, const ExportRequest& request)
   if (request.csv) {
     if (request.runs.isEmpty()) throw std::runtime_error("export: no run selected");
     // Copies: the worker writes them while the store grows.
-    for (int id : request.runs) m_runs.push_back(store.run(id).toExport());
+    for (int id : request.runs) {
+      const RunData& run = store.run(id);
+      m_runs.push_back(run.toExport());
+      // Its final weights, when its folder has them (a finished or stopped
+      // run's), under the export's run number.
+      if (run.folder.isEmpty() || run.folderRun < 0) continue;
+      const QString file =
+          QDir(run.folder).filePath(QString::fromStdString(engine::weights_file_name(run.folderRun)));
+      if (QFileInfo(file).isFile())
+        m_weights.push_back({file, QString::fromStdString(engine::weights_file_name(m_runs.back().run_id))});
+    }
   }
   QSet<QString> stems;
   for (QChartView* view : request.charts) {
@@ -70,8 +83,20 @@ QStringList ExportPlan::writeCsv() const {
   if (m_runs.empty()) return written;
   engine::export_runs(m_dir.toStdString(), m_runs);  // throws naming the file
   const QDir dir(m_dir);
-  for (const char* f : {"steps.csv", "evals.csv", "events.csv", "grads.csv", "summary.csv", "config.json"})
+  for (const char* f :
+       {"steps.csv", "evals.csv", "events.csv", "grads.csv", "summary.csv", "config.json", "samples.jsonl"})
     if (dir.exists(QString::fromLatin1(f))) written << dir.filePath(QString::fromLatin1(f));
+  for (const auto& [from, name] : m_weights) {
+    QFile in(from);
+    const QString to = dir.filePath(name);
+    QString error;
+    if (!in.open(QIODevice::ReadOnly))
+      throw std::runtime_error(QStringLiteral("%1: cannot read (%2)")
+                                   .arg(QDir::toNativeSeparators(from), in.errorString())
+                                   .toStdString());
+    if (!writeFileBytes(in.readAll(), to, &error)) throw std::runtime_error(error.toStdString());
+    written << to;
+  }
   return written;
 }
 

@@ -1,6 +1,8 @@
 // Exporter: writes the selected runs' CSV files (engine::export_runs, the
-// files docs/numerics.md lists) and each chart as PNG and SVG into one folder,
-// in steps: what must draw widgets on the GUI thread, what may run anywhere.
+// files docs/numerics.md lists; a text run's samples.jsonl), each run's final
+// weights where its run folder has them, and each chart as PNG and SVG into
+// one folder, in steps: what must draw widgets on the GUI thread, what may
+// run anywhere.
 #pragma once
 
 #include <QByteArray>
@@ -10,6 +12,7 @@
 #include <QStringList>
 #include <QVector>
 
+#include <utility>
 #include <vector>
 
 #include "charts/chart_export.h"
@@ -63,6 +66,9 @@ class ExportPlan {
   QString m_dir;
   bool m_png, m_svg;
   std::vector<engine::RunExport> m_runs;  // empty: no CSV
+  // Each exported run's final weights: the run folder's file, and its name
+  // in the export (weights-<export run_id>.bin).
+  std::vector<std::pair<QString, QString>> m_weights;
   std::vector<Chart> m_charts;
 };
 

@@ -55,6 +55,9 @@ PrecisionTable::PrecisionTable(QWidget* parent) : QTableView(parent) {
                   QAbstractItemView::EditKeyPressed);
   setAlternatingRowColors(true);
   setWordWrap(false);
+  // Leaf names differ at their end ("…0.attn.qkv", "…1.attn.qkv"), not at
+  // their start; the other columns are sized to what they hold.
+  setTextElideMode(Qt::ElideLeft);
   verticalHeader()->hide();
   QHeaderView* header = horizontalHeader();
   header->setSectionResizeMode(QHeaderView::Interactive);

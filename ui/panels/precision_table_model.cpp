@@ -120,6 +120,9 @@ QVariant PrecisionTableModel::data(const QModelIndex& index, int role) const {
     bold.setBold(true);
     return bold;
   }
+  // The name whole (the column is narrow at 1280x720 and elides it).
+  if (role == Qt::ToolTipRole && column == Layer)
+    return row.kind.isEmpty() ? row.layer : tr("%1 (%2)").arg(row.layer, row.kind);
   if (role == Qt::ToolTipRole && isFormatColumn(column)) {
     QStringList tip;
     if (row.precision != row.recipePrecision)

@@ -20,6 +20,7 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <functional>
 #include <limits>
@@ -31,10 +32,13 @@
 #include "data/text.h"
 #include "panels/gpt_fields.h"
 #include "panels/layer_rows.h"
+#include "train/model_defaults.h"
 
 namespace {
 
 constexpr int kFolderItem = 3;    // "folder…" in the dataset combo
+constexpr int kDefaultEpochs = 5;  // the length a run starts with
+constexpr int kGptSteps = 300;     // a gpt's, in steps (SetupPanel::onModelChanged)
 constexpr int kTextFileItem = 5;  // "text file…"
 
 QComboBox* makeCombo(const QString& objectName, const QStringList& items, QWidget* parent) {
@@ -152,8 +156,6 @@ SetupPanel::SetupPanel(QWidget* parent) : QWidget(parent) {
   m_gpt = new GptFields(this);
   layout->addWidget(m_gpt);
   connect(m_gpt, &GptFields::changed, this, &SetupPanel::settingsChanged);
-  connect(m_model, &QComboBox::currentTextChanged, this,
-          [this](const QString& model) { m_gpt->setVisible(model == QLatin1String("gpt")); });
   m_gpt->setVisible(false);
 
   // --- optimisation and schedule ---
@@ -222,6 +224,8 @@ SetupPanel::SetupPanel(QWidget* parent) : QWidget(parent) {
   m_seed->setToolTip(tr("Runs with the same seed share initial weights and batch order"));
   form->addRow(tr("Seed"), m_seed);
   layout->addWidget(training);
+  m_shownModel = m_model->currentText();
+  connect(m_model, &QComboBox::currentTextChanged, this, &SetupPanel::onModelChanged);
 
   // --- precision ---
   QGroupBox* precision = makeGroup(tr("Precision"), form, this);
@@ -563,6 +567,35 @@ void SetupPanel::updateModelChoices() {
         break;
       }
   }
+}
+
+// The optimizer and learning rate follow the model while they are still
+// the previous model's defaults: nobody chose them, and a gpt trained with
+// the image models' SGD at 0.05 learns next to nothing in a first run.
+// Values the user set stay (train/model_defaults.h, as the CLI does).
+void SetupPanel::onModelChanged(const QString& model) {
+  const bool gpt = model == QLatin1String("gpt"), wasGpt = m_shownModel == QLatin1String("gpt");
+  m_gpt->setVisible(gpt);
+  // The length too, while it is the panel's own default: an epoch of a text
+  // is every window of it (jargon: 20,000 steps of 64, and one evaluation,
+  // hence one sample, at its end), so a gpt starts at kGptSteps steps, the
+  // length its learning rate was chosen for.
+  const bool steps = m_durationUnit->currentIndex() == 1;
+  if (gpt && !wasGpt && !steps && m_duration->value() == kDefaultEpochs) {
+    m_durationUnit->setCurrentIndex(1);
+    m_duration->setValue(kGptSteps);
+  } else if (!gpt && wasGpt && steps && m_duration->value() == kGptSteps) {
+    m_durationUnit->setCurrentIndex(0);
+    m_duration->setValue(kDefaultEpochs);
+  }
+  const engine::OptimizerDefaults was = engine::optimizer_defaults(m_shownModel.toStdString());
+  m_shownModel = model;
+  if (m_optimizer->currentText().toStdString() != was.optimizer ||
+      std::fabs(m_learningRate->value() - was.lr) > 1e-12)
+    return;
+  const engine::OptimizerDefaults now = engine::optimizer_defaults(model.toStdString());
+  m_optimizer->setCurrentText(QString::fromStdString(now.optimizer));
+  m_learningRate->setValue(now.lr);
 }
 
 void SetupPanel::onRecipeChanged(const QString& recipe) {

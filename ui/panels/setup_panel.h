@@ -91,6 +91,7 @@ class SetupPanel : public QWidget {
 
  private:
   void onDatasetActivated(int index);
+  void onModelChanged(const QString& model);
   void onRecipeChanged(const QString& recipe);
   void onDurationUnitChanged(int index);
   void updateScalerControls();
@@ -101,6 +102,7 @@ class SetupPanel : public QWidget {
   int m_lastDatasetIndex = 0;
   QComboBox* m_model = nullptr;
   GptFields* m_gpt = nullptr;  // shown while the model is gpt
+  QString m_shownModel;        // the model whose optimizer defaults the controls may hold
   QComboBox* m_optimizer = nullptr;
   QDoubleSpinBox* m_learningRate = nullptr;
   QLabel* m_learningRateNote = nullptr;  // a typed value the range refused

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "amp/recipe.h"
+#include "train/model_defaults.h"
 
 namespace {
 
@@ -21,12 +22,13 @@ namespace {
 const std::vector<std::pair<QString, QString>>& runKeys() {
   static const std::vector<std::pair<QString, QString>> keys = {
       {QStringLiteral("recipe"), QStringLiteral("Precision recipe (fp32, fp16, mixed-fp16, mixed-bf16, fp8).")},
-      {QStringLiteral("model"), QStringLiteral("Model: mlp, cnn, transformer.")},
-      {QStringLiteral("dataset"), QStringLiteral("fashion-mnist, spirals, tiny-gradients, or a folder of IDX files.")},
+      {QStringLiteral("model"), QStringLiteral("Model: mlp, cnn, transformer, gpt (a gpt starts from AdamW).")},
+      {QStringLiteral("dataset"),
+       QStringLiteral("fashion-mnist, spirals, tiny-gradients, a folder of IDX files, jargon, or text:FILE.")},
       {QStringLiteral("steps"), QStringLiteral("Train this many steps.")},
       {QStringLiteral("epochs"), QStringLiteral("Train this many epochs.")},
       {QStringLiteral("batch"), QStringLiteral("Batch size.")},
-      {QStringLiteral("optimizer"), QStringLiteral("sgd or adam.")},
+      {QStringLiteral("optimizer"), QStringLiteral("sgd, adam or adamw.")},
       {QStringLiteral("lr"), QStringLiteral("Learning rate.")},
       {QStringLiteral("seed"), QStringLiteral("Seed: same seed, same initial weights and batches.")},
       {QStringLiteral("backend"), QStringLiteral("auto, cpu or cuda.")},
@@ -61,10 +63,18 @@ engine::RunConfig applyLaunchSettings(const engine::RunConfig& current, const La
     if (c.threads == 0) c.threads = current.threads;  // the file leaves the panel's thread count
     origin = options.configFile.toStdString();
   }
+  bool model = false, optimizer = false, lr = false;
   for (const auto& [key, value] : options.settings) {
     engine::set_config_value(c, key, value, "--" + key);
     if (key == "epochs") c.steps = 0;  // --epochs after a length in steps: epochs count
+    model = model || key == "model";
+    optimizer = optimizer || key == "optimizer";
+    lr = lr || key == "lr";
   }
+  // As precision-lab-cli: a model named here starts from its own optimizer
+  // (the gpt from AdamW) unless the options name one; a config file is
+  // taken as it is written.
+  if (model && options.configFile.isEmpty()) engine::apply_optimizer_defaults(c, optimizer, lr);
   engine::validate(c, origin);
   return c;
 }

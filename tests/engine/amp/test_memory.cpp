@@ -1,7 +1,8 @@
 // Memory accounting (docs/numerics.md "What the numbers mean"): every category's bytes
 // as the recipe would hold them on a device, computed here from parameter
 // counts and activation shapes for the mlp and the cnn in every recipe, and
-// compared with what a step reports (the steps.csv columns).
+// compared with what a step reports (the steps.csv columns); the gpt's by
+// its leaves' formats, AdamW's state and activations per sample.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -12,6 +13,9 @@
 #include "engine/test_configs.h"
 #include "backend/backend.h"
 #include "data/dataset.h"
+#include "data/text.h"
+#include "nn/layer.h"
+#include "nn/model.h"
 #include "train/run.h"
 
 namespace {
@@ -127,6 +131,57 @@ TEST(MemoryAccounting, Fp16OnlyNeedsAboutHalfOfFp32AndMixedSavesActivations) {
   EXPECT_GT(fp16.total() + fp16.emulation, fp16.total());
   EXPECT_LT(mixed.activations, fp32.activations);
   EXPECT_GT(mixed.master, 0);
+}
+
+// The gpt: every parameter's bytes by its leaf's storage format (the
+// embeddings and GEMMs in the recipe's, the norms in FP32 under mixed
+// precision, beside FP32 masters of all), AdamW's two state buffers per parameter
+// in the recipe's state format, the step's token-sized buffers, and saved
+// activations that are per sample (the attention's T x T probabilities
+// included): twice the batch, exactly twice the bytes.
+TEST(MemoryAccounting, GptCountsItsParametersStateAndActivations) {
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += "the hacker wrote " + std::to_string(i % 7) + " lines of code.\n";
+  const auto data =
+      std::make_shared<const DatasetPair>(make_text_dataset(tokenize_text(text, "memory test"), 16));
+  const std::int64_t V = static_cast<std::int64_t>(data->train.vocabulary.size()), T = 16;  // small_gpt's context
+  auto first = [&](const std::string& recipe, std::int64_t batch, std::int64_t& low, std::int64_t& all) {
+    RunConfig c = test::small_gpt(recipe, "text:memory", 1, batch, 0, 2);
+    engine::Run run(0, c, data, backend());
+    std::vector<Record> out;
+    run.step(out);
+    low = all = 0;
+    for (Layer* l : run.model().leaves())
+      for (Parameter* p : l->parameters()) {
+        all += p->weight.numel();
+        if (l->precision().storage != Format::FP32) low += p->weight.numel();
+      }
+    return run.steps().back().mem;
+  };
+  std::int64_t low = 0, n = 0;
+  const MemoryBytes fp32 = first("fp32", 4, low, n);
+  EXPECT_EQ(low, 0);
+  expect_parameter_bytes(fp32, {4 * n, 0, 4 * n, 2 * 4 * n});
+  // x (token ids as floats), int32 labels, then probabilities and their gradient per token.
+  EXPECT_EQ(fp32.workspace, 4 * T * 4 + 4 * T * 4 + 2 * 4 * T * V * 4);
+  const MemoryBytes fp16 = first("fp16", 4, low, n);
+  EXPECT_EQ(low, n);
+  expect_parameter_bytes(fp16, {2 * n, 0, 2 * n, 2 * 2 * n});
+  const MemoryBytes bf16 = first("mixed-bf16", 4, low, n);
+  EXPECT_GT(low, 0);
+  EXPECT_LT(low, n);  // the norms stay FP32
+  // An FP32 master of every parameter, the FP32 norms' included (as the
+  // mlp's and the transformer's: a mixed recipe's optimizer steps masters).
+  expect_parameter_bytes(bf16, {2 * low + 4 * (n - low), 4 * n, 4 * n, 2 * 4 * n});
+  for (const char* recipe : {"fp32", "fp16", "mixed-bf16"}) {
+    SCOPED_TRACE(recipe);
+    const MemoryBytes small = first(recipe, 4, low, n), big = first(recipe, 8, low, n);
+    EXPECT_GT(small.activations, 0);
+    EXPECT_EQ(big.activations, 2 * small.activations);
+    // At the least, each block's attention probabilities (2 heads x T x T a sample).
+    EXPECT_GT(small.activations, 2 * 4 * 2 * T * T * (std::string(recipe) == "fp32" ? 4 : 2));
+  }
+  EXPECT_LT(bf16.activations, fp32.activations);
 }
 
 }  // namespace

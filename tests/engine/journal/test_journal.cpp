@@ -166,6 +166,66 @@ TEST(Journal, ALiveRunWithChangesReplaysBitForBit) {
   fs::remove_all(again);
 }
 
+// The gpt on a text file, with a live precision change mid-run and a stop:
+// the replay repeats its steps, evaluations, events, gradient statistics,
+// the text it wrote at each evaluation and its final weights, bit for bit.
+TEST(Journal, AGptRunWithALiveChangeReplaysBitForBit) {
+  const fs::path dir = temp("gpt"), again = temp("gpt_replay"), text = temp("gpt_text.txt");
+  {
+    std::ofstream out(text);
+    for (int i = 0; i < 80; ++i) out << "the hacker wrote " << i % 7 << " lines of code and the machine ran them.\n";
+  }
+  RunConfig c;
+  c.model = "gpt";
+  c.dataset = "text:" + text.string();
+  c.recipe = "mixed-bf16";
+  c.depth = 1;
+  c.width = 16;
+  c.heads = 2;
+  c.context = 8;
+  c.batch = 8;
+  c.steps = 100000;  // stopped long before
+  c.optimizer = "adamw";
+  c.lr = 3e-3;
+  c.eval_every = 10;
+  c.stats_every = 7;
+  c.threads = 1;
+  {
+    Trainer t;
+    t.add_run(c);
+    attach_journal(t, dir.string(), {"gpt"});
+    t.start();
+    std::vector<Record> all;
+    ASSERT_TRUE(drain_until(t, all, [](auto& a) { return count_steps(a, 0) >= 15; }));
+    t.set_layer_precision(0, "blocks.0.fc1", LayerPrecision{Format::FP32, Format::FP32, Format::FP32, Format::FP32});
+    ASSERT_TRUE(drain_until(t, all, [](auto& a) { return count_steps(a, 0) >= 40; }));
+    t.stop();
+    t.wait();
+  }
+  const JournalContents j = read_journal(dir.string());
+  ASSERT_EQ(j.commands.size(), 1u);
+  EXPECT_EQ(j.commands[0].change.kind, LiveChange::Kind::LayerPrecision);
+  EXPECT_EQ(j.runs[0].status, "stopped");
+  EXPECT_GE(j.exports[0].history.texts.size(), 4u);  // steps 10, 20, 30, 40, ...
+
+  Trainer r;
+  r.add_run(j.runs[0].config);
+  for (const StampedChange& ch : j.commands) r.schedule(ch);
+  r.stop_run_at(0, j.runs[0].steps);
+  attach_journal(r, again.string(), {"gpt"});
+  r.start();
+  r.wait();
+  for (const char* f : {"steps.csv", "evals.csv", "events.csv", "grads.csv", "summary.csv"})
+    EXPECT_EQ(deterministic(dir / f), deterministic(again / f)) << f;
+  EXPECT_EQ(slurp(dir / "commands.jsonl"), slurp(again / "commands.jsonl"));
+  EXPECT_EQ(slurp(dir / "samples.jsonl"), slurp(again / "samples.jsonl"));
+  ASSERT_TRUE(fs::exists(dir / "weights-0.bin"));
+  EXPECT_EQ(slurp(dir / "weights-0.bin"), slurp(again / "weights-0.bin"));
+  fs::remove_all(dir);
+  fs::remove_all(again);
+  fs::remove(text);
+}
+
 // The setup panel's loss-scaler change: it acts from the next step on (the
 // scale restarts at the new init when the mode changes), commands.jsonl
 // stamps it with the step it followed, and the replay repeats it bit for bit.
@@ -277,8 +337,8 @@ TEST(Journal, MalformedFilesAreOneLineNamingTheFile) {
   };
   EXPECT_EQ(error(), "");
   std::ofstream(dir / "steps.csv", std::ios::app) << "0,fp32,fp32,1,0\r\n";
-  EXPECT_EQ(error(), (dir / "steps.csv").string() + ":2: expected 23 fields, got 5");
-  std::ofstream(dir / "steps.csv") << csv_header(CsvFile::Steps) << "7" << std::string(22, ',') << "\r\n";
+  EXPECT_EQ(error(), (dir / "steps.csv").string() + ":2: expected 24 fields, got 5");
+  std::ofstream(dir / "steps.csv") << csv_header(CsvFile::Steps) << "7" << std::string(23, ',') << "\r\n";
   EXPECT_NE(error().find("run_id 7 is not a run of this folder"), std::string::npos) << error();
   std::ofstream(dir / "steps.csv") << csv_header(CsvFile::Steps);
   std::ofstream(dir / "commands.jsonl") << "{\"run\": 0, \"after_step\": 3, \"inspect\": true}\n{\"run\": 0}\n";

@@ -194,6 +194,31 @@ TEST(Csv, TokenMetricsForTextRunsOnly) {
   fs::remove_all(dir);
 }
 
+// A gpt's z-loss term has its own column beside the cross-entropy, and reads
+// back; a steps.csv from before the column reads as 0.
+TEST(Csv, TheZLossTermIsAColumnOfSteps) {
+  const fs::path dir = temp_dir("z_term");
+  engine::RunExport run = sample_run();
+  run.history.steps.front().z_term = 0.3125;
+  engine::export_runs(dir.string(), {run});
+  const engine::CsvTable steps = engine::read_csv((dir / "steps.csv").string());
+  const int c = steps.column("z_term");
+  ASSERT_GE(c, 0);
+  EXPECT_EQ(steps.rows[0][static_cast<std::size_t>(c)], "0.3125");
+  engine::StepMetrics back;
+  engine::csv_read(engine::CsvRow{steps, "steps.csv", 0}, back);
+  EXPECT_EQ(back.z_term, 0.3125);
+  EXPECT_EQ(back.loss, run.history.steps.front().loss);
+  engine::CsvTable old = steps;
+  old.header.erase(old.header.begin() + c);
+  for (auto& row : old.rows) row.erase(row.begin() + c);
+  engine::StepMetrics before;  // read without a z_term column: no error, the term stays 0
+  engine::csv_read(engine::CsvRow{old, "old/steps.csv", 0}, before);
+  EXPECT_EQ(before.z_term, 0.0);
+  EXPECT_EQ(before.loss, run.history.steps.front().loss);
+  fs::remove_all(dir);
+}
+
 // Files written before the token columns read as they did (no text run).
 TEST(Csv, FilesWithoutTokenColumnsStillRead) {
   const engine::CsvTable old = engine::parse_csv(

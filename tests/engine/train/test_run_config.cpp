@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "train/model_defaults.h"
 #include "train/run_config.h"
 
 using engine::parse_run_config;
@@ -176,4 +177,39 @@ TEST(RunConfig, GptKeysParseRoundTripAndAreChecked) {
   engine::set_config_value(cli, "layers", "2", "--layers");
   EXPECT_TRUE(cli.qk_norm);
   EXPECT_EQ(cli.depth, 2);
+}
+
+// The optimizer a model starts from (the CLI and the setup panel share it):
+// the image models keep SGD at 0.05, the gpt takes AdamW at 1e-3; what the
+// user named stays, and a named optimizer brings its own rate.
+TEST(ModelDefaults, TheGptStartsFromAdamWTheOthersFromSgd) {
+  for (const char* model : {"mlp", "cnn", "transformer"}) {
+    EXPECT_EQ(engine::optimizer_defaults(model).optimizer, "sgd") << model;
+    EXPECT_EQ(engine::optimizer_defaults(model).lr, 0.05) << model;
+  }
+  EXPECT_EQ(engine::optimizer_defaults("gpt").optimizer, "adamw");
+  EXPECT_EQ(engine::optimizer_defaults("gpt").lr, 1e-3);
+  engine::RunConfig c;
+  c.model = "gpt";
+  engine::apply_optimizer_defaults(c, false, false);
+  EXPECT_EQ(c.optimizer, "adamw");
+  EXPECT_EQ(c.lr, 1e-3);
+  c.optimizer = "sgd";
+  engine::apply_optimizer_defaults(c, true, false);
+  EXPECT_EQ(c.optimizer, "sgd");
+  EXPECT_EQ(c.lr, 0.05);
+  c.optimizer = "adam";
+  c.lr = 0.02;
+  engine::apply_optimizer_defaults(c, true, true);
+  EXPECT_EQ(c.optimizer, "adam");
+  EXPECT_EQ(c.lr, 0.02);
+  c.lr = 0.02;
+  engine::apply_optimizer_defaults(c, false, true);
+  EXPECT_EQ(c.optimizer, "adamw");
+  EXPECT_EQ(c.lr, 0.02);
+  engine::RunConfig mlp;
+  mlp.optimizer = "adamw";
+  engine::apply_optimizer_defaults(mlp, false, false);
+  EXPECT_EQ(mlp.optimizer, "sgd");
+  EXPECT_EQ(mlp.lr, 0.05);
 }

@@ -1,7 +1,8 @@
 // tests/ui/compare: the summary table tells the truth (the validation loss
 // and its ratio to FP32's at the same evaluation, the training loss as a
 // mean of the last 100 steps, every column labelled) and fits the tab; the
-// small multiples show every loss, the first ones included. The difference
+// small multiples show every loss, the first ones included, and mark where a
+// run diverged. The difference
 // mode and the recipes' styles: test_difference.cpp.
 #include <gtest/gtest.h>
 
@@ -20,6 +21,7 @@
 #include "charts/chart_style.h"
 #include "charts/live_chart_view.h"
 #include "charts/number_text.h"
+#include "charts/step_markers.h"
 #include "compare/compare_view.h"
 #include "ui/ui_test_support.h"
 
@@ -72,7 +74,7 @@ TEST_F(CompareViewTest, TinyLossesKeepTheirDigitsAndTheRatioToFp32) {
   EXPECT_EQ(t->item(0, CompareView::ValLoss)->text(), QStringLiteral("2.500e-11"));
   EXPECT_EQ(t->item(1, CompareView::ValLoss)->text(), QStringLiteral("3.500e-9"));
   EXPECT_EQ(t->item(1, CompareView::ValLossRatio)->text(), QStringLiteral("140x"));
-  EXPECT_EQ(t->item(0, CompareView::ValLossRatio)->text(), QStringLiteral("1x (reference)"));
+  EXPECT_EQ(t->item(0, CompareView::ValLossRatio)->text(), QStringLiteral("1x (ref.)"));
   EXPECT_EQ(t->item(1, CompareView::FinalScale)->text(), QStringLiteral("—"));  // fp16: no loss scaling, not 2^0
 }
 
@@ -169,14 +171,67 @@ TEST_F(CompareViewTest, TheTableFitsTheTabAt1280AndScrollsWhenNarrower) {
   EXPECT_FALSE(t->horizontalScrollBar()->isVisible());
   // The table asks for no width of its own (the small charts set the tab's least width).
   EXPECT_LT(t->minimumSizeHint().width(), 300);
-  m_view->resize(820, 640);
+  m_view->resize(640, 640);
   ui_test::settle();
-  EXPECT_EQ(m_view->width(), 820);
+  EXPECT_EQ(m_view->width(), 640);
   EXPECT_TRUE(t->horizontalScrollBar()->isVisible());
   int rows = 0;
   for (int r = 0; r < t->rowCount(); ++r) rows += t->rowHeight(r);
   EXPECT_GE(t->viewport()->height(), rows);
 }
+// A text comparison shows one more column, the validation bits per token
+// (and perplexity): at 1280x720 (the tab ~940 px wide) every column still
+// shows whole, with the widest figures a gpt comparison gives, and no
+// sideways scroll bar.
+TEST_F(CompareViewTest, ATextComparisonsTableFitsTheTabAt1280) {
+  const std::vector<std::string> recipes = {"fp32", "fp16", "mixed-fp16", "mixed-bf16"};
+  for (const std::string& recipe : recipes) {
+    engine::RunConfig c = config(recipe);
+    c.model = "gpt";
+    c.dataset = "jargon";
+    m_store->addRun(QStringLiteral("run %1").arg(m_store->count() + 1), QString::fromStdString(recipe),
+                    chart_style::recipeColour(QString::fromStdString(recipe)), c, m_group);
+  }
+  std::vector<engine::Record> records;
+  for (int id = 0; id < 4; ++id) {
+    for (int s = 1; s <= 1000; ++s) {
+      engine::StepMetrics m = step(id, s, 1.8512 + 0.001 * id, id == 2 ? 32768.0 : 1.0);
+      m.overflow = m.skipped = id == 2 && s % 300 == 0;
+      m.mem.activations = 93'000'000;  // a baby-shape gpt's tens of megabytes
+      m.wall_ms = 25.0;
+      m.samples_per_second = 1280.0;
+      records.push_back(m);
+    }
+    engine::EvalMetrics e = eval(id, 1000, 1.8433 + 0.0071 * id, 0.4512 - 0.0031 * id);
+    e.per_token = true;
+    records.push_back(e);
+  }
+  feed(*m_store, records);
+  m_view->setGroup(m_group);
+  m_view->resize(940, 640);
+  m_view->refresh();
+  ui_test::settle();
+  QTableWidget* t = m_view->summaryTable();
+  ASSERT_FALSE(t->isColumnHidden(CompareView::ValBitsPerToken));
+  EXPECT_FALSE(t->item(0, CompareView::ValBitsPerToken)->text().isEmpty());
+  int widths = 0;
+  QStringList columns;
+  for (int c = 0; c < t->columnCount(); ++c)
+    if (!t->isColumnHidden(c)) {
+      widths += t->columnWidth(c);
+      columns << QStringLiteral("%1=%2").arg(t->horizontalHeaderItem(c)->text().replace(QLatin1Char('\n'), QLatin1Char(' '))).arg(t->columnWidth(c));
+    }
+  EXPECT_LE(t->horizontalHeader()->length(), t->viewport()->width()) << columns.join(QStringLiteral(", ")).toStdString();
+  EXPECT_FALSE(t->horizontalScrollBar()->isVisible());
+  // Every cell's text whole: no column narrower than what it holds.
+  for (int c = 0; c < t->columnCount(); ++c) {
+    if (t->isColumnHidden(c)) continue;
+    for (int r = 0; r < t->rowCount(); ++r)
+      EXPECT_GE(t->columnWidth(c), t->fontMetrics().horizontalAdvance(t->item(r, c)->text()))
+          << t->horizontalHeaderItem(c)->text().toStdString() << " row " << r;
+  }
+}
+
 // Today the axis followed the 98th percentile: the first losses were cut off.
 TEST_F(CompareViewTest, SmallChartsShowTheFirstLosses) {
   const int a = addRun("fp32");
@@ -196,6 +251,44 @@ TEST_F(CompareViewTest, SmallChartsShowTheFirstLosses) {
     ASSERT_NE(y, nullptr);
     EXPECT_GE(y->max(), 9.0);
   }
+}
+
+// A run that diverged at step 2 leaves its small chart all but empty: the
+// chart marks the step and says why, as the Live tab's charts mark events.
+TEST_F(CompareViewTest, ADivergedRunsSmallChartMarksTheStep) {
+  const int a = addRun("fp32");
+  const int b = addRun("fp16");
+  std::vector<engine::Record> records;
+  for (int s = 1; s <= 300; ++s) records.push_back(step(a, s, 4.0 - s / 100.0));
+  records.push_back(step(b, 1, 4.0));
+  records.push_back(step(b, 2, 3.9));  // finite, but its gradients were not
+  engine::RunStatus failed;
+  failed.run_id = b;
+  failed.state = engine::RunState::Failed;
+  failed.message = "diverged at step 2: 12 gradient values were inf or NaN and no loss scaler skipped the step";
+  records.push_back(failed);
+  feed(*m_store, records);
+  m_view->setGroup(m_group);
+  m_view->refresh();
+  ui_test::settle();
+  ASSERT_NE(m_view->smallMarkers(a), nullptr);
+  EXPECT_TRUE(m_view->smallMarkers(a)->markers().isEmpty());
+  StepMarkers* marks = m_view->smallMarkers(b);
+  ASSERT_NE(marks, nullptr);
+  ASSERT_EQ(marks->markers().size(), 1);
+  EXPECT_EQ(marks->markers().front().step, 2.0);
+  EXPECT_EQ(marks->markers().front().text, QStringLiteral("diverged at step 2"));
+  EXPECT_TRUE(marks->shown(0));
+  EXPECT_FALSE(std::isnan(marks->lineX(0)));
+
+  // A NaN loss first: the mark goes to the first non-finite loss.
+  RunData nan;
+  nan.state = engine::RunState::Failed;
+  nan.message = QStringLiteral("diverged at step 14: the loss has been inf or NaN for 10 steps");
+  for (int s = 1; s <= 14; ++s) nan.steps.push_back(step(0, s, s < 5 ? 2.0 : std::nan("")));
+  EXPECT_EQ(CompareView::divergenceStep(nan), 5);
+  nan.message = QStringLiteral("cannot allocate");  // failed, but not diverged
+  EXPECT_EQ(CompareView::divergenceStep(nan), -1);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // tests/ui/export: an exported PNG shows the whole chart (axes, legend, every
 // series) at the export size: scaled down it matches the SVG of the same
 // chart rendered by Qt, and its plot area holds every run's colour. Both go
-// through exportRuns(), the writer Ctrl+E uses.
+// through exportRuns(), the writer Ctrl+E uses. A text run's export holds its
+// samples.jsonl and its final weights.
 #include <gtest/gtest.h>
 
 #include <QChart>
@@ -167,6 +168,59 @@ TEST_F(PngExportTest, ThePlotAreaHoldsEveryRunsColourAndTheAxesAreInThePicture) 
   const QRect below(plot.left(), plot.bottom() + 1, plot.width(), m_png.height() - plot.bottom() - 1);
   EXPECT_GT(pixelsNear(m_png, left, QColor(0, 0, 0), 110), 50) << "no y-axis labels in the picture";
   EXPECT_GT(pixelsNear(m_png, below, QColor(0, 0, 0), 110), 50) << "no x-axis labels in the picture";
+}
+
+// A text run's export holds what the run wrote (samples.jsonl, the export's
+// run numbering) and its final weights from its run folder, byte for byte:
+// the reason a gpt was trained, and what `sample` continues from.
+TEST(TextRunExport, HoldsTheSamplesAndTheWeights) {
+  ui_test::ensureApplication();
+  RunStore store;
+  engine::RunConfig c = config("fp32");
+  c.model = "gpt";
+  c.dataset = "jargon";
+  store.addRun(QStringLiteral("run 1"), QStringLiteral("fp32"), chart_style::recipeColour(QStringLiteral("fp32")), c);
+  QTemporaryDir folder, out;
+  ASSERT_TRUE(folder.isValid() && out.isValid());
+  const QByteArray weights("PLWEIGHT\x01\x00\x00\x00 any bytes: the export copies the file as it is", 59);
+  {
+    QFile f(QDir(folder.path()).filePath(QStringLiteral("weights-3.bin")));
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write(weights);
+  }
+  store.setFolder(0, folder.path(), 3);  // run 3 of its folder
+  engine::TextSample t;
+  t.run_id = 0;
+  t.step = 10;
+  t.prompt = "The hacker ";
+  t.text = "wrote \"code\"\nat night";
+  feed(store, {step(0, 10, 2.5), engine::Record(t)});
+
+  ExportRequest request;
+  request.dir = out.path();
+  request.png = request.svg = false;
+  request.runs = {0};
+  const QStringList written = exportRuns(store, request);
+  const QDir dir(out.path());
+  EXPECT_TRUE(written.contains(dir.filePath(QStringLiteral("samples.jsonl")))) << written.join(' ').toStdString();
+  QFile samples(dir.filePath(QStringLiteral("samples.jsonl")));
+  ASSERT_TRUE(samples.open(QIODevice::ReadOnly));
+  EXPECT_EQ(samples.readAll().toStdString(),
+            "{\"prompt\":\"The hacker \",\"run\":\"run 1\",\"run_id\":1,\"step\":10,"
+            "\"text\":\"wrote \\\"code\\\"\\nat night\"}\n");
+  QFile copy(dir.filePath(QStringLiteral("weights-1.bin")));  // the export's run 1
+  ASSERT_TRUE(copy.open(QIODevice::ReadOnly)) << "no weights in the export";
+  EXPECT_EQ(copy.readAll(), weights);
+
+  // A run without a folder (or text) exports its CSV files only.
+  QTemporaryDir plainOut;
+  store.addRun(QStringLiteral("run 2"), QStringLiteral("fp16"), chart_style::recipeColour(QStringLiteral("fp16")),
+               config("fp16"));
+  request.dir = plainOut.path();
+  request.runs = {1};
+  exportRuns(store, request);
+  EXPECT_FALSE(QDir(plainOut.path()).exists(QStringLiteral("samples.jsonl")));
+  EXPECT_TRUE(QDir(plainOut.path()).entryList({QStringLiteral("weights-*")}).isEmpty());
 }
 
 }  // namespace

@@ -158,3 +158,31 @@ TEST(PrecisionTableChoices, NoEditGivesAPrecisionTheEngineRefuses) {
     }
   }
 }
+
+// The gpt's leaves at 1280x720: the layer column is narrow, so a name is
+// elided at its start (where every block's names agree) and whole in the
+// cell's tooltip, with its kind.
+TEST(PrecisionTableChoices, EveryGptLeafIsNamedWholeInItsTooltip) {
+  ui_test::ensureApplication();
+  engine::RunConfig c = ui_test::config("mixed-bf16");
+  c.model = "gpt";
+  c.dataset = "spirals";  // two outputs: a two-token vocabulary for the shapes
+  c.depth = 2;
+  c.width = 16;
+  c.heads = 2;
+  c.context = 8;
+  const QVector<PrecisionTableRow> rows = layerRowsFor(c);
+  ASSERT_EQ(rows.size(), 2 + 2 * 10 + 2);
+  PrecisionTable table;
+  EXPECT_EQ(table.textElideMode(), Qt::ElideLeft);
+  PrecisionTableModel* model = table.precisionModel();
+  model->setRows(rows);
+  for (int r = 0; r < rows.size(); ++r) {
+    const QString tip = model->data(model->index(r, PrecisionTableModel::Layer), Qt::ToolTipRole).toString();
+    EXPECT_EQ(tip, QStringLiteral("%1 (%2)").arg(rows[r].layer, rows[r].kind));
+    EXPECT_FALSE(rows[r].kind.isEmpty()) << rows[r].layer.toStdString();
+  }
+  EXPECT_EQ(rows.front().layer, QStringLiteral("embed.tok"));
+  EXPECT_EQ(rows[5].layer, QStringLiteral("blocks.0.attn.softmax"));
+  EXPECT_EQ(rows.back().layer, QStringLiteral("head"));
+}

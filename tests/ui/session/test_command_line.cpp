@@ -10,6 +10,7 @@
 
 #include "main_window.h"
 #include "session/command_line.h"
+#include "train/model_defaults.h"
 #include "ui/ui_test_support.h"
 #include "ui/window_parts.h"
 
@@ -48,6 +49,37 @@ TEST_F(CommandLineTest, AnOptionChangesOnlyWhatItNames) {
   EXPECT_EQ(third.steps, 123);
   EXPECT_EQ(third.dataset, "spirals");
   EXPECT_EQ(third.recipe, before.recipe);
+}
+
+// As precision-lab-cli: --model gpt starts from AdamW at the gpt's rate,
+// unless --optimizer or --lr say otherwise (applied on the panel's settings).
+TEST_F(CommandLineTest, AGptNamedHereStartsFromAdamW) {
+  engine::RunConfig panel;  // the image models' SGD at 0.05
+  panel.dataset = "spirals";
+  const auto launch = [&](const QStringList& args) {
+    LaunchOptions o;
+    QString error;
+    bool exitNow = false;
+    EXPECT_TRUE(parseLaunchOptions(QStringList{"precision-lab"} + args, o, &error, &exitNow)) << error.toStdString();
+    return applyLaunchSettings(panel, o);
+  };
+  engine::RunConfig c = launch({"--model", "gpt", "--dataset", "jargon"});
+  EXPECT_EQ(c.optimizer, "adamw");
+  EXPECT_EQ(c.lr, engine::kGptLearningRate);
+  c = launch({"--model", "gpt", "--dataset", "jargon", "--lr", "0.004"});
+  EXPECT_EQ(c.optimizer, "adamw");
+  EXPECT_EQ(c.lr, 0.004);
+  c = launch({"--model", "gpt", "--dataset", "jargon", "--optimizer", "sgd"});
+  EXPECT_EQ(c.optimizer, "sgd");
+  EXPECT_EQ(c.lr, 0.05);
+  // An option that names no model leaves the panel's optimizer alone.
+  panel.model = "gpt";
+  panel.dataset = "jargon";
+  panel.optimizer = "adam";
+  panel.lr = 0.02;
+  c = launch({"--steps", "10"});
+  EXPECT_EQ(c.optimizer, "adam");
+  EXPECT_EQ(c.lr, 0.02);
 }
 
 // Today: one stderr line and no window.
