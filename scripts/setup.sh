@@ -82,20 +82,41 @@ case "$cmd" in
     configure fuzz
     cmake --build --preset fuzz
     seconds=${1:-20}
-    for t in idx gzip config preset journal text weights; do
+    # One libFuzzer process per core at a time (each is single-threaded).
+    fuzz_one() {
+      local t=$1 corpus log status=0
       # A copy of the seeds: what libFuzzer adds to its corpus stays out of the repo.
       corpus=$(mktemp -d)
       cp tests/fuzz/corpus/$t/* "$corpus"/
-      echo "fuzz: fuzz_$t for $seconds s"
       log=build/fuzz/fuzz_$t.log
-      status=0
       build/fuzz/tests/fuzz/fuzz_$t -max_total_time="$seconds" -rss_limit_mb=4096 -print_final_stats=1 \
         -artifact_prefix="build/fuzz/crash-$t-" "$corpus" >"$log" 2>&1 || status=$?
-      grep -E "stat::number_of_executed_units|ERROR|SUMMARY" "$log" || true
       rm -rf "$corpus"
-      [ "$status" -eq 0 ] || tail -n 40 "$log" >&2
-      if [ "$status" -ne 0 ]; then echo "fuzz: fuzz_$t failed (exit $status); the input is in build/fuzz/crash-$t-*" >&2; exit 1; fi
+      return "$status"
+    }
+    targets=(idx gzip config preset journal text weights)
+    jobs=$(nproc)
+    failed=()
+    for ((i = 0; i < ${#targets[@]}; i += jobs)); do
+      pids=()
+      for t in "${targets[@]:i:jobs}"; do
+        echo "fuzz: fuzz_$t for $seconds s"
+        fuzz_one "$t" &
+        pids+=("$!:$t")
+      done
+      for p in "${pids[@]}"; do
+        t=${p#*:}
+        status=0
+        wait "${p%%:*}" || status=$?
+        echo "fuzz_$t: $(grep -E "stat::number_of_executed_units|ERROR|SUMMARY" build/fuzz/fuzz_$t.log | tr '\n' ' ')"
+        if [ "$status" -ne 0 ]; then
+          tail -n 40 build/fuzz/fuzz_$t.log >&2
+          echo "fuzz: fuzz_$t failed (exit $status); the input is in build/fuzz/crash-$t-*" >&2
+          failed+=("$t")
+        fi
+      done
     done
+    [ ${#failed[@]} -eq 0 ] || exit 1
     ;;
   *) echo "usage: scripts/setup.sh deps|build [preset]|test|run [args]|fuzz [seconds]" >&2; exit 2 ;;
 esac

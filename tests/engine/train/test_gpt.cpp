@@ -264,7 +264,10 @@ TEST(Gpt, GuardedOneReadPerStepAndSameBits) {
       EXPECT_EQ(std::memcmp(&g.steps().back().loss, &cpu.steps().back().loss, sizeof(double)), 0) << recipe;
     }
     // An evaluation reads once, then once per character its sample writes
-    // (each is drawn on the host from the last position's logits).
+    // (each is drawn on the host from the last position's logits). One
+    // recipe: each of the sample's forward passes protects and unprotects
+    // every buffer on the guarded backend (tens of seconds for four).
+    if (recipe != "mixed-fp16") continue;
     const std::int64_t before = guarded_counters(*gb)->downloads;
     const std::size_t texts = g.history().texts.size();
     const EvalMetrics eg = g.evaluate(out), ec = cpu.evaluate(out);
