@@ -57,7 +57,7 @@ both 1000 screenshot-compare-difference "${compare[@]}" --view compare-differenc
 
 # Lessons in presentation view, shot when their runs end (claims checked).
 for lesson in why-loss-scaling fp4-blocks scale-sawtooth overflow-caught memory-activations master-weights \
-              fp16-accumulation layernorm-softmax-fp16; do
+              fp16-accumulation layernorm-softmax-fp16 lm-fp16-adam lm-loss-scaling lm-norms-fp16 lm-attention-memory; do
   both 720 "lecture-$lesson" --lecture "$lesson" --presentation --start --screenshot-after-ms 300000
 done
 # A lesson in the usual view, after its runs (setup panel, tables, runs).

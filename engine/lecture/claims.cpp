@@ -45,7 +45,8 @@ double own_value(const Claim& c, const RunExport& r) {
   const RunSummary& s = r.summary;
   const auto& m = c.metric;
   if (m == "final_loss") return s.final_loss;
-  if (m == "val_loss") return s.val_loss;
+  // No evaluation (a run that diverged first): nothing measured, not 0.
+  if (m == "val_loss") return r.history.evals.empty() ? kNaN : s.val_loss;
   if (m == "val_accuracy") return s.val_accuracy >= 0 ? 100.0 * s.val_accuracy : kNaN;
   if (m == "peak_memory") return static_cast<double>(s.peak_memory_bytes);
   if (m == "overflow_steps") return static_cast<double>(s.overflow_steps);

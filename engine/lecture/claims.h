@@ -20,7 +20,7 @@ struct ClaimResult {
 // The value of a claim over `runs` (matched by RunExport::name), as
 // the README's lesson section describes it:
 //   final_loss            summary final_loss; with vs: the ratio run / vs
-//   val_loss              summary val_loss (the last evaluation's); with vs: the ratio
+//   val_loss              summary val_loss (the last evaluation's; NaN without one); with vs: the ratio
 //   val_accuracy          summary val_accuracy in points; with vs: vs - run (the gap)
 //   peak_memory           summary peak_memory_bytes; with vs: the ratio
 //   overflow_steps, skipped_steps   summary columns

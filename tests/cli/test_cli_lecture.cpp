@@ -69,6 +69,34 @@ TEST(CliLecture, AFailedClaimIsPrintedAndExitsOne) {
   fs::remove_all(dir);
 }
 
+// A run that diverges is a lesson's result (lm-fp16-adam's fp16 run): with
+// --check its claims judge it; without, the lecture fails as `run` does.
+TEST(CliLecture, ADivergedRunIsJudgedByTheClaims) {
+  const fs::path dir = cli_test::temp_path("lecture_diverged");
+  fs::create_directories(dir);
+  const fs::path file = dir / "diverges.json";
+  std::ofstream(file) << R"({"title": "Divergence", "explanation": "FP16 Adam's second moment underflows and its first update sends the weights off: the run diverges at step 2.",
+    "dataset": "spirals", "steps": 20, "batch": 32, "optimizer": "sgd",
+    "runs": [{"name": "calm", "recipe": "fp32"}, {"name": "wild", "recipe": "fp16", "optimizer": "adam", "lr": 0.01}],
+    "expect": [{"metric": "overflow_steps", "run": "wild", "min": 1}, {"metric": "overflow_steps", "run": "calm", "max": 0}]})";
+  const RunResult r = run_cli("lecture '" + file.string() + "' --check --out '" + (dir / "out").string() + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("run 1 (wild) failed: diverged at step 2"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("PASS  overflow_steps wild = 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 passed, 0 failed"), std::string::npos) << r.out;
+  // The claims still decide: one the divergence breaks fails.
+  std::ofstream(file) << R"({"title": "Divergence", "explanation": "A claim that the diverged run ends with a finite loss cannot hold, and the check says so.",
+    "dataset": "spirals", "steps": 20, "batch": 32, "optimizer": "sgd",
+    "runs": [{"name": "calm", "recipe": "fp32"}, {"name": "wild", "recipe": "fp16", "optimizer": "adam", "lr": 0.01}],
+    "expect": [{"metric": "final_loss", "run": "wild", "max": 100}]})";
+  const RunResult judged = run_cli("lecture '" + file.string() + "' --check --out '" + (dir / "out2").string() + "'");
+  EXPECT_EQ(judged.exit_code, 1) << judged.out << judged.err;
+  EXPECT_NE(judged.out.find("FAIL  final_loss wild = n/a"), std::string::npos) << judged.out;
+  const RunResult unchecked = run_cli("lecture '" + file.string() + "' --out '" + (dir / "out3").string() + "'");
+  EXPECT_EQ(unchecked.exit_code, 1) << unchecked.out << unchecked.err;
+  fs::remove_all(dir);
+}
+
 TEST(CliLecture, ABadPresetIsOneLineAndExitTwo) {
   const fs::path dir = cli_test::temp_path("lecture_bad");
   fs::create_directories(dir);

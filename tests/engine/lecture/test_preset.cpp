@@ -166,6 +166,26 @@ TEST(Claims, EveryMetricAsTheDesignDefinesIt) {
   EXPECT_EQ(results[0].text, "FAIL  final_loss fp16 / fp32 = 4  (>= 10)");
 }
 
+// A run that diverged before its first evaluation (lm-fp16-adam's fp16)
+// has no validation loss: NaN, so a claim on it fails instead of reading 0.
+TEST(Claims, ValidationLossNeedsAnEvaluation) {
+  std::vector<RunExport> runs = {run("fp32", 0.5, 0.9, 1000), run("fp16", 2.0, -1, 500)};
+  runs[0].summary.val_loss = 1.5;
+  runs[0].history.add(EvalMetrics{0, 10, 0, 1.5, 0.9});
+  Claim c;
+  c.metric = "val_loss";
+  c.run = "fp32";
+  c.max = 2;
+  EXPECT_EQ(claim_value(c, runs), 1.5);
+  c.run = "fp16";
+  EXPECT_TRUE(std::isnan(claim_value(c, runs)));
+  c.vs = "fp32";
+  EXPECT_TRUE(std::isnan(claim_value(c, runs)));
+  c.run = "fp32";
+  c.vs = "fp16";
+  EXPECT_TRUE(std::isnan(claim_value(c, runs)));
+}
+
 TEST(Preset, ANumberBeyondDoubleIsAnErrorNotACrash) {
   EXPECT_EQ(error_of(R"({"title": "T", "steps": 1e999})").rfind("p.json: not valid JSON: ", 0), 0u);
 }
