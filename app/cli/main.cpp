@@ -16,7 +16,7 @@ void print_usage(std::FILE* out) {
       "           [--batch N] [--optimizer sgd|adam|adamw] [--lr X] [--seed N]\n"
       "           [--backend auto|cpu|cuda] --out DIR\n"
       "           more: --momentum --weight-decay --schedule constant|cosine --warmup N --clip X\n"
-      "                 --threads N --eval-every N --stats-every N --widths 256,128\n"
+      "                 --threads N --eval-every N --eval-batches N --stats-every N --widths 256,128\n"
       "                 --loss-scale none|static|dynamic --loss-scale-init X --growth-factor X\n"
       "                 --backoff-factor X --growth-interval N\n"
       "                 --master-weights true|false --weight-rounding nearest|stochastic\n"

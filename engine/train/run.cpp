@@ -510,8 +510,11 @@ EvalMetrics Run::evaluate(std::vector<Record>& out) {
   Impl& s = *m_impl;
   const Dataset& test = m_data->test;
   const bool cls = test.is_classification();
-  const std::int64_t n = static_cast<std::int64_t>(test.count);
   const std::int64_t bs = m_config.batch;
+  // The first eval_batches batches of the fixed validation split, when set:
+  // the same windows at every evaluation, so the curve stays comparable.
+  std::int64_t n = static_cast<std::int64_t>(test.count);
+  if (m_config.eval_batches > 0) n = std::min(n, m_config.eval_batches * bs);
   const std::int64_t batches = (n + bs - 1) / bs;
   // Two slots per batch (its loss, its correct count), read once at the end.
   Buffer results;

@@ -152,6 +152,7 @@ void set_config_value(RunConfig& c, const std::string& key_in, const std::string
   } else if (key == "backend") c.backend = v;
   else if (key == "threads") c.threads = I();
   else if (key == "eval_every") c.eval_every = I();
+  else if (key == "eval_batches") c.eval_batches = I();
   else if (key == "stats_every") c.stats_every = I();
   else if (key == "layers" || key == "depth") c.depth = I();
   else if (key == "width") c.width = I();
@@ -235,6 +236,7 @@ void validate(const RunConfig& c, const std::string& origin) {
         "must be auto, cpu or cuda (got '" + c.backend + "')");
   range("threads", c.threads >= 0 && c.threads <= 1024, "must be in 0..1024");
   range("eval_every", c.eval_every >= 0, "must be >= 0");
+  range("eval_batches", c.eval_batches >= 0, "must be >= 0 (0: the whole validation split)");
   range("stats_every", c.stats_every >= 0, "must be >= 0");
   range("weight_rounding", c.weight_rounding == "nearest" || c.weight_rounding == "stochastic",
         "must be nearest or stochastic (got '" + c.weight_rounding + "')");
@@ -328,7 +330,7 @@ RunConfig parse_run_config_over(const RunConfig& base, const std::string& text, 
         // JSON has types: a number must be a number ("lr": "0.1" is a
         // mistake, not a value), a name a string.
         static const char* numeric[] = {"epochs", "steps", "batch", "lr", "momentum", "weight_decay", "warmup",
-                                        "clip", "seed", "threads", "eval_every", "stats_every", "loss_scale_init",
+                                        "clip", "seed", "threads", "eval_every", "eval_batches", "stats_every", "loss_scale_init",
                                         "init_scale", "growth_factor", "backoff_factor", "growth_interval",
                                         "layers", "depth", "width", "heads", "context", "z_loss"};
         bool is_numeric = false;
@@ -380,6 +382,7 @@ std::string to_json(const RunConfig& c) {
   j["backend"] = c.backend;
   j["threads"] = c.threads;
   j["eval_every"] = c.eval_every;
+  if (c.eval_batches > 0) j["eval_batches"] = c.eval_batches;
   j["stats_every"] = c.stats_every;
   if (!c.widths.empty()) j["widths"] = c.widths;
   if (c.model == "gpt") {

@@ -29,6 +29,7 @@ struct RunConfig {
   std::string backend = "auto";          // auto | cpu | cuda
   std::int64_t threads = 0;              // 0 = all cores
   std::int64_t eval_every = 0;           // steps between evaluations; 0 = once per epoch
+  std::int64_t eval_batches = 0;         // batches of the validation split an evaluation reads, from its start; 0 = all
   std::int64_t stats_every = 100;        // steps between gradient statistics
   std::vector<std::int64_t> widths;      // mlp hidden widths (empty = model default)
   // The gpt's shape (nn/model.h build_gpt). JSON and CLI key "layers" for

@@ -375,3 +375,27 @@ TEST(Gpt, Fp16AdamDivergesAndTheReasonNamesTheFlushedSecondMoment) {
 }
 
 }  // namespace
+
+// eval_batches: an evaluation reads the first N batches of the validation
+// split and nothing else: the same loss as the whole of a split cut to
+// those windows, and not the whole split's.
+TEST(Gpt, AnEvaluationReadsOnlyItsFirstBatchesWhenEvalBatchesIsSet) {
+  const auto data = tokens(16);
+  RunConfig limited = gpt("fp32", 3);
+  limited.eval_batches = 1;
+  RunConfig whole = limited;
+  whole.eval_batches = 0;
+  auto cut = std::make_shared<DatasetPair>(*data);
+  ASSERT_GT(cut->test.count, static_cast<std::size_t>(limited.batch));
+  cut->test.count = static_cast<std::size_t>(limited.batch);
+  engine::Run a(0, limited, data, backend()), b(0, whole, cut, backend()), c(0, whole, data, backend());
+  std::vector<Record> out;
+  for (int k = 0; k < 3; ++k) {
+    a.step(out);
+    b.step(out);
+    c.step(out);
+  }
+  const double la = a.evaluate(out).val_loss, lb = b.evaluate(out).val_loss, lc = c.evaluate(out).val_loss;
+  EXPECT_EQ(la, lb);
+  EXPECT_NE(la, lc);
+}

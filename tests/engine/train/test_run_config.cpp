@@ -179,6 +179,19 @@ TEST(RunConfig, GptKeysParseRoundTripAndAreChecked) {
   EXPECT_EQ(cli.depth, 2);
 }
 
+// eval_batches: parsed, written back only when set (older config.json and
+// journals read and write as before), negative refused by name.
+TEST(RunConfig, EvalBatchesParsesRoundTripsAndIsChecked) {
+  const RunConfig c = parse_run_config(R"({"eval_batches":4})", "cfg.json");
+  EXPECT_EQ(c.eval_batches, 4);
+  EXPECT_EQ(parse_run_config(engine::to_json(c), "config.json").eval_batches, 4);
+  EXPECT_EQ(engine::to_json(RunConfig{}).find("eval_batches"), std::string::npos);
+  EXPECT_NE(error_of(R"({"eval_batches":-1})").find("'eval_batches' must be >= 0"), std::string::npos);
+  RunConfig cli;
+  engine::set_config_value(cli, "eval-batches", "3", "--eval-batches");
+  EXPECT_EQ(cli.eval_batches, 3);
+}
+
 // The optimizer a model starts from (the CLI and the setup panel share it):
 // the image models keep SGD at 0.05, the gpt takes AdamW at 1e-3; what the
 // user named stays, and a named optimizer brings its own rate.
