@@ -6,6 +6,7 @@
 // waits) this says directly. Not a benchmark of record: bench_train is.
 //
 //   build/release/tests/bench/bench_ops mlp mixed-bf16 [steps] [cpu|cpu-unfused|cpu-no-bf16|cuda|cuda-sync] [--trace]
+//   (gpt: the baby shape at batch 32 on the Jargon File, as bench_train's gpt rows)
 //
 // --trace then lists one more step's calls in order, each with its time:
 // which op feeds which, for finding passes to fuse.
@@ -38,6 +39,7 @@
 #include "numeric/format.h"
 #include "train/run.h"
 #include "train/run_config.h"
+#include "gpt_baby.h"
 
 namespace {
 
@@ -300,9 +302,11 @@ int main(int argc, char** argv) {
   c.batch = 128;
   c.epochs = 1000;
   c.seed = 0;
+  if (c.model == "gpt") bench::set_gpt_baby(c);  // the baby shape, batch 32, on the Jargon File
   std::shared_ptr<const engine::DatasetPair> data;
   try {
-    data = std::make_shared<const engine::DatasetPair>(engine::load_dataset(c.dataset, 0));
+    data = c.model == "gpt" ? bench::gpt_text()
+                            : std::make_shared<const engine::DatasetPair>(engine::load_dataset(c.dataset, 0));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_ops: %s\n", e.what());
     return 1;
@@ -339,7 +343,7 @@ int main(int argc, char** argv) {
   double in_ops = 0;
   for (auto& [k, t] : rows) in_ops += t.seconds;
   std::printf("%s %s: %.1f us per step (%.0f samples/s); %.1f%% inside backend ops\n", argv[1], argv[2],
-              total / steps * 1e6, steps * 128.0 / total, 100.0 * in_ops / total);
+              total / steps * 1e6, steps * static_cast<double>(c.batch) / total, 100.0 * in_ops / total);
   for (auto& [k, t] : rows)
     std::printf("  %7.1f us %5.1f%%  x%-4.1f %s\n", t.seconds / steps * 1e6, 100.0 * t.seconds / total,
                 static_cast<double>(t.calls) / steps, k.c_str());

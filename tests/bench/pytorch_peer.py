@@ -480,8 +480,9 @@ def run_torch(model, mode, threads, blas_threads, seconds, gpt=None):
     return json.loads(out.stdout.strip().splitlines()[-1])["samples_per_s"]
 
 
-def run_bench(bench, rounds):
-    cmd = [bench, "--benchmark_filter=/(fp32|mixed-bf16)/", f"--benchmark_repetitions={rounds}",
+def run_bench(bench, rounds, models):
+    # Only the models compared: bench_train's rows are train/<model>/<recipe>/...
+    cmd = [bench, f"--benchmark_filter=^train/({'|'.join(models)})/(fp32|mixed-bf16)/", f"--benchmark_repetitions={rounds}",
            "--benchmark_enable_random_interleaving=true"]
     out = subprocess.run(cmd, env={**os.environ, **ISA_CAPS[ISA][0]}, capture_output=True, text=True)
     if out.returncode != 0:
@@ -619,7 +620,7 @@ def main():
     if ISA != "native":
         caps = lambda d: " ".join(f"{k}={v}" for k, v in d.items())
         print(f"held to {ISA}: ours {caps(ISA_CAPS[ISA][0])}; PyTorch {caps(ISA_CAPS[ISA][1])}")
-    ours, header = ({}, "") if peer_only else run_bench(a.bench, a.rounds)
+    ours, header = ({}, "") if peer_only else run_bench(a.bench, a.rounds, models)
     if header:
         print(header)
     peer = {}
