@@ -124,12 +124,25 @@ std::unique_ptr<engine::Run> warm_run(engine::Backend& backend, const std::strin
 }
 
 void BM_Train(benchmark::State& st, engine::Backend& backend, const std::string& model, const std::string& recipe) {
-  const std::unique_ptr<engine::Run> owned = warm_run(backend, model, recipe);
+  // A recipe that diverges (the gpt in fp16 without a loss scaler ends its
+  // run within a few steps) has no throughput: its row says why instead.
+  std::unique_ptr<engine::Run> owned;
+  try {
+    owned = warm_run(backend, model, recipe);
+  } catch (const std::exception& e) {
+    st.SkipWithError(e.what());
+    return;
+  }
   engine::Run& run = *owned;
   const engine::RunConfig& c = run.config();
   std::vector<engine::Record> out;
   for (auto _ : st) {
-    run.step(out);
+    try {
+      run.step(out);
+    } catch (const std::exception& e) {
+      st.SkipWithError(e.what());
+      break;
+    }
     out.clear();
   }
   const double samples = static_cast<double>(st.iterations()) * static_cast<double>(c.batch);
@@ -164,7 +177,17 @@ void paired(engine::Backend& backend, const std::vector<std::string>& models, in
   for (const std::string& model : models) {
     std::vector<std::unique_ptr<engine::Run>> runs;
     std::vector<engine::Record> out;
-    for (const std::string& r : recipes) runs.push_back(warm_run(backend, model, r));
+    // A recipe whose run ends (diverges) is left out, with the reason.
+    std::vector<std::string> dropped(recipes.size());
+    for (std::size_t i = 0; i < recipes.size(); ++i) {
+      try {
+        runs.push_back(warm_run(backend, model, recipes[i]));
+      } catch (const std::exception& e) {
+        if (i == 0) throw;  // fp32 is every ratio's base
+        runs.push_back(nullptr);
+        dropped[i] = e.what();
+      }
+    }
     // Steps per slice: about 0.1 s of the slowest recipe, measured once.
     const auto t0 = Clock::now();
     runs[0]->step(out);
@@ -176,15 +199,27 @@ void paired(engine::Backend& backend, const std::vector<std::string>& models, in
       for (std::size_t k = 0; k < recipes.size(); ++k) {
         // Rotated order: no recipe always follows the same one.
         const std::size_t i = (k + static_cast<std::size_t>(round)) % recipes.size();
+        if (!runs[i]) continue;
         const auto s0 = Clock::now();
-        for (int j = 0; j < slice; ++j) {
-          runs[i]->step(out);
-          out.clear();
+        try {
+          for (int j = 0; j < slice; ++j) {
+            runs[i]->step(out);
+            out.clear();
+          }
+        } catch (const std::exception& e) {
+          if (i == 0) throw;
+          runs[i].reset();
+          dropped[i] = e.what();
+          continue;
         }
         ms[i].push_back(std::chrono::duration<double, std::milli>(Clock::now() - s0).count() / slice);
       }
     std::string verdict;
     for (std::size_t i = 0; i < recipes.size(); ++i) {
+      if (!runs[i]) {
+        std::printf("  %-12s %-11s not timed: %s\n", model.c_str(), recipes[i].c_str(), dropped[i].c_str());
+        continue;
+      }
       std::vector<double> ratio;
       for (int round = 0; round < rounds; ++round) ratio.push_back(ms[0][round] / ms[i][round]);
       const double med = median(ratio);
