@@ -6,6 +6,8 @@
 // waits) this says directly. Not a benchmark of record: bench_train is.
 //
 //   build/release/tests/bench/bench_ops mlp mixed-bf16 [steps] [cpu|cpu-unfused|cpu-no-bf16|cuda|cuda-sync] [--trace]
+//   [--threads=N] (the CPU backend's threads; default every core)
+//   (gpt: the baby shape at batch 32 on the Jargon File, as bench_train's gpt rows)
 //
 // --trace then lists one more step's calls in order, each with its time:
 // which op feeds which, for finding passes to fuse.
@@ -22,6 +24,7 @@
 // op's time is its own (plus one synchronization, about 10 us).
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -38,6 +41,7 @@
 #include "numeric/format.h"
 #include "train/run.h"
 #include "train/run_config.h"
+#include "gpt_baby.h"
 
 namespace {
 
@@ -286,10 +290,18 @@ class TimingBackend final : public engine::Backend {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // --threads=N (anywhere): the CPU backend on N threads (default: every core).
+  int threads = 0;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]).rfind("--threads=", 0) == 0) threads = std::atoi(argv[i] + 10);
+    else argv[kept++] = argv[i];
+  }
+  argc = kept;
   const bool trace = argc > 3 && std::string(argv[argc - 1]) == "--trace";
   if (trace) --argc;
   if (argc < 3) {
-    std::fprintf(stderr, "usage: bench_ops MODEL RECIPE [STEPS] [cpu|cpu-unfused|cpu-no-bf16|cuda|cuda-sync] [--trace]\n");
+    std::fprintf(stderr, "usage: bench_ops MODEL RECIPE [STEPS] [cpu|cpu-unfused|cpu-no-bf16|cuda|cuda-sync] [--trace] [--threads=N]\n");
     return 2;
   }
   const int steps = argc > 3 ? std::atoi(argv[3]) : 300;
@@ -300,9 +312,11 @@ int main(int argc, char** argv) {
   c.batch = 128;
   c.epochs = 1000;
   c.seed = 0;
+  if (c.model == "gpt") bench::set_gpt_baby(c);  // the baby shape, batch 32, on the Jargon File
   std::shared_ptr<const engine::DatasetPair> data;
   try {
-    data = std::make_shared<const engine::DatasetPair>(engine::load_dataset(c.dataset, 0));
+    data = c.model == "gpt" ? bench::gpt_text()
+                            : std::make_shared<const engine::DatasetPair>(engine::load_dataset(c.dataset, 0));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_ops: %s\n", e.what());
     return 1;
@@ -312,11 +326,12 @@ int main(int argc, char** argv) {
   try {
     if (backend == "cpu-unfused" || backend == "cpu-no-bf16") {
       engine::CpuBackendOptions o;
+      o.threads = threads;
       o.fuse_attention = backend != "cpu-unfused";
       o.allow_native_bf16 = backend != "cpu-no-bf16";
       inner = std::make_unique<engine::CpuBackend>(o);
     } else {
-      inner = engine::make_backend(backend == "cuda-sync" ? "cuda" : backend).backend;
+      inner = engine::make_backend(backend == "cuda-sync" ? "cuda" : backend, threads).backend;
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_ops: backend %s: %s\n", backend.c_str(), e.what());
@@ -328,18 +343,24 @@ int main(int argc, char** argv) {
   std::vector<engine::Record> out;
   for (int i = 0; i < 5; ++i) run.step(out);
   be.on = true;
+  // The process's CPU time too: on a machine shared with other work, one
+  // thread's CPU time per step is what the code costs, the wall time also
+  // what the neighbours took.
+  const std::clock_t cpu0 = std::clock();
   const auto t0 = Clock::now();
   for (int i = 0; i < steps; ++i) {
     out.clear();
     run.step(out);
   }
   const double total = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double cpu = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
   std::vector<std::pair<std::string, Tally>> rows(be.tallies.begin(), be.tallies.end());
   std::sort(rows.begin(), rows.end(), [](auto& x, auto& y) { return x.second.seconds > y.second.seconds; });
   double in_ops = 0;
   for (auto& [k, t] : rows) in_ops += t.seconds;
-  std::printf("%s %s: %.1f us per step (%.0f samples/s); %.1f%% inside backend ops\n", argv[1], argv[2],
-              total / steps * 1e6, steps * 128.0 / total, 100.0 * in_ops / total);
+  std::printf("%s %s: %.1f us per step (%.0f samples/s); %.1f%% inside backend ops; CPU time %.1f us per step\n",
+              argv[1], argv[2], total / steps * 1e6, steps * static_cast<double>(c.batch) / total, 100.0 * in_ops / total,
+              cpu / steps * 1e6);
   for (auto& [k, t] : rows)
     std::printf("  %7.1f us %5.1f%%  x%-4.1f %s\n", t.seconds / steps * 1e6, 100.0 * t.seconds / total,
                 static_cast<double>(t.calls) / steps, k.c_str());

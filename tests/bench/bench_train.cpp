@@ -1,6 +1,11 @@
 // bench_train: training throughput (samples/s) per model and recipe, the
 // ratios to the fp32 recipe in the same run, and the fraction of the
 // machine's FMA peak (measured in the same run) the whole mlp step reaches.
+// The language model `gpt` runs at nanoGPT's CPU "baby" shape (4 layers, 4
+// heads, width 128, context 64) at batch 32 with AdamW (lr 1e-3, weight
+// decay 0.1, clip 1.0: the PyTorch peer's step) on the Jargon File
+// (jargon-text; without it a token stream of its vocabulary size stands
+// in); its rows add a tokens/s counter (samples/s x the context).
 //
 //   build/release/tests/bench/bench_train
 //   build/release/tests/bench/bench_train --benchmark_filter=mlp
@@ -25,7 +30,7 @@
 //                                         AVX512-BF16; with DNNL_MAX_CPU_ISA=AVX2
 //                                         close to an AVX2 machine
 //   bench_train --paired[=ROUNDS]         ratios robust to a VM's speed
-//       [--models=mlp,cnn,transformer]    changing over minutes: every
+//       [--models=mlp,cnn,transformer,gpt] changing over minutes: every
 //                                         recipe's Run is built first, then
 //                                         each round times a slice of steps
 //                                         (about 0.1 s) of every recipe in
@@ -53,6 +58,7 @@
 #include "backend/cuda_backend.h"
 #include "data/dataset.h"
 #include "fma_peak.h"
+#include "gpt_baby.h"
 #include "numeric/cast.h"
 #include "train/run.h"
 #include "train/run_config.h"
@@ -60,7 +66,7 @@
 namespace {
 
 FmaPeak g_peak;
-std::shared_ptr<const engine::DatasetPair> g_data;
+std::shared_ptr<const engine::DatasetPair> g_data, g_text;
 std::unique_ptr<engine::Backend> g_cpu, g_cuda;
 std::map<std::string, std::map<std::string, double>> g_rate;  // model -> recipe -> samples/s
 std::map<std::string, std::map<std::string, std::vector<double>>> g_reps;  // every repetition's samples/s
@@ -84,6 +90,8 @@ std::shared_ptr<const engine::DatasetPair> images() {
   return std::make_shared<const engine::DatasetPair>(std::move(p));
 }
 
+using bench::kGptContext;
+
 // Training FLOPs per sample of the default mlp (784-256-128-10): forward
 // x W^T, dW = dy^T x for every layer, dx for every layer but the first.
 constexpr double kMlpFlopsPerSample =
@@ -104,7 +112,9 @@ std::unique_ptr<engine::Run> warm_run(engine::Backend& backend, const std::strin
     c.widths = {4096, 4096, 4096};
     c.batch = 1024;
   }
-  auto run = std::make_unique<engine::Run>(0, c, g_data, backend);
+  if (model == "gpt") bench::set_gpt_baby(c);
+  if (model == "gpt" && !g_text) g_text = bench::gpt_text();  // read once, on the first gpt row
+  auto run = std::make_unique<engine::Run>(0, c, model == "gpt" ? g_text : g_data, backend);
   std::vector<engine::Record> out;
   for (int i = 0; i < 3; ++i) {
     run->step(out);
@@ -114,17 +124,32 @@ std::unique_ptr<engine::Run> warm_run(engine::Backend& backend, const std::strin
 }
 
 void BM_Train(benchmark::State& st, engine::Backend& backend, const std::string& model, const std::string& recipe) {
-  const std::unique_ptr<engine::Run> owned = warm_run(backend, model, recipe);
+  // A recipe that diverges (the gpt in fp16 without a loss scaler ends its
+  // run within a few steps) has no throughput: its row says why instead.
+  std::unique_ptr<engine::Run> owned;
+  try {
+    owned = warm_run(backend, model, recipe);
+  } catch (const std::exception& e) {
+    st.SkipWithError(e.what());
+    return;
+  }
   engine::Run& run = *owned;
   const engine::RunConfig& c = run.config();
   std::vector<engine::Record> out;
   for (auto _ : st) {
-    run.step(out);
+    try {
+      run.step(out);
+    } catch (const std::exception& e) {
+      st.SkipWithError(e.what());
+      break;
+    }
     out.clear();
   }
   const double samples = static_cast<double>(st.iterations()) * static_cast<double>(c.batch);
   st.counters["samples/s"] = benchmark::Counter(samples, benchmark::Counter::kIsRate);
   st.SetItemsProcessed(static_cast<std::int64_t>(samples));
+  if (c.model == "gpt")
+    st.counters["tokens/s"] = benchmark::Counter(samples * static_cast<double>(c.context), benchmark::Counter::kIsRate);
 }
 
 double median(std::vector<double> v) {
@@ -152,7 +177,17 @@ void paired(engine::Backend& backend, const std::vector<std::string>& models, in
   for (const std::string& model : models) {
     std::vector<std::unique_ptr<engine::Run>> runs;
     std::vector<engine::Record> out;
-    for (const std::string& r : recipes) runs.push_back(warm_run(backend, model, r));
+    // A recipe whose run ends (diverges) is left out, with the reason.
+    std::vector<std::string> dropped(recipes.size());
+    for (std::size_t i = 0; i < recipes.size(); ++i) {
+      try {
+        runs.push_back(warm_run(backend, model, recipes[i]));
+      } catch (const std::exception& e) {
+        if (i == 0) throw;  // fp32 is every ratio's base
+        runs.push_back(nullptr);
+        dropped[i] = e.what();
+      }
+    }
     // Steps per slice: about 0.1 s of the slowest recipe, measured once.
     const auto t0 = Clock::now();
     runs[0]->step(out);
@@ -164,15 +199,27 @@ void paired(engine::Backend& backend, const std::vector<std::string>& models, in
       for (std::size_t k = 0; k < recipes.size(); ++k) {
         // Rotated order: no recipe always follows the same one.
         const std::size_t i = (k + static_cast<std::size_t>(round)) % recipes.size();
+        if (!runs[i]) continue;
         const auto s0 = Clock::now();
-        for (int j = 0; j < slice; ++j) {
-          runs[i]->step(out);
-          out.clear();
+        try {
+          for (int j = 0; j < slice; ++j) {
+            runs[i]->step(out);
+            out.clear();
+          }
+        } catch (const std::exception& e) {
+          if (i == 0) throw;
+          runs[i].reset();
+          dropped[i] = e.what();
+          continue;
         }
         ms[i].push_back(std::chrono::duration<double, std::milli>(Clock::now() - s0).count() / slice);
       }
     std::string verdict;
     for (std::size_t i = 0; i < recipes.size(); ++i) {
+      if (!runs[i]) {
+        std::printf("  %-12s %-11s not timed: %s\n", model.c_str(), recipes[i].c_str(), dropped[i].c_str());
+        continue;
+      }
       std::vector<double> ratio;
       for (int round = 0; round < rounds; ++round) ratio.push_back(ms[0][round] / ms[i][round]);
       const double med = median(ratio);
@@ -208,8 +255,10 @@ void summary() {
     const double base_median = median(g_reps[model]["fp32"]);
     for (const auto& [recipe, r] : rates) {
       const double m = median(g_reps[model][recipe]);
-      std::printf("  %-12s %-11s %10.0f samples/s  %5.2fx fp32   median %5.2fx\n", model.c_str(), recipe.c_str(), r,
+      std::printf("  %-12s %-11s %10.0f samples/s  %5.2fx fp32   median %5.2fx", model.c_str(), recipe.c_str(), r,
                   base > 0 ? r / base : 0.0, base_median > 0 ? m / base_median : 0.0);
+      if (model.rfind("gpt", 0) == 0) std::printf("   %8.0f tokens/s", r * static_cast<double>(kGptContext));
+      std::printf("\n");
     }
   }
   // The GPU against the CPU, recipe by recipe (--backend=both).
@@ -263,7 +312,7 @@ int main(int argc, char** argv) {
   int threads = 0;  // the CPU backend's threads; 0: every core
   int paired_rounds = 0;
   bool native_bf16 = true;
-  std::vector<std::string> paired_models = {"mlp", "cnn", "transformer"};
+  std::vector<std::string> paired_models = {"mlp", "cnn", "transformer", "gpt"};
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -323,7 +372,7 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  std::vector<std::string> models = {"mlp", "cnn", "transformer"};
+  std::vector<std::string> models = {"mlp", "cnn", "transformer", "gpt"};
   if (wide) models.push_back("mlp-wide");
   for (engine::Backend* be : {g_cpu.get(), g_cuda.get()}) {
     if (!be) continue;

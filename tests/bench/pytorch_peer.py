@@ -13,8 +13,10 @@ step only (forward, cross-entropy, backward, optimizer step). Each PyTorch
 figure is its best over the thread counts tried (--threads, default 1 and 2;
 OpenBLAS's own threads 1 or the same) and over the rounds; OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset for the
 PyTorch processes. bench_train runs in the same sitting (fp32 and mixed-bf16,
-best of --rounds repetitions, interleaved), and the script prints samples/s
-and the ratios, with the targets of the performance issue (ours >= 1.2x).
+best of --rounds repetitions, interleaved; --our-threads 1,2: its best over
+those thread counts too; --interleave: one round of ours, then one of
+PyTorch's, and so on), and the script prints samples/s and the ratios, with
+the targets of the performance issue (ours >= 1.2x).
 
 --isa avx512 or avx2 measures both sides held to a smaller ISA, a stand-in
 for a CPU without AVX512-BF16 (Skylake-SP to Ice Lake) or without AVX-512:
@@ -480,9 +482,10 @@ def run_torch(model, mode, threads, blas_threads, seconds, gpt=None):
     return json.loads(out.stdout.strip().splitlines()[-1])["samples_per_s"]
 
 
-def run_bench(bench, rounds):
-    cmd = [bench, "--benchmark_filter=/(fp32|mixed-bf16)/", f"--benchmark_repetitions={rounds}",
-           "--benchmark_enable_random_interleaving=true"]
+def run_bench(bench, rounds, models, threads=0):
+    # Only the models compared: bench_train's rows are train/<model>/<recipe>/...
+    cmd = [bench, f"--benchmark_filter=^train/({'|'.join(models)})/(fp32|mixed-bf16)/", f"--benchmark_repetitions={rounds}",
+           "--benchmark_enable_random_interleaving=true"] + ([f"--threads={threads}"] if threads else [])
     out = subprocess.run(cmd, env={**os.environ, **ISA_CAPS[ISA][0]}, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"pytorch_peer: {bench} failed (exit {out.returncode}): "
@@ -571,6 +574,11 @@ def main():
                     help="bench_train to run; 'none': PyTorch's figures only")
     ap.add_argument("--rounds", type=int, default=3, help="repetitions of each measurement (best counts)")
     ap.add_argument("--threads", default="1,2", help="PyTorch thread counts to try (its best counts)")
+    ap.add_argument("--our-threads", default="0",
+                    help="bench_train thread counts to try, its best counts (0: every core)")
+    ap.add_argument("--interleave", action="store_true",
+                    help="ours and PyTorch's in turns, one round of each at a time (bench_train once per round and "
+                         "thread count), so that a machine whose speed drifts hands both sides the same spells")
     ap.add_argument("--seconds", type=float, default=1.0, help="length of one PyTorch timing window")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--isa", choices=sorted(ISA_CAPS), default="native",
@@ -619,11 +627,25 @@ def main():
     if ISA != "native":
         caps = lambda d: " ".join(f"{k}={v}" for k, v in d.items())
         print(f"held to {ISA}: ours {caps(ISA_CAPS[ISA][0])}; PyTorch {caps(ISA_CAPS[ISA][1])}")
-    ours, header = ({}, "") if peer_only else run_bench(a.bench, a.rounds)
+    our_threads = [int(t) for t in a.our_threads.split(",") if t]
+    ours, ours_by_threads, header = {}, {}, ""
+
+    def bench_round(rounds):
+        nonlocal header
+        for t in our_threads:
+            rates, header = run_bench(a.bench, rounds, models, t)
+            for key, v in rates.items():
+                ours_by_threads[key + (t,)] = max(ours_by_threads.get(key + (t,), 0.0), v)
+                ours[key] = max(ours.get(key, 0.0), v)
+
+    if not peer_only and not a.interleave:
+        bench_round(a.rounds)
     if header:
         print(header)
     peer = {}
     for r in range(a.rounds):
+        if not peer_only and a.interleave:
+            bench_round(1)
         for model in models:
             for mode in ("fp32", "bf16"):
                 for t in threads:
@@ -637,6 +659,8 @@ def main():
                         peer.setdefault(("all",) + key, []).append((v, t, blas))
                         if v > peer.get(key, (0.0, ""))[0]:
                             peer[key] = (v, f"{t}t" + ("" if blas == t else f",blas{blas}"))
+    if a.interleave and header:
+        print(header)
     print()
     print(f"{'model':<12} {'ours fp32':>10} {'torch fp32':>20} {'ratio':>6}   "
           f"{'ours mixed-bf16':>15} {'torch bf16':>20} {'ratio':>6}   (samples/s)")
@@ -680,6 +704,12 @@ def main():
                 print(f"  torch {model} {mode}: " + ", ".join(
                     f"{t}t" + ("" if blas == t else f",blas{blas}") + f" {v:.0f} samples/s = {v * a.context:.0f} tokens/s"
                     for (t, blas), v in sorted(best.items())))
+    if len(our_threads) > 1:
+        for model in models:
+            for recipe in ("fp32", "mixed-bf16"):
+                cells = [f"{t or 'every core'}{'t' if t else ''} {ours_by_threads[(model, recipe, t)]:.0f}"
+                         for t in our_threads if (model, recipe, t) in ours_by_threads]
+                print(f"  ours {model} {recipe} by threads (samples/s): " + ", ".join(cells))
     targets = ", ".join(f"{m} fp32 >= {b[0]:.1f}x and mixed-bf16 >= {b[1]:.1f}x" for m, b in TARGETS.items()
                         if m in models)
     verdict = "not measured (--bench none)" if peer_only else \

@@ -109,6 +109,79 @@ void run_heads(const SmallBatch& s, std::int64_t b) {
   for (std::int64_t h = 0; h < s.batch1; ++h) small_product_at(s, b * s.batch1 + h);
 }
 
+// Causal attention in blocks of kCausalRows query rows: block [r0, r1)
+// needs scores and dprobs only in columns [0, r1) (the rest are masked and
+// never read), and its products with the probabilities or dscores only the
+// positions [0, r1) (out = P v, dq = dS k) or, transposed, the query rows
+// [r0, T) (dv = P^T dO, dk = dS^T q): the terms left out are products with
+// a stored zero. Every output is the same chain of multiply-adds over the
+// same k as in the whole product, less those zeros at its start or end
+// (the kernels sum each output over k in order from +0; a zero product
+// added there changes nothing while the other factor is finite: hence the
+// finiteness check). Blocks of 16 keep every k even and a whole number of
+// the bf16 kernel's pairs, so each block runs on the kernel the whole
+// product would.
+constexpr std::int64_t kCausalRows = 16;
+
+enum class Skip {
+  Columns,     // n = r1: outputs past the block's last position are masked
+  KTail,       // k = r1: P or dS is zero past the row
+  KHead,       // k from r0: op(A) = P^T or dS^T is zero before the column
+};
+
+// Rows [r0, r1) of s's products, skipping what `skip` says.
+SmallBatch rows_of(const SmallBatch& s, std::int64_t r0, std::int64_t r1, Skip skip) {
+  SmallBatch x = s;
+  const std::size_t ea = storage_bytes(s.a_format), eb = storage_bytes(s.b_format);
+  auto at = [](const void* p, std::int64_t elems, std::size_t es) {
+    return static_cast<const void*>(static_cast<const std::byte*>(p) + static_cast<std::size_t>(elems) * es);
+  };
+  x.m = r1 - r0;
+  x.a = at(s.a, s.trans_a ? r0 : r0 * s.lda, ea);
+  x.c = s.c + r0 * s.ldc;
+  if (skip == Skip::Columns) {
+    x.n = r1;
+  } else if (skip == Skip::KTail) {
+    x.k = r1;
+  } else {
+    // op(A)(i, p) = A[p * lda + i]: rows p < r0 of the stored A and of B left out.
+    x.a = at(s.a, r0 * s.lda + r0, ea);
+    x.b = at(s.b, s.trans_b ? r0 : r0 * s.ldb, eb);
+    x.k = s.k - r0;
+  }
+  return x;
+}
+
+// run_heads over row blocks (causal) or whole.
+void run_heads_causal(const SmallBatch& s, std::int64_t b, bool blocks, Skip skip) {
+  if (!blocks) {
+    run_heads(s, b);
+    return;
+  }
+  for (std::int64_t r0 = 0; r0 < s.m; r0 += kCausalRows)
+    run_heads(rows_of(s, r0, std::min(s.m, r0 + kCausalRows), skip), b);
+}
+
+// Whether n values of format f (FP32 or FP16/BF16 codes) are all finite.
+bool all_finite(Format f, const void* data, std::int64_t n) {
+  if (f == Format::FP32) {
+    const auto* u = static_cast<const std::uint32_t*>(data);
+    std::uint32_t bad = 0;
+    for (std::int64_t i = 0; i < n; ++i) bad |= static_cast<std::uint32_t>((u[i] & 0x7F800000u) == 0x7F800000u);
+    return bad == 0;
+  }
+  const std::uint16_t mask = f == Format::BF16 ? 0x7F80u : 0x7C00u;
+  const auto* u = static_cast<const std::uint16_t*>(data);
+  std::uint32_t bad = 0;
+  for (std::int64_t i = 0; i < n; ++i) bad |= static_cast<std::uint32_t>((u[i] & mask) == mask);
+  return bad == 0;
+}
+
+// Batch row b's n values of a [B, n] operand in format f: all finite?
+bool row_finite(Format f, const void* base, std::int64_t b, std::int64_t n) {
+  return all_finite(f, static_cast<const std::byte*>(base) + static_cast<std::size_t>(b * n) * storage_bytes(f), n);
+}
+
 }  // namespace
 
 bool attention_forward(const AttentionForward& f, bool native_bf16) {
@@ -174,7 +247,10 @@ bool attention_forward(const AttentionForward& f, bool native_bf16) {
       use_row_b(scb, q32, C);
     }
     scb.c = s;
-    run_heads(scb, b);
+    // Masked scores are never computed; P v skips the masked zeros where v
+    // is finite (rows_of).
+    const bool blocks = f.causal && T % kCausalRows == 0;
+    run_heads_causal(scb, b, blocks, Skip::Columns);
     // Stored (here in the thread's buffer) and read back, as the softmax
     // reads the stored scores.
     round_trip(f.scores_format, s, scratch(c_buf, plane), plane, f.scores_saturate);
@@ -205,7 +281,7 @@ bool attention_forward(const AttentionForward& f, bool native_bf16) {
       use_row_b(svb, q32, 2 * C);
     }
     svb.c = o;
-    run_heads(svb, b);
+    run_heads_causal(svb, b, blocks && row_finite(f.format, f.qkv, b, T * 3 * C), Skip::KTail);
     if (cast) {
       auto* q = static_cast<std::byte*>(f.values_codes);
       for (std::int64_t at = b * T * C, end = at + T * C; at < end; at += kScaledChunk)
@@ -296,20 +372,25 @@ bool attention_backward(const AttentionBackward& f, bool native_bf16) {
     float* g = f.dqkv_codes ? scratch(g_buf, T * ld) : f.dqkv + b * T * ld;
     const float* q32 = row_qkv ? decode_row(fq, f.qkv, b, T * ld, qkv_buf) : nullptr;
     const float* do32 = row_do ? decode_row(gv, f.dvalues, b, T * C, do_buf) : nullptr;
+    // Causal: the masked dprobs are never computed; the products with P and
+    // dS skip their masked zeros where the other operand is finite (rows_of).
+    const bool blocks = f.causal && T % kCausalRows == 0;
+    const bool skip_zeros =
+        blocks && row_finite(fq, f.qkv, b, T * ld) && row_finite(gv, f.dvalues, b, T * C);
     SmallBatch x = dp;
     if (f32_dp) {
       if (do32) use_row_a(x, do32, 0);
       if (q32) use_row_b(x, q32, 2 * C);
     }
     x.c = p;
-    run_heads(x, b);
+    run_heads_causal(x, b, blocks, Skip::Columns);
     x = dv;
     if (f32_dv) {
       if (row_p) use_row_a(x, decode_row(fq, f.probs_operand, b, plane, pr_buf), 0);
       if (do32) use_row_b(x, do32, 0);
     }
     x.c = g + 2 * C;
-    run_heads(x, b);
+    run_heads_causal(x, b, skip_zeros, Skip::KHead);
     // dprobs as stored in its format, read by the softmax backward, which
     // rounds it to its grad format (f32_rounded's quantize) and stores its
     // result in that format.
@@ -346,7 +427,7 @@ bool attention_backward(const AttentionBackward& f, bool native_bf16) {
       x.a_format = s_format;
       if (f32_ds && q32) use_row_b(x, q32, prod == &dq ? C : 0);
       x.c = prod == &dq ? g : g + C;
-      run_heads(x, b);
+      run_heads_causal(x, b, skip_zeros, prod == &dq ? Skip::KTail : Skip::KHead);
     }
     if (f.dqkv_codes) {
       store(f.dqkv_format, g, f.dqkv_codes, b * T * ld, T * ld, false);

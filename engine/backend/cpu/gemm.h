@@ -55,7 +55,7 @@ void gemm_small_batched(const SmallBatch& s);
 // gemm_small_batched gives it (the AVX512-BF16 kernel where it fits and the
 // CPU has it, else the f32 kernel on exactly decoded operands).
 void small_product_at(const SmallBatch& s, std::int64_t t);
-// BF16 x BF16 products with n <= 16 and k even, on the AVX512-BF16 dot
+// BF16 x BF16 products with n <= 64 and k even, on the AVX512-BF16 dot
 // product (gemm_small_bf16.cpp): where the CPU has it, product t of the
 // batch (gemm_small_batched splits the products over the threads).
 bool small_bf16_fits(const SmallBatch& s);

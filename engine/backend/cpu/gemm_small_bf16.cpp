@@ -1,6 +1,7 @@
 // Small batched products of BF16 operands on the AVX512-BF16 dot product
 // (VDPBF16PS): attention's per-head products (16 x 16 x 16 at the default
-// transformer) when the CPU has native bf16. Two bf16 multiply-adds per f32
+// transformer, 64 x 64 x 32 and 64 x 32 x 64 at the gpt's baby shape) when
+// the CPU has native bf16. Two bf16 multiply-adds per f32
 // lane and instruction, twice the f32 FMA's work, as oneDNN's bf16 kernels
 // run the large GEMMs on such a CPU.
 //
@@ -35,27 +36,47 @@ inline __m512 dot(__m512 acc, std::uint32_t a_pair, __m512i b) {
                           reinterpret_cast<__m512bh>(b));
 }
 
-// R rows of C from A's pair words (row r's pair q at a[r * a_row + q *
-// a_pair]) and the packed pair rows of B.
-template <int R>
+// R rows of C, NT tiles of 16 columns each, from A's pair words (row r's
+// pair q at a[r * a_row + q * a_pair]) and the packed pair rows of B (tile
+// t's pair row q at bv[t * kMaxPairs + q]). Every output is the same chain
+// of dot products over q whatever R and NT are: the tiling changes which
+// outputs share a loop, never an output's bits.
+template <int R, int NT>
 inline void rows_block(const code_pair* a, std::int64_t a_row, std::int64_t a_pair, const __m512i* bv,
-                       std::int64_t pairs, float* c, std::int64_t ldc, __mmask16 nm, const SmallBatch& s) {
-  __m512 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+                       std::int64_t pairs, float* c, std::int64_t ldc, const __mmask16* nm, const SmallBatch& s) {
+  __m512 acc[R][NT];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_setzero_ps();
   for (std::int64_t q = 0; q < pairs; ++q) {
-    const __m512i b = bv[q];
-    for (int r = 0; r < R; ++r) acc[r] = dot(acc[r], a[r * a_row + q * a_pair], b);
+    __m512i b[NT];
+    for (int t = 0; t < NT; ++t) b[t] = bv[t * kMaxPairs + q];
+    for (int r = 0; r < R; ++r) {
+      const std::uint32_t w = a[r * a_row + q * a_pair];
+      for (int t = 0; t < NT; ++t) acc[r][t] = dot(acc[r][t], w, b[t]);
+    }
   }
   const __m512 alpha = _mm512_set1_ps(s.alpha), beta = _mm512_set1_ps(s.beta);
-  const __m512 bias = s.bias ? _mm512_maskz_loadu_ps(nm, s.bias) : _mm512_setzero_ps();
-  for (int r = 0; r < R; ++r) {
-    float* ci = c + r * ldc;
-    __m512 v = _mm512_mul_ps(alpha, acc[r]);
-    if (s.beta == 1.0f) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(nm, ci));
-    else if (s.beta != 0.0f) v = _mm512_add_ps(v, _mm512_mul_ps(beta, _mm512_maskz_loadu_ps(nm, ci)));
-    if (s.bias) v = _mm512_add_ps(v, bias);
-    _mm512_mask_storeu_ps(ci, nm, v);
+  for (int t = 0; t < NT; ++t) {
+    const __m512 bias = s.bias ? _mm512_maskz_loadu_ps(nm[t], s.bias + 16 * t) : _mm512_setzero_ps();
+    for (int r = 0; r < R; ++r) {
+      float* ci = c + r * ldc + 16 * t;
+      __m512 v = _mm512_mul_ps(alpha, acc[r][t]);
+      if (s.beta == 1.0f) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(nm[t], ci));
+      else if (s.beta != 0.0f) v = _mm512_add_ps(v, _mm512_mul_ps(beta, _mm512_maskz_loadu_ps(nm[t], ci)));
+      if (s.bias) v = _mm512_add_ps(v, bias);
+      _mm512_mask_storeu_ps(ci, nm[t], v);
+    }
   }
+}
+
+// Every row of C: R rows at a time (R x NT accumulators within the 32
+// vector registers), then the rest one by one.
+template <int R, int NT>
+inline void all_rows(const code_pair* aw, std::int64_t a_row, std::int64_t a_pair, const __m512i* bv,
+                     std::int64_t pairs, float* c, const __mmask16* nm, const SmallBatch& s) {
+  std::int64_t i = 0;
+  for (; i + R <= s.m; i += R) rows_block<R, NT>(aw + i * a_row, a_row, a_pair, bv, pairs, c + i * s.ldc, s.ldc, nm, s);
+  for (; i < s.m; ++i) rows_block<1, NT>(aw + i * a_row, a_row, a_pair, bv, pairs, c + i * s.ldc, s.ldc, nm, s);
 }
 
 // The 8 x 16 transpose of 16 rows' first 8 pair words: bv[q] lane j = word q
@@ -106,7 +127,8 @@ inline __m512i interleave(const std::uint16_t* r0, const std::uint16_t* r1, __mm
 }  // namespace
 
 bool small_bf16_fits(const SmallBatch& s) {
-  return s.a_format == Format::BF16 && s.b_format == Format::BF16 && s.n <= 16 && s.k % 2 == 0 && s.k > 0 &&
+  return s.a_format == Format::BF16 && s.b_format == Format::BF16 && s.n > 0 && s.n <= 4 * 16 && s.k % 2 == 0 &&
+         s.k > 0 &&
          s.m > 0 && s.k <= kSmallGemmMaxK && s.m <= kSmallGemmMaxM;
 }
 
@@ -116,21 +138,33 @@ void small_product_bf16(const SmallBatch& s, std::int64_t t) {
   const auto* b = static_cast<const std::uint16_t*>(s.b) + bi * s.sb[0] + bj * s.sb[1];
   float* c = s.c + bi * s.sc[0] + bj * s.sc[1];
   const std::int64_t m = s.m, n = s.n, pairs = s.k / 2;
-  const __mmask16 nm = static_cast<__mmask16>(n >= 16 ? 0xFFFFu : (1u << n) - 1u);
+  // Columns in tiles of 16 (the last one masked).
+  const int tiles = static_cast<int>((n + 15) / 16);
+  __mmask16 nm[4];
+  for (int t = 0; t < tiles; ++t) {
+    const std::int64_t w = n - 16 * t;
+    nm[t] = static_cast<__mmask16>(w >= 16 ? 0xFFFFu : (1u << w) - 1u);
+  }
 
-  alignas(64) __m512i bv[kMaxPairs];
-  if (s.trans_b) {
-    // Row j of the stored n x k matrix holds column j of op(B); its word q
-    // is the pair (B(2q, j), B(2q + 1, j)).
-    const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                            _mm512_set1_epi32(static_cast<int>(s.ldb * 2)));
-    std::int64_t q = 0;
-    if (n == 16)
-      for (; q + 8 <= pairs; q += 8) transpose_pairs16(b + 2 * q, s.ldb, bv + q);
-    for (; q < pairs; ++q)
-      bv[q] = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), nm, rows, b + 2 * q, 1);
-  } else {
-    for (std::int64_t q = 0; q < pairs; ++q) bv[q] = interleave(b + 2 * q * s.ldb, b + (2 * q + 1) * s.ldb, nm);
+  alignas(64) __m512i bv[4 * kMaxPairs];
+  for (int t = 0; t < tiles; ++t) {
+    __m512i* bt = bv + t * kMaxPairs;
+    const std::int64_t j0 = 16 * t;
+    if (s.trans_b) {
+      // Row j of the stored n x k matrix holds column j of op(B); its word q
+      // is the pair (B(2q, j), B(2q + 1, j)).
+      const std::uint16_t* bj = b + j0 * s.ldb;
+      const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                              _mm512_set1_epi32(static_cast<int>(s.ldb * 2)));
+      std::int64_t q = 0;
+      if (nm[t] == 0xFFFFu)
+        for (; q + 8 <= pairs; q += 8) transpose_pairs16(bj + 2 * q, s.ldb, bt + q);
+      for (; q < pairs; ++q)
+        bt[q] = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), nm[t], rows, bj + 2 * q, 1);
+    } else {
+      for (std::int64_t q = 0; q < pairs; ++q)
+        bt[q] = interleave(b + 2 * q * s.ldb + j0, b + (2 * q + 1) * s.ldb + j0, nm[t]);
+    }
   }
 
   // A's pair words: in place from its rows, or packed (q-major) from the
@@ -161,9 +195,12 @@ void small_product_bf16(const SmallBatch& s, std::int64_t t) {
     a_pair = m;
   }
 
-  std::int64_t i = 0;
-  for (; i + 8 <= m; i += 8) rows_block<8>(aw + i * a_row, a_row, a_pair, bv, pairs, c + i * s.ldc, s.ldc, nm, s);
-  for (; i < m; ++i) rows_block<1>(aw + i * a_row, a_row, a_pair, bv, pairs, c + i * s.ldc, s.ldc, nm, s);
+  switch (tiles) {
+    case 1: all_rows<8, 1>(aw, a_row, a_pair, bv, pairs, c, nm, s); break;
+    case 2: all_rows<6, 2>(aw, a_row, a_pair, bv, pairs, c, nm, s); break;
+    case 3: all_rows<4, 3>(aw, a_row, a_pair, bv, pairs, c, nm, s); break;
+    default: all_rows<4, 4>(aw, a_row, a_pair, bv, pairs, c, nm, s); break;
+  }
 }
 
 }  // namespace engine::cpu

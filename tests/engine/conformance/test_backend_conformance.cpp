@@ -963,11 +963,15 @@ TEST_P(Conformance, BatchedGemmInAttentionLayoutMatchesEveryProduct) {
   // n <= 16 run on the bf16 dot product (T = 12: a block of 8 rows and 4
   // more, 12 and 8 of 16 columns), the others on the f32 kernel. T = 16
   // with d = 16 and 32 (the default transformer's heads, and two groups of
-  // 8 pairs) takes the kernel's register transpose of k for q k^T.
+  // 8 pairs) takes the kernel's register transpose of k for q k^T. T = 64
+  // with d = 32 (the gpt's baby shape) runs the bf16 kernel on 4 and 2
+  // tiles of 16 columns; T = 42 with d = 50 on masked last tiles and rows
+  // left over after the blocks of rows.
   struct Geometry {
     i64 B, H, T, C;
   };
-  for (const Geometry& geo : {Geometry{3, 2, 5, 8}, Geometry{2, 3, 12, 24}, Geometry{2, 2, 16, 32}, Geometry{1, 2, 16, 64}}) {
+  for (const Geometry& geo : {Geometry{3, 2, 5, 8}, Geometry{2, 3, 12, 24}, Geometry{2, 2, 16, 32}, Geometry{1, 2, 16, 64},
+                              Geometry{1, 2, 64, 64}, Geometry{1, 2, 42, 100}}) {
     const i64 B = geo.B, H = geo.H, T = geo.T, C = geo.C, d = C / H, ld = 3 * C;
     const i64 qkv_size = B * T * ld, scores_size = B * H * T * T;
     const BatchedSide q{0, ld, T * ld, d, qkv_size}, k_{C, ld, T * ld, d, qkv_size}, v{2 * C, ld, T * ld, d, qkv_size};

@@ -63,8 +63,10 @@ struct Shapes {
   std::int64_t B, T, C, H;
 };
 // The transformer's own (T 16, d 16), a T that is no multiple of softmax's
-// 8-row block with an odd d, and one product per batch row.
-const Shapes kShapes[] = {{3, 16, 64, 4}, {2, 5, 12, 3}, {4, 24, 32, 1}};
+// 8-row block with an odd d, one product per batch row, and T of several
+// 16-row blocks (the gpt's baby shape, T 64 and d 32, and T 32 with d 32),
+// where the causal kernels skip the masked products block by block.
+const Shapes kShapes[] = {{3, 16, 64, 4}, {2, 5, 12, 3}, {4, 24, 32, 1}, {2, 64, 128, 4}, {1, 32, 64, 2}};
 
 void expect_same_bytes(const Tensor& a, const Tensor& b, const std::string& what) {
   ASSERT_EQ(a.format(), b.format()) << what;
@@ -79,13 +81,20 @@ struct Trained {
 };
 
 // One forward and backward of an Attention layer on `be`, weights and
-// inputs from `seed`; x scaled by `x_scale` (large values overflow FP16 scores).
+// inputs from `seed`; x scaled by `x_scale` (large values overflow FP16 scores);
+// inf_v: the first value channel's bias +inf (every token's v there infinite).
 Trained run(Backend& be, const Precisions& p, const Shapes& s, std::uint64_t seed, float x_scale,
-            std::unique_ptr<Attention>& keep, bool causal) {
+            std::unique_ptr<Attention>& keep, bool causal, bool inf_v = false) {
   std::mt19937_64 rng(seed);
   keep = std::make_unique<Attention>("attn", s.C, s.H, causal);
   Attention& attn = *keep;
   test::randomize(attn.parameters(), rng, 0.5f);
+  if (inf_v) {
+    Parameter& bias = *attn.qkv().parameters().at(1);
+    std::vector<float> b = bias.weight.to_f32();
+    b.at(static_cast<std::size_t>(2 * s.C)) = INFINITY;
+    bias.weight.from_f32(b.data(), bias.numel());
+  }
   attn.scores().set_precision(p.gemms);
   attn.values().set_precision(p.gemms);
   attn.softmax().set_precision(p.softmax);
@@ -104,7 +113,7 @@ Trained run(Backend& be, const Precisions& p, const Shapes& s, std::uint64_t see
 // Returns how many non-finite probabilities the FP16 cases produced.
 // causal: the gpt's attention (the leaves' causal_zero / causal_softmax
 // against the fused kernels' causal rows).
-std::int64_t compare(bool native_bf16, float x_scale, bool causal = false) {
+std::int64_t compare(bool native_bf16, float x_scale, bool causal = false, bool inf_v = false) {
   std::int64_t nonfinite = 0;
   auto fused = cpu(true, native_bf16), plain = cpu(false, native_bf16);
   for (const Precisions& p : kCases)
@@ -113,7 +122,8 @@ std::int64_t compare(bool native_bf16, float x_scale, bool causal = false) {
                                std::to_string(s.C) + " H" + std::to_string(s.H);
       SCOPED_TRACE(what);
       std::unique_ptr<Attention> la, lb;
-      const Trained a = run(*fused, p, s, 11, x_scale, la, causal), b = run(*plain, p, s, 11, x_scale, lb, causal);
+      const Trained a = run(*fused, p, s, 11, x_scale, la, causal, inf_v),
+                    b = run(*plain, p, s, 11, x_scale, lb, causal, inf_v);
       const auto& ca = static_cast<const AttentionContext&>(*a.ctx);
       const auto& cb = static_cast<const AttentionContext&>(*b.ctx);
       // The fused kernels ran: they keep scores and dprobs to themselves.
@@ -138,7 +148,9 @@ std::int64_t compare(bool native_bf16, float x_scale, bool causal = false) {
         float amax[2];
         fused->download(&amax[0], la->proj().x_scale().pending_slot(), sizeof(float));
         plain->download(&amax[1], lb->proj().x_scale().pending_slot(), sizeof(float));
-        EXPECT_GT(amax[0], 0.0f);
+        if (!inf_v) {  // an infinite value gives a NaN amax
+          EXPECT_GT(amax[0], 0.0f);
+        }
         EXPECT_EQ(std::memcmp(&amax[0], &amax[1], sizeof(float)), 0) << "the cast's amax";
       } else {
         expect_same_bytes(ca.values, cb.values, "values");
@@ -180,6 +192,14 @@ TEST(AttentionFused, CausalMatchesWhereFp16ScoresOverflow) {
   // ones than without the mask (a row's first score cannot overflow alone).
   const std::int64_t causal = compare(true, 400.0f, true);
   EXPECT_LT(causal, compare(true, 400.0f));
+}
+
+TEST(AttentionFused, CausalMatchesWhereValuesAreInfinite) {
+  // The ops one by one multiply the masked probabilities' zeros by the
+  // infinite values (NaN); the fused kernels, which skip the masked
+  // products where v and dO are finite, must take every product whole here.
+  compare(true, 1.0f, true, true);
+  compare(false, 1.0f, true, true);
 }
 
 TEST(AttentionFused, RunsWhereItFitsAndDeclinesElsewhere) {
