@@ -46,10 +46,22 @@ class CompareViewTest : public ::testing::Test {
     return m_store->addRun(QStringLiteral("run %1").arg(m_store->count() + 1), QString::fromStdString(recipe),
                            chart_style::recipeColour(QString::fromStdString(recipe)), config(recipe), m_group);
   }
+  // The records shown in the group's table, the view as wide as the
+  // Compare tab at 1280x720.
+  QTableWidget* tableAt1280(const std::vector<engine::Record>& records);
   std::unique_ptr<RunStore> m_store;
   std::unique_ptr<CompareView> m_view;
   int m_group = -1;
 };
+
+QTableWidget* CompareViewTest::tableAt1280(const std::vector<engine::Record>& records) {
+  feed(*m_store, records);
+  m_view->setGroup(m_group);
+  m_view->resize(940, 640);
+  m_view->refresh();
+  ui_test::settle();
+  return m_view->summaryTable();
+}
 
 engine::EvalMetrics eval(int id, std::int64_t at, double loss, double accuracy = -1.0) {
   engine::EvalMetrics e;
@@ -161,12 +173,7 @@ TEST_F(CompareViewTest, TheTableFitsTheTabAt1280AndScrollsWhenNarrower) {
     for (int s = 1; s <= 200; ++s) records.push_back(step(id, s, 0.4, id >= 2 ? 65536.0 : 1.0));
     records.push_back(eval(id, 200, 0.3149, 0.8544));
   }
-  feed(*m_store, records);
-  m_view->setGroup(m_group);
-  m_view->resize(940, 640);
-  m_view->refresh();
-  ui_test::settle();
-  QTableWidget* t = m_view->summaryTable();
+  QTableWidget* t = tableAt1280(records);
   EXPECT_LE(t->horizontalHeader()->length(), t->viewport()->width());
   EXPECT_FALSE(t->horizontalScrollBar()->isVisible());
   // The table asks for no width of its own (the small charts set the tab's least width).
@@ -206,12 +213,7 @@ TEST_F(CompareViewTest, ATextComparisonsTableFitsTheTabAt1280) {
     e.per_token = true;
     records.push_back(e);
   }
-  feed(*m_store, records);
-  m_view->setGroup(m_group);
-  m_view->resize(940, 640);
-  m_view->refresh();
-  ui_test::settle();
-  QTableWidget* t = m_view->summaryTable();
+  QTableWidget* t = tableAt1280(records);
   ASSERT_FALSE(t->isColumnHidden(CompareView::ValBitsPerToken));
   EXPECT_FALSE(t->item(0, CompareView::ValBitsPerToken)->text().isEmpty());
   int widths = 0;

@@ -24,6 +24,16 @@ class SetupPanelTest : public ::testing::Test {
   static void SetUpTestSuite() { ui_test::ensureApplication(); }
 };
 
+// A small English text file in `dir` (its path; empty when it could not be written).
+QString writeProse(const QTemporaryDir& dir) {
+  if (!dir.isValid()) return {};
+  const QString prose = QDir(dir.path()).filePath(QStringLiteral("prose.txt"));
+  QFile f(prose);
+  if (!f.open(QIODevice::WriteOnly)) return {};
+  for (int i = 0; i < 200; ++i) f.write("the hacker wrote lines of code and the machine ran them.\n");
+  return prose;
+}
+
 // Today an empty folder was accepted and failed only at Start.
 TEST_F(SetupPanelTest, AnEmptyDatasetFolderIsRefusedWhenChosen) {
   SetupPanel panel;
@@ -118,13 +128,8 @@ TEST_F(SetupPanelTest, TheGptOnTextBuildsItsRunConfig) {
 
   // A text file, checked when chosen as the engine reads it.
   QTemporaryDir dir;
-  ASSERT_TRUE(dir.isValid());
-  const QString prose = QDir(dir.path()).filePath(QStringLiteral("prose.txt"));
-  {
-    QFile f(prose);
-    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
-    for (int i = 0; i < 200; ++i) f.write("the hacker wrote lines of code and the machine ran them.\n");
-  }
+  const QString prose = writeProse(dir);
+  ASSERT_FALSE(prose.isEmpty());
   QString error;
   ASSERT_TRUE(panel.setDatasetTextFile(prose, &error)) << error.toStdString();
   EXPECT_EQ(panel.settings().dataset, QStringLiteral("text:") + prose);
@@ -204,13 +209,8 @@ TEST_F(SetupPanelTest, ATextFileTheEngineRefusesIsRefusedWhenChosen) {
 // models' defaults return.
 TEST_F(SetupPanelTest, TheGptStartsFromAdamWUnlessTheUserChose) {
   QTemporaryDir dir;
-  ASSERT_TRUE(dir.isValid());
-  const QString prose = QDir(dir.path()).filePath(QStringLiteral("prose.txt"));
-  {
-    QFile f(prose);
-    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
-    for (int i = 0; i < 200; ++i) f.write("the hacker wrote lines of code and the machine ran them.\n");
-  }
+  const QString prose = writeProse(dir);
+  ASSERT_FALSE(prose.isEmpty());
   // Text or spirals, as a user picks them.
   const auto choose = [&prose](SetupPanel& panel, bool text) {
     auto* datasets = panel.findChild<QComboBox*>(QStringLiteral("datasetCombo"));
