@@ -12,6 +12,7 @@ set_source_files_properties(engine/conformance/test_backend_conformance.cpp
 set_tests_properties(test_backend_conformance PROPERTIES
   ENVIRONMENT "GTEST_TOTAL_SHARDS=2;GTEST_SHARD_INDEX=0")
 add_test(NAME test_backend_conformance_shard2 COMMAND test_backend_conformance --gtest_brief=1)
+set_tests_properties(test_backend_conformance test_backend_conformance_shard2 PROPERTIES COST 1000)
 set_tests_properties(test_backend_conformance_shard2 PROPERTIES LABELS engine
   ENVIRONMENT "GTEST_TOTAL_SHARDS=2;GTEST_SHARD_INDEX=1" WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 # The suite again on the AVX2 code paths (the engine's own kernels capped by
