@@ -376,6 +376,10 @@ bool MainWindow::presentation() const { return m_presentationView->isOn(); }
 // touched. Done in one turn of the event loop that held the loop for up to
 // 200 ms of the UI thread's time on a 2-core machine; each part now has a
 // turn of its own, so timers, input and the engine's records get in between.
+// The next part is queued on a timer, not as a posted event: Qt's GLib
+// event loop runs timers only once no posted event is pending, so a chain
+// of posted parts, each posting its layouts and repaints, kept every timer
+// (the engine's 33 ms drain among them) waiting for the whole toggle.
 // presentation() answers at once; the parts follow within a few turns, and a
 // toggle made before they end supersedes them (each part sets its state from
 // `on`, so whatever ran of the older toggle is undone by the newer one).
@@ -389,6 +393,11 @@ void MainWindow::presentationPart(bool on, int stage, unsigned toggle) {
   m_presentationPart = stage + 1;
   switch (stage) {
     case 0:
+      // Nothing is painted until the last part: each part resizes what the
+      // one before laid out, and painting every intermediate state (the
+      // charts repainted four times, fonts and sizes half changed) cost more
+      // than the parts themselves.
+      setUpdatesEnabled(false);
       // Leaving: the lesson's normal type before the docks and bars come
       // back, so their resizes do not fit the presentation type again.
       if (!on) part<LecturePanel>()->setPresentation(false);
@@ -414,8 +423,9 @@ void MainWindow::presentationPart(bool on, int stage, unsigned toggle) {
       if (on) part<LecturePanel>()->setPresentation(true);
       // Back from full screen: the window as it was, on the screen.
       if (!on) keepOnScreen();
+      setUpdatesEnabled(true);
       break;
   }
   if (m_presentationPart < kPresentationParts)
-    QTimer::singleShot(0, this, [this, on, next = stage + 1, toggle] { presentationPart(on, next, toggle); });
+    QTimer::singleShot(1, this, [this, on, next = stage + 1, toggle] { presentationPart(on, next, toggle); });
 }

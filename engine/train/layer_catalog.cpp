@@ -2,9 +2,12 @@
 // reads each leaf's shapes, formats and bytes from the engine's own objects.
 #include "train/layer_catalog.h"
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <utility>
 
 #include "amp/apply.h"
 #include "amp/recipe.h"
@@ -46,7 +49,9 @@ std::map<std::string, Shape> leaf_outputs(Model& model) {
 
 }  // namespace
 
-LayerCatalog describe_layers(const RunConfig& config) {
+namespace {
+
+LayerCatalog build_catalog(const RunConfig& config) {
   LayerCatalog catalog;
   catalog.data = planned_data_shape(config.dataset, config.context);
   // A gpt reads windows of its context whatever the set (build_model).
@@ -86,6 +91,51 @@ LayerCatalog describe_layers(const RunConfig& config) {
     catalog.layers.push_back(std::move(info));
   }
   return catalog;
+}
+
+}  // namespace
+
+// The window asks for the same model's catalog several times in a row (the
+// precision table, the setup panel's check, a run's start, each run of a
+// lesson, each lesson opened again), and building the model allocates and
+// zero-fills every weight, gradient and master copy: 60-95 ms of the UI
+// thread for a 1024-wide mlp on a 2-core machine. The last answers are
+// kept, keyed by the only fields a catalog reads (the data set, the model's
+// shape, the recipe and the layer overrides) at a batch of one; a call's
+// batch scales the activations on the way out.
+LayerCatalog describe_layers(const RunConfig& config) {
+  static std::mutex mutex;
+  static std::deque<std::pair<std::string, LayerCatalog>> recent;
+  constexpr std::size_t kKept = 32;
+  RunConfig one;
+  one.dataset = config.dataset;
+  one.context = config.context;
+  one.model = config.model;
+  one.widths = config.widths;
+  one.depth = config.depth;
+  one.width = config.width;
+  one.heads = config.heads;
+  one.qk_norm = config.qk_norm;
+  one.recipe = config.recipe;
+  one.layers = config.layers;
+  one.batch = 1;
+  std::string key = to_json(one);
+  const auto scaled = [&](LayerCatalog catalog) {
+    for (LayerInfo& l : catalog.layers) l.activation_bytes *= config.batch;
+    return catalog;
+  };
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    for (const auto& [k, catalog] : recent)
+      if (k == key) return scaled(catalog);
+  }
+  LayerCatalog catalog = build_catalog(one);
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    recent.emplace_front(std::move(key), catalog);
+    if (recent.size() > kKept) recent.pop_back();
+  }
+  return scaled(std::move(catalog));
 }
 
 }  // namespace engine

@@ -171,6 +171,7 @@ void checkWindow(MainWindow& w, const QString& state) {
 void setPresentation(MainWindow& w, bool on) {
   QAction* f11 = w.findChild<QAction*>(QStringLiteral("actionPresentation"));
   if (f11->isChecked() != on) f11->trigger();
+  ui_test::settle(w);
 }
 
 // The lesson, made short: its runs, its claims, its charts, in seconds.

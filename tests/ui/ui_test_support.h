@@ -53,6 +53,15 @@ inline void settle() {
   for (int i = 0; i < 5; ++i) QCoreApplication::processEvents();
 }
 
+// settle() and then the rest of a presentation toggle: its parts run on
+// timers (MainWindow::setPresentation), which processEvents() alone may not reach.
+template <class Window>
+inline void settle(const Window& w) {
+  settle();
+  waitFor([&] { return !w.presentationSettling(); }, 5000);
+  settle();
+}
+
 inline engine::RunConfig config(const std::string& recipe) {
   engine::RunConfig c;
   c.recipe = recipe;

@@ -112,3 +112,35 @@ TEST(LayerCatalog, GptNamesEveryLeaf) {
   EXPECT_EQ(cat.layers[6].output, (engine::Shape{2, 8, 8}));  // scores: heads x T x T
   EXPECT_EQ(cat.layers.back().output, (engine::Shape{8, 2}));  // logits per position
 }
+
+// The catalog is kept per model and recipe: asked again at another batch or
+// seed it comes back with the activations of that batch, and a change that
+// matters (the recipe, a layer's override, the widths) is never answered
+// from a kept one.
+TEST(LayerCatalog, KeptCatalogsAnswerOnlyTheConfigTheyDescribe) {
+  RunConfig a = small_mlp("fp32");
+  const engine::LayerCatalog first = engine::describe_layers(a);
+  RunConfig b = a;
+  b.batch = 3 * a.batch;
+  b.seed = 17;
+  const engine::LayerCatalog again = engine::describe_layers(b);
+  ASSERT_EQ(again.layers.size(), first.layers.size());
+  for (std::size_t i = 0; i < first.layers.size(); ++i) {
+    EXPECT_EQ(again.layers[i].activation_bytes, 3 * first.layers[i].activation_bytes) << first.layers[i].name;
+    EXPECT_EQ(again.layers[i].state_bytes, first.layers[i].state_bytes) << first.layers[i].name;
+  }
+  EXPECT_EQ(engine::describe_layers(a).layers[0].activation_bytes, 4 * 16 * 4);
+
+  RunConfig fp16 = a;
+  fp16.recipe = "fp16";
+  EXPECT_EQ(engine::describe_layers(fp16).layers[0].precision.storage, Format::FP16);
+  RunConfig overridden = a;
+  engine::LayerPrecision bf16;
+  bf16.compute = bf16.storage = Format::BF16;
+  overridden.layers["fc1"] = bf16;
+  EXPECT_EQ(engine::describe_layers(overridden).layers[0].precision, bf16);
+  RunConfig wider = a;
+  wider.widths = {32, 8};
+  EXPECT_EQ(engine::describe_layers(wider).layers[0].output, (engine::Shape{32}));
+  EXPECT_TRUE(engine::describe_layers(a).layers[0].precision.is_fp32());
+}

@@ -229,7 +229,7 @@ TEST(LectureMode, PresentationViewOnOneShortcutAndBack) {
   QChart* loss = w.part<ChartArea>()->chart(ChartArea::Loss);
   const QFont normalTitle = loss->titleFont();
   w.findChild<QAction*>(QStringLiteral("actionPresentation"))->trigger();
-  ui_test::settle();
+  ui_test::settle(w);
   EXPECT_TRUE(w.presentation());
   EXPECT_FALSE(setup->isVisible());
   EXPECT_FALSE(w.findChild<QWidget*>(QStringLiteral("precisionBox"))->isVisible());
@@ -252,7 +252,7 @@ TEST(LectureMode, PresentationViewOnOneShortcutAndBack) {
   w.part<TrainingController>()->shutdown();
   // The same shortcut returns.
   w.findChild<QAction*>(QStringLiteral("actionPresentation"))->trigger();
-  ui_test::settle();
+  ui_test::settle(w);
   EXPECT_FALSE(w.presentation());
   EXPECT_TRUE(setup->isVisible());
   EXPECT_TRUE(w.findChild<QTabWidget*>(QStringLiteral("centreTabs"))->tabBar()->isVisible());

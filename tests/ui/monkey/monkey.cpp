@@ -75,6 +75,10 @@ struct Options {
   // catches a UI thread that sleeps (on a lock, on a pipe, on the display
   // server) rather than computes.
   double maxBlockedMs = 0.0;
+  // Print every event whose handling took at least this much of the UI
+  // thread's CPU (0: off), with its receiver and depth: where a late
+  // interval's time went.
+  double profileMs = 0.0;
 };
 
 Options parseOptions(int argc, char** argv) {
@@ -96,9 +100,10 @@ Options parseOptions(int argc, char** argv) {
     else if (a == "--hang-s") o.hangSeconds = std::atof(next());
     else if (a == "--late-measure") o.lateMeasure = next();
     else if (a == "--max-blocked-ms") o.maxBlockedMs = std::atof(next());
+    else if (a == "--profile-ms") o.profileMs = std::atof(next());
     else if (a == "--help" || a == "-h") {
       std::printf("test_monkey [--seconds S] [--seed N] [--max-late-ms MS] [--hang-s S] [--late-measure own|cpu]\n"
-                  "           [--max-blocked-ms MS]\n"
+                  "           [--max-blocked-ms MS] [--profile-ms MS]\n"
                   "  (or PL_MONKEY_SECONDS, PL_MONKEY_SEED); without a seed one is drawn and printed.\n");
       std::exit(0);
     } else {
@@ -251,6 +256,9 @@ class Monkey : public QObject {
     const std::string during = m_duringAction;
     m_duringAction = monkey_log::last();
     m_maxLate = std::max(m_maxLate, late);
+    if (m_options.profileMs > 0 && late > 50)
+      std::printf("test_monkey: profile: t=%.3fs beat %.1f ms late, %.1f ms of CPU, after %s\n",
+                  static_cast<double>(steadyMs() % 1000000) / 1e3, late, used, m_duringAction.c_str());
     // Reported apart too (counted all the same): the beats while an export ran.
     const bool exporting = m_window->part<ExportController>()->exporting();
     if (exporting || m_wasExporting) m_maxExportOwn = std::max(m_maxExportOwn, own);
@@ -686,6 +694,40 @@ class Monkey : public QObject {
   bool m_selfTestHang = qEnvironmentVariableIntValue("PL_MONKEY_SELFTEST_HANG") == 1;
 };
 
+// --profile-ms: the UI thread's CPU time of each event, nested events
+// included in their parents' time, printed when over the limit.
+class ProfilingApplication : public QApplication {
+ public:
+  ProfilingApplication(int& argc, char** argv, double limitMs) : QApplication(argc, argv), m_limitMs(limitMs) {}
+  bool notify(QObject* receiver, QEvent* event) override {
+    if (m_limitMs <= 0.0) return QApplication::notify(receiver, event);
+    // The receiver may be gone afterwards (a deferred delete): named first.
+    const int type = event->type();
+    const char* cls = receiver->metaObject()->className();
+    QString name = receiver->objectName();
+    for (QObject* p = receiver->parent(); name.isEmpty() && p; p = p->parent())
+      if (!p->objectName().isEmpty()) name = QStringLiteral("in ") + p->objectName();
+    const double t0 = threadCpuMs();
+    ++m_depth;
+    const bool r = QApplication::notify(receiver, event);
+    --m_depth;
+    const double ms = threadCpuMs() - t0;
+    if (ms >= m_limitMs)
+      std::printf("test_monkey: profile: t=%.3fs %6.1f ms depth %d event %d to %s '%s'\n",
+                  static_cast<double>(steadyMs() % 1000000) / 1e3, ms, m_depth, type, cls, qPrintable(name));
+    return r;
+  }
+
+ private:
+  static double threadCpuMs() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+  }
+  double m_limitMs;
+  int m_depth = 0;
+};
+
 // No heartbeat for the hang limit: print the action log, then signal the UI
 // thread so the sanitizer (or the default handler's core) shows its stack.
 void watchdog(double hangSeconds) {
@@ -743,7 +785,7 @@ int main(int argc, char** argv) {
   if (qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") &&
       qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
     qputenv("QT_QPA_PLATFORM", "offscreen");
-  QApplication app(argc, argv);
+  ProfilingApplication app(argc, argv, options.profileMs);
   qInstallMessageHandler(messageHandler);
   g_uiThread = pthread_self();
   int rc = 0;

@@ -7,6 +7,7 @@
 #include <QElapsedTimer>
 #include <QMenuBar>
 #include <QTest>
+#include <QThread>
 #include <QTimer>
 
 #include <time.h>
@@ -139,11 +140,11 @@ TEST_F(ResponsiveTest, TogglingPresentationViewMeasuresTheLessonTypeAFewTimes) {
   for (int round = 0; round < 2; ++round) {
     const int before = panel->fitMeasurements();
     m_window->setPresentation(true);
-    ui_test::settle();
+    ui_test::settle(*m_window);
     QTest::qWait(300);
     const int on = panel->fitMeasurements() - before;
     m_window->setPresentation(false);
-    ui_test::settle();
+    ui_test::settle(*m_window);
     QTest::qWait(300);
     const int off = panel->fitMeasurements() - before - on;
     std::printf("type fitting: %d measurements going full screen, %d coming back (scale %.2f)\n", on, off,
@@ -166,9 +167,13 @@ TEST_F(ResponsiveTest, AQuickSecondToggleLeavesTheWindowInItsState) {
   ChartArea* charts = m_window->part<ChartArea>();
   for (int partsRun = 0; partsRun < 4; ++partsRun) {
     m_window->setPresentation(true);
-    for (int k = 0; k < partsRun; ++k) QCoreApplication::processEvents();
+    // A part is due a millisecond after the one before it.
+    for (int k = 0; k < partsRun; ++k) {
+      QThread::msleep(2);
+      QCoreApplication::processEvents();
+    }
     m_window->setPresentation(false);
-    ui_test::settle();
+    ui_test::settle(*m_window);
     EXPECT_FALSE(m_window->presentationSettling());
     EXPECT_FALSE(m_window->presentation());
     EXPECT_FALSE(charts->presentation()) << partsRun;
@@ -176,7 +181,7 @@ TEST_F(ResponsiveTest, AQuickSecondToggleLeavesTheWindowInItsState) {
   }
   m_window->setPresentation(true);
   EXPECT_TRUE(m_window->presentationSettling());
-  ui_test::settle();
+  ui_test::settle(*m_window);
   EXPECT_FALSE(m_window->presentationSettling());
   EXPECT_TRUE(charts->presentation());
   EXPECT_FALSE(m_window->menuBar()->isVisible());
