@@ -16,6 +16,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "data/text.h"
 #include "journal/initial_state.h"
 #include "train/run.h"
 #include "journal/weights.h"
@@ -235,9 +236,9 @@ void Journal::initial_state(int run_id, Run& run) {
   const RunConfig& c = run.config();
   write_initial_state(m_dir, run_id, capture_weights(run.model(), 0), run.train_samples(),
                       static_cast<std::size_t>(c.batch), c.seed, run.total_steps(),
-                      run.config().dataset == "jargon" || run.config().dataset.rfind("text:", 0) == 0
-                          ? "A text set's sample i is the window of tokens starting at token i (its labels: the tokens one further on)."
-                          : "");
+                      is_text_spec(c.dataset) ? "A text set's sample i is the window of tokens starting at token i "
+                                                "(its labels: the tokens one further on)."
+                                              : "");
 }
 
 void Journal::finish() {
