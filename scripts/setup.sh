@@ -21,6 +21,7 @@ PKGS=(
   xvfb xauth x11-utils imagemagick
   dataset-fashion-mnist
   jargon-text
+  python3-torch python3-numpy
 )
 
 # The fuzzers only (clang's libFuzzer and OpenMP runtimes).

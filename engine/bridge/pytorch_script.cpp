@@ -1,6 +1,7 @@
 // pytorch_script: train.py's text, the run's facts as Python constants and its model's forward written out layer by layer.
 #include "bridge/pytorch_script.h"
 
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -18,10 +19,11 @@ namespace engine {
 namespace {
 
 // A Python literal of a double that reads back to the same value.
+// (the shortest such text: 0.05, not 0.050000000000000003).
 std::string py(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  std::string s = buf;
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, r.ptr);
   if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
   return s;
 }

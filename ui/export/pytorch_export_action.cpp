@@ -28,6 +28,8 @@ PytorchExportAction::~PytorchExportAction() {
   }
 }
 
+QMessageBox* PytorchExportAction::resultBox() const { return m_box.data(); }
+
 void PytorchExportAction::trigger() {
   int id = m_runs ? m_runs->currentRun() : -1;
   if (id < 0 || id >= m_store->count()) id = m_store->count() - 1;

@@ -35,7 +35,7 @@ class PytorchExportAction : public QObject {
   void setOutputDirectory(const QString& dir) { m_outputDir = dir; }
   bool exporting() const { return m_thread != nullptr; }
   // The message box of the last export's result (or refusal), while open.
-  QMessageBox* resultBox() const { return m_box; }
+  QMessageBox* resultBox() const;
 
  signals:
   // The export ended: the script written (empty on failure), what did not

@@ -38,7 +38,7 @@ bool waitFor(const std::function<bool()>& done, int ms = 30000) {
 
 class PytorchExportTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { ensureApplication(); }
+  static void SetUpTestSuite() { ui_test::ensureApplication(); }
   void SetUp() override {
     m_window = std::make_unique<MainWindow>();
     m_window->part<UserMessages>()->setQuiet(true);
