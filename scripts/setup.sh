@@ -95,7 +95,7 @@ case "$cmd" in
       rm -rf "$corpus"
       return "$status"
     }
-    targets=(idx gzip config preset journal text weights)
+    targets=(idx gzip config preset journal text weights npy)
     jobs=$(nproc)
     failed=()
     for ((i = 0; i < ${#targets[@]}; i += jobs)); do

@@ -133,6 +133,9 @@ NpyArray parse_npy(const std::string& bytes, const std::string& origin) {
     if (a.shape.size() > 16) return fail("more than 16 dimensions");
   }
   const std::size_t body = start + hlen;
+  // The shape is checked against the bytes there are before anything is multiplied or allocated.
+  if (static_cast<unsigned long long>(total) > bytes.size() - body)
+    return fail("holds " + std::to_string(bytes.size() - body) + " bytes of values, its shape needs more");
   const auto want = static_cast<unsigned long long>(total) * item_size(a.type);
   if (bytes.size() - body != want)
     return fail("holds " + std::to_string(bytes.size() - body) + " bytes of values, its shape needs " +

@@ -164,7 +164,10 @@ TEST(PytorchCrossCheckScaler, Fp16ScaleSequenceMatchesTheLabs) {
   std::string overflows;
   int backoffs = 0, growths = 0;
   for (std::size_t i = 0; i < a.overflow.size(); ++i) {
-    if (a.overflow[i]) overflows += (overflows.empty() ? "" : ",") + std::to_string(i + 1);
+    if (a.overflow[i]) {
+      if (!overflows.empty()) overflows += ',';
+      overflows += std::to_string(i + 1);
+    }
     if (i > 0) backoffs += a.scale[i] < a.scale[i - 1], growths += a.scale[i] > a.scale[i - 1];
   }
   // The sequence is worth comparing: both rules fire.
