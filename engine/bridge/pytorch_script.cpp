@@ -156,6 +156,13 @@ std::string pytorch_script(const ScriptFacts& s, Model& model) {
     h += comment("On a CPU: torch before 2.x has no autocast(float16) there; this script then emulates it (each "
                  "low-precision layer's inputs and output rounded to float16, FP32 arithmetic: what a Tensor Core "
                  "computes) and says so when it starts.");
+  if (t.autocast != "none")
+    h += comment(t.rounded_weights.empty()
+                     ? "Master weights: the parameters are FP32 tensors, the lab's FP32 master copy; autocast "
+                       "computes from them in " + t.autocast + " and the optimizer updates them in FP32."
+                     : "No master weights: the parameters in ROUNDED live in " + t.autocast +
+                           " (FP32 tensors holding its values, rounded to nearest after every update), as the "
+                           "lab stores them.");
   if (t.scaling == ScalingMode::Dynamic)
     h += comment("Loss scaling: torch.cuda.amp.GradScaler on CUDA; on a CPU torch.amp.GradScaler('cpu') where it "
                  "exists (torch 2.3 and later), else LabScaler below, GradScaler's state machine written out. It "

@@ -13,13 +13,17 @@ namespace cli_test {
 // Debian's OpenBLAS misreads this machine with these set (docs/pytorch.md).
 inline std::string torch_env() { return "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "; }
 
-// The first of $PL_TORCH_PYTHON, /usr/bin/python3 (Debian's python3-torch)
-// and the python3 on PATH that imports torch and numpy; "" when none does.
+// $PL_TORCH_PYTHON when set (and only it), else the first of
+// /usr/bin/python3 (Debian's python3-torch) and the python3 on PATH that
+// imports torch and numpy; "" when none does.
 inline std::string torch_python() {
   std::vector<std::string> candidates;
-  if (const char* p = std::getenv("PL_TORCH_PYTHON")) candidates.emplace_back(p);
-  candidates.emplace_back("/usr/bin/python3");
-  candidates.emplace_back("python3");
+  if (const char* p = std::getenv("PL_TORCH_PYTHON")) {
+    candidates.emplace_back(p);
+  } else {
+    candidates.emplace_back("/usr/bin/python3");
+    candidates.emplace_back("python3");
+  }
   for (const std::string& py : candidates) {
     const std::string cmd = torch_env() + "'" + py + "' -c 'import torch, numpy' >/dev/null 2>&1";
     const int status = std::system(cmd.c_str());

@@ -71,7 +71,7 @@ class PytorchCrossCheck : public ::testing::TestWithParam<Case> {
   void SetUp() override {
     python = cli_test::torch_python();
     if (python.empty())
-      GTEST_SKIP() << "no Python here imports torch and numpy ($PL_TORCH_PYTHON, /usr/bin/python3, python3): "
+      GTEST_SKIP() << "no Python here imports torch and numpy ($PL_TORCH_PYTHON, else /usr/bin/python3, python3): "
                       "install python3-torch python3-numpy (scripts/setup.sh does) to run the cross-check";
   }
   std::string python;
