@@ -21,6 +21,7 @@ PKGS=(
   xvfb xauth x11-utils imagemagick
   dataset-fashion-mnist
   jargon-text
+  python3-torch python3-numpy
 )
 
 # The fuzzers only (clang's libFuzzer and OpenMP runtimes).
@@ -94,7 +95,7 @@ case "$cmd" in
       rm -rf "$corpus"
       return "$status"
     }
-    targets=(idx gzip config preset journal text weights)
+    targets=(idx gzip config preset journal text weights npy)
     jobs=$(nproc)
     failed=()
     for ((i = 0; i < ${#targets[@]}; i += jobs)); do

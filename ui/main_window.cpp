@@ -29,6 +29,7 @@
 #include "compare/compare_view.h"
 #include "samples/samples_view.h"
 #include "export/export_controller.h"
+#include "export/pytorch_export_action.h"
 #include "inspect/fault_injector.h"
 #include "inspect/step_inspector.h"
 #include "lecture/format_explorer.h"
@@ -209,6 +210,7 @@ void MainWindow::wire() {
   connect(a->stop, &QAction::triggered, m_launcher, &RunLauncher::stopRun);
   connect(a->compare, &QAction::triggered, m_launcher, &RunLauncher::openCompareDialog);
   connect(a->exportRuns, &QAction::triggered, m_export, &ExportController::openDialog);
+  new PytorchExportAction(a->exportPytorch, m_store, m_runs, this);
   connect(a->injectFault, &QAction::triggered, m_faults, &FaultInjector::openDialog);
   connect(a->presentation, &QAction::toggled, this, &MainWindow::setPresentation);
   connect(a->explorer, &QAction::triggered, this, &MainWindow::showFormatExplorer);

@@ -37,6 +37,9 @@ WindowActions::WindowActions(QMainWindow* window) : QObject(window), m_window(wi
                  tr("Run fp32, fp16 and mixed side by side on the same data and weights"));
   exportRuns = make(QStringLiteral("actionExport"), s->standardIcon(QStyle::SP_DialogSaveButton), tr("Export"),
                     QKeySequence(Qt::CTRL | Qt::Key_E), tr("Export runs as CSV and charts as PNG/SVG"));
+  exportPytorch = make(QStringLiteral("actionExportPytorch"), QIcon(), tr("Export to PyTorch…"), QKeySequence(),
+                       tr("The selected run as a PyTorch script, with what does not translate"));
+  exportPytorch->setToolTip(exportPytorch->statusTip());  // no shortcut to name
 
   toolbar = window->addToolBar(tr("Run"));
   toolbar->setObjectName(QStringLiteral("runToolBar"));
@@ -87,6 +90,7 @@ void WindowActions::createMenus(QMainWindow* window) {
   });
   QMenu* file = window->menuBar()->addMenu(tr("&File"));
   file->addAction(exportRuns);
+  file->addAction(exportPytorch);
   file->addSeparator();
   file->addAction(quit);
   QMenu* run = window->menuBar()->addMenu(tr("&Run"));
@@ -117,5 +121,6 @@ void WindowActions::update(bool active, bool paused, bool anyRuns) {
   stop->setEnabled(active);
   compare->setEnabled(!active);
   exportRuns->setEnabled(anyRuns);
+  exportPytorch->setEnabled(anyRuns);
   injectFault->setEnabled(active);
 }

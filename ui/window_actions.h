@@ -30,6 +30,7 @@ class WindowActions : public QObject {
   QAction* stop = nullptr;
   QAction* compare = nullptr;
   QAction* exportRuns = nullptr;
+  QAction* exportPytorch = nullptr;  // File > Export to PyTorch… (export/pytorch_export_action.h)
   QAction* injectFault = nullptr;
   QAction* presentation = nullptr;
   QAction* explorer = nullptr;

@@ -93,6 +93,13 @@ Options parse(int argc, char** argv, bool compare) {
     };
     engine::apply_optimizer_defaults(o.config, named("optimizer"), named("lr"));
   }
+  // The CLI keeps every run's starting point (initial weights, batch
+  // order) for export-pytorch unless told otherwise.
+  {
+    bool named = false;
+    for (const auto& kv : sets) named = named || kv.first == "keep-initial" || kv.first == "keep_initial";
+    if (!named && o.config.keep_initial == "auto") o.config.keep_initial = "on";
+  }
   if (compare) {
     if (o.recipes.empty()) o.recipes = o.config.compare;
     if (o.recipes.empty()) throw std::invalid_argument("compare needs --recipes r1,r2,...");

@@ -30,4 +30,6 @@ int train_runs(const std::vector<engine::ComparisonRun>& runs, const std::string
 int cmd_replay(int argc, char** argv);
 // argv[0] == "sample": text from a run folder's final weights
 int cmd_sample(int argc, char** argv);
+// argv[0] == "export-pytorch": a run as a PyTorch script
+int cmd_export_pytorch(int argc, char** argv);
 }  // namespace cli

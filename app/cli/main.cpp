@@ -21,7 +21,8 @@ void print_usage(std::FILE* out) {
       "                 --backoff-factor X --growth-interval N\n"
       "                 --master-weights true|false --weight-rounding nearest|stochastic\n"
       "                 --fp8-scaling delayed|none --grad-rounding recipe|nearest|stochastic\n"
-      "                 --spike STEP:LAYER:VALUE\n"
+      "                 --spike STEP:LAYER:VALUE --keep-initial on|off|auto (default on: initial weights\n"
+      "                 and batch order kept for export-pytorch)\n"
       "           gpt:  --layers N --width N --heads N --context N --qk-norm --z-loss C\n"
       "           recipes: fp32 fp16 mixed-fp16 mixed-bf16 fp8 mxfp8 mxfp4 nvfp4 custom\n"
       "  compare  --recipes fp32,fp16,mixed-fp16 [the options of run] --out DIR\n"
@@ -30,7 +31,9 @@ void print_usage(std::FILE* out) {
       "           lecture presets: run one, and with --check test the claims it makes\n"
       "  replay   DIR --out DIR2   repeat a run folder, live changes at the same steps\n"
       "  sample   RUN_DIR [--prompt S] [--tokens N] [--temperature T] [--seed N] [--run N]\n"
-      "           text from a gpt run's final weights (a text data set: jargon, text:FILE)\n",
+      "           text from a gpt run's final weights (a text data set: jargon, text:FILE)\n"
+      "  export-pytorch RUN_DIR --out DIR [--run N]\n"
+      "           the run as a PyTorch script, DIR/train.py (what does not translate is listed)\n",
       out);
 }
 }  // namespace
@@ -48,6 +51,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(cmd, "lecture") == 0) return cli::cmd_lecture(argc - 1, argv + 1);
     if (std::strcmp(cmd, "replay") == 0) return cli::cmd_replay(argc - 1, argv + 1);
     if (std::strcmp(cmd, "sample") == 0) return cli::cmd_sample(argc - 1, argv + 1);
+    if (std::strcmp(cmd, "export-pytorch") == 0) return cli::cmd_export_pytorch(argc - 1, argv + 1);
     if (std::strcmp(cmd, "--help") == 0 || std::strcmp(cmd, "-h") == 0 || std::strcmp(cmd, "help") == 0) {
       print_usage(stdout);
       return 0;

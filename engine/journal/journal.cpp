@@ -16,6 +16,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "data/text.h"
+#include "journal/initial_state.h"
+#include "train/run.h"
 #include "journal/weights.h"
 #include "report/text_samples.h"
 
@@ -226,6 +229,16 @@ void Journal::tick() {
 void Journal::final_weights(int run_id, Model& model, std::int64_t steps) {
   if (run_id < 0 || static_cast<std::size_t>(run_id) >= m_state.size()) return;
   write_weights(m_dir, weights_file_name(run_id), capture_weights(model, steps));
+}
+
+void Journal::initial_state(int run_id, Run& run) {
+  if (run_id < 0 || static_cast<std::size_t>(run_id) >= m_state.size()) return;
+  const RunConfig& c = run.config();
+  write_initial_state(m_dir, run_id, capture_weights(run.model(), 0), run.train_samples(),
+                      static_cast<std::size_t>(c.batch), c.seed, run.total_steps(),
+                      is_text_spec(c.dataset) ? "A text set's sample i is the window of tokens starting at token i "
+                                                "(its labels: the tokens one further on)."
+                                              : "");
 }
 
 void Journal::finish() {

@@ -11,6 +11,8 @@
 //                    UTF-8: {"run_id", "run", "step", "prompt", "text"}; only when a run wrote one
 // DIR/weights-<run_id>.bin  a finished or stopped run's final weights (journal/weights.h), written
 //                    whole (temporary file, fsync, rename) before its status says it ended
+// DIR/initial-<run_id>/  the run's initial weights (.npy) and batch order (journal/initial_state.h), when
+//                    its keep_initial says so, written whole before its first step
 // DIR/status.json    {"status": running|finished|stopped|failed, "message": why (failed), "runs": [{name, status, steps, ...}]}
 //                    (runs that all failed before their first step leave no CSV files nor commands.jsonl)
 // DIR/.lock          held (flock) while a process writes the folder: a folder whose
@@ -61,6 +63,8 @@ class Journal final : public RecordSink {
   void finish() override;
   // weights-<run_id>.bin (journal/weights.h).
   void final_weights(int run_id, Model& model, std::int64_t steps) override;
+  // initial-<run_id>/ (journal/initial_state.h).
+  void initial_state(int run_id, Run& run) override;
 
  private:
   struct RunState;

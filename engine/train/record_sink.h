@@ -9,6 +9,7 @@
 namespace engine {
 
 class Model;
+class Run;
 
 // Implemented above train (journal/journal.h writes a run folder); the
 // trainer only knows this face, so the step loop does not depend on files.
@@ -31,6 +32,10 @@ class RecordSink {
   virtual void final_weights(int run_id, Model& model, std::int64_t steps) {
     (void)run_id, (void)model, (void)steps;
   }
+  // Run `run_id` was built and has not stepped: its model holds the initial
+  // weights, and its config and train_samples() fix its batch order. Called
+  // once, only for runs whose config keeps them (keeps_initial_state).
+  virtual void initial_state(int run_id, Run& run) { (void)run_id, (void)run; }
 };
 
 }  // namespace engine

@@ -157,6 +157,8 @@ Run::~Run() = default;
 
 bool Run::is_classification() const { return m_data->train.is_classification(); }
 
+std::size_t Run::train_samples() const { return m_data->train.count; }
+
 std::string Run::backend_name() const { return m_backend.info().name; }
 
 MemoryBytes Run::memory() const {

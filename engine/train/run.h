@@ -38,6 +38,8 @@ class Run {
   std::int64_t steps_per_epoch() const { return m_steps_per_epoch; }
   bool finished() const { return m_step >= m_total_steps; }
   bool is_classification() const;
+  // Samples in the training split (what the batch order draws from).
+  std::size_t train_samples() const;
 
   // One training step. Appends its StepMetrics (and any events, gradient
   // statistics) to `out` and to the history.

@@ -1,6 +1,7 @@
 // RunConfig: JSON parsing with strict keys, CLI values, validation.
 #include "train/run_config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -196,6 +197,8 @@ void set_config_value(RunConfig& c, const std::string& key_in, const std::string
     c.grad_rounding = v;
   } else if (key == "spike") {
     c.spike = v;
+  } else if (key == "keep_initial") {
+    c.keep_initial = v == "true" ? "on" : v == "false" ? "off" : v;
   } else {
     fail(origin, "unknown key '" + key_in + "'");
   }
@@ -251,6 +254,8 @@ void validate(const RunConfig& c, const std::string& origin) {
         "must be recipe, nearest or stochastic (got '" + c.grad_rounding + "')");
   range("fp8_scaling", c.fp8_scaling == "delayed" || c.fp8_scaling == "none",
         "must be delayed or none (got '" + c.fp8_scaling + "')");
+  range("keep_initial", c.keep_initial == "auto" || c.keep_initial == "on" || c.keep_initial == "off",
+        "must be auto, on or off (got '" + c.keep_initial + "')");
   range("master_weights", c.master_weights >= -1 && c.master_weights <= 1, "must be true, false or recipe");
   for (const auto& r : c.compare) {
     try {
@@ -265,6 +270,12 @@ void validate(const RunConfig& c, const std::string& origin) {
   } catch (const std::invalid_argument& e) {
     fail(origin, e.what());
   }
+}
+
+bool keeps_initial_state(const RunConfig& c, std::int64_t total_steps) {
+  if (c.keep_initial == "on") return true;
+  if (c.keep_initial == "off") return false;
+  return total_steps > 0 && total_steps <= kKeepInitialAutoSamples / std::max<std::int64_t>(c.batch, 1);
 }
 
 RunConfig parse_run_config(const std::string& text, const std::string& origin) {
@@ -339,7 +350,7 @@ RunConfig parse_run_config_over(const RunConfig& base, const std::string& text, 
           fail(origin, "'" + key + "' must be a number (got " + (v.is_string() ? "the string " : "") + v.dump() + ")");
         static const char* textual[] = {"recipe",   "model",   "dataset",         "optimizer",      "schedule",
                                         "backend",  "weight_rounding", "fp8_scaling", "grad_rounding", "spike", "loss_scale",
-                                        "loss_scale_mode"};
+                                        "loss_scale_mode", "keep_initial"};
         bool is_text = false;
         for (const char* k : textual) is_text = is_text || key == k;
         if (is_text && !v.is_string())
@@ -398,6 +409,7 @@ std::string to_json(const RunConfig& c) {
   if (c.fp8_scaling != "delayed") j["fp8_scaling"] = c.fp8_scaling;
   if (c.grad_rounding != "recipe") j["grad_rounding"] = c.grad_rounding;
   if (!c.spike.empty()) j["spike"] = c.spike;
+  if (c.keep_initial != "auto") j["keep_initial"] = c.keep_initial;
   if (!c.compare.empty()) j["compare"] = c.compare;
   if (c.loss_scale_set) {
     j["loss_scale"] = {{"mode", scaling_mode_key(c.loss_scale.mode)},

@@ -62,7 +62,18 @@ struct RunConfig {
   // that one step; "" for none.
   std::string spike;
   std::vector<std::string> compare;      // recipes run side by side (compare); empty for run
+  // Whether the run folder keeps the initial weights and the batch order
+  // (journal/initial_state.h, for export-pytorch): "on", "off", or "auto":
+  // kept when the run reads at most kKeepInitialAutoSamples samples (the
+  // batch-order file grows with steps x batch). The CLI's run says "on".
+  std::string keep_initial = "auto";
 };
+
+// "auto" keeps the initial state of runs of at most this many samples
+// (steps x batch; about 7 MB of batch order).
+inline constexpr std::int64_t kKeepInitialAutoSamples = std::int64_t{1} << 20;
+// Whether a run of `total_steps` steps keeps its initial state (keep_initial).
+bool keeps_initial_state(const RunConfig& c, std::int64_t total_steps);
 
 // Parses a JSON config file. Unknown keys and out-of-range values are
 // rejected with a one-line std::runtime_error naming the file and the key:

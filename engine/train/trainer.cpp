@@ -355,6 +355,15 @@ void Trainer::thread_main() {
       state[i] = RunState::Failed;
       out.emplace_back(RunStatus{static_cast<int>(i), RunState::Failed, e.what()});
     }
+    // The run's starting point (initial weights, batch order) into its
+    // folder before the first step changes the weights.
+    if (m_sink && m_runs[i] && keeps_initial_state(c, m_runs[i]->total_steps())) {
+      try {
+        m_sink->initial_state(static_cast<int>(i), *m_runs[i]);
+      } catch (const std::exception& e) {
+        sink_failed(e, out);
+      }
+    }
   }
   push(out);
 

@@ -125,3 +125,10 @@ pl_add_test(test_ui_samples
   LABELS ui
   ENV QT_QPA_PLATFORM=offscreen
   TIMEOUT 120)
+# ui/export: File > Export to PyTorch… on a finished run (a short spirals run).
+pl_add_test(test_ui_pytorch_export
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/export/test_pytorch_export.cpp
+  LIBS ui Qt6::Test
+  LABELS ui
+  ENV QT_QPA_PLATFORM=offscreen
+  TIMEOUT 120)

@@ -1,6 +1,7 @@
 // RunConfig: strict JSON keys, range checks by name, CLI values, round trip.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 
 #include "train/model_defaults.h"
@@ -225,4 +226,28 @@ TEST(ModelDefaults, TheGptStartsFromAdamWTheOthersFromSgd) {
   engine::apply_optimizer_defaults(mlp, false, false);
   EXPECT_EQ(mlp.optimizer, "sgd");
   EXPECT_EQ(mlp.lr, 0.05);
+}
+
+// keep_initial: on, off, or auto (kept up to kKeepInitialAutoSamples samples);
+// written to config.json only when not auto, and read back.
+TEST(RunConfig, KeepInitialDecidesWhetherTheStartingPointIsKept) {
+  engine::RunConfig c;
+  EXPECT_EQ(c.keep_initial, "auto");
+  c.batch = 128;
+  const std::int64_t limit = engine::kKeepInitialAutoSamples / 128;
+  EXPECT_TRUE(engine::keeps_initial_state(c, limit));
+  EXPECT_FALSE(engine::keeps_initial_state(c, limit + 1));
+  engine::set_config_value(c, "keep-initial", "on", "--keep-initial");
+  EXPECT_TRUE(engine::keeps_initial_state(c, limit * 100));
+  engine::set_config_value(c, "keep_initial", "off", "--keep-initial");
+  EXPECT_FALSE(engine::keeps_initial_state(c, 1));
+  EXPECT_EQ(engine::parse_run_config(engine::to_json(c), "c.json").keep_initial, "off");
+  EXPECT_EQ(engine::to_json(engine::RunConfig{}).find("keep_initial"), std::string::npos);
+  c.keep_initial = "sometimes";
+  try {
+    engine::validate(c, "c.json");
+    FAIL() << "accepted keep_initial 'sometimes'";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("'keep_initial' must be auto, on or off"), std::string::npos) << e.what();
+  }
 }
