@@ -1,0 +1,104 @@
+// LU factorization with partial pivoting in a chosen number format, and the
+// triangular solves with its factors.
+//
+// What the factorization computes (docs/solver.md "The factorization"), for
+// a factor format F other than FP64, a panel width nb and an accumulation
+// format Acc (FP32, or F itself for FP16 and BF16):
+//  0. A is multiplied by a power of two mu (the scale: 1 unless F is FP16 or
+//     FP8, then the largest power of two with mu * max|a_ij| <= 0.1 * F's
+//     max, leaving room for the growth of the entries), rounded to FP32 and
+//     then to F (round-to-nearest-even; E4M3 saturating at 448).
+//  1. For each panel of nb columns k0..k1-1, an unblocked right-looking LU
+//     of the panel's rows k0..n-1: the pivot is the first entry of largest
+//     magnitude in the column, its row is swapped with row k across the
+//     whole matrix, each multiplier is l = F(a_ik / a_kk) (an FP32
+//     division), and each entry right of column k in the panel becomes
+//     a_ij = F(a_ij - Acc(l_ik * a_kj)) (products and the subtraction in
+//     FP32, Acc rounding the product when Acc is F).
+//  2. The rows k0..k1-1 right of the panel (U12) get the same rank-1
+//     updates from the panel's multipliers, in order: what the unblocked
+//     algorithm does to those rows.
+//  3. The trailing matrix: A22 = F(A22 - L21 U12), the product accumulated
+//     in Acc by the backend's GEMM (in FP32: Tensor Core semantics, its
+//     order of summation the GEMM's; in F: rounded after every addition,
+//     in order). BF16 and FP8 operands go to the GEMM as BF16 codes, so a
+//     CPU with native BF16 dot products runs them natively (exactly: every
+//     FP8 value is a BF16 value and the products are exact in FP32).
+// With nb = 1 every step is a rank-1 update and the result is the textbook
+// LU with every operation rounded to F. FP64 is the plain unblocked LU in
+// double (the reference, not the fast path).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "numeric/format.h"
+#include "solve/matrix.h"
+
+namespace engine {
+
+class Backend;
+
+// A precision of the solver: FP64, or one of the lab's tensor formats.
+struct SolveFormat {
+  bool fp64 = true;
+  Format format = Format::FP32;  // when !fp64
+  static SolveFormat f64() { return {}; }
+  static SolveFormat of(Format f) { return {false, f}; }
+  bool operator==(const SolveFormat&) const = default;
+  // Unit roundoff: 2^-53 for FP64, 2^-(mantissa bits + 1) for a format.
+  double unit_roundoff() const;
+};
+// "fp64", "fp32", "tf32", "bf16", "fp16", "fp8-e4m3"/"e4m3", "fp8-e5m2"/"e5m2".
+std::optional<SolveFormat> parse_factor_format(std::string_view s);
+// The CLI and CSV spelling: "fp64", "fp32", "tf32", "bf16", "fp16", "e4m3", "e5m2".
+std::string factor_key(SolveFormat f);
+
+struct LuConfig {
+  SolveFormat factor = SolveFormat::of(Format::FP16);
+  // FP32, or the factor's own format when it is FP16 or BF16 (ignored for FP64).
+  Format accumulate = Format::FP32;
+  // Panel width nb; 0 picks one for the size (128 for n >= 1024, else 64).
+  std::int64_t block = 0;
+  // Scale FP16 and FP8 factorizations by a power of two (step 0 above).
+  bool scale = true;
+};
+// The problem with a config, or "" when it is usable (an unsupported
+// factor format, an accumulation format the factor cannot take, a block < 0).
+std::string lu_config_problem(const LuConfig& c);
+
+struct LuFactors {
+  std::int64_t n = 0;
+  SolveFormat factor;
+  Format accumulate = Format::FP32;
+  std::int64_t block = 0;
+  // Row-major n x n: U on and above the diagonal, L's multipliers below it
+  // (L has a unit diagonal). Values of the factor format in FP32 containers;
+  // lu64 instead for FP64.
+  std::vector<float> lu;
+  std::vector<double> lu64;
+  // LAPACK's ipiv, 0-based: at step k row k was swapped with row pivots[k].
+  std::vector<std::int64_t> pivots;
+  double scale = 1.0;  // mu: the factors are those of mu * A
+  bool ok = true;      // false: the factorization broke down (failure says why)
+  std::string failure;
+  double flops = 0.0;  // 2n^3/3 - n^2/2 - n/6 (the multiplies and adds of LU)
+};
+
+// Factors A (not modified). `be` runs the trailing-matrix products (it
+// must address host memory: the CPU backend); null: a CPU backend of the
+// engine's threads is made for the call. Throws std::invalid_argument for a
+// config with a problem. Any thread, one call at a time per backend.
+LuFactors lu_factor(const Matrix& a, const LuConfig& config, Backend* be = nullptr);
+
+// x = A^-1 b with the factors (x may alias b): the row swaps, then the
+// forward and backward substitutions, undoing the scale. `fp32`: in FP32
+// arithmetic (b scaled by a power of two into FP32's range first, as the
+// factors' values are FP32 values), else in double. FP64 factors always
+// solve in double.
+void lu_solve(const LuFactors& f, const double* b, double* x, bool fp32);
+
+}  // namespace engine
