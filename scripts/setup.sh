@@ -18,6 +18,7 @@ PKGS=(
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libqt6svg6-dev libgl-dev
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers nlohmann-json3-dev zlib1g-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
+  libopenblas-dev
   xvfb xauth x11-utils imagemagick
   dataset-fashion-mnist
   jargon-text
