@@ -30,4 +30,6 @@ int train_runs(const std::vector<engine::ComparisonRun>& runs, const std::string
 int cmd_replay(int argc, char** argv);
 // argv[0] == "sample": text from a run folder's final weights
 int cmd_sample(int argc, char** argv);
+// argv[0] == "solve": Ax = b by a low-precision LU and iterative refinement
+int cmd_solve(int argc, char** argv);
 }  // namespace cli

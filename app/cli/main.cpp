@@ -30,7 +30,10 @@ void print_usage(std::FILE* out) {
       "           lecture presets: run one, and with --check test the claims it makes\n"
       "  replay   DIR --out DIR2   repeat a run folder, live changes at the same steps\n"
       "  sample   RUN_DIR [--prompt S] [--tokens N] [--temperature T] [--seed N] [--run N]\n"
-      "           text from a gpt run's final weights (a text data set: jargon, text:FILE)\n",
+      "           text from a gpt run's final weights (a text data set: jargon, text:FILE)\n"
+      "  solve    [--matrix FILE.mtx | --n N --cond K --seed S] [--rhs FILE] --factor FMT\n"
+      "           [--accumulate FMT] [--residual FMT] [--method lu-ir|gmres-ir] [--max-iter N]\n"
+      "           [--compare FMT,FMT,...] --out DIR   Ax = b: low-precision LU, refined to FP64\n",
       out);
 }
 }  // namespace
@@ -48,6 +51,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(cmd, "lecture") == 0) return cli::cmd_lecture(argc - 1, argv + 1);
     if (std::strcmp(cmd, "replay") == 0) return cli::cmd_replay(argc - 1, argv + 1);
     if (std::strcmp(cmd, "sample") == 0) return cli::cmd_sample(argc - 1, argv + 1);
+    if (std::strcmp(cmd, "solve") == 0) return cli::cmd_solve(argc - 1, argv + 1);
     if (std::strcmp(cmd, "--help") == 0 || std::strcmp(cmd, "-h") == 0 || std::strcmp(cmd, "help") == 0) {
       print_usage(stdout);
       return 0;

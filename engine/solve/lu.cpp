@@ -41,8 +41,8 @@ std::string lu_config_problem(const LuConfig& c) {
            " is not one of fp64, fp32, tf32, bf16, fp16, fp8-e4m3, fp8-e5m2";
   if (c.accumulate == Format::FP32) return "";
   if (c.accumulate == c.factor.format && is_half_format(c.accumulate)) return "";
-  return std::string("accumulation in ") + format_name(c.accumulate) + " with an " + format_name(c.factor.format) +
-         " factor: accumulate in fp32, or in the factor's own format when it is fp16 or bf16";
+  return std::string("accumulation in ") + format_name(c.accumulate) + " does not go with the " +
+         format_name(c.factor.format) + " factor: accumulate in fp32, or in the factor's own format when it is fp16 or bf16";
 }
 
 namespace {
