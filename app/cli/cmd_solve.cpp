@@ -26,7 +26,8 @@ constexpr const char* kUsage =
     "usage: precision-lab-cli solve [--matrix FILE.mtx | --n N --cond K --seed S] [--rhs FILE]\n"
     "                               --factor FMT [--accumulate FMT] [--residual FMT] [--working FMT]\n"
     "                               [--method lu-ir|gmres-ir[,...]] [--max-iter N] [--tol X]\n"
-    "                               [--compare FMT,FMT,...] [--block N] [--threads N] --out DIR\n"
+    "                               [--compare FMT,FMT,...] [--storage factor|fp32] [--block N]\n"
+    "                               [--threads N] --out DIR\n"
     "  solves A x = b: an LU in a low precision, refined to FP64 accuracy (docs/solver.md)\n"
     "  --matrix FILE   a real square Matrix Market file (coordinate or array; general, symmetric)\n"
     "  --n N           a random matrix of size N (default 512) with 2-norm condition number\n"
@@ -41,6 +42,8 @@ constexpr const char* kUsage =
     "  --max-iter N    updates at most (default 30)\n"
     "  --tol X         the backward error that counts as converged (default 2^-53)\n"
     "  --compare F,..  more factor formats, each run like --factor's\n"
+    "  --storage S     factor (default): the LU held in the factor format; fp32: held in FP32, only\n"
+    "                  the trailing update's operands rounded to it (Tensor Core mode, FP16-TC)\n"
     "  --block N       the LU's panel width (default: 64, or 128 from n = 1024)\n"
     "writes iterations.csv, summary.csv, solution.csv and config.json into DIR; a run that does not\n"
     "converge is a result (exit 0), bad input exits 2\n";
@@ -125,7 +128,7 @@ struct RunOut {
 
 int cmd_solve(int argc, char** argv) {
   std::string matrix_path, rhs_path, out, factor, accumulate = "fp32", residual = "fp64", working = "fp64",
-                                              methods = "lu-ir", compare;
+                                              methods = "lu-ir", compare, storage = "factor";
   std::uint64_t n = 512, seed = 0, max_iter = 30, block = 0, threads = 0;
   double cond = 100.0, tol = 0x1p-53;
   bool random_options = false;
@@ -137,7 +140,8 @@ int cmd_solve(int argc, char** argv) {
     }
     static const char* const kValued[] = {"--matrix", "--n",      "--cond",     "--seed",    "--rhs",
                                           "--factor", "--accumulate", "--residual", "--working", "--method",
-                                          "--max-iter", "--tol",  "--compare",  "--block",   "--threads", "--out"};
+                                          "--max-iter", "--tol",  "--compare",  "--block",   "--threads", "--out",
+                                          "--storage"};
     bool known = false;
     for (const char* k : kValued) known = known || a == k;
     if (!known) return fail("unknown option '" + a + "' (try --help)");
@@ -152,6 +156,7 @@ int cmd_solve(int argc, char** argv) {
     else if (a == "--working") working = v;
     else if (a == "--method") methods = v;
     else if (a == "--compare") compare = v;
+    else if (a == "--storage") storage = v;
     else if (a == "--n") {
       random_options = true;
       if (!parse_count(v, static_cast<std::uint64_t>(engine::kMaxSolveN), n) || n == 0)
@@ -205,6 +210,8 @@ int cmd_solve(int argc, char** argv) {
     acc = engine::parse_format(accumulate);
     if (!acc) return fail("--accumulate must be fp32, fp16, bf16 or factor (got '" + accumulate + "')");
   }
+  if (storage == "fp32") base.lu.storage = engine::LuConfig::Storage::FP32;
+  else if (storage != "factor") return fail("--storage must be factor or fp32 (got '" + storage + "')");
   base.max_iter = static_cast<int>(max_iter);
   base.tol = tol;
   base.lu.block = static_cast<std::int64_t>(block);
@@ -219,7 +226,7 @@ int cmd_solve(int argc, char** argv) {
       if (!acc && !f.fp64 && !engine::is_half_format(f.format)) r.config.lu.accumulate = engine::Format::FP32;
       const std::string problem = engine::refine_config_problem(r.config);
       if (!problem.empty()) return fail(problem);
-      r.name = engine::factor_key(f) + "-" + engine::method_key(m);
+      r.name = engine::factor_key(f) + (storage == "fp32" && !f.fp64 ? "-tc-" : "-") + engine::method_key(m);
       runs.push_back(std::move(r));
     }
 
@@ -270,7 +277,7 @@ int cmd_solve(int argc, char** argv) {
   if (ec) return fail(out + ": cannot create the folder: " + ec.message());
   std::ostringstream it, sum, sol, cfg;
   it << "run,factor,method,iteration,backward_error,forward_error,update,gmres_iterations\n";
-  sum << "run,factor,accumulate,residual,working,method,n,cond,scale,converged,reason,iterations,gmres_iterations,"
+  sum << "run,factor,storage,accumulate,residual,working,method,n,cond,scale,converged,reason,iterations,gmres_iterations,"
          "backward_error,forward_error,factor_seconds,refine_seconds,total_seconds,low_precision_flop_share\n";
   for (const RunOut& r : runs) {
     const auto& s = r.result;
@@ -279,6 +286,7 @@ int cmd_solve(int argc, char** argv) {
       it << r.name << ',' << f << ',' << m << ',' << h.iteration << ',' << num(h.backward_error) << ','
          << num(h.forward_error) << ',' << num(h.update) << ',' << h.gmres_iterations << '\n';
     sum << r.name << ',' << f << ','
+        << (r.config.lu.factor.fp64 || r.config.lu.storage == engine::LuConfig::Storage::Factor ? f : "fp32") << ','
         << (r.config.lu.factor.fp64 ? "fp64" : engine::format_key(r.config.lu.accumulate)) << ','
         << engine::arith_key(r.config.residual) << ',' << engine::arith_key(r.config.working) << ',' << m << ','
         << a.n << ',' << (matrix_path.empty() ? num(cond) : "") << ',' << num(s.scale) << ','
@@ -306,7 +314,7 @@ int cmd_solve(int argc, char** argv) {
   cfg << "],\n  \"methods\": [";
   for (std::size_t i = 0; i < method_list.size(); ++i)
     cfg << (i ? ", " : "") << json_string(engine::method_key(method_list[i]));
-  cfg << "],\n  \"accumulate\": " << json_string(accumulate) << ",\n  \"residual\": " << json_string(residual)
+  cfg << "],\n  \"storage\": " << json_string(storage) << ",\n  \"accumulate\": " << json_string(accumulate) << ",\n  \"residual\": " << json_string(residual)
       << ",\n  \"working\": " << json_string(working) << ",\n  \"max_iter\": " << max_iter
       << ",\n  \"tol\": " << exact(tol) << ",\n  \"block\": " << block << ",\n  \"backend\": "
       << json_string(be.name) << ",\n  \"device\": " << json_string(info.device)

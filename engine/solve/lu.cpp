@@ -121,9 +121,13 @@ bool gemm_as_bf16(Format f) { return f == Format::BF16 || is_fp8(f); }
 void lu_factor_lowp(const Matrix& a, LuFactors& out, bool scale, Backend& be) {
   const std::int64_t n = a.n;
   const Format F = out.factor.format;
+  const bool tensor_core = out.storage == LuConfig::Storage::FP32;
   const std::int64_t nb = out.block;
-  Rounder round{F, {}};
+  // The storage's rounding, and the trailing update's operands' (Tensor Core mode).
+  Rounder round{tensor_core ? Format::FP32 : F, {}};
   round.opt.saturate = F == Format::E4M3;
+  Rounder operand{F, {}};
+  operand.opt.saturate = F == Format::E4M3;
   const Rounder acc_round{out.accumulate, {}};
   const Rounder* acc = out.accumulate == Format::FP32 ? nullptr : &acc_round;
 
@@ -132,7 +136,7 @@ void lu_factor_lowp(const Matrix& a, LuFactors& out, bool scale, Backend& be) {
   for (double v : a.a) amax = std::max(amax, std::fabs(v));
   out.scale = 1.0;
   if (scale && needs_scale(F) && amax > 0.0) {
-    const double target = 0.1 * format_info(F).max;
+    const double target = (F == Format::E4M3 ? 0x1p-1 : 0x1p-6) * format_info(F).max;
     out.scale = std::ldexp(1.0, static_cast<int>(std::floor(std::log2(target / amax))));
   }
   out.lu.resize(static_cast<std::size_t>(n * n));
@@ -143,6 +147,7 @@ void lu_factor_lowp(const Matrix& a, LuFactors& out, bool scale, Backend& be) {
   std::vector<float> panel(static_cast<std::size_t>(n * nb));
   std::vector<float> tmp_cols(static_cast<std::size_t>(omp_get_max_threads()) * static_cast<std::size_t>(n));
   std::vector<std::uint16_t> l_codes, u_codes;
+  std::vector<float> l_vals, u_vals, op_rows;
   for (std::int64_t k0 = 0; k0 < n; k0 += nb) {
     const std::int64_t k1 = std::min(n, k0 + nb), wdt = k1 - k0, m = n - k0;
     // The panel, column-major (column j at panel[j * m]): its columns are
@@ -210,14 +215,36 @@ void lu_factor_lowp(const Matrix& a, LuFactors& out, bool scale, Backend& be) {
     g.beta = 1.0f;
     g.accumulate = out.accumulate;
     if (gemm_as_bf16(F)) {
+      // BF16 codes: exact for BF16 and FP8 values (FP8 operands of Tensor
+      // Core mode rounded to FP8 first).
       l_codes.resize(static_cast<std::size_t>(rest * wdt));
       u_codes.resize(static_cast<std::size_t>(wdt * rest));
-      for (std::int64_t i = 0; i < rest; ++i)
-        cast_from_f32(Format::BF16, w + (k1 + i) * n + k0, l_codes.data() + i * wdt, static_cast<std::size_t>(wdt));
-      for (std::int64_t i = 0; i < wdt; ++i)
-        cast_from_f32(Format::BF16, w + (k0 + i) * n + k1, u_codes.data() + i * rest, static_cast<std::size_t>(rest));
+      op_rows.resize(static_cast<std::size_t>(std::max(rest, wdt)));
+      auto encode = [&](const float* src, std::uint16_t* dst, std::int64_t len) {
+        if (tensor_core && F != Format::BF16) {
+          std::memcpy(op_rows.data(), src, static_cast<std::size_t>(len) * sizeof(float));
+          operand(op_rows.data(), len);
+          src = op_rows.data();
+        }
+        cast_from_f32(Format::BF16, src, dst, static_cast<std::size_t>(len));
+      };
+      for (std::int64_t i = 0; i < rest; ++i) encode(w + (k1 + i) * n + k0, l_codes.data() + i * wdt, wdt);
+      for (std::int64_t i = 0; i < wdt; ++i) encode(w + (k0 + i) * n + k1, u_codes.data() + i * rest, rest);
       g.a = {l_codes.data(), Format::BF16, false, wdt};
       g.b = {u_codes.data(), Format::BF16, false, rest};
+    } else if (tensor_core && F != Format::FP32) {
+      // FP16 or TF32 operands: their values in FP32 copies (the GEMM
+      // multiplies them exactly in FP32).
+      l_vals.resize(static_cast<std::size_t>(rest * wdt));
+      u_vals.resize(static_cast<std::size_t>(wdt * rest));
+      for (std::int64_t i = 0; i < rest; ++i)
+        std::memcpy(l_vals.data() + i * wdt, w + (k1 + i) * n + k0, static_cast<std::size_t>(wdt) * sizeof(float));
+      for (std::int64_t i = 0; i < wdt; ++i)
+        std::memcpy(u_vals.data() + i * rest, w + (k0 + i) * n + k1, static_cast<std::size_t>(rest) * sizeof(float));
+      operand(l_vals.data(), rest * wdt);
+      operand(u_vals.data(), wdt * rest);
+      g.a = {l_vals.data(), Format::FP32, false, wdt};
+      g.b = {u_vals.data(), Format::FP32, false, rest};
     } else {
       g.a = {w + k1 * n + k0, Format::FP32, false, n};
       g.b = {w + k0 * n + k1, Format::FP32, false, n};
@@ -238,6 +265,7 @@ LuFactors lu_factor(const Matrix& a, const LuConfig& config, Backend* be) {
   out.factor = config.factor;
   out.accumulate = config.factor.fp64 ? Format::FP32 : config.accumulate;
   out.block = config.block > 0 ? config.block : (a.n >= 1024 ? 128 : 64);
+  out.storage = config.factor.fp64 ? LuConfig::Storage::Factor : config.storage;
   out.pivots.resize(static_cast<std::size_t>(a.n));
   for (std::int64_t i = 0; i < a.n; ++i) out.pivots[static_cast<std::size_t>(i)] = i;
   const double n = static_cast<double>(a.n);

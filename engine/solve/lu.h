@@ -2,31 +2,37 @@
 // triangular solves with its factors.
 //
 // What the factorization computes (docs/solver.md "The factorization"), for
-// a factor format F other than FP64, a panel width nb and an accumulation
-// format Acc (FP32, or F itself for FP16 and BF16):
+// a factor format F other than FP64, a panel width nb, an accumulation
+// format Acc (FP32, or F itself for FP16 and BF16) and a storage S: F itself
+// (every value the LU holds is an F value: the textbook LU in F) or FP32
+// (Tensor Core mode, as Haidar, Tomov, Dongarra and Higham's FP16-TC: the
+// LU is held in FP32 and only the operands of the trailing update are
+// rounded to F):
 //  0. A is multiplied by a power of two mu (the scale: 1 unless F is FP16 or
-//     FP8, then the largest power of two with mu * max|a_ij| <= 0.1 * F's
-//     max, leaving room for the growth of the entries), rounded to FP32 and
-//     then to F (round-to-nearest-even; E4M3 saturating at 448).
+//     FP8, then the largest power of two with mu * max|a_ij| <= theta * F's
+//     max, theta = 2^-6 for FP16 and E5M2, which overflow to inf: room for
+//     the entries to grow 64-fold; 2^-1 for E4M3, which saturates at 448),
+//     rounded to FP32 and then to S (round-to-nearest-even; E4M3 saturating).
 //  1. For each panel of nb columns k0..k1-1, an unblocked right-looking LU
 //     of the panel's rows k0..n-1: the pivot is the first entry of largest
 //     magnitude in the column, its row is swapped with row k across the
-//     whole matrix, each multiplier is l = F(a_ik / a_kk) (an FP32
+//     whole matrix, each multiplier is l = S(a_ik / a_kk) (an FP32
 //     division), and each entry right of column k in the panel becomes
-//     a_ij = F(a_ij - Acc(l_ik * a_kj)) (products and the subtraction in
+//     a_ij = S(a_ij - Acc(l_ik * a_kj)) (products and the subtraction in
 //     FP32, Acc rounding the product when Acc is F).
-//  2. The rows k0..k1-1 right of the panel (U12) get the same rank-1
-//     updates from the panel's multipliers, in order: what the unblocked
-//     algorithm does to those rows.
-//  3. The trailing matrix: A22 = F(A22 - L21 U12), the product accumulated
-//     in Acc by the backend's GEMM (in FP32: Tensor Core semantics, its
-//     order of summation the GEMM's; in F: rounded after every addition,
-//     in order). BF16 and FP8 operands go to the GEMM as BF16 codes, so a
-//     CPU with native BF16 dot products runs them natively (exactly: every
-//     FP8 value is a BF16 value and the products are exact in FP32).
-// With nb = 1 every step is a rank-1 update and the result is the textbook
-// LU with every operation rounded to F. FP64 is the plain unblocked LU in
-// double (the reference, not the fast path).
+//  2. The rows k0..k1-1 right of the panel (U12), once the panel is done,
+//     get the rank-1 updates of the rows above them in the panel, in order:
+//     what the unblocked algorithm does to those rows.
+//  3. The trailing matrix: A22 = S(A22 - F(L21) F(U12)), the product
+//     accumulated in Acc by the backend's GEMM (in FP32: Tensor Core
+//     semantics, its order of summation the GEMM's; in F: rounded after
+//     every addition, in order). BF16 and FP8 operands go to the GEMM as
+//     BF16 codes, so a CPU with native BF16 dot products runs them natively
+//     (exactly: every FP8 value is a BF16 value and the products are exact
+//     in FP32).
+// With nb = 1 and S = F every step is a rank-1 update and the result is the
+// textbook LU with every operation rounded to F. FP64 is the plain
+// unblocked LU in double (the reference, not the fast path).
 #pragma once
 
 #include <cstdint>
@@ -65,6 +71,9 @@ struct LuConfig {
   std::int64_t block = 0;
   // Scale FP16 and FP8 factorizations by a power of two (step 0 above).
   bool scale = true;
+  // Where the LU is held: the factor format itself, or FP32 (Tensor Core
+  // mode: only the trailing update's operands are rounded to the factor).
+  enum class Storage : std::uint8_t { Factor, FP32 } storage = Storage::Factor;
 };
 // The problem with a config, or "" when it is usable (an unsupported
 // factor format, an accumulation format the factor cannot take, a block < 0).
@@ -75,9 +84,10 @@ struct LuFactors {
   SolveFormat factor;
   Format accumulate = Format::FP32;
   std::int64_t block = 0;
+  LuConfig::Storage storage = LuConfig::Storage::Factor;
   // Row-major n x n: U on and above the diagonal, L's multipliers below it
-  // (L has a unit diagonal). Values of the factor format in FP32 containers;
-  // lu64 instead for FP64.
+  // (L has a unit diagonal). Values of the storage format in FP32
+  // containers; lu64 instead for FP64.
   std::vector<float> lu;
   std::vector<double> lu64;
   // LAPACK's ipiv, 0-based: at step k row k was swapped with row pivots[k].

@@ -2,6 +2,8 @@
 // product never links LAPACK). Column-major, Fortran calling convention.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 

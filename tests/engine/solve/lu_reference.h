@@ -20,18 +20,22 @@ struct RefLu {
   bool ok = true;
 };
 
-// The factor format F with the given accumulation and panel width nb.
-inline RefLu reference_lu(const engine::Matrix& a, engine::Format F, engine::Format acc, std::int64_t nb) {
+// The factor format F with the given accumulation and panel width nb;
+// tensor_core: held in FP32, the trailing update's operands rounded to F.
+inline RefLu reference_lu(const engine::Matrix& a, engine::Format F, engine::Format acc, std::int64_t nb,
+                          bool tensor_core = false) {
   using engine::Format;
   const std::int64_t n = a.n;
   const bool sat = F == Format::E4M3;
-  auto q = [&](float x) { return F == Format::FP32 ? x : engine::quantize(F, x, sat); };
+  auto qo = [&](float x) { return F == Format::FP32 ? x : engine::quantize(F, x, sat); };
+  auto q = [&](float x) { return tensor_core ? x : qo(x); };
   auto qa = [&](float x) { return acc == Format::FP32 ? x : engine::quantize(acc, x, false); };
   RefLu r;
   double amax = 0.0;
   for (double v : a.a) amax = std::max(amax, std::fabs(v));
   if ((F == Format::FP16 || F == Format::E4M3 || F == Format::E5M2) && amax > 0.0)
-    r.scale = std::ldexp(1.0, static_cast<int>(std::floor(std::log2(0.1 * engine::format_info(F).max / amax))));
+    r.scale = std::ldexp(1.0, static_cast<int>(std::floor(
+                                   std::log2((F == Format::E4M3 ? 0.5 : 1.0 / 64) * engine::format_info(F).max / amax))));
   r.lu.resize(a.a.size());
   r.pivots.resize(static_cast<std::size_t>(n));
   auto w = [&](std::int64_t i, std::int64_t j) -> float& { return r.lu[static_cast<std::size_t>(i * n + j)]; };
@@ -61,7 +65,7 @@ inline RefLu reference_lu(const engine::Matrix& a, engine::Format F, engine::For
     for (std::int64_t i = k1; i < n; ++i)
       for (std::int64_t j = k1; j < n; ++j) {
         float s = 0.0f;
-        for (std::int64_t p = k0; p < k1; ++p) s = qa(s + w(i, p) * w(p, j));
+        for (std::int64_t p = k0; p < k1; ++p) s = qa(s + qo(w(i, p)) * qo(w(p, j)));
         w(i, j) = q(w(i, j) - s);
       }
   }
