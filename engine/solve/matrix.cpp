@@ -203,7 +203,7 @@ std::vector<double> random_vector(std::int64_t n, std::uint64_t seed) {
   return x;
 }
 
-Matrix parse_matrix_market(const std::string& text, const std::string& name) {
+Matrix parse_matrix_market(const std::string& text, const std::string& name, std::int64_t max_n) {
   std::size_t pos = 0;
   std::int64_t line_no = 0;
   auto next_line = [&](std::string_view& line) {
@@ -246,8 +246,8 @@ Matrix parse_matrix_market(const std::string& text, const std::string& name) {
     fail_at(name, line_no, coordinate ? "size line must be 'rows cols entries'" : "size line must be 'rows cols'");
   if (rows != cols)
     fail_at(name, line_no, "matrix is " + std::to_string(rows) + " x " + std::to_string(cols) + ", not square");
-  if (rows < 1 || rows > kMaxSolveN)
-    fail_at(name, line_no, "size " + std::to_string(rows) + " is outside 1.." + std::to_string(kMaxSolveN));
+  if (rows < 1 || rows > max_n)
+    fail_at(name, line_no, "size " + std::to_string(rows) + " is outside 1.." + std::to_string(max_n));
   const std::int64_t n = rows;
   const std::int64_t max_entries = coordinate ? n * n : ((symmetric || skew) ? n * (n + 1) / 2 : n * n);
   if (coordinate && count > max_entries)

@@ -44,9 +44,9 @@ std::vector<double> random_vector(std::int64_t n, std::uint64_t seed);
 // complex matrices, a bad header, a missing, extra or out-of-range entry, a
 // value that is not a finite number).
 Matrix read_matrix_market(const std::string& path);
-// The same, reading the text itself (`name` stands for the file in errors):
-// the fuzz target and the tests call this.
-Matrix parse_matrix_market(const std::string& text, const std::string& name);
+// The same, reading the text itself (`name` stands for the file in errors)
+// and accepting n up to max_n: the fuzz target and the tests call this.
+Matrix parse_matrix_market(const std::string& text, const std::string& name, std::int64_t max_n = kMaxSolveN);
 
 // A right-hand side: one finite number a line (blank lines and lines
 // starting with '#' or '%' skipped), exactly n of them. Throws
