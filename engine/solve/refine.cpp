@@ -219,7 +219,14 @@ SolveResult refine_with(const Matrix& a, const LuFactors& lu, const std::vector<
       break;
     }
     if (i > 1 && update > 0.5 * previous) {
-      res.reason = update > previous ? "diverged: the update grew" : "stagnated: the update shrank by less than half";
+      // Stopped shrinking: at FP64's noise level (LAPACK dsgesv's test,
+      // ||r|| <= sqrt(n) u ||A|| ||x||) that is convergence, else not.
+      if (rec.backward_error <= std::sqrt(nn) * 0x1p-53) {
+        res.converged = true;
+        res.reason = "backward error at the FP64 noise level (sqrt(n) u)";
+      } else {
+        res.reason = update > previous ? "diverged: the update grew" : "stagnated: the update shrank by less than half";
+      }
       break;
     }
     if (i >= config.max_iter) {

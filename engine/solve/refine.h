@@ -17,8 +17,10 @@
 // normwise backward error eta_i = ||b - A x_i|| / (||A|| ||x_i|| + ||b||)
 // (infinity norms, residual in FP64) is at most tol, or when the update
 // ||d_i|| / ||x_i|| is at most the working precision's unit roundoff (x no
-// longer changes); not converged when the update is not finite (diverged),
-// when it shrank by less than half from the one before (stagnated: with
+// longer changes), or when the update shrank by less than half from the one
+// before with eta_i already at FP64's noise level, sqrt(n) u (LAPACK
+// dsgesv's test); not converged when the update is not finite (diverged),
+// when it stopped shrinking above that level (stagnated: with
 // kappa(A) u_factor >= 1 the updates stop shrinking), or after max_iter
 // updates.
 #pragma once

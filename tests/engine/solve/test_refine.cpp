@@ -59,6 +59,19 @@ TEST(SolveRefine, Fp16LuIrReachesFp64AccuracyAtCond1e2) {
   EXPECT_EQ(std::log2(r.scale), std::floor(std::log2(r.scale)));
 }
 
+TEST(SolveRefine, Bf16LuIrNeedsManyMoreUpdatesThanFp16) {
+  // kappa u is 100 * 2^-9 for BF16, 100 * 2^-11 for FP16: BF16's updates
+  // shrink about four times slower. Its last ones stop shrinking at FP64's
+  // noise level, which counts as converged.
+  const Problem p = problem(512, 1e2, 0);
+  const auto bf = engine::solve_refine(p.a, p.b, &p.x, config("bf16", Method::LuIr), &cpu());
+  const auto fp = engine::solve_refine(p.a, p.b, &p.x, config("fp16", Method::LuIr), &cpu());
+  EXPECT_TRUE(bf.converged) << bf.reason;
+  EXPECT_TRUE(fp.converged) << fp.reason;
+  EXPECT_GT(bf.iterations, 2 * fp.iterations);
+  EXPECT_LT(bf.backward_error, std::sqrt(512.0) * 0x1p-53);
+}
+
 TEST(SolveRefine, Fp16LuIrHitsTheWallAtCond1e4AndGmresIrPassesIt) {
   const Problem p = problem(512, 1e4);
   const auto lu = engine::solve_refine(p.a, p.b, &p.x, config("fp16", Method::LuIr), &cpu());
