@@ -286,23 +286,50 @@ LuFactors lu_factor(const Matrix& a, const LuConfig& config, Backend* be) {
 
 namespace {
 
+// The substitutions in blocks of rows: each block's sums over the columns
+// before it (after it, going back) are one matrix-vector product that the
+// threads split by rows, then the block's own triangle runs in order. Each
+// row's sum is one thread's, in a fixed order: the same bits on any
+// thread count.
 template <class T, class F>
 void substitute(const F* lu, const std::int64_t* piv, std::int64_t n, T* v) {
+  constexpr std::int64_t kRows = 128;
+  std::vector<T> part(static_cast<std::size_t>(kRows));
   for (std::int64_t i = 0; i < n; ++i)
     if (piv[i] != i) std::swap(v[i], v[piv[i]]);
-  for (std::int64_t i = 1; i < n; ++i) {
-    const F* row = lu + i * n;
-    T s = 0;
+  for (std::int64_t i0 = 0; i0 < n; i0 += kRows) {
+    const std::int64_t i1 = std::min(n, i0 + kRows);
+#pragma omp parallel for schedule(static) if (i0 * (i1 - i0) > 65536)
+    for (std::int64_t i = i0; i < i1; ++i) {
+      const F* row = lu + i * n;
+      T s = 0;
 #pragma omp simd reduction(+ : s)
-    for (std::int64_t j = 0; j < i; ++j) s += static_cast<T>(row[j]) * v[j];
-    v[i] = v[i] - s;
+      for (std::int64_t j = 0; j < i0; ++j) s += static_cast<T>(row[j]) * v[j];
+      part[static_cast<std::size_t>(i - i0)] = s;
+    }
+    for (std::int64_t i = i0; i < i1; ++i) {
+      const F* row = lu + i * n;
+      T s = part[static_cast<std::size_t>(i - i0)];
+      for (std::int64_t j = i0; j < i; ++j) s += static_cast<T>(row[j]) * v[j];
+      v[i] = v[i] - s;
+    }
   }
-  for (std::int64_t i = n - 1; i >= 0; --i) {
-    const F* row = lu + i * n;
-    T s = 0;
+  for (std::int64_t i1 = n; i1 > 0; i1 -= kRows) {
+    const std::int64_t i0 = std::max<std::int64_t>(0, i1 - kRows);
+#pragma omp parallel for schedule(static) if ((n - i1) * (i1 - i0) > 65536)
+    for (std::int64_t i = i0; i < i1; ++i) {
+      const F* row = lu + i * n;
+      T s = 0;
 #pragma omp simd reduction(+ : s)
-    for (std::int64_t j = i + 1; j < n; ++j) s += static_cast<T>(row[j]) * v[j];
-    v[i] = (v[i] - s) / static_cast<T>(row[i]);
+      for (std::int64_t j = i1; j < n; ++j) s += static_cast<T>(row[j]) * v[j];
+      part[static_cast<std::size_t>(i - i0)] = s;
+    }
+    for (std::int64_t i = i1 - 1; i >= i0; --i) {
+      const F* row = lu + i * n;
+      T s = part[static_cast<std::size_t>(i - i0)];
+      for (std::int64_t j = i + 1; j < i1; ++j) s += static_cast<T>(row[j]) * v[j];
+      v[i] = (v[i] - s) / static_cast<T>(row[i]);
+    }
   }
 }
 
