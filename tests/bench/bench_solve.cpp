@@ -3,7 +3,8 @@
 // LU, FP64 refinement) on the same matrix, kappa = 1e2, at 1 and 2 OpenBLAS
 // threads; the summary after the table gives each of ours as a speed ratio
 // over dgesv at its best thread count (> 1: ours is faster).
-// Run: build/release/tests/bench/bench_solve [--sizes 1024,4096] [--benchmark_filter=...]
+// Run: build/release/tests/bench/bench_solve [--sizes 1024,4096] [--threads N] [--benchmark_filter=...]
+// (--threads: the engine's threads, default all cores; OpenBLAS runs at 1 and 2 either way).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -49,8 +50,10 @@ const Problem& problem(int n) {
   return *p;
 }
 
+int g_threads = 0;  // --threads: the engine's (0: all cores)
+
 engine::Backend& cpu() {
-  static engine::BackendChoice be = engine::make_backend("cpu", 0);
+  static engine::BackendChoice be = engine::make_backend("cpu", g_threads);
   return *be.backend;
 }
 
@@ -64,11 +67,13 @@ void keep_best(const std::string& key, double s) {
   if (it == best().end() || s < it->second) best()[key] = s;
 }
 
-// "bf16": the LU held in BF16; "bf16-tc": held in FP32, the trailing
-// update's operands in BF16 (Tensor Core mode).
-engine::RefineConfig config_of(const std::string& label) {
+// "bf16-lu-ir": the LU held in BF16; "bf16-tc-...": held in FP32, the
+// trailing update's operands in BF16 (Tensor Core mode); "...-gmres-ir": GMRES-IR.
+engine::RefineConfig config_of(std::string label) {
   engine::RefineConfig c;
-  const bool tc = label.size() > 3 && label.substr(label.size() - 3) == "-tc";
+  if (label.ends_with("-gmres-ir")) c.method = engine::Method::GmresIr;
+  label = label.substr(0, label.rfind('-', label.rfind('-') - 1));
+  const bool tc = label.ends_with("-tc");
   c.lu.factor = *engine::parse_factor_format(tc ? label.substr(0, label.size() - 3) : label);
   if (tc) c.lu.storage = engine::LuConfig::Storage::FP32;
   return c;
@@ -82,9 +87,10 @@ void bm_ours(benchmark::State& state, const char* factor, int n) {
     r = engine::solve_refine(p.a, p.b, &p.x, c, &cpu());
     const double s = r.factor_seconds + r.refine_seconds;
     state.SetIterationTime(s);
-    keep_best(std::string(factor) + "-lu-ir/" + std::to_string(n), s);
+    if (r.converged) keep_best(std::string(factor) + "/" + std::to_string(n), s);  // only answers count
   }
   state.counters["iterations"] = r.iterations;
+  state.counters["gmres"] = r.gmres_iterations;
   state.counters["backward_error"] = r.backward_error;
   state.counters["forward_error"] = r.forward_error;
   state.counters["factor_s"] = r.factor_seconds;
@@ -115,7 +121,9 @@ int main(int argc, char** argv) {
   std::vector<int> sizes = {1024};
   std::vector<char*> rest;
   for (int i = 0; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
+    if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+      g_threads = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
       sizes.clear();
       for (char* t = std::strtok(argv[++i], ","); t; t = std::strtok(nullptr, ",")) sizes.push_back(std::atoi(t));
     } else {
@@ -123,10 +131,13 @@ int main(int argc, char** argv) {
     }
   }
   int rc = static_cast<int>(rest.size());
-  const char* kFormats[] = {"bf16-tc", "fp16-tc", "bf16", "fp16", "fp32"};
+  cpu();  // the engine's thread count is set before anything runs
+  openblas_set_num_threads(1);
+  const char* kFormats[] = {"bf16-tc-lu-ir", "bf16-tc-gmres-ir", "fp16-tc-lu-ir", "bf16-lu-ir", "fp16-lu-ir",
+                            "fp32-lu-ir"};
   for (int n : sizes) {
     for (const char* f : kFormats)
-      benchmark::RegisterBenchmark(("lu_ir/" + std::string(f) + "/" + std::to_string(n)).c_str(), bm_ours, f, n)
+      benchmark::RegisterBenchmark(("ours/" + std::string(f) + "/" + std::to_string(n)).c_str(), bm_ours, f, n)
           ->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(1.0);
     for (int t : {1, 2}) {
       benchmark::RegisterBenchmark(("dgesv/" + std::to_string(n) + "/threads:" + std::to_string(t)).c_str(), bm_lapack,
@@ -145,10 +156,13 @@ int main(int argc, char** argv) {
     const auto d = best().find("dgesv/" + std::to_string(n));
     if (d == best().end()) continue;
     std::printf("  n = %d: dgesv %.1f ms\n", n, d->second * 1e3);
-    for (const char* s : {"bf16-tc-lu-ir", "fp16-tc-lu-ir", "bf16-lu-ir", "fp16-lu-ir", "fp32-lu-ir", "dsgesv"}) {
+    for (const char* s : {"bf16-tc-lu-ir", "bf16-tc-gmres-ir", "fp16-tc-lu-ir", "bf16-lu-ir", "fp16-lu-ir",
+                          "fp32-lu-ir", "dsgesv"}) {
       const auto o = best().find(std::string(s) + "/" + std::to_string(n));
       if (o != best().end())
-        std::printf("    %-14s %8.1f ms  %.2fx\n", s, o->second * 1e3, d->second / o->second);
+        std::printf("    %-17s %8.1f ms  %.2fx\n", s, o->second * 1e3, d->second / o->second);
+      else
+        std::printf("    %-17s did not converge\n", s);
     }
   }
   return 0;
