@@ -93,6 +93,22 @@ TEST(CliSolve, TheWallAtCond1e4IsAResultNotAnError) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(CliSolve, TensorCoreStorageIsNamedInTheRunAndTheSummary) {
+  const auto dir = temp_path("solve_tc");
+  const auto r = run_cli("solve --n 64 --factor bf16 --compare fp64 --storage fp32 --out '" + dir.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto sum = read_csv((dir / "summary.csv").string());
+  ASSERT_EQ(sum.size(), 2u);
+  EXPECT_EQ(sum[0].at("run"), "bf16-tc-lu-ir");
+  EXPECT_EQ(sum[0].at("storage"), "fp32");
+  EXPECT_EQ(sum[1].at("run"), "fp64-lu-ir");  // FP64 has no Tensor Core mode
+  EXPECT_EQ(sum[1].at("storage"), "fp64");
+  EXPECT_EQ(sum[0].at("converged"), "true");
+  EXPECT_NE(read_file((dir / "config.json").string()).find("\"storage\": \"fp32\""), std::string::npos);
+  EXPECT_EQ(run_cli("solve --n 8 --factor bf16 --storage fp8 --out '" + dir.string() + "'").exit_code, 2);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliSolve, MatrixMarketFileAndRightHandSide) {
   const auto dir = temp_path("solve_mtx");
   std::filesystem::create_directories(dir);
