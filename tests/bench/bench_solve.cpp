@@ -131,7 +131,8 @@ int main(int argc, char** argv) {
     }
   }
   int rc = static_cast<int>(rest.size());
-  cpu();  // the engine's thread count is set before anything runs
+  for (int n : sizes) problem(n);  // made on every core, before the engine's count is set
+  cpu();
   openblas_set_num_threads(1);
   const char* kFormats[] = {"bf16-tc-lu-ir", "bf16-tc-gmres-ir", "fp16-tc-lu-ir", "bf16-lu-ir", "fp16-lu-ir",
                             "fp32-lu-ir"};
