@@ -151,7 +151,8 @@ double forward_error(const std::vector<double>& x, const std::vector<double>* x_
   if (!x_true) return std::numeric_limits<double>::quiet_NaN();
   double num = 0.0;
   for (std::size_t i = 0; i < x.size(); ++i) num = std::max(num, std::fabs(x[i] - (*x_true)[i]));
-  return num / norm_inf(*x_true);
+  const double den = norm_inf(*x_true);
+  return den > 0.0 ? num / den : (num == 0.0 ? 0.0 : std::numeric_limits<double>::infinity());
 }
 
 }  // namespace
@@ -196,7 +197,9 @@ SolveResult refine_with(const Matrix& a, const LuFactors& lu, const std::vector<
     const double norm_x = norm_inf(x);
     IterationRecord rec;
     rec.iteration = i;
-    rec.backward_error = norm_inf(r) / (norm_a * norm_x + norm_b);
+    const double norm_r = norm_inf(r), denom = norm_a * norm_x + norm_b;
+    // b = 0 solved by x = 0: no residual, no error (0 / 0 otherwise).
+    rec.backward_error = denom > 0.0 ? norm_r / denom : (norm_r == 0.0 ? 0.0 : norm_r / denom);
     rec.forward_error = forward_error(x, x_true);
     rec.update = update;
     rec.gmres_iterations = inner;
@@ -249,7 +252,8 @@ SolveResult refine_with(const Matrix& a, const LuFactors& lu, const std::vector<
     to_working(x);
     count(nn, config.working == Arith::FP32);
     previous = update;
-    update = norm_inf(d) / norm_inf(x);
+    const double norm_d = norm_inf(d), norm_xn = norm_inf(x);
+    update = norm_xn > 0.0 ? norm_d / norm_xn : (norm_d == 0.0 ? 0.0 : norm_d / norm_xn);
   }
   res.x = std::move(x);
   res.refine_seconds = seconds_since(t0);

@@ -132,6 +132,19 @@ TEST(SolveRefine, Fp32WorkingPrecisionStopsAtFp32Accuracy) {
   EXPECT_LT(r80.forward_error, 1e-13);
 }
 
+TEST(SolveRefine, ZeroRightHandSideIsSolvedByZero) {
+  const Problem p = problem(16, 10.0);
+  const std::vector<double> zero(16, 0.0);
+  for (Method m : {Method::LuIr, Method::GmresIr}) {
+    const auto r = engine::solve_refine(p.a, zero, &zero, config("fp16", m), &cpu());
+    EXPECT_TRUE(r.converged) << r.reason;
+    EXPECT_EQ(r.backward_error, 0.0);
+    EXPECT_EQ(r.forward_error, 0.0);
+    EXPECT_EQ(r.iterations, 0);
+    for (double v : r.x) EXPECT_EQ(v, 0.0);
+  }
+}
+
 TEST(SolveRefine, BreakdownIsAResultNotAThrow) {
   engine::Matrix a;
   a.n = 2;
