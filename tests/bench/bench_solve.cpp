@@ -22,7 +22,6 @@
 #include "engine/solve/lapack.h"
 #include "solve/refine.h"
 
-extern "C" void openblas_set_num_threads(int);
 
 namespace {
 

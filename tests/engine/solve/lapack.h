@@ -11,6 +11,7 @@
 
 extern "C" {
 void dgesv_(const int* n, const int* nrhs, double* a, const int* lda, int* ipiv, double* b, const int* ldb, int* info);
+void openblas_set_num_threads(int);
 void dsgesv_(const int* n, const int* nrhs, double* a, const int* lda, int* ipiv, double* b, const int* ldb, double* x,
              const int* ldx, double* work, float* swork, int* iter, int* info);
 }

@@ -19,6 +19,13 @@ engine::Backend& cpu() {
   return *be.backend;
 }
 
+// OpenBLAS on the calling thread: the answers do not depend on its
+// threads, and a sanitizer build sees no threads it did not instrument.
+const int kOneThread = [] {
+  openblas_set_num_threads(1);
+  return 1;
+}();
+
 engine::RefineConfig config(const char* factor) {
   engine::RefineConfig c;
   c.method = Method::LuIr;
