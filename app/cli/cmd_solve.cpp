@@ -33,7 +33,8 @@ constexpr const char* kUsage =
     "  --n N           a random matrix of size N (default 512) with 2-norm condition number\n"
     "  --cond K        K (default 100; singular values 1 .. 1/K, geometric) from seed S (default 0)\n"
     "  --rhs FILE      b, one value a line; without it b = A x for a random x (forward errors known)\n"
-    "  --factor FMT    the LU's format: fp64 fp32 tf32 bf16 fp16 fp8-e4m3 fp8-e5m2\n"
+    "  --factor FMT    the LU's format: fp64 fp32 tf32 bf16 fp16 fp8-e4m3 fp8-e5m2, or with\n"
+    "                  --storage fp32 a block format: mxfp8 mxfp8-e5m2 mxfp6 mxfp6-e3m2 mxfp4 nvfp4\n"
     "  --accumulate    the LU's product accumulation: fp32 (default, as Tensor Cores) or factor\n"
     "                  (the factor's own format; fp16 and bf16 only)\n"
     "  --residual FMT  r = b - A x in fp32, fp64 (default) or fp80 (x87 extended)\n"
@@ -189,7 +190,9 @@ int cmd_solve(int argc, char** argv) {
          return all;
        }()) {
     const auto sf = engine::parse_factor_format(f);
-    if (!sf) return fail("unknown factor format '" + f + "' (fp64 fp32 tf32 bf16 fp16 fp8-e4m3 fp8-e5m2)");
+    if (!sf)
+      return fail("unknown factor format '" + f + "' (fp64 fp32 tf32 bf16 fp16 fp8-e4m3 fp8-e5m2; mxfp8 mxfp6 mxfp4 nvfp4 "
+                  "with --storage fp32)");
     bool seen = false;
     for (const auto& g : formats) seen = seen || g == *sf;
     if (!seen) formats.push_back(*sf);
@@ -259,14 +262,14 @@ int cmd_solve(int argc, char** argv) {
                                   : matrix_path.c_str(),
               rhs_path.empty() ? ", b = A x for a random x" : (", b from " + rhs_path).c_str(),
               info.native_bf16 ? "native bf16 GEMM" : "bf16 GEMM decoded to f32");
-  std::printf("%-16s %-9s %-9s %5s %6s %-10s %-10s %s\n", "run", "scale", "converged", "iter", "gmres", "backward",
+  std::printf("%-18s %-9s %-9s %5s %6s %-10s %-10s %s\n", "run", "scale", "converged", "iter", "gmres", "backward",
               "forward", "reason");
   for (RunOut& r : runs) {
     r.result = engine::solve_refine(a, b, x_true.empty() ? nullptr : &x_true, r.config, be.backend.get());
     const auto& s = r.result;
     char fwd[32] = "-";
     if (!x_true.empty()) std::snprintf(fwd, sizeof fwd, "%.3e", s.forward_error);
-    std::printf("%-16s %-9s %-9s %5d %6d %-10.3e %-10s %s\n", r.name.c_str(), num(s.scale).c_str(),
+    std::printf("%-18s %-9s %-9s %5d %6d %-10.3e %-10s %s\n", r.name.c_str(), num(s.scale).c_str(),
                 s.converged ? "yes" : "no", s.iterations, s.gmres_iterations, s.backward_error, fwd, s.reason.c_str());
   }
 

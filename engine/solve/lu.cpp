@@ -19,6 +19,7 @@
 
 #include "backend/backend.h"
 #include "backend/registry.h"
+#include "numeric/block.h"
 #include "numeric/cast.h"
 #include "numeric/clones.h"
 
@@ -32,7 +33,7 @@ double SolveFormat::unit_roundoff() const {
 std::optional<SolveFormat> parse_factor_format(std::string_view s) {
   if (s == "fp64" || s == "FP64" || s == "double") return SolveFormat::f64();
   const auto f = parse_format(s);
-  if (!f || !is_tensor_format(*f)) return std::nullopt;
+  if (!f || !(is_tensor_format(*f) || is_block_format(*f))) return std::nullopt;
   return SolveFormat::of(*f);
 }
 
@@ -41,9 +42,16 @@ std::string factor_key(SolveFormat f) { return f.fp64 ? "fp64" : format_key(f.fo
 std::string lu_config_problem(const LuConfig& c) {
   if (c.block < 0) return "the panel width must be >= 0";
   if (c.factor.fp64) return "";
+  if (is_block_format(c.factor.format)) {
+    if (c.storage != LuConfig::Storage::FP32)
+      return std::string("a block format (") + format_name(c.factor.format) +
+             ") rounds the trailing update's operands only: it needs --storage fp32";
+    if (c.accumulate != Format::FP32) return "a block format accumulates in fp32";
+    return "";
+  }
   if (!is_tensor_format(c.factor.format))
     return std::string("factor format ") + format_name(c.factor.format) +
-           " is not one of fp64, fp32, tf32, bf16, fp16, fp8-e4m3, fp8-e5m2";
+           " is not one of fp64, fp32, tf32, bf16, fp16, fp8-e4m3, fp8-e5m2, or a block format";
   if (c.accumulate == Format::FP32) return "";
   if (c.accumulate == c.factor.format && is_half_format(c.accumulate)) return "";
   return std::string("accumulation in ") + format_name(c.accumulate) + " does not go with the " +
@@ -252,7 +260,21 @@ void lu_factor_lowp(const Matrix& a, LuFactors& out, bool scale, Backend& be) {
     g.alpha = -1.0f;
     g.beta = 1.0f;
     g.accumulate = out.accumulate;
-    if (gemm_as_bf16(F)) {
+    BlockQuantized l_block, u_block;
+    if (is_block_format(F)) {
+      // Block-scaled operands (numeric/block.h): L21's blocks run along its
+      // rows and U12's down its columns, both along the product's k.
+      l_vals.resize(static_cast<std::size_t>(rest * wdt));
+      u_vals.resize(static_cast<std::size_t>(wdt * rest));
+      for (std::int64_t i = 0; i < rest; ++i)
+        std::memcpy(l_vals.data() + i * wdt, w + (k1 + i) * n + k0, static_cast<std::size_t>(wdt) * sizeof(float));
+      for (std::int64_t i = 0; i < wdt; ++i)
+        std::memcpy(u_vals.data() + i * rest, w + (k0 + i) * n + k1, static_cast<std::size_t>(rest) * sizeof(float));
+      l_block = block_quantize(F, l_vals.data(), l_vals.data(), rest, wdt, BlockLayout::Rows);
+      u_block = block_quantize(F, u_vals.data(), u_vals.data(), wdt, rest, BlockLayout::Columns);
+      g.a = {l_vals.data(), Format::FP32, false, wdt, &l_block};
+      g.b = {u_vals.data(), Format::FP32, false, rest, &u_block};
+    } else if (gemm_as_bf16(F)) {
       // BF16 codes: exact for BF16 and FP8 values (FP8 operands of Tensor
       // Core mode rounded to FP8 first).
       l_codes.resize(static_cast<std::size_t>(rest * wdt));

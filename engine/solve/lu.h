@@ -30,6 +30,9 @@
 //     BF16 codes, so a CPU with native BF16 dot products runs them natively
 //     (exactly: every FP8 value is a BF16 value and the products are exact
 //     in FP32).
+// A block format (MXFP8, MXFP6, MXFP4, NVFP4) applies in Tensor Core mode
+// only: F(L21) and F(U12) are block_quantize's values (blocks along the
+// product's k: L21's rows, U12's columns), the GEMM reading their scales.
 // With nb = 1 and S = F every step is a rank-1 update and the result is the
 // textbook LU with every operation rounded to F. FP64 is the plain
 // unblocked LU in double (the reference, not the fast path).
@@ -58,9 +61,10 @@ struct SolveFormat {
   // Unit roundoff: 2^-53 for FP64, 2^-(mantissa bits + 1) for a format.
   double unit_roundoff() const;
 };
-// "fp64", "fp32", "tf32", "bf16", "fp16", "fp8-e4m3"/"e4m3", "fp8-e5m2"/"e5m2".
+// "fp64", "fp32", "tf32", "bf16", "fp16", "fp8-e4m3"/"e4m3", "fp8-e5m2"/"e5m2",
+// and the block formats ("mxfp8", "mxfp6", "mxfp4", "nvfp4", ...).
 std::optional<SolveFormat> parse_factor_format(std::string_view s);
-// The CLI and CSV spelling: "fp64", "fp32", "tf32", "bf16", "fp16", "e4m3", "e5m2".
+// The CLI and CSV spelling: "fp64", "fp32", "tf32", "bf16", "fp16", "e4m3", "e5m2", "mxfp8", ...
 std::string factor_key(SolveFormat f);
 
 struct LuConfig {

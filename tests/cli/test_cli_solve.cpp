@@ -106,6 +106,10 @@ TEST(CliSolve, TensorCoreStorageIsNamedInTheRunAndTheSummary) {
   EXPECT_EQ(sum[0].at("converged"), "true");
   EXPECT_NE(read_file((dir / "config.json").string()).find("\"storage\": \"fp32\""), std::string::npos);
   EXPECT_EQ(run_cli("solve --n 8 --factor bf16 --storage fp8 --out '" + dir.string() + "'").exit_code, 2);
+  // Block formats are operand formats: Tensor Core mode only.
+  const auto held = run_cli("solve --n 8 --factor mxfp8 --out '" + dir.string() + "'");
+  EXPECT_EQ(held.exit_code, 2);
+  EXPECT_NE(held.err.find("needs --storage fp32"), std::string::npos) << held.err;
   std::filesystem::remove_all(dir);
 }
 

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -150,6 +151,28 @@ TEST(SolveLu, BlockedFp32AccumulationStaysWithinTheFormatsRounding) {
   }
 }
 
+TEST(SolveLu, BlockFormatsRoundTheUpdatesOperandsByBlocks) {
+  // Tensor Core mode with MX/NVFP4 operands: the LU's residual is of the
+  // element format's size, smaller for more element bits.
+  const engine::Matrix a = engine::random_matrix(96, 1e2, 4);
+  std::map<Format, double> residual;
+  for (Format f : {Format::MXFP8, Format::MXFP6, Format::MXFP4, Format::NVFP4}) {
+    LuConfig c = config(f, Format::FP32, 32);
+    c.storage = LuConfig::Storage::FP32;
+    const auto lu = engine::lu_factor(a, c, &cpu());
+    ASSERT_TRUE(lu.ok) << lu.failure;
+    EXPECT_EQ(lu.scale, 1.0);  // the block scales carry the range
+    const double res = factor_residual(a, lu.lu, lu.pivots, lu.scale);
+    EXPECT_LT(res, 96 * SolveFormat::of(f).unit_roundoff()) << engine::format_name(f);
+    EXPECT_GT(res, 1e-6) << engine::format_name(f);  // not an FP32 LU
+    residual[f] = res;
+  }
+  // FP4's one significand bit against FP8's three.
+  EXPECT_GT(residual[Format::MXFP4], 2 * residual[Format::MXFP8]);
+  LuConfig held = config(Format::MXFP8, Format::FP32, 32);
+  EXPECT_NE(engine::lu_config_problem(held).find("--storage fp32"), std::string::npos);
+}
+
 TEST(SolveLu, KnownMatrixFactorsExactly) {
   // A 3 x 3 whose LU with partial pivoting is exact in every format:
   // rows swap so the 4 leads, multipliers 1/2 and 1/4.
@@ -228,7 +251,8 @@ TEST(SolveLu, ConfigProblemsAreNamed) {
   EXPECT_EQ(engine::lu_config_problem(config(Format::FP16, Format::FP16, 0)), "");
   EXPECT_NE(engine::lu_config_problem(config(Format::FP16, Format::BF16, 0)), "");
   EXPECT_NE(engine::lu_config_problem(config(Format::E4M3, Format::E4M3, 0)), "");
-  EXPECT_NE(engine::lu_config_problem(config(Format::MXFP8, Format::FP32, 0)), "");
+  EXPECT_NE(engine::lu_config_problem(config(Format::MXFP8, Format::FP32, 0)), "");  // needs Tensor Core mode
+  EXPECT_NE(engine::lu_config_problem(config(Format::E2M1, Format::FP32, 0)), "");  // an element format alone
   EXPECT_EQ(engine::parse_factor_format("fp8-e4m3")->format, Format::E4M3);
   EXPECT_TRUE(engine::parse_factor_format("fp64")->fp64);
   EXPECT_FALSE(engine::parse_factor_format("fp128"));

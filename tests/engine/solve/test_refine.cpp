@@ -132,6 +132,16 @@ TEST(SolveRefine, Fp32WorkingPrecisionStopsAtFp32Accuracy) {
   EXPECT_LT(r80.forward_error, 1e-13);
 }
 
+TEST(SolveRefine, Mxfp8OperandsStillRefineToFp64WithGmres) {
+  const Problem p = problem(128, 1e2);
+  auto c = config("mxfp8", Method::GmresIr);
+  c.lu.storage = engine::LuConfig::Storage::FP32;
+  const auto r = engine::solve_refine(p.a, p.b, &p.x, c, &cpu());
+  EXPECT_TRUE(r.converged) << r.reason;
+  EXPECT_LT(r.forward_error, 1e-12);
+  EXPECT_GT(r.history[0].forward_error, 1e-4);  // the first solve is MXFP8's
+}
+
 TEST(SolveRefine, ZeroRightHandSideIsSolvedByZero) {
   const Problem p = problem(16, 10.0);
   const std::vector<double> zero(16, 0.0);
