@@ -46,6 +46,7 @@ constexpr const char* kUsage =
     "  --storage S     factor (default): the LU held in the factor format; fp32: held in FP32, only\n"
     "                  the trailing update's operands rounded to it (Tensor Core mode, FP16-TC)\n"
     "  --block N       the LU's panel width (default: 64, or 128 from n = 1024)\n"
+    "  --threads N     the engine's threads (default 0: every core)\n"
     "writes iterations.csv, summary.csv, solution.csv and config.json into DIR; a run that does not\n"
     "converge is a result (exit 0), bad input exits 2\n";
 

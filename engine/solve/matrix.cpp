@@ -50,66 +50,84 @@ struct Reflectors {
   std::vector<double> tau;  // H_k = I - tau_k v_k v_k^T
 };
 
-// Householder QR of an n x n matrix stored by columns (column j is
-// cols[j * n .. j * n + n), overwritten by R): LAPACK's dgeqr2 reflectors.
-Reflectors householder_qr(std::vector<double>& cols, std::int64_t n) {
-  Reflectors r;
-  r.n = n;
-  r.v.assign(static_cast<std::size_t>(n * n), 0.0);
-  r.tau.assign(static_cast<std::size_t>(n), 0.0);
-  for (std::int64_t k = 0; k < n; ++k) {
-    double* x = cols.data() + k * n;
-    double norm2 = 0.0;
-    for (std::int64_t i = k; i < n; ++i) norm2 += x[i] * x[i];
-    const double norm = std::sqrt(norm2);
-    double* v = r.v.data() + k * n;
-    if (norm == 0.0) continue;  // tau 0: H_k = I
-    // alpha = -sign(x_k) ||x||: v = x - alpha e_k without cancellation.
-    const double alpha = x[k] >= 0.0 ? -norm : norm;
-    const double v0 = x[k] - alpha;
-    v[k] = 1.0;
-    for (std::int64_t i = k + 1; i < n; ++i) v[i] = x[i] / v0;
-    const double tau = -v0 / alpha;  // = 2 / (v^T v) with v_k = 1
-    r.tau[static_cast<std::size_t>(k)] = tau;
-    x[k] = alpha;
-    for (std::int64_t i = k + 1; i < n; ++i) x[i] = 0.0;
-    // The remaining columns: c -= tau v (v^T c), each column on its own.
-#pragma omp parallel for schedule(static) if (n - k > 64)
-    for (std::int64_t j = k + 1; j < n; ++j) {
-      double* c = cols.data() + j * n;
-      double dot = 0.0;
-      for (std::int64_t i = k; i < n; ++i) dot += v[i] * c[i];
-      const double s = tau * dot;
-      for (std::int64_t i = k; i < n; ++i) c[i] -= s * v[i];
-    }
-  }
-  return r;
-}
-
-// B (n x n, row-major) = H_k B for one reflector: B[k:, :] -= tau v (v^T B[k:, :]).
-void apply_reflector(const Reflectors& q, std::int64_t k, std::vector<double>& b, std::vector<double>& w) {
+// H_k applied to one column c (length n): c -= tau v (v^T c), over i >= k.
+void reflect_column(const Reflectors& q, std::int64_t k, double* c) {
   const std::int64_t n = q.n;
   const double tau = q.tau[static_cast<std::size_t>(k)];
   if (tau == 0.0) return;
   const double* v = q.v.data() + k * n;
-  // Columns in chunks, each thread owning its chunk: the sums' order does
-  // not depend on the thread count.
-  constexpr std::int64_t kChunk = 256;
+  double dot = 0.0;
+  for (std::int64_t i = k; i < n; ++i) dot += v[i] * c[i];
+  const double s = tau * dot;
+  for (std::int64_t i = k; i < n; ++i) c[i] -= s * v[i];
+}
+
+// Householder QR of an n x n matrix stored by columns (column j is
+// cols[j * n .. j * n + n), overwritten by R): LAPACK's dgeqr2 reflectors.
+// The columns right of a group of 32 reflectors take the group's
+// reflectors one column at a time while the column sits in cache; each
+// column sees the same operations in the same order as one reflector at a
+// time over the whole matrix would give it.
+Reflectors householder_qr(std::vector<double>& cols, std::int64_t n) {
+  constexpr std::int64_t kGroup = 32;
+  Reflectors r;
+  r.n = n;
+  r.v.assign(static_cast<std::size_t>(n * n), 0.0);
+  r.tau.assign(static_cast<std::size_t>(n), 0.0);
+  for (std::int64_t k0 = 0; k0 < n; k0 += kGroup) {
+    const std::int64_t k1 = std::min(n, k0 + kGroup);
+    for (std::int64_t k = k0; k < k1; ++k) {
+      double* x = cols.data() + k * n;
+      for (std::int64_t p = k0; p < k; ++p) reflect_column(r, p, x);
+      double norm2 = 0.0;
+      for (std::int64_t i = k; i < n; ++i) norm2 += x[i] * x[i];
+      const double norm = std::sqrt(norm2);
+      double* v = r.v.data() + k * n;
+      if (norm == 0.0) continue;  // tau 0: H_k = I
+      // alpha = -sign(x_k) ||x||: v = x - alpha e_k without cancellation.
+      const double alpha = x[k] >= 0.0 ? -norm : norm;
+      const double v0 = x[k] - alpha;
+      v[k] = 1.0;
+      for (std::int64_t i = k + 1; i < n; ++i) v[i] = x[i] / v0;
+      r.tau[static_cast<std::size_t>(k)] = -v0 / alpha;  // = 2 / (v^T v) with v_k = 1
+      x[k] = alpha;
+      for (std::int64_t i = k + 1; i < n; ++i) x[i] = 0.0;
+    }
+#pragma omp parallel for schedule(static) if (n - k1 > 64)
+    for (std::int64_t j = k1; j < n; ++j)
+      for (std::int64_t k = k0; k < k1; ++k) reflect_column(r, k, cols.data() + j * n);
+  }
+  return r;
+}
+
+// B (n x n, row-major) = H_k B for k = first, first + step, ... (step +-1,
+// count reflectors), each H_k B[k:, :] -= tau v (v^T B[k:, :]). The threads
+// own chunks of 64 columns, and each chunk takes every reflector in turn
+// while it is in cache: the sums' order depends on neither the thread
+// count nor the chunking.
+void apply_reflectors(const Reflectors& q, std::int64_t first, std::int64_t step, std::vector<double>& b) {
+  const std::int64_t n = q.n;
+  constexpr std::int64_t kChunk = 64;
   const std::int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (n - k > 64)
+#pragma omp parallel for schedule(dynamic, 1) if (n > 64)
   for (std::int64_t c = 0; c < chunks; ++c) {
     const std::int64_t j0 = c * kChunk, j1 = std::min(n, j0 + kChunk);
-    double* wc = w.data() + j0;
-    for (std::int64_t j = j0; j < j1; ++j) wc[j - j0] = 0.0;
-    for (std::int64_t i = k; i < n; ++i) {
-      const double vi = v[i];
-      const double* row = b.data() + i * n;
-      for (std::int64_t j = j0; j < j1; ++j) wc[j - j0] += vi * row[j];
-    }
-    for (std::int64_t i = k; i < n; ++i) {
-      const double s = tau * v[i];
-      double* row = b.data() + i * n;
-      for (std::int64_t j = j0; j < j1; ++j) row[j] -= s * wc[j - j0];
+    double wc[kChunk];
+    for (std::int64_t t = 0, k = first; t < n; ++t, k += step) {
+      const double tau = q.tau[static_cast<std::size_t>(k)];
+      if (tau == 0.0) continue;
+      const double* v = q.v.data() + k * n;
+      for (std::int64_t j = j0; j < j1; ++j) wc[j - j0] = 0.0;
+      for (std::int64_t i = k; i < n; ++i) {
+        const double vi = v[i];
+        const double* row = b.data() + i * n;
+        for (std::int64_t j = j0; j < j1; ++j) wc[j - j0] += vi * row[j];
+      }
+      for (std::int64_t i = k; i < n; ++i) {
+        const double s = tau * v[i];
+        double* row = b.data() + i * n;
+        for (std::int64_t j = j0; j < j1; ++j) row[j] -= s * wc[j - j0];
+      }
     }
   }
 }
@@ -186,13 +204,12 @@ Matrix random_matrix(std::int64_t n, double cond, std::uint64_t seed) {
   m.n = n;
   m.a.assign(nn, 0.0);
   for (std::int64_t i = 0; i < n; ++i) m.at(i, i) = 1.0;
-  std::vector<double> w(static_cast<std::size_t>(n));
-  for (std::int64_t k = 0; k < n; ++k) apply_reflector(v, k, m.a, w);
+  apply_reflectors(v, 0, 1, m.a);
   for (std::int64_t i = 0; i < n; ++i) {
     const double sigma = n == 1 ? 1.0 : std::pow(cond, -static_cast<double>(i) / static_cast<double>(n - 1));
     for (std::int64_t j = 0; j < n; ++j) m.at(i, j) *= sigma;
   }
-  for (std::int64_t k = n - 1; k >= 0; --k) apply_reflector(u, k, m.a, w);
+  apply_reflectors(u, n - 1, -1, m.a);
   return m;
 }
 
