@@ -61,6 +61,10 @@ std::map<std::string, double>& best() {
   static std::map<std::string, double> m;
   return m;
 }
+std::map<std::string, bool>& ran() {
+  static std::map<std::string, bool> m;
+  return m;
+}
 void keep_best(const std::string& key, double s) {
   auto it = best().find(key);
   if (it == best().end() || s < it->second) best()[key] = s;
@@ -81,6 +85,7 @@ engine::RefineConfig config_of(std::string label) {
 void bm_ours(benchmark::State& state, const char* factor, int n) {
   const Problem& p = problem(n);
   const engine::RefineConfig c = config_of(factor);
+  ran()[std::string(factor) + "/" + std::to_string(n)] = true;
   engine::SolveResult r;
   for (auto _ : state) {
     r = engine::solve_refine(p.a, p.b, &p.x, c, &cpu());
@@ -161,7 +166,7 @@ int main(int argc, char** argv) {
       const auto o = best().find(std::string(s) + "/" + std::to_string(n));
       if (o != best().end())
         std::printf("    %-17s %8.1f ms  %.2fx\n", s, o->second * 1e3, d->second / o->second);
-      else
+      else if (ran().count(std::string(s) + "/" + std::to_string(n)))
         std::printf("    %-17s did not converge\n", s);
     }
   }
