@@ -18,6 +18,7 @@ PKGS=(
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libqt6svg6-dev libgl-dev
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers nlohmann-json3-dev zlib1g-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
+  libopenblas-dev libopenblas0-pthread
   xvfb xauth x11-utils imagemagick
   dataset-fashion-mnist
   jargon-text
@@ -95,7 +96,7 @@ case "$cmd" in
       rm -rf "$corpus"
       return "$status"
     }
-    targets=(idx gzip config preset journal text weights npy)
+    targets=(idx gzip config preset journal text weights npy matrix_market)
     jobs=$(nproc)
     failed=()
     for ((i = 0; i < ${#targets[@]}; i += jobs)); do

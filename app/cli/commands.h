@@ -32,4 +32,6 @@ int cmd_replay(int argc, char** argv);
 int cmd_sample(int argc, char** argv);
 // argv[0] == "export-pytorch": a run as a PyTorch script
 int cmd_export_pytorch(int argc, char** argv);
+// argv[0] == "solve": Ax = b by a low-precision LU and iterative refinement
+int cmd_solve(int argc, char** argv);
 }  // namespace cli

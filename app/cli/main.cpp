@@ -33,7 +33,10 @@ void print_usage(std::FILE* out) {
       "  sample   RUN_DIR [--prompt S] [--tokens N] [--temperature T] [--seed N] [--run N]\n"
       "           text from a gpt run's final weights (a text data set: jargon, text:FILE)\n"
       "  export-pytorch RUN_DIR --out DIR [--run N]\n"
-      "           the run as a PyTorch script, DIR/train.py (what does not translate is listed)\n",
+      "           the run as a PyTorch script, DIR/train.py (what does not translate is listed)\n"
+      "  solve    [--matrix FILE.mtx | --n N --cond K --seed S] [--rhs FILE] --factor FMT\n"
+      "           [--accumulate FMT] [--residual FMT] [--method lu-ir|gmres-ir] [--max-iter N]\n"
+      "           [--compare FMT,FMT,...] --out DIR   Ax = b: low-precision LU, refined to FP64\n",
       out);
 }
 }  // namespace
@@ -52,6 +55,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(cmd, "replay") == 0) return cli::cmd_replay(argc - 1, argv + 1);
     if (std::strcmp(cmd, "sample") == 0) return cli::cmd_sample(argc - 1, argv + 1);
     if (std::strcmp(cmd, "export-pytorch") == 0) return cli::cmd_export_pytorch(argc - 1, argv + 1);
+    if (std::strcmp(cmd, "solve") == 0) return cli::cmd_solve(argc - 1, argv + 1);
     if (std::strcmp(cmd, "--help") == 0 || std::strcmp(cmd, "-h") == 0 || std::strcmp(cmd, "help") == 0) {
       print_usage(stdout);
       return 0;

@@ -1,0 +1,423 @@
+// LU with partial pivoting in a chosen format (blocked, right-looking; the
+// trailing update on the backend's GEMM) and the triangular solves.
+// Built with -ffp-contract=off: a fused multiply-add would round
+// a - l * u once where the definition in lu.h rounds the product first.
+#include "solve/lu.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+#include "backend/backend.h"
+#include "backend/registry.h"
+#include "numeric/block.h"
+#include "numeric/cast.h"
+#include "numeric/clones.h"
+
+namespace engine {
+
+double SolveFormat::unit_roundoff() const {
+  if (fp64) return 0x1p-53;
+  return std::ldexp(1.0, -(format_info(format).man_bits + 1));
+}
+
+std::optional<SolveFormat> parse_factor_format(std::string_view s) {
+  if (s == "fp64" || s == "FP64" || s == "double") return SolveFormat::f64();
+  const auto f = parse_format(s);
+  if (!f || !(is_tensor_format(*f) || is_block_format(*f))) return std::nullopt;
+  return SolveFormat::of(*f);
+}
+
+std::string factor_key(SolveFormat f) { return f.fp64 ? "fp64" : format_key(f.format); }
+
+std::string lu_config_problem(const LuConfig& c) {
+  if (c.block < 0) return "the panel width must be >= 0";
+  if (c.factor.fp64) return "";
+  if (is_block_format(c.factor.format)) {
+    if (c.storage != LuConfig::Storage::FP32)
+      return std::string("a block format (") + format_name(c.factor.format) +
+             ") rounds the trailing update's operands only: it needs --storage fp32";
+    if (c.accumulate != Format::FP32) return "a block format accumulates in fp32";
+    return "";
+  }
+  if (!is_tensor_format(c.factor.format))
+    return std::string("factor format ") + format_name(c.factor.format) +
+           " is not one of fp64, fp32, tf32, bf16, fp16, fp8-e4m3, fp8-e5m2, or a block format";
+  if (c.accumulate == Format::FP32) return "";
+  if (c.accumulate == c.factor.format && is_half_format(c.accumulate)) return "";
+  return std::string("accumulation in ") + format_name(c.accumulate) + " does not go with the " +
+         format_name(c.factor.format) + " factor: accumulate in fp32, or in the factor's own format when it is fp16 or bf16";
+}
+
+namespace {
+
+bool needs_scale(Format f) { return f == Format::FP16 || is_fp8(f); }
+
+// Sizes a large buffer on transparent huge pages where the kernel offers
+// them on request: a first touch of n^2 floats on 4 KiB pages costs
+// thousands of page faults, which measured 20-40% of an n = 2048 BF16
+// factorization on a virtual machine.
+template <class T>
+void resize_huge(std::vector<T>& v, std::size_t count) {
+  if (v.capacity() < count) {
+    std::vector<T>().swap(v);
+    v.reserve(count);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    constexpr std::uintptr_t kHuge = std::uintptr_t{1} << 21;
+    const auto begin = reinterpret_cast<std::uintptr_t>(v.data());
+    const std::uintptr_t first = (begin + kHuge - 1) & ~(kHuge - 1), end = begin + count * sizeof(T);
+    if (end > first + kHuge) madvise(reinterpret_cast<void*>(first), (end - first) & ~(kHuge - 1), MADV_HUGEPAGE);
+#endif
+  }
+  v.resize(count);
+}
+
+// Rounds x[0..n) to the factor format in place (FP32: nothing to do).
+struct Rounder {
+  Format f;
+  CastOptions opt;
+  void operator()(float* x, std::int64_t n) const {
+    if (f != Format::FP32 && n > 0) quantize_inplace(f, x, static_cast<std::size_t>(n), opt);
+  }
+};
+
+// c[i] = F(c[i] - Acc(l[i] * u)) for i in [0, n): one column (or row) of a
+// rank-1 update. tmp holds n floats when Acc is not FP32.
+// The FP32 loops in AVX-512 / AVX2 / baseline clones (no contraction, so
+// every clone gives the same bits).
+PL_CPU_CLONES void axpy_neg(float* c, const float* l, float u, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) c[i] = c[i] - l[i] * u;
+}
+PL_CPU_CLONES void scale_into(float* tmp, const float* l, float u, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) tmp[i] = l[i] * u;
+}
+PL_CPU_CLONES void subtract(float* c, const float* tmp, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) c[i] = c[i] - tmp[i];
+}
+
+void rank1(float* c, const float* l, float u, std::int64_t n, const Rounder& round, const Rounder* acc, float* tmp) {
+  if (!acc) {
+    axpy_neg(c, l, u, n);
+  } else {
+    scale_into(tmp, l, u, n);
+    (*acc)(tmp, n);
+    subtract(c, tmp, n);
+  }
+  round(c, n);
+}
+
+void rank1_row(float* c, float l, const float* u, std::int64_t n, const Rounder& round, const Rounder* acc,
+               float* tmp) {
+  if (!acc) {
+    axpy_neg(c, u, l, n);
+  } else {
+    scale_into(tmp, u, l, n);
+    (*acc)(tmp, n);
+    subtract(c, tmp, n);
+  }
+  round(c, n);
+}
+
+void lu_factor_fp64(const Matrix& a, LuFactors& out) {
+  const std::int64_t n = a.n;
+  resize_huge(out.lu64, a.a.size());
+  std::copy(a.a.begin(), a.a.end(), out.lu64.begin());
+  double* w = out.lu64.data();
+  for (std::int64_t k = 0; k < n; ++k) {
+    std::int64_t p = k;
+    double best = std::fabs(w[k * n + k]);
+    for (std::int64_t i = k + 1; i < n; ++i)
+      if (std::fabs(w[i * n + k]) > best) best = std::fabs(w[i * n + k]), p = i;
+    out.pivots[static_cast<std::size_t>(k)] = p;
+    if (p != k)
+      for (std::int64_t j = 0; j < n; ++j) std::swap(w[k * n + j], w[p * n + j]);
+    const double pivot = w[k * n + k];
+    if (pivot == 0.0 || !std::isfinite(pivot)) {
+      out.ok = false;
+      out.failure = (pivot == 0.0 ? "zero pivot in column " : "non-finite pivot in column ") + std::to_string(k + 1);
+      return;
+    }
+    const double* uk = w + k * n;
+#pragma omp parallel for schedule(static) if ((n - k) * (n - k) > 65536)
+    for (std::int64_t i = k + 1; i < n; ++i) {
+      double* row = w + i * n;
+      const double l = row[k] / pivot;
+      row[k] = l;
+      for (std::int64_t j = k + 1; j < n; ++j) row[j] = row[j] - l * uk[j];
+    }
+  }
+}
+
+// The operand formats the GEMM reads the factor format's values in: BF16
+// codes where every value is a BF16 value (BF16, FP8), so native BF16 dot
+// products run; FP32 containers otherwise (FP16 values are multiplied
+// exactly in FP32, TF32's are already rounded).
+bool gemm_as_bf16(Format f) { return f == Format::BF16 || is_fp8(f); }
+
+void lu_factor_lowp(const Matrix& a, LuFactors& out, bool scale, Backend& be) {
+  const std::int64_t n = a.n;
+  const Format F = out.factor.format;
+  const bool tensor_core = out.storage == LuConfig::Storage::FP32;
+  const std::int64_t nb = out.block;
+  // The storage's rounding, and the trailing update's operands' (Tensor Core mode).
+  Rounder round{tensor_core ? Format::FP32 : F, {}};
+  round.opt.saturate = F == Format::E4M3;
+  Rounder operand{F, {}};
+  operand.opt.saturate = F == Format::E4M3;
+  const Rounder acc_round{out.accumulate, {}};
+  const Rounder* acc = out.accumulate == Format::FP32 ? nullptr : &acc_round;
+
+  // Step 0: the scale and the rounding of mu * A.
+  double amax = 0.0;
+  for (double v : a.a) amax = std::max(amax, std::fabs(v));
+  out.scale = 1.0;
+  if (scale && needs_scale(F) && amax > 0.0) {
+    const double target = (F == Format::E4M3 ? 0x1p-1 : 0x1p-6) * format_info(F).max;
+    out.scale = std::ldexp(1.0, static_cast<int>(std::floor(std::log2(target / amax))));
+  }
+  resize_huge(out.lu, static_cast<std::size_t>(n * n));
+  float* w = out.lu.data();
+  for (std::size_t i = 0; i < out.lu.size(); ++i) w[i] = static_cast<float>(a.a[i] * out.scale);
+  round(w, n * n);
+
+  std::vector<float> panel;
+  resize_huge(panel, static_cast<std::size_t>(n * nb));
+  std::vector<float> tmp_cols(static_cast<std::size_t>(omp_get_max_threads()) * static_cast<std::size_t>(n));
+  std::vector<std::uint16_t> l_codes, u_codes;
+  std::vector<float> l_vals, u_vals, op_rows;
+  for (std::int64_t k0 = 0; k0 < n; k0 += nb) {
+    const std::int64_t k1 = std::min(n, k0 + nb), wdt = k1 - k0, m = n - k0;
+    // The panel, column-major (column j at panel[j * m]): its columns are
+    // contiguous for the pivot search and the column updates.
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < wdt; ++j) panel[static_cast<std::size_t>(j * m + i)] = w[(k0 + i) * n + k0 + j];
+    // Step 1: the unblocked LU of the panel.
+    for (std::int64_t k = 0; k < wdt; ++k) {
+      float* col = panel.data() + k * m;
+      std::int64_t p = k;
+      float best = std::fabs(col[k]);
+      for (std::int64_t i = k + 1; i < m; ++i)
+        if (std::fabs(col[i]) > best) best = std::fabs(col[i]), p = i;
+      out.pivots[static_cast<std::size_t>(k0 + k)] = k0 + p;
+      if (p != k)
+        for (std::int64_t j = 0; j < wdt; ++j) std::swap(panel[static_cast<std::size_t>(j * m + k)],
+                                                         panel[static_cast<std::size_t>(j * m + p)]);
+      const float pivot = col[k];
+      if (pivot == 0.0f || !std::isfinite(pivot)) {
+        out.ok = false;
+        out.failure = (pivot == 0.0f ? std::string("zero pivot in column ") : std::string("non-finite pivot in column ")) +
+                      std::to_string(k0 + k + 1) + " (" + factor_key(out.factor) + ")";
+        return;
+      }
+      for (std::int64_t i = k + 1; i < m; ++i) col[i] = col[i] / pivot;
+      round(col + k + 1, m - k - 1);
+#pragma omp parallel for schedule(static) if (m * (wdt - k) > 32768)
+      for (std::int64_t j = k + 1; j < wdt; ++j) {
+        float* cj = panel.data() + j * m;
+        float* tmp = tmp_cols.data() + static_cast<std::size_t>(omp_get_thread_num()) * static_cast<std::size_t>(n);
+        rank1(cj + k + 1, col + k + 1, cj[k], m - k - 1, round, acc, tmp);
+      }
+    }
+    // The panel's row swaps on the columns outside it (L to the left, A to the right).
+    for (std::int64_t k = k0; k < k1; ++k) {
+      const std::int64_t p = out.pivots[static_cast<std::size_t>(k)];
+      if (p == k) continue;
+      float* rk = w + k * n;
+      float* rp = w + p * n;
+      for (std::int64_t j = 0; j < k0; ++j) std::swap(rk[j], rp[j]);
+      for (std::int64_t j = k1; j < n; ++j) std::swap(rk[j], rp[j]);
+    }
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < wdt; ++j) w[(k0 + i) * n + k0 + j] = panel[static_cast<std::size_t>(j * m + i)];
+    if (k1 == n) break;
+    // Step 2: U12, the panel rows right of it, by the panel's rank-1
+    // updates in order; threads own column ranges.
+    const std::int64_t rest = n - k1;
+    const std::int64_t chunk = std::max<std::int64_t>(256, (rest + omp_get_max_threads() - 1) / omp_get_max_threads());
+#pragma omp parallel for schedule(static) if (rest * wdt > 32768)
+    for (std::int64_t c0 = k1; c0 < n; c0 += chunk) {
+      const std::int64_t len = std::min(chunk, n - c0);
+      float* tmp = tmp_cols.data() + static_cast<std::size_t>(omp_get_thread_num()) * static_cast<std::size_t>(n);
+      for (std::int64_t i = k0 + 1; i < k1; ++i)
+        for (std::int64_t p = k0; p < i; ++p) rank1_row(w + i * n + c0, w[i * n + p], w + p * n + c0, len, round, acc, tmp);
+    }
+    // Step 3: A22 = F(A22 - L21 U12) on the backend's GEMM.
+    GemmArgs g;
+    g.m = rest;
+    g.n = rest;
+    g.k = wdt;
+    g.c = w + k1 * n + k1;
+    g.ldc = n;
+    g.alpha = -1.0f;
+    g.beta = 1.0f;
+    g.accumulate = out.accumulate;
+    BlockQuantized l_block, u_block;
+    if (is_block_format(F)) {
+      // Block-scaled operands (numeric/block.h): L21's blocks run along its
+      // rows and U12's down its columns, both along the product's k.
+      l_vals.resize(static_cast<std::size_t>(rest * wdt));
+      u_vals.resize(static_cast<std::size_t>(wdt * rest));
+      for (std::int64_t i = 0; i < rest; ++i)
+        std::memcpy(l_vals.data() + i * wdt, w + (k1 + i) * n + k0, static_cast<std::size_t>(wdt) * sizeof(float));
+      for (std::int64_t i = 0; i < wdt; ++i)
+        std::memcpy(u_vals.data() + i * rest, w + (k0 + i) * n + k1, static_cast<std::size_t>(rest) * sizeof(float));
+      l_block = block_quantize(F, l_vals.data(), l_vals.data(), rest, wdt, BlockLayout::Rows);
+      u_block = block_quantize(F, u_vals.data(), u_vals.data(), wdt, rest, BlockLayout::Columns);
+      g.a = {l_vals.data(), Format::FP32, false, wdt, &l_block};
+      g.b = {u_vals.data(), Format::FP32, false, rest, &u_block};
+    } else if (gemm_as_bf16(F)) {
+      // BF16 codes: exact for BF16 and FP8 values (FP8 operands of Tensor
+      // Core mode rounded to FP8 first).
+      l_codes.resize(static_cast<std::size_t>(rest * wdt));
+      u_codes.resize(static_cast<std::size_t>(wdt * rest));
+      op_rows.resize(static_cast<std::size_t>(std::max(rest, wdt)));
+      auto encode = [&](const float* src, std::uint16_t* dst, std::int64_t len) {
+        if (tensor_core && F != Format::BF16) {
+          std::memcpy(op_rows.data(), src, static_cast<std::size_t>(len) * sizeof(float));
+          operand(op_rows.data(), len);
+          src = op_rows.data();
+        }
+        cast_from_f32(Format::BF16, src, dst, static_cast<std::size_t>(len));
+      };
+      for (std::int64_t i = 0; i < rest; ++i) encode(w + (k1 + i) * n + k0, l_codes.data() + i * wdt, wdt);
+      for (std::int64_t i = 0; i < wdt; ++i) encode(w + (k0 + i) * n + k1, u_codes.data() + i * rest, rest);
+      g.a = {l_codes.data(), Format::BF16, false, wdt};
+      g.b = {u_codes.data(), Format::BF16, false, rest};
+    } else if (tensor_core && F != Format::FP32) {
+      // FP16 or TF32 operands: their values in FP32 copies (the GEMM
+      // multiplies them exactly in FP32).
+      l_vals.resize(static_cast<std::size_t>(rest * wdt));
+      u_vals.resize(static_cast<std::size_t>(wdt * rest));
+      for (std::int64_t i = 0; i < rest; ++i)
+        std::memcpy(l_vals.data() + i * wdt, w + (k1 + i) * n + k0, static_cast<std::size_t>(wdt) * sizeof(float));
+      for (std::int64_t i = 0; i < wdt; ++i)
+        std::memcpy(u_vals.data() + i * rest, w + (k0 + i) * n + k1, static_cast<std::size_t>(rest) * sizeof(float));
+      operand(l_vals.data(), rest * wdt);
+      operand(u_vals.data(), wdt * rest);
+      g.a = {l_vals.data(), Format::FP32, false, wdt};
+      g.b = {u_vals.data(), Format::FP32, false, rest};
+    } else {
+      g.a = {w + k1 * n + k0, Format::FP32, false, n};
+      g.b = {w + k0 * n + k1, Format::FP32, false, n};
+    }
+    be.gemm(g);
+#pragma omp parallel for schedule(static) if (rest * rest > 65536)
+    for (std::int64_t i = k1; i < n; ++i) round(w + i * n + k1, rest);
+  }
+}
+
+}  // namespace
+
+LuFactors lu_factor(const Matrix& a, const LuConfig& config, Backend* be) {
+  const std::string problem = lu_config_problem(config);
+  if (!problem.empty()) throw std::invalid_argument(problem);
+  LuFactors out;
+  out.n = a.n;
+  out.factor = config.factor;
+  out.accumulate = config.factor.fp64 ? Format::FP32 : config.accumulate;
+  out.block = config.block > 0 ? config.block : (a.n >= 1024 ? 128 : 64);
+  out.storage = config.factor.fp64 ? LuConfig::Storage::Factor : config.storage;
+  out.pivots.resize(static_cast<std::size_t>(a.n));
+  for (std::int64_t i = 0; i < a.n; ++i) out.pivots[static_cast<std::size_t>(i)] = i;
+  const double n = static_cast<double>(a.n);
+  out.flops = 2.0 * n * n * n / 3.0 - n * n / 2.0 - n / 6.0;
+  if (a.n == 0) return out;
+  if (config.factor.fp64) {
+    lu_factor_fp64(a, out);
+    return out;
+  }
+  BackendChoice own;
+  if (!be) {
+    own = make_backend("cpu", 0);
+    be = own.backend.get();
+  }
+  lu_factor_lowp(a, out, config.scale, *be);
+  return out;
+}
+
+namespace {
+
+// The substitutions in blocks of rows: each block's sums over the columns
+// before it (after it, going back) are one matrix-vector product that the
+// threads split by rows, then the block's own triangle runs in order. Each
+// row's sum is one thread's, in a fixed order: the same bits on any
+// thread count.
+template <class T, class F>
+void substitute(const F* lu, const std::int64_t* piv, std::int64_t n, T* v) {
+  constexpr std::int64_t kRows = 128;
+  std::vector<T> part(static_cast<std::size_t>(kRows));
+  for (std::int64_t i = 0; i < n; ++i)
+    if (piv[i] != i) std::swap(v[i], v[piv[i]]);
+  for (std::int64_t i0 = 0; i0 < n; i0 += kRows) {
+    const std::int64_t i1 = std::min(n, i0 + kRows);
+#pragma omp parallel for schedule(static) if (i0 * (i1 - i0) > 65536)
+    for (std::int64_t i = i0; i < i1; ++i) {
+      const F* row = lu + i * n;
+      T s = 0;
+#pragma omp simd reduction(+ : s)
+      for (std::int64_t j = 0; j < i0; ++j) s += static_cast<T>(row[j]) * v[j];
+      part[static_cast<std::size_t>(i - i0)] = s;
+    }
+    for (std::int64_t i = i0; i < i1; ++i) {
+      const F* row = lu + i * n;
+      T s = part[static_cast<std::size_t>(i - i0)];
+      for (std::int64_t j = i0; j < i; ++j) s += static_cast<T>(row[j]) * v[j];
+      v[i] = v[i] - s;
+    }
+  }
+  for (std::int64_t i1 = n; i1 > 0; i1 -= kRows) {
+    const std::int64_t i0 = std::max<std::int64_t>(0, i1 - kRows);
+#pragma omp parallel for schedule(static) if ((n - i1) * (i1 - i0) > 65536)
+    for (std::int64_t i = i0; i < i1; ++i) {
+      const F* row = lu + i * n;
+      T s = 0;
+#pragma omp simd reduction(+ : s)
+      for (std::int64_t j = i1; j < n; ++j) s += static_cast<T>(row[j]) * v[j];
+      part[static_cast<std::size_t>(i - i0)] = s;
+    }
+    for (std::int64_t i = i1 - 1; i >= i0; --i) {
+      const F* row = lu + i * n;
+      T s = part[static_cast<std::size_t>(i - i0)];
+      for (std::int64_t j = i + 1; j < i1; ++j) s += static_cast<T>(row[j]) * v[j];
+      v[i] = (v[i] - s) / static_cast<T>(row[i]);
+    }
+  }
+}
+
+}  // namespace
+
+void lu_solve(const LuFactors& f, const double* b, double* x, bool fp32) {
+  const std::int64_t n = f.n;
+  if (f.factor.fp64) {
+    if (x != b) std::memmove(x, b, static_cast<std::size_t>(n) * sizeof(double));
+    substitute<double, double>(f.lu64.data(), f.pivots.data(), n, x);
+    return;
+  }
+  if (!fp32) {
+    if (x != b) std::memmove(x, b, static_cast<std::size_t>(n) * sizeof(double));
+    substitute<double, float>(f.lu.data(), f.pivots.data(), n, x);
+    for (std::int64_t i = 0; i < n; ++i) x[i] *= f.scale;
+    return;
+  }
+  // FP32: b scaled by a power of two so its largest entry is about 1 (the
+  // residual of a converging refinement falls far below FP32's range).
+  double bmax = 0.0;
+  for (std::int64_t i = 0; i < n; ++i) bmax = std::max(bmax, std::fabs(b[i]));
+  const int e = bmax > 0.0 && std::isfinite(bmax) ? std::ilogb(bmax) : 0;
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<float>(std::ldexp(b[i], -e));
+  substitute<float, float>(f.lu.data(), f.pivots.data(), n, v.data());
+  const double back = std::ldexp(f.scale, e);
+  for (std::int64_t i = 0; i < n; ++i) x[i] = static_cast<double>(v[static_cast<std::size_t>(i)]) * back;
+}
+
+}  // namespace engine

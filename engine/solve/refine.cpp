@@ -1,0 +1,280 @@
+// LU-IR and GMRES-IR on a low-precision LU (the stopping rules are in refine.h).
+#include "solve/refine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace engine {
+
+const char* method_key(Method m) { return m == Method::LuIr ? "lu-ir" : "gmres-ir"; }
+
+const char* arith_key(Arith a) {
+  switch (a) {
+    case Arith::FP32: return "fp32";
+    case Arith::FP64: return "fp64";
+    case Arith::FP80: return "fp80";
+  }
+  return "?";
+}
+
+std::string refine_config_problem(const RefineConfig& c) {
+  const std::string lu = lu_config_problem(c.lu);
+  if (!lu.empty()) return lu;
+  if (c.working == Arith::FP80) return "the working precision must be fp32 or fp64";
+  if (c.max_iter < 0 || c.max_iter > 10000) return "--max-iter must be in 0..10000";
+  if (!(c.tol >= 0.0) || !std::isfinite(c.tol)) return "the tolerance must be a finite number >= 0";
+  if (c.gmres_max < 0) return "the GMRES step limit must be >= 0";
+  if (!(c.gmres_tol > 0.0) || !(c.gmres_tol < 1.0)) return "the GMRES tolerance must be in (0, 1)";
+  return "";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// r = b - A x in the residual precision (the result in double).
+void residual(const Matrix& a, const std::vector<double>& b, const std::vector<double>& x, Arith prec,
+              std::vector<double>& r) {
+  const std::int64_t n = a.n;
+  switch (prec) {
+    case Arith::FP64:
+#pragma omp parallel for schedule(static) if (n >= 256)
+      for (std::int64_t i = 0; i < n; ++i) {
+        const double* row = a.a.data() + i * n;
+        double s = 0.0;
+        for (std::int64_t j = 0; j < n; ++j) s += row[j] * x[static_cast<std::size_t>(j)];
+        r[static_cast<std::size_t>(i)] = b[static_cast<std::size_t>(i)] - s;
+      }
+      break;
+    case Arith::FP32: {
+      std::vector<float> xf(x.begin(), x.end());
+#pragma omp parallel for schedule(static) if (n >= 256)
+      for (std::int64_t i = 0; i < n; ++i) {
+        const double* row = a.a.data() + i * n;
+        float s = 0.0f;
+        for (std::int64_t j = 0; j < n; ++j) s += static_cast<float>(row[j]) * xf[static_cast<std::size_t>(j)];
+        r[static_cast<std::size_t>(i)] = static_cast<double>(static_cast<float>(b[static_cast<std::size_t>(i)]) - s);
+      }
+      break;
+    }
+    case Arith::FP80:
+#pragma omp parallel for schedule(static) if (n >= 256)
+      for (std::int64_t i = 0; i < n; ++i) {
+        const double* row = a.a.data() + i * n;
+        long double s = 0.0L;
+        for (std::int64_t j = 0; j < n; ++j)
+          s += static_cast<long double>(row[j]) * static_cast<long double>(x[static_cast<std::size_t>(j)]);
+        r[static_cast<std::size_t>(i)] = static_cast<double>(static_cast<long double>(b[static_cast<std::size_t>(i)]) - s);
+      }
+      break;
+  }
+}
+
+double dot(const double* a, const double* b, std::int64_t n) {
+  double s = 0.0;
+  for (std::int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// GMRES on M^-1 A d = M^-1 r from d = 0 (M^-1 applied in FP64 with the
+// factors). Returns the steps taken.
+int gmres(const Matrix& a, const LuFactors& lu, const std::vector<double>& r, int max_steps, double tol,
+          std::vector<double>& d, double& flops) {
+  const std::int64_t n = a.n;
+  const double nn = static_cast<double>(n);
+  std::fill(d.begin(), d.end(), 0.0);
+  std::vector<double> z(static_cast<std::size_t>(n)), w(static_cast<std::size_t>(n));
+  lu_solve(lu, r.data(), z.data(), false);
+  flops += 2.0 * nn * nn;
+  const double beta = std::sqrt(dot(z.data(), z.data(), n));
+  if (beta == 0.0 || !std::isfinite(beta)) return 0;
+  const int m = max_steps;
+  std::vector<double> v(static_cast<std::size_t>(m + 1) * static_cast<std::size_t>(n));
+  std::vector<double> h(static_cast<std::size_t>(m + 1) * static_cast<std::size_t>(m), 0.0);  // h[i * m + j]
+  std::vector<double> cs(static_cast<std::size_t>(m)), sn(static_cast<std::size_t>(m)), g(static_cast<std::size_t>(m + 1), 0.0);
+  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = z[static_cast<std::size_t>(i)] / beta;
+  g[0] = beta;
+  int k = 0;
+  for (int j = 0; j < m; ++j) {
+    const double* vj = v.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(n);
+    matvec(a, vj, z.data());
+    lu_solve(lu, z.data(), w.data(), false);
+    flops += 4.0 * nn * nn;
+    for (int i = 0; i <= j; ++i) {
+      const double* vi = v.data() + static_cast<std::size_t>(i) * static_cast<std::size_t>(n);
+      const double hij = dot(w.data(), vi, n);
+      h[static_cast<std::size_t>(i * m + j)] = hij;
+      for (std::int64_t t = 0; t < n; ++t) w[static_cast<std::size_t>(t)] -= hij * vi[t];
+    }
+    flops += 4.0 * nn * (j + 1);
+    const double hn = std::sqrt(dot(w.data(), w.data(), n));
+    h[static_cast<std::size_t>((j + 1) * m + j)] = hn;
+    // The earlier rotations on the new column, then one to zero h[j+1][j].
+    for (int i = 0; i < j; ++i) {
+      const double a0 = h[static_cast<std::size_t>(i * m + j)], a1 = h[static_cast<std::size_t>((i + 1) * m + j)];
+      h[static_cast<std::size_t>(i * m + j)] = cs[i] * a0 + sn[i] * a1;
+      h[static_cast<std::size_t>((i + 1) * m + j)] = -sn[i] * a0 + cs[i] * a1;
+    }
+    const double hjj = h[static_cast<std::size_t>(j * m + j)];
+    const double rad = std::hypot(hjj, hn);
+    cs[j] = rad == 0.0 ? 1.0 : hjj / rad;
+    sn[j] = rad == 0.0 ? 0.0 : hn / rad;
+    h[static_cast<std::size_t>(j * m + j)] = rad;
+    h[static_cast<std::size_t>((j + 1) * m + j)] = 0.0;
+    g[j + 1] = -sn[j] * g[j];
+    g[j] = cs[j] * g[j];
+    k = j + 1;
+    if (!std::isfinite(rad) || std::fabs(g[j + 1]) <= tol * beta || hn == 0.0) break;
+    double* vn = v.data() + static_cast<std::size_t>(j + 1) * static_cast<std::size_t>(n);
+    for (std::int64_t t = 0; t < n; ++t) vn[t] = w[static_cast<std::size_t>(t)] / hn;
+  }
+  // y = H^-1 g (upper triangular k x k), d = V y.
+  std::vector<double> y(static_cast<std::size_t>(k));
+  for (int i = k - 1; i >= 0; --i) {
+    double s = g[i];
+    for (int t = i + 1; t < k; ++t) s -= h[static_cast<std::size_t>(i * m + t)] * y[t];
+    y[i] = s / h[static_cast<std::size_t>(i * m + i)];
+  }
+  for (int i = 0; i < k; ++i) {
+    const double* vi = v.data() + static_cast<std::size_t>(i) * static_cast<std::size_t>(n);
+    for (std::int64_t t = 0; t < n; ++t) d[static_cast<std::size_t>(t)] += y[i] * vi[t];
+  }
+  flops += 2.0 * nn * k;
+  return k;
+}
+
+double forward_error(const std::vector<double>& x, const std::vector<double>* x_true) {
+  if (!x_true) return std::numeric_limits<double>::quiet_NaN();
+  double num = 0.0;
+  for (std::size_t i = 0; i < x.size(); ++i) num = std::max(num, std::fabs(x[i] - (*x_true)[i]));
+  const double den = norm_inf(*x_true);
+  return den > 0.0 ? num / den : (num == 0.0 ? 0.0 : std::numeric_limits<double>::infinity());
+}
+
+}  // namespace
+
+SolveResult refine_with(const Matrix& a, const LuFactors& lu, const std::vector<double>& b,
+                        const std::vector<double>* x_true, const RefineConfig& config) {
+  const auto t0 = Clock::now();
+  const std::int64_t n = a.n;
+  const double nn = static_cast<double>(n);
+  const bool low_factor = !lu.factor.fp64;
+  SolveResult res;
+  res.scale = lu.scale;
+  res.flops_total = lu.flops;
+  res.flops_low = low_factor ? lu.flops : 0.0;
+  if (!lu.ok) {
+    res.reason = "factorization failed: " + lu.failure;
+    res.backward_error = res.forward_error = std::numeric_limits<double>::quiet_NaN();
+    return res;
+  }
+  const double norm_a = norm_inf(a), norm_b = norm_inf(b);
+  const double u_work = config.working == Arith::FP32 ? 0x1p-24 : 0x1p-53;
+  const int gmres_max = config.gmres_max > 0 ? config.gmres_max : static_cast<int>(std::min<std::int64_t>(n, 500));
+  // The solves with the factors: FP32 arithmetic for a low-precision factor.
+  const bool fp32_solve = low_factor;
+  auto count = [&](double flops, bool low) {
+    res.flops_total += flops;
+    if (low) res.flops_low += flops;
+  };
+  auto to_working = [&](std::vector<double>& v) {
+    if (config.working == Arith::FP32)
+      for (double& t : v) t = static_cast<double>(static_cast<float>(t));
+  };
+
+  std::vector<double> x(static_cast<std::size_t>(n)), r(static_cast<std::size_t>(n)), d(static_cast<std::size_t>(n));
+  lu_solve(lu, b.data(), x.data(), fp32_solve);
+  count(2.0 * nn * nn, fp32_solve);
+  to_working(x);
+  double update = std::numeric_limits<double>::quiet_NaN(), previous = update;
+  int inner = 0;
+  for (int i = 0;; ++i) {
+    residual(a, b, x, Arith::FP64, r);
+    const double norm_x = norm_inf(x);
+    IterationRecord rec;
+    rec.iteration = i;
+    const double norm_r = norm_inf(r), denom = norm_a * norm_x + norm_b;
+    // b = 0 solved by x = 0: no residual, no error (0 / 0 otherwise).
+    rec.backward_error = denom > 0.0 ? norm_r / denom : (norm_r == 0.0 ? 0.0 : norm_r / denom);
+    rec.forward_error = forward_error(x, x_true);
+    rec.update = update;
+    rec.gmres_iterations = inner;
+    res.history.push_back(rec);
+    res.iterations = i;
+    res.backward_error = rec.backward_error;
+    res.forward_error = rec.forward_error;
+    if (!std::isfinite(rec.backward_error) || (i > 0 && !std::isfinite(update))) {
+      res.reason = "diverged: the solution is no longer finite";
+      break;
+    }
+    if (rec.backward_error <= config.tol) {
+      res.converged = true;
+      res.reason = "backward error <= tolerance";
+      break;
+    }
+    if (i > 0 && update <= u_work) {
+      res.converged = true;
+      res.reason = std::string("update below the ") + arith_key(config.working) + " unit roundoff";
+      break;
+    }
+    if (i > 1 && update > 0.5 * previous) {
+      // Stopped shrinking: at FP64's noise level (LAPACK dsgesv's test,
+      // ||r|| <= sqrt(n) u ||A|| ||x||) that is convergence, else not.
+      if (rec.backward_error <= std::sqrt(nn) * 0x1p-53) {
+        res.converged = true;
+        res.reason = "backward error at the FP64 noise level (sqrt(n) u)";
+      } else {
+        res.reason = update > previous ? "diverged: the update grew" : "stagnated: the update shrank by less than half";
+      }
+      break;
+    }
+    if (i >= config.max_iter) {
+      res.reason = "max iterations reached";
+      break;
+    }
+    if (config.residual != Arith::FP64) residual(a, b, x, config.residual, r);
+    count(2.0 * nn * nn, config.residual == Arith::FP32);
+    if (config.method == Method::LuIr) {
+      lu_solve(lu, r.data(), d.data(), fp32_solve);
+      count(2.0 * nn * nn, fp32_solve);
+      inner = 0;
+    } else {
+      double flops = 0.0;
+      inner = gmres(a, lu, r, gmres_max, config.gmres_tol, d, flops);
+      count(flops, false);
+      res.gmres_iterations += inner;
+    }
+    for (std::int64_t t = 0; t < n; ++t) x[static_cast<std::size_t>(t)] += d[static_cast<std::size_t>(t)];
+    to_working(x);
+    count(nn, config.working == Arith::FP32);
+    previous = update;
+    const double norm_d = norm_inf(d), norm_xn = norm_inf(x);
+    update = norm_xn > 0.0 ? norm_d / norm_xn : (norm_d == 0.0 ? 0.0 : norm_d / norm_xn);
+  }
+  res.x = std::move(x);
+  res.refine_seconds = seconds_since(t0);
+  return res;
+}
+
+SolveResult solve_refine(const Matrix& a, const std::vector<double>& b, const std::vector<double>* x_true,
+                         const RefineConfig& config, Backend* be) {
+  const std::string problem = refine_config_problem(config);
+  if (!problem.empty()) throw std::invalid_argument(problem);
+  if (static_cast<std::int64_t>(b.size()) != a.n)
+    throw std::invalid_argument("the right-hand side has " + std::to_string(b.size()) + " values, the matrix " +
+                                std::to_string(a.n) + " rows");
+  if (x_true && static_cast<std::int64_t>(x_true->size()) != a.n)
+    throw std::invalid_argument("the exact solution has the wrong length");
+  const auto t0 = Clock::now();
+  const LuFactors lu = lu_factor(a, config.lu, be);
+  const double factor_seconds = seconds_since(t0);
+  SolveResult res = refine_with(a, lu, b, x_true, config);
+  res.factor_seconds = factor_seconds;
+  return res;
+}
+
+}  // namespace engine

@@ -1,0 +1,171 @@
+// Tests of engine/solve/refine.h: the targets at n = 512 (FP16
+// LU-IR to FP64 accuracy at kappa = 1e2, the wall at 1e4 that GMRES-IR
+// passes, no convergence at 1e8), the stopping rules and the counts.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "backend/backend.h"
+#include "backend/registry.h"
+#include "solve/refine.h"
+
+namespace {
+using engine::Format;
+using engine::Method;
+
+engine::Backend& cpu() {
+  static engine::BackendChoice be = engine::make_backend("cpu", 0);
+  return *be.backend;
+}
+
+struct Problem {
+  engine::Matrix a;
+  std::vector<double> x, b;
+};
+
+Problem problem(std::int64_t n, double cond, std::uint64_t seed = 1) {
+  Problem p;
+  p.a = engine::random_matrix(n, cond, seed);
+  p.x = engine::random_vector(n, seed + 1);
+  p.b.resize(static_cast<std::size_t>(n));
+  engine::matvec(p.a, p.x.data(), p.b.data());
+  return p;
+}
+
+engine::RefineConfig config(const char* factor, Method m) {
+  engine::RefineConfig c;
+  c.method = m;
+  c.lu.factor = *engine::parse_factor_format(factor);
+  return c;
+}
+
+TEST(SolveRefine, Fp16LuIrReachesFp64AccuracyAtCond1e2) {
+  const Problem p = problem(512, 1e2);
+  const auto r = engine::solve_refine(p.a, p.b, &p.x, config("fp16", Method::LuIr), &cpu());
+  EXPECT_TRUE(r.converged) << r.reason;
+  EXPECT_LE(r.iterations, 10);
+  EXPECT_LT(r.backward_error, 1e-15);
+  EXPECT_LT(r.forward_error, 1e-12);
+  // The first solve is only as good as FP16's LU; each update shrinks the error.
+  ASSERT_EQ(r.history.size(), static_cast<std::size_t>(r.iterations + 1));
+  EXPECT_GT(r.history[0].backward_error, 1e-6);
+  for (std::size_t i = 2; i < r.history.size(); ++i) EXPECT_LT(r.history[i].update, r.history[i - 1].update);
+  EXPECT_TRUE(std::isnan(r.history[0].update));
+  // Almost all flops are the FP16 factorization's.
+  EXPECT_GT(r.flops_low / r.flops_total, 0.9);
+  EXPECT_LE(r.flops_low, r.flops_total);
+  // FP16 is scaled into range by a power of two.
+  EXPECT_GT(r.scale, 1.0);
+  EXPECT_EQ(std::log2(r.scale), std::floor(std::log2(r.scale)));
+}
+
+TEST(SolveRefine, Bf16LuIrNeedsManyMoreUpdatesThanFp16) {
+  // kappa u is 100 * 2^-9 for BF16, 100 * 2^-11 for FP16: BF16's updates
+  // shrink about four times slower. Its last ones stop shrinking at FP64's
+  // noise level, which counts as converged.
+  const Problem p = problem(512, 1e2, 0);
+  const auto bf = engine::solve_refine(p.a, p.b, &p.x, config("bf16", Method::LuIr), &cpu());
+  const auto fp = engine::solve_refine(p.a, p.b, &p.x, config("fp16", Method::LuIr), &cpu());
+  EXPECT_TRUE(bf.converged) << bf.reason;
+  EXPECT_TRUE(fp.converged) << fp.reason;
+  EXPECT_GT(bf.iterations, 2 * fp.iterations);
+  EXPECT_LT(bf.backward_error, std::sqrt(512.0) * 0x1p-53);
+}
+
+TEST(SolveRefine, Fp16LuIrHitsTheWallAtCond1e4AndGmresIrPassesIt) {
+  const Problem p = problem(512, 1e4);
+  const auto lu = engine::solve_refine(p.a, p.b, &p.x, config("fp16", Method::LuIr), &cpu());
+  EXPECT_FALSE(lu.converged);
+  EXPECT_GT(lu.backward_error, 1e-10);
+  const auto gm = engine::solve_refine(p.a, p.b, &p.x, config("fp16", Method::GmresIr), &cpu());
+  EXPECT_TRUE(gm.converged) << gm.reason;
+  EXPECT_LT(gm.backward_error, 1e-15);
+  EXPECT_LT(gm.forward_error, 1e-10);
+  EXPECT_GT(gm.gmres_iterations, 0);
+  EXPECT_EQ(gm.gmres_iterations, [&] {
+    int s = 0;
+    for (const auto& h : gm.history) s += h.gmres_iterations;
+    return s;
+  }());
+}
+
+TEST(SolveRefine, Fp16LuIrDoesNotConvergeAtCond1e8) {
+  const Problem p = problem(512, 1e8);
+  const auto r = engine::solve_refine(p.a, p.b, &p.x, config("fp16", Method::LuIr), &cpu());
+  EXPECT_FALSE(r.converged);
+  EXPECT_FALSE(r.reason.empty());
+  EXPECT_GT(r.backward_error, 1e-10);
+}
+
+TEST(SolveRefine, Fp64FactorNeedsNoUpdateAndAllFlopsAreHigh) {
+  const Problem p = problem(128, 1e4);
+  const auto r = engine::solve_refine(p.a, p.b, &p.x, config("fp64", Method::LuIr), &cpu());
+  EXPECT_TRUE(r.converged);
+  EXPECT_LE(r.iterations, 1);
+  EXPECT_EQ(r.flops_low, 0.0);
+  EXPECT_EQ(r.scale, 1.0);
+}
+
+TEST(SolveRefine, MaxIterationsStopsAndSays) {
+  const Problem p = problem(128, 1e2);
+  auto c = config("bf16", Method::LuIr);
+  c.max_iter = 2;
+  const auto r = engine::solve_refine(p.a, p.b, &p.x, c, &cpu());
+  EXPECT_FALSE(r.converged);
+  EXPECT_EQ(r.iterations, 2);
+  EXPECT_EQ(r.reason, "max iterations reached");
+}
+
+TEST(SolveRefine, Fp32WorkingPrecisionStopsAtFp32Accuracy) {
+  const Problem p = problem(128, 1e2);
+  auto c = config("fp16", Method::LuIr);
+  c.working = engine::Arith::FP32;
+  c.residual = engine::Arith::FP32;
+  const auto r = engine::solve_refine(p.a, p.b, &p.x, c, &cpu());
+  EXPECT_GT(r.forward_error, 1e-10);  // x is held in FP32
+  EXPECT_LT(r.forward_error, 1e-5);
+  // An extended residual does no worse than FP64's.
+  auto e = config("fp16", Method::LuIr);
+  e.residual = engine::Arith::FP80;
+  const auto r80 = engine::solve_refine(p.a, p.b, &p.x, e, &cpu());
+  EXPECT_TRUE(r80.converged) << r80.reason;
+  EXPECT_LT(r80.forward_error, 1e-13);
+}
+
+TEST(SolveRefine, Mxfp8OperandsStillRefineToFp64WithGmres) {
+  const Problem p = problem(128, 1e2);
+  auto c = config("mxfp8", Method::GmresIr);
+  c.lu.storage = engine::LuConfig::Storage::FP32;
+  const auto r = engine::solve_refine(p.a, p.b, &p.x, c, &cpu());
+  EXPECT_TRUE(r.converged) << r.reason;
+  EXPECT_LT(r.forward_error, 1e-12);
+  EXPECT_GT(r.history[0].forward_error, 1e-4);  // the first solve is MXFP8's
+}
+
+TEST(SolveRefine, ZeroRightHandSideIsSolvedByZero) {
+  const Problem p = problem(16, 10.0);
+  const std::vector<double> zero(16, 0.0);
+  for (Method m : {Method::LuIr, Method::GmresIr}) {
+    const auto r = engine::solve_refine(p.a, zero, &zero, config("fp16", m), &cpu());
+    EXPECT_TRUE(r.converged) << r.reason;
+    EXPECT_EQ(r.backward_error, 0.0);
+    EXPECT_EQ(r.forward_error, 0.0);
+    EXPECT_EQ(r.iterations, 0);
+    for (double v : r.x) EXPECT_EQ(v, 0.0);
+  }
+}
+
+TEST(SolveRefine, BreakdownIsAResultNotAThrow) {
+  engine::Matrix a;
+  a.n = 2;
+  a.a = {1, 2, 2, 4};
+  const auto r = engine::solve_refine(a, {1, 2}, nullptr, config("fp32", Method::LuIr), &cpu());
+  EXPECT_FALSE(r.converged);
+  EXPECT_EQ(r.reason, "factorization failed: zero pivot in column 2 (fp32)");
+  EXPECT_THROW(engine::solve_refine(a, {1}, nullptr, config("fp32", Method::LuIr), &cpu()), std::invalid_argument);
+  auto bad = config("fp32", Method::LuIr);
+  bad.working = engine::Arith::FP80;
+  EXPECT_NE(engine::refine_config_problem(bad), "");
+}
+
+}  // namespace
