@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "backend/registry.h"
 #include "cli/commands.h"
+#include "cli/parse_args.h"
 #include "data/dataset.h"
 #include "data/text.h"
 #include "journal/journal.h"
@@ -38,19 +39,6 @@ constexpr const char* kUsage =
 int fail(const std::string& what) {
   std::fprintf(stderr, "precision-lab-cli sample: %s\n", what.c_str());
   return 2;
-}
-
-// Whole decimal numbers only: "12", not "12x", "-1" or "1e3".
-bool parse_count(const std::string& s, std::uint64_t max, std::uint64_t& out) {
-  if (s.empty() || s.size() > 20) return false;
-  for (char c : s)
-    if (c < '0' || c > '9') return false;
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0' || v > max) return false;
-  out = v;
-  return true;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "backend/backend.h"
 #include "backend/registry.h"
 #include "cli/commands.h"
+#include "cli/parse_args.h"
 #include "solve/matrix.h"
 #include "solve/refine.h"
 
@@ -53,28 +54,6 @@ constexpr const char* kUsage =
 int fail(const std::string& what) {
   std::fprintf(stderr, "precision-lab-cli solve: %s\n", what.c_str());
   return 2;
-}
-
-bool parse_count(const std::string& s, std::uint64_t max, std::uint64_t& out) {
-  if (s.empty() || s.size() > 20) return false;
-  for (char c : s)
-    if (c < '0' || c > '9') return false;
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0' || v > max) return false;
-  out = v;
-  return true;
-}
-
-bool parse_number(const std::string& s, double& out) {
-  if (s.empty()) return false;
-  errno = 0;
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (errno != 0 || *end != '\0' || !std::isfinite(v)) return false;
-  out = v;
-  return true;
 }
 
 std::vector<std::string> split(const std::string& s) {

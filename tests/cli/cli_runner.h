@@ -31,6 +31,19 @@ inline std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+// Runs `cmd` through the shell: its stdout into `out`, its exit code (-1
+// when it did not exit) into `exit_code`. False when it could not start.
+inline bool run_shell(const std::string& cmd, std::string& out, int& exit_code) {
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return false;
+  char buf[4096];
+  std::size_t got = 0;
+  while ((got = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, got);
+  const int status = pclose(pipe);
+  exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return true;
+}
+
 // Runs the CLI with the given (shell-safe) arguments, capturing stdout and
 // stderr separately.
 inline RunResult run_cli(const std::string& args) {
@@ -41,14 +54,7 @@ inline RunResult run_cli(const std::string& args) {
   const std::string err_path = tmpl;
   const std::string cmd = std::string("'") + PL_CLI_PATH + "' " + args + " 2>'" + err_path + "'";
   RunResult r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  EXPECT_NE(pipe, nullptr);
-  if (!pipe) return r;
-  char buf[4096];
-  std::size_t got = 0;
-  while ((got = fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, got);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  EXPECT_TRUE(run_shell(cmd, r.out, r.exit_code)) << cmd;
   r.err = read_file(err_path);
   std::remove(err_path.c_str());
   return r;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "cli_runner.h"
+
 namespace cli_test {
 
 // Debian's OpenBLAS misreads this machine with these set (docs/pytorch.md).
@@ -39,14 +41,7 @@ struct PyResult {
 
 inline PyResult run_python(const std::string& python, const std::string& args) {
   PyResult r;
-  const std::string cmd = torch_env() + "'" + python + "' " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return r;
-  char buf[4096];
-  std::size_t got = 0;
-  while ((got = fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, got);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run_shell(torch_env() + "'" + python + "' " + args + " 2>&1", r.out, r.exit_code);
   return r;
 }
 

@@ -55,17 +55,7 @@
 
 namespace {
 
-// Processes events until `done` holds or `ms` pass; returns done().
-bool waitFor(const std::function<bool()>& done, int ms = 20000) {
-  QElapsedTimer t;
-  t.start();
-  while (!done()) {
-    if (t.elapsed() > ms) return false;
-    QCoreApplication::processEvents(QEventLoop::AllEvents, 10);
-    QThread::msleep(2);
-  }
-  return true;
-}
+using ui_test::waitFor;
 
 engine::RunConfig spirals(std::int64_t steps) {
   engine::RunConfig c;
@@ -626,7 +616,8 @@ TEST_F(LiveTrainingTest, LatencyProbeSeesABlockedEventLoop) {
   probe.start();
   QTest::qWait(50);
   QTimer::singleShot(0, [] { QThread::msleep(80); });  // the UI thread busy for 80 ms
-  QTest::qWait(100);
+  // Long enough after it for a few ticks on a loaded machine (100 ms gave 5).
+  QTest::qWait(300);
   probe.stop();
   const LatencyProbe::Stats s = probe.stats();
   EXPECT_GT(s.ticks, 5u);

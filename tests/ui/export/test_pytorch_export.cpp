@@ -25,16 +25,7 @@
 
 namespace {
 
-bool waitFor(const std::function<bool()>& done, int ms = 30000) {
-  QElapsedTimer t;
-  t.start();
-  while (!done()) {
-    if (t.elapsed() > ms) return false;
-    QCoreApplication::processEvents(QEventLoop::AllEvents, 10);
-    QThread::msleep(2);
-  }
-  return true;
-}
+using ui_test::waitFor;
 
 class PytorchExportTest : public ::testing::Test {
  protected:
@@ -64,7 +55,7 @@ TEST_F(PytorchExportTest, ActionWritesTheScriptAndListsWhatDidNotTranslate) {
   m_window->part<PrecisionTableController>()->setBaseConfig(c);
   ASSERT_TRUE(m_window->part<RunLauncher>()->startRun()) << m_window->part<UserMessages>()->lastError().toStdString();
   auto* controller = m_window->part<TrainingController>();
-  ASSERT_TRUE(waitFor([&] { return !controller->active(); }));
+  ASSERT_TRUE(waitFor([&] { return !controller->active(); }, 30000));
   RunStore* store = m_window->part<RunStore>();
   ASSERT_EQ(store->count(), 1);
   ASSERT_EQ(store->run(0).state, engine::RunState::Finished);
@@ -79,7 +70,7 @@ TEST_F(PytorchExportTest, ActionWritesTheScriptAndListsWhatDidNotTranslate) {
   exporter->setOutputDirectory(out.path());
   QSignalSpy finished(exporter, &PytorchExportAction::exportFinished);
   action->trigger();
-  ASSERT_TRUE(waitFor([&] { return finished.count() == 1; }));
+  ASSERT_TRUE(waitFor([&] { return finished.count() == 1; }, 30000));
   const QList<QVariant> args = finished.takeFirst();
   ASSERT_TRUE(args.at(0).toBool()) << args.at(3).toString().toStdString();
   const QString script = args.at(1).toString();
