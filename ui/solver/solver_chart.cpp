@@ -86,7 +86,7 @@ void SolverChart::reset(double cond, const std::vector<engine::RefineConfig>& co
   m_dataMin = kFp64Unit;
   m_dataMax = 1.0;
   m_maxIter = 1;
-  addLine(tr("FP64 u = 2^-53"), chart_style::linePen(chart_style::kNeutral, 1.2), kFp64Unit);
+  addLine(tr("FP64 u = 2^-53"), chart_style::linePen(chart_style::kInk, 1.4, Qt::DashDotLine), kFp64Unit);
   std::set<std::string> seen;
   for (const engine::RefineConfig& c : configs) {
     const engine::SolveFormat f = c.lu.factor;
@@ -128,7 +128,9 @@ void SolverChart::fitAxes() {
   for (const Level& l : m_levels) l.series->replace(QList<QPointF>{{0.0, l.y}, {double(m_maxIter), l.y}});
   m_x->setRange(0, m_maxIter);
   m_x->setTickInterval(m_maxIter <= 12 ? 1 : std::ceil(m_maxIter / 10.0));
-  const double lo = std::pow(10.0, std::floor(std::log10(std::max(m_dataMin, kFloor))));
+  // A decade of room below the lowest point, so the 2^-53 line and the
+  // converged iterates do not sit on the axis.
+  const double lo = std::pow(10.0, std::floor(std::log10(std::max(m_dataMin, kFloor))) - 1);
   const double hi = std::pow(10.0, std::ceil(std::log10(m_dataMax) + 1e-9));
   m_y->setRange(lo, hi);
   // A label every few decades when the range is wide (about 20 decades).

@@ -17,7 +17,7 @@ class QLogValueAxis;
 class QValueAxis;
 
 // One series per run (format x method: the format's colour, LU-IR solid,
-// GMRES-IR dotted, a marker at every iterate), a solid grey line at 2^-53
+// GMRES-IR dotted, a marker at every iterate), a dash-dot black line at 2^-53
 // (FP64's unit roundoff: the accuracy refinement aims at) and, per factor
 // format, a dashed line in its colour at u_factor·κ: where that line
 // reaches 1 (κ·u = 1) LU-IR stops converging (Carson and Higham). A

@@ -161,13 +161,14 @@ SolverView::SolverView(QWidget* parent) : QWidget(parent) {
   m_table->verticalHeader()->hide();
   m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
   m_table->horizontalHeader()->setStretchLastSection(true);
+  m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 6);
   m_table->setMinimumHeight(80);
 
   auto* right = new QSplitter(Qt::Vertical);
   right->setObjectName(QStringLiteral("solverSplitter"));
   right->addWidget(m_chart);
   right->addWidget(m_table);
-  right->setStretchFactor(0, 3);
+  right->setStretchFactor(0, 2);
   right->setStretchFactor(1, 1);
   right->setChildrenCollapsible(false);
 
