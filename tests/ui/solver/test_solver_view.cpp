@@ -102,6 +102,11 @@ TEST(SolverView, SmallCaseMatchesTheEngine) {
     EXPECT_EQ(cell(t, row, SolverView::Forward), QString::number(want.forward_error, 'e', 3));
     EXPECT_EQ(cell(t, row, SolverView::Scale), QString::number(want.scale, 'g', 9));
     EXPECT_EQ(cell(t, row, SolverView::Reason), QString::fromStdString(want.reason));
+    // The time: the engine's, to three significant digits (a time of its own here).
+    const double seconds = cell(t, row, SolverView::Seconds).toDouble();
+    const engine::SolveResult& got = v.outcomes()[static_cast<std::size_t>(row)].result;
+    EXPECT_EQ(cell(t, row, SolverView::Seconds), QString::number(got.factor_seconds + got.refine_seconds, 'g', 3));
+    EXPECT_GT(seconds, 0.0);
     EXPECT_LE(want.backward_error, 1e-15);
     // Its curve: one point per iterate at the engine's backward errors.
     const SolverChart::Shown* s = findSeries(shown, name);
