@@ -162,6 +162,41 @@ TEST(SolverView, Fp16LuIrDoesNotConvergeAtKappa1e8) {
   ASSERT_NE(findSeries(v.chart()->shown(), QStringLiteral("fp16 u·κ = 4.9e+04")), nullptr);
 }
 
+// Tensor Core mode: the LU held in FP32 (the CLI's --storage fp32), named
+// as the CLI names it, with the engine's result.
+TEST(SolverView, TensorCoreModeIsTheEnginesFp32Storage) {
+  ui_test::ensureApplication();
+  SolverView v;
+  SolverJob j = smallJob(1e4, {kFp16}, {engine::Method::LuIr});
+  j.tensorCore = true;
+  v.setJob(j);
+  EXPECT_TRUE(v.findChild<QCheckBox*>(QStringLiteral("solverTensorCore"))->isChecked());
+  const std::vector<engine::RefineConfig> configs = runConfigs(v.job());
+  ASSERT_EQ(configs.size(), 1u);
+  EXPECT_EQ(configs[0].lu.storage, engine::LuConfig::Storage::FP32);
+  ASSERT_TRUE(solveAndWait(v)) << qPrintable(v.statusText());
+  ASSERT_EQ(v.table()->rowCount(), 1);
+  EXPECT_EQ(cell(v.table(), 0, SolverView::Run), QStringLiteral("fp16-tc-lu-ir"));
+  const engine::Matrix a = engine::random_matrix(64, 1e4, 3);
+  const std::vector<double> x = engine::random_vector(64, 4);
+  std::vector<double> b(64);
+  engine::matvec(a, x.data(), b.data());
+  const engine::SolveResult want = engine::solve_refine(a, b, &x, configs[0]);
+  EXPECT_EQ(cell(v.table(), 0, SolverView::Converged), want.converged ? QStringLiteral("yes") : QStringLiteral("no"));
+  EXPECT_EQ(cell(v.table(), 0, SolverView::Iterations), QString::number(want.iterations));
+  EXPECT_EQ(cell(v.table(), 0, SolverView::Backward), QString::number(want.backward_error, 'e', 3));
+}
+
+// No format ticked: nothing starts, and the status line says why.
+TEST(SolverView, NothingToSolveSaysSo) {
+  ui_test::ensureApplication();
+  SolverView v;
+  v.setJob(smallJob(1e2, {}, {engine::Method::LuIr}));
+  EXPECT_FALSE(v.solve());
+  EXPECT_FALSE(v.running());
+  EXPECT_EQ(v.statusText(), QStringLiteral("Tick at least one factorization format."));
+}
+
 // Stop ends the job before its remaining runs.
 TEST(SolverView, StopEndsTheJob) {
   ui_test::ensureApplication();
