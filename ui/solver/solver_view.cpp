@@ -185,8 +185,8 @@ SolverView::SolverView(QWidget* parent) : QWidget(parent) {
   connect(m_solve, &QPushButton::clicked, this, [this] { solve(); });
   connect(m_stop, &QPushButton::clicked, this, &SolverView::stop);
   connect(m_runner, &SolverRunner::matrixReady, this, [this](double seconds) {
-    if (seconds > 0)
-      m_status->setText(tr("Matrix made in %1 s; solving…").arg(seconds, 0, 'f', 2));
+    m_status->setText(seconds > 0 ? tr("Matrix made in %1 s; solving…").arg(seconds, 0, 'f', 2)
+                                  : tr("Solving (the matrix of the last solve)…"));
   });
   connect(m_runner, &SolverRunner::outcome, this, &SolverView::onOutcome);
   connect(m_runner, &SolverRunner::finished, this, &SolverView::onFinished);
