@@ -24,6 +24,7 @@
 #include "session/run_launcher.h"
 #include "session/run_store.h"
 #include "session/training_controller.h"
+#include "solver/solver_view.h"
 
 bool wantsOffscreenHarness(int argc, char** argv) {
   if (std::getenv("QT_QPA_PLATFORM") || std::getenv("DISPLAY") || std::getenv("WAYLAND_DISPLAY")) return false;
@@ -132,6 +133,9 @@ void GuiHarness::armScreenshot() {
     // claims checked (scripts/screenshots.sh), or at the deadline.
     if (m_options.start)
       QObject::connect(window, &MainWindow::trainingFinished, once, [once] { once->start(300); });
+  } else if (m_options.start && m_options.view == QLatin1String("solver")) {
+    // The Solver tab's curves are drawn as each run ends: shoot when all have.
+    QObject::connect(window->part<SolverView>(), &SolverView::solveFinished, once, [once] { once->start(300); });
   } else if (m_options.start && m_options.view == QLatin1String("compare-difference")) {
     // The difference to FP32 is read over whole runs: shoot when they end.
     QObject::connect(window, &MainWindow::trainingFinished, once, [once] { once->start(300); });

@@ -2,8 +2,10 @@
 //   precision-lab [--config FILE] [--recipe R] [--model M] [--dataset D] [--start]
 //                 [--compare r1,r2,...] [--steps N] [--epochs N] [--screenshot FILE]
 //                 [--screenshot-after-ms N]
-//                 [--view live|compare|compare-difference|samples|gradients|export|compare-dialog]
+//                 [--view live|compare|compare-difference|samples|gradients|export|compare-dialog|solver]
 //                 [--measure] [--lecture NAME|FILE] [--presentation] [--speed N] [--value X]
+// --view solver shows the Solver tab; with --start it solves (instead of
+// training) and --screenshot waits for the solve to end.
 // --view history shows the past runs (the newest interrupted one opened on the charts).
 // --lecture chooses a lesson (a built-in preset or a preset file; --start
 // runs all its runs); --presentation starts in presentation view; --speed
@@ -38,6 +40,7 @@
 #include "session/command_line.h"
 #include "session/run_launcher.h"
 #include "session/user_messages.h"
+#include "solver/solver_view.h"
 
 namespace {
 
@@ -126,6 +129,7 @@ int main(int argc, char** argv) {
       window.part<CompareView>()->setMode(CompareView::Mode::Difference);
   }
   if (options.view == QLatin1String("samples")) window.showSamples();
+  if (options.view == QLatin1String("solver")) window.showSolver();
   if (options.view == QLatin1String("history")) {
     // The past runs; the newest interrupted one on the charts, so the
     // picture shows what reopening keeps.
@@ -161,7 +165,11 @@ int main(int argc, char** argv) {
     // --measure starts 1.5 s after the window shows, as a user's click
     // would come: after the first paint (not training) and after the
     // background load of the selected data set (DatasetCache).
-    QTimer::singleShot(options.measure ? 1500 : 0, &window, [launcher, messages, &options, unattended] {
+    QTimer::singleShot(options.measure ? 1500 : 0, &window, [&window, launcher, messages, &options, unattended] {
+      if (options.view == QLatin1String("solver")) {
+        window.part<SolverView>()->solve();
+        return;
+      }
       const bool ok = options.compare.isEmpty() ? launcher->startRun() : launcher->startComparison(options.compare);
       if (!ok) {
         std::fprintf(stderr, "precision-lab: %s\n", qPrintable(messages->lastError()));

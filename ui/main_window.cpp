@@ -28,6 +28,7 @@
 #include "charts/live_chart_view.h"
 #include "compare/compare_view.h"
 #include "samples/samples_view.h"
+#include "solver/solver_view.h"
 #include "export/export_controller.h"
 #include "export/pytorch_export_action.h"
 #include "inspect/fault_injector.h"
@@ -137,6 +138,9 @@ void MainWindow::buildLayout() {
   m_samples = new SamplesView(m_store);
   m_samplesScroll = scrollable(m_samples);
   m_tabs->addTab(m_samplesScroll, tr("Samples"));
+  m_solver = new SolverView;
+  m_solverScroll = scrollable(m_solver);
+  m_tabs->addTab(m_solverScroll, tr("Solver"));
 
   auto* bottom = new QSplitter(Qt::Horizontal);
   m_bottom = bottom;
@@ -323,6 +327,8 @@ void MainWindow::showCompare() { m_tabs->setCurrentWidget(m_compareScroll); }
 
 void MainWindow::showSamples() { m_tabs->setCurrentWidget(m_samplesScroll); }
 
+void MainWindow::showSolver() { m_tabs->setCurrentWidget(m_solverScroll); }
+
 void MainWindow::closeEvent(QCloseEvent* event) {
   if (m_controller->active()) {
     // Stop at the next step boundary, join, and drain what is left: the
@@ -408,12 +414,15 @@ void MainWindow::presentationPart(bool on, int stage, unsigned toggle) {
         const QSignalBlocker block(m_actions->presentation);
         m_actions->presentation->setChecked(on);
       }
-      // The Samples tab stays when shown: a class reads the runs' text large.
-      if (on && m_tabs->currentWidget() != m_samplesScroll) m_tabs->setCurrentWidget(m_liveSplitter);
+      // The Samples and Solver tabs stay when shown: a class reads the runs'
+      // text large, or watches a solve.
+      if (on && m_tabs->currentWidget() != m_samplesScroll && m_tabs->currentWidget() != m_solverScroll)
+        m_tabs->setCurrentWidget(m_liveSplitter);
       break;
     case 1:
       m_charts->setPresentation(on);
       m_samples->setPresentation(on);
+      m_solver->setPresentation(on);
       chart_style::setPresentationFont(m_actions->toolbar, on, chart_style::presentation::kLegendPt - 2);
       break;
     case 2:

@@ -13,6 +13,7 @@ class WindowActions;
 class ChartArea;
 class CompareView;
 class SamplesView;
+class SolverView;
 class DatasetCache;
 class EventNotices;
 class ExportController;
@@ -74,6 +75,8 @@ class MainWindow : public QMainWindow {
   // The Compare tab in front.
   void showCompare();
   void showSamples();
+  // The Solver tab in front.
+  void showSolver();
   // Enables the run actions for what can be done now.
   void updateActions();
 
@@ -105,6 +108,8 @@ class MainWindow : public QMainWindow {
   QWidget* m_compareScroll = nullptr;  // the Compare tab: the view, scrollable
   SamplesView* m_samples = nullptr;
   QWidget* m_samplesScroll = nullptr;  // the Samples tab: each text run's latest continuation
+  SolverView* m_solver = nullptr;      // the Solver tab: Ax = b, LU in a low precision, refined
+  QWidget* m_solverScroll = nullptr;
   QSplitter* m_liveSplitter = nullptr;
   QSplitter* m_bottom = nullptr;
   RunsList* m_runs = nullptr;

@@ -28,6 +28,8 @@
 #include "charts/gradient_panel.h"
 #include "charts/live_chart_view.h"
 #include "lecture/format_explorer.h"
+#include "solver/solver_chart.h"
+#include "solver/solver_view.h"
 #include "ui_test_support.h"
 #include "window_parts.h"
 
@@ -219,6 +221,29 @@ TEST_F(Layout, EveryViewFits) {
   checkWindow(w, QStringLiteral("Compare tab"));
   tabs->setCurrentIndex(2);
   checkWindow(w, QStringLiteral("Samples tab"));
+  // The Solver tab after a solve of every format by both methods (the
+  // fullest legend: 12 runs and 6 marks), normal and in presentation view.
+  w.showSolver();
+  SolverView* solver = w.part<SolverView>();
+  SolverJob job = solver->job();
+  job.n = 48;
+  job.formats = {engine::SolveFormat::f64(), engine::SolveFormat::of(engine::Format::FP32),
+                 engine::SolveFormat::of(engine::Format::TF32), engine::SolveFormat::of(engine::Format::BF16),
+                 engine::SolveFormat::of(engine::Format::FP16), engine::SolveFormat::of(engine::Format::E4M3)};
+  job.methods = {engine::Method::LuIr, engine::Method::GmresIr};
+  solver->setJob(job);
+  bool solved = false;
+  QObject::connect(solver, &SolverView::solveFinished, solver, [&solved] { solved = true; });
+  ASSERT_TRUE(solver->solve());
+  ASSERT_TRUE(ui_test::waitFor([&] { return solved; }, 120000));
+  ASSERT_EQ(solver->outcomes().size(), 12u);
+  checkWindow(w, QStringLiteral("Solver tab"));
+  checkChart(solver->chart(), QStringLiteral("solver"), false, QStringLiteral("Solver tab"));
+  setPresentation(w, true);
+  EXPECT_TRUE(solver->isVisible()) << "presentation view keeps the Solver tab";
+  checkWindow(w, QStringLiteral("Solver tab, presentation"));
+  checkChart(solver->chart(), QStringLiteral("solver"), true, QStringLiteral("Solver tab, presentation"));
+  setPresentation(w, false);
   tabs->setCurrentIndex(0);
   runsTabs->setCurrentIndex(1);
   checkWindow(w, QStringLiteral("History tab"));

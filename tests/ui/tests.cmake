@@ -132,3 +132,11 @@ pl_add_test(test_ui_pytorch_export
   LABELS ui
   ENV QT_QPA_PLATFORM=offscreen
   TIMEOUT 120)
+# ui/solver: the Solver tab against the engine's own solve (n = 64), the
+# κ·u wall, Stop, and an n = 1024 solve off the UI thread.
+pl_add_test(test_ui_solver
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/solver/test_solver_view.cpp
+  LIBS ui Qt6::Test
+  LABELS ui
+  ENV QT_QPA_PLATFORM=offscreen
+  TIMEOUT 300)

@@ -104,7 +104,8 @@ bool parseLaunchOptions(const QStringList& arguments, LaunchOptions& out, QStrin
                                 QStringLiteral("What --screenshot shows: live, compare, compare-difference (the Compare tab "
                                                "in its difference-to-FP32 mode), samples, gradients, export, "
                                                "compare-dialog, format-explorer, block-view, step-inspector, history (past runs; the newest "
-                                               "interrupted one opened on the charts)."),
+                                               "interrupted one opened on the charts), solver (the Solver tab; "
+                                               "with --start it solves its default case first)."),
                                 QStringLiteral("view"), QStringLiteral("live"));
   const QCommandLineOption measure(
       QStringLiteral("measure"),
@@ -212,7 +213,7 @@ bool parseLaunchOptions(const QStringList& arguments, LaunchOptions& out, QStrin
                                     QStringLiteral("export"), QStringLiteral("compare-dialog"),
                                     QStringLiteral("format-explorer"), QStringLiteral("block-view"),
                                     QStringLiteral("step-inspector"),
-                                    QStringLiteral("history")};
+                                    QStringLiteral("history"), QStringLiteral("solver")};
   if (!views.contains(o.view)) {
     *error = QStringLiteral("--view: '%1' is not one of %2").arg(o.view, views.join(QStringLiteral(", ")));
     return false;
