@@ -23,7 +23,9 @@ constexpr const char* kUsage =
     "  --list   the built-in presets, one line each\n"
     "  --check  print every claim of the preset with its value, PASS or FAIL; exit 1 if any fails\n"
     "           (a run that diverges is a result the claims judge, not a failure)\n"
-    "  --quick  the preset's scaled-down settings (what the test suite runs)\n";
+    "  --quick  the preset's scaled-down settings (what the test suite runs)\n"
+    "a training lesson writes run's files (steps.csv, summary.csv, ...); a solver lesson (solve-*)\n"
+    "writes solve's (iterations.csv, summary.csv, solution.csv, config.json; docs/solver.md)\n";
 
 int bad_input(const std::string& message) {
   std::fprintf(stderr, "precision-lab-cli lecture: %s\n", message.c_str());

@@ -86,11 +86,10 @@ std::uint64_t whole_of(const json& v, const std::string& origin, const std::stri
                        std::uint64_t hi) {
   const std::string range = std::to_string(lo) + ".." + std::to_string(hi);
   if (!v.is_number_integer()) fail(origin, field, "must be a whole number in " + range);
-  if (v.is_number_unsigned() ? (v.get<std::uint64_t>() < lo || v.get<std::uint64_t>() > hi)
-                             : (v.get<std::int64_t>() < 0 || static_cast<std::uint64_t>(v.get<std::int64_t>()) < lo ||
-                                static_cast<std::uint64_t>(v.get<std::int64_t>()) > hi))
-    fail(origin, field, "must be a whole number in " + range + " (got " + v.dump() + ")");
-  return v.is_number_unsigned() ? v.get<std::uint64_t>() : static_cast<std::uint64_t>(v.get<std::int64_t>());
+  const bool negative = !v.is_number_unsigned() && v.get<std::int64_t>() < 0;
+  const std::uint64_t u = negative ? 0 : v.get<std::uint64_t>();
+  if (negative || u < lo || u > hi) fail(origin, field, "must be a whole number in " + range + " (got " + v.dump() + ")");
+  return u;
 }
 
 double number_of(const json& v, const std::string& origin, const std::string& field) {
