@@ -6,9 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
+#include "backend/registry.h"
 #include "cli/commands.h"
 #include "lecture/claims.h"
 #include "lecture/preset.h"
+#include "lecture/solve_lesson.h"
 
 namespace cli {
 
@@ -20,7 +23,9 @@ constexpr const char* kUsage =
     "  --list   the built-in presets, one line each\n"
     "  --check  print every claim of the preset with its value, PASS or FAIL; exit 1 if any fails\n"
     "           (a run that diverges is a result the claims judge, not a failure)\n"
-    "  --quick  the preset's scaled-down settings (what the test suite runs)\n";
+    "  --quick  the preset's scaled-down settings (what the test suite runs)\n"
+    "a training lesson writes run's files (steps.csv, summary.csv, ...); a solver lesson (solve-*)\n"
+    "writes solve's (iterations.csv, summary.csv, solution.csv, config.json; docs/solver.md)\n";
 
 int bad_input(const std::string& message) {
   std::fprintf(stderr, "precision-lab-cli lecture: %s\n", message.c_str());
@@ -31,6 +36,7 @@ void list() {
   for (const engine::Preset& p : engine::builtin_presets()) {
     std::string runs;
     for (const engine::PresetRun& r : p.runs) runs += (runs.empty() ? "" : ",") + r.name;
+    for (const engine::SolveRun& r : p.solve_runs) runs += (runs.empty() ? "" : ",") + r.name;
     std::printf("%-24s %s  [%s]\n", p.name.c_str(), p.title.c_str(), runs.c_str());
   }
 }
@@ -48,6 +54,65 @@ bool only_divergence(const std::vector<engine::RunExport>& runs) {
     diverged_any = diverged_any || diverged;
   }
   return diverged_any;
+}
+
+// Prints the claims' results; the exit code: 1 when one fails.
+int print_claims(const engine::Preset& preset, const std::vector<engine::ClaimResult>& results) {
+  int failed = 0;
+  std::printf("\nclaims of %s:\n", preset.name.c_str());
+  for (const engine::ClaimResult& r : results) {
+    std::printf("  %s\n", r.text.c_str());
+    failed += r.pass ? 0 : 1;
+  }
+  std::printf("%zu passed, %d failed\n", preset.expect.size() - static_cast<std::size_t>(failed), failed);
+  return failed > 0 ? 1 : 0;
+}
+
+std::string exact(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+std::string short_number(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// A solver lesson: its system solved by every run, the solver's files
+// (as `solve` writes them; config.json names the lesson and its system),
+// the claims. A run that does not converge is a result, as in `solve`.
+int solve_lesson(const engine::Preset& preset, const std::string& out, bool check, bool quick) {
+  const engine::SolveProblem& s = preset.problem;
+  std::printf("solve: n = %lld, random, cond %g, seed %llu%s, b = A x for a random x\n", static_cast<long long>(s.n),
+              s.cond, static_cast<unsigned long long>(s.seed),
+              s.matrix_scale != 1.0 ? (", entries times " + short_number(s.matrix_scale)).c_str() : "");
+  engine::SolveLesson lesson;
+  try {
+    engine::BackendChoice be = engine::make_backend("cpu", 0);
+    print_solve_header();
+    // Each run's line as it finishes, so a class sees them come.
+    lesson = engine::run_solve_lesson(preset, be.backend.get(),
+                                      [](const engine::SolveRun& r) { print_solve_row(r, true); });
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "precision-lab-cli lecture: %s\n", e.what());
+    return 1;
+  }
+  const std::string cfg =
+      "{\n  \"command\": \"lecture\",\n  \"lesson\": \"" + preset.name + "\",\n  \"quick\": " +
+      (quick ? "true" : "false") + ",\n  \"matrix\": \"random\",\n  \"n\": " + std::to_string(s.n) +
+      ",\n  \"cond\": " + exact(s.cond) + ",\n  \"seed\": " + std::to_string(s.seed) +
+      ",\n  \"matrix_scale\": " + exact(s.matrix_scale) + ",\n  \"rhs\": \"A x, x random from seed + 1\"\n}\n";
+  const int written = write_solve_files("lecture", out,
+                                        {{"iterations.csv", solve_iterations_csv(lesson.runs)},
+                                         {"summary.csv", solve_summary_csv(lesson.runs, s.n, s.cond)},
+                                         {"solution.csv", solve_solution_csv(lesson.runs, s.n, lesson.x_true)},
+                                         {"config.json", cfg}});
+  if (written != 0) return written;
+  std::printf("wrote %s/{iterations.csv, summary.csv, solution.csv, config.json}\n", out.c_str());
+  if (!check) return 0;
+  return print_claims(preset, engine::check_claims(preset, lesson.runs));
 }
 
 }  // namespace
@@ -87,6 +152,7 @@ int cmd_lecture(int argc, char** argv) {
   }
   std::printf("%s\n%s\n\n", preset.title.c_str(), preset.explanation.c_str());
   if (quick && !preset.quick_note.empty()) std::printf("quick: %s\n\n", preset.quick_note.c_str());
+  if (preset.kind == engine::PresetKind::Solve) return solve_lesson(preset, out, check, quick);
   std::vector<engine::ComparisonRun> runs;
   for (const engine::PresetRun& r : preset.runs) runs.push_back({r.name, r.config});
   std::vector<engine::RunExport> exports;
@@ -96,14 +162,7 @@ int cmd_lecture(int argc, char** argv) {
   // that stopped short without diverging, ends the lecture as it ends `run`.
   if (code != 0 && !(check && code == 1 && only_divergence(exports))) return code;
   if (!check) return 0;
-  int failed = 0;
-  std::printf("\nclaims of %s:\n", preset.name.c_str());
-  for (const engine::ClaimResult& r : engine::check_claims(preset, exports)) {
-    std::printf("  %s\n", r.text.c_str());
-    failed += r.pass ? 0 : 1;
-  }
-  std::printf("%zu passed, %d failed\n", preset.expect.size() - static_cast<std::size_t>(failed), failed);
-  return failed > 0 ? 1 : 0;
+  return print_claims(preset, engine::check_claims(preset, exports));
 }
 
 }  // namespace cli

@@ -99,13 +99,103 @@ std::string json_string(const std::string& s) {
   return o + "\"";
 }
 
-struct RunOut {
-  std::string name;
-  engine::RefineConfig config;
-  engine::SolveResult result;
-};
+using RunOut = engine::SolveRun;
 
 }  // namespace
+
+void print_solve_header() {
+  std::printf("%-18s %-9s %-9s %5s %6s %-10s %-10s %s\n", "run", "scale", "converged", "iter", "gmres", "backward",
+              "forward", "reason");
+}
+
+void print_solve_row(const engine::SolveRun& r, bool forward_known) {
+  const auto& s = r.result;
+  char fwd[32] = "-";
+  if (forward_known) std::snprintf(fwd, sizeof fwd, "%.3e", s.forward_error);
+  std::printf("%-18s %-9s %-9s %5d %6d %-10.3e %-10s %s\n", r.name.c_str(), num(s.scale).c_str(),
+              s.converged ? "yes" : "no", s.iterations, s.gmres_iterations, s.backward_error, fwd, s.reason.c_str());
+}
+
+std::string solve_iterations_csv(const std::vector<engine::SolveRun>& runs) {
+  std::ostringstream it;
+  it << "run,factor,method,iteration,backward_error,forward_error,update,gmres_iterations\n";
+  for (const RunOut& r : runs) {
+    const std::string f = engine::factor_key(r.config.lu.factor), m = engine::method_key(r.config.method);
+    for (const auto& h : r.result.history)
+      it << r.name << ',' << f << ',' << m << ',' << h.iteration << ',' << num(h.backward_error) << ','
+         << num(h.forward_error) << ',' << num(h.update) << ',' << h.gmres_iterations << '\n';
+  }
+  return it.str();
+}
+
+std::string solve_summary_csv(const std::vector<engine::SolveRun>& runs, std::int64_t n, double cond) {
+  std::ostringstream sum;
+  sum << "run,factor,storage,accumulate,residual,working,method,n,cond,scale,converged,reason,iterations,gmres_iterations,"
+         "backward_error,forward_error,factor_seconds,refine_seconds,total_seconds,low_precision_flop_share\n";
+  for (const RunOut& r : runs) {
+    const auto& s = r.result;
+    const std::string f = engine::factor_key(r.config.lu.factor), m = engine::method_key(r.config.method);
+    sum << r.name << ',' << f << ','
+        << (r.config.lu.factor.fp64 || r.config.lu.storage == engine::LuConfig::Storage::Factor ? f : "fp32") << ','
+        << (r.config.lu.factor.fp64 ? "fp64" : engine::format_key(r.config.lu.accumulate)) << ','
+        << engine::arith_key(r.config.residual) << ',' << engine::arith_key(r.config.working) << ',' << m << ','
+        << n << ',' << num(cond) << ',' << num(s.scale) << ',' << (s.converged ? "true" : "false") << ",\""
+        << s.reason << "\"," << s.iterations << ',' << s.gmres_iterations << ',' << num(s.backward_error) << ','
+        << num(s.forward_error) << ',' << num(s.factor_seconds) << ',' << num(s.refine_seconds) << ','
+        << num(s.factor_seconds + s.refine_seconds) << ','
+        << num(s.flops_total > 0 ? s.flops_low / s.flops_total : 0.0) << '\n';
+  }
+  return sum.str();
+}
+
+std::string solve_solution_csv(const std::vector<engine::SolveRun>& runs, std::int64_t n,
+                               const std::vector<double>& x_true) {
+  std::ostringstream sol;
+  sol << "i";
+  if (!x_true.empty()) sol << ",x_exact";
+  for (const RunOut& r : runs) sol << ',' << r.name;
+  sol << '\n';
+  for (std::int64_t i = 0; i < n; ++i) {
+    sol << i;
+    if (!x_true.empty()) sol << ',' << exact(x_true[static_cast<std::size_t>(i)]);
+    for (const RunOut& r : runs)
+      sol << ',' << (r.result.x.empty() ? std::string() : exact(r.result.x[static_cast<std::size_t>(i)]));
+    sol << '\n';
+  }
+  return sol.str();
+}
+
+int write_solve_files(const std::string& command, const std::string& out,
+                      const std::vector<std::pair<std::string, std::string>>& files) {
+  const std::string who = "precision-lab-cli " + command + ": ";
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec) {
+    std::fprintf(stderr, "%s%s: cannot create the folder: %s\n", who.c_str(), out.c_str(), ec.message().c_str());
+    return 2;
+  }
+  for (const auto& [name, text] : files) {
+    const fs::path tmp = fs::path(out) / ("." + name + ".tmp");
+    std::ofstream o(tmp, std::ios::binary);
+    o << text;
+    o.close();
+    if (!o) {
+      for (const auto& f : files) fs::remove(fs::path(out) / ("." + f.first + ".tmp"), ec);
+      std::fprintf(stderr, "%s%s: cannot write\n", who.c_str(), tmp.string().c_str());
+      return 1;
+    }
+  }
+  for (const auto& [name, text] : files) {
+    (void)text;
+    fs::rename(fs::path(out) / ("." + name + ".tmp"), fs::path(out) / name, ec);
+    if (ec) {
+      std::fprintf(stderr, "%s%s: cannot write: %s\n", who.c_str(), (fs::path(out) / name).string().c_str(),
+                   ec.message().c_str());
+      return 2;
+    }
+  }
+  return 0;
+}
 
 int cmd_solve(int argc, char** argv) {
   std::string matrix_path, rhs_path, out, factor, accumulate = "fp32", residual = "fp64", working = "fp64",
@@ -242,53 +332,15 @@ int cmd_solve(int argc, char** argv) {
                                   : matrix_path.c_str(),
               rhs_path.empty() ? ", b = A x for a random x" : (", b from " + rhs_path).c_str(),
               info.native_bf16 ? "native bf16 GEMM" : "bf16 GEMM decoded to f32");
-  std::printf("%-18s %-9s %-9s %5s %6s %-10s %-10s %s\n", "run", "scale", "converged", "iter", "gmres", "backward",
-              "forward", "reason");
+  print_solve_header();
   for (RunOut& r : runs) {
     r.result = engine::solve_refine(a, b, x_true.empty() ? nullptr : &x_true, r.config, be.backend.get());
-    const auto& s = r.result;
-    char fwd[32] = "-";
-    if (!x_true.empty()) std::snprintf(fwd, sizeof fwd, "%.3e", s.forward_error);
-    std::printf("%-18s %-9s %-9s %5d %6d %-10.3e %-10s %s\n", r.name.c_str(), num(s.scale).c_str(),
-                s.converged ? "yes" : "no", s.iterations, s.gmres_iterations, s.backward_error, fwd, s.reason.c_str());
+    print_solve_row(r, !x_true.empty());
   }
 
   // The four files: written beside their final names, then renamed, so a
   // failed write leaves nothing half-written.
-  std::error_code ec;
-  fs::create_directories(out, ec);
-  if (ec) return fail(out + ": cannot create the folder: " + ec.message());
-  std::ostringstream it, sum, sol, cfg;
-  it << "run,factor,method,iteration,backward_error,forward_error,update,gmres_iterations\n";
-  sum << "run,factor,storage,accumulate,residual,working,method,n,cond,scale,converged,reason,iterations,gmres_iterations,"
-         "backward_error,forward_error,factor_seconds,refine_seconds,total_seconds,low_precision_flop_share\n";
-  for (const RunOut& r : runs) {
-    const auto& s = r.result;
-    const std::string f = engine::factor_key(r.config.lu.factor), m = engine::method_key(r.config.method);
-    for (const auto& h : s.history)
-      it << r.name << ',' << f << ',' << m << ',' << h.iteration << ',' << num(h.backward_error) << ','
-         << num(h.forward_error) << ',' << num(h.update) << ',' << h.gmres_iterations << '\n';
-    sum << r.name << ',' << f << ','
-        << (r.config.lu.factor.fp64 || r.config.lu.storage == engine::LuConfig::Storage::Factor ? f : "fp32") << ','
-        << (r.config.lu.factor.fp64 ? "fp64" : engine::format_key(r.config.lu.accumulate)) << ','
-        << engine::arith_key(r.config.residual) << ',' << engine::arith_key(r.config.working) << ',' << m << ','
-        << a.n << ',' << (matrix_path.empty() ? num(cond) : "") << ',' << num(s.scale) << ','
-        << (s.converged ? "true" : "false") << ",\"" << s.reason << "\"," << s.iterations << ','
-        << s.gmres_iterations << ',' << num(s.backward_error) << ',' << num(s.forward_error) << ','
-        << num(s.factor_seconds) << ',' << num(s.refine_seconds) << ',' << num(s.factor_seconds + s.refine_seconds)
-        << ',' << num(s.flops_total > 0 ? s.flops_low / s.flops_total : 0.0) << '\n';
-  }
-  sol << "i";
-  if (!x_true.empty()) sol << ",x_exact";
-  for (const RunOut& r : runs) sol << ',' << r.name;
-  sol << '\n';
-  for (std::int64_t i = 0; i < a.n; ++i) {
-    sol << i;
-    if (!x_true.empty()) sol << ',' << exact(x_true[static_cast<std::size_t>(i)]);
-    for (const RunOut& r : runs)
-      sol << ',' << (r.result.x.empty() ? std::string() : exact(r.result.x[static_cast<std::size_t>(i)]));
-    sol << '\n';
-  }
+  std::ostringstream cfg;
   cfg << "{\n  \"command\": \"solve\",\n  \"matrix\": " << json_string(source) << ",\n  \"n\": " << a.n;
   if (matrix_path.empty()) cfg << ",\n  \"cond\": " << exact(cond) << ",\n  \"seed\": " << seed;
   cfg << ",\n  \"rhs\": " << (rhs_path.empty() ? std::string("\"A x, x random from seed + 1\"") : json_string(rhs_path))
@@ -303,24 +355,12 @@ int cmd_solve(int argc, char** argv) {
       << json_string(be.name) << ",\n  \"device\": " << json_string(info.device)
       << ",\n  \"native_bf16\": " << (info.native_bf16 ? "true" : "false") << ",\n  \"threads\": " << info.threads
       << "\n}\n";
-  const std::pair<const char*, std::string> files[] = {
-      {"iterations.csv", it.str()}, {"summary.csv", sum.str()}, {"solution.csv", sol.str()}, {"config.json", cfg.str()}};
-  for (const auto& [name, text] : files) {
-    const fs::path tmp = fs::path(out) / (std::string(".") + name + ".tmp");
-    std::ofstream o(tmp, std::ios::binary);
-    o << text;
-    o.close();
-    if (!o) {
-      for (const auto& f : files) fs::remove(fs::path(out) / (std::string(".") + f.first + ".tmp"), ec);
-      std::fprintf(stderr, "precision-lab-cli solve: %s: cannot write\n", tmp.string().c_str());
-      return 1;
-    }
-  }
-  for (const auto& [name, text] : files) {
-    (void)text;
-    fs::rename(fs::path(out) / (std::string(".") + name + ".tmp"), fs::path(out) / name, ec);
-    if (ec) return fail((fs::path(out) / name).string() + ": cannot write: " + ec.message());
-  }
+  const int written = write_solve_files("solve", out,
+                                        {{"iterations.csv", solve_iterations_csv(runs)},
+                                         {"summary.csv", solve_summary_csv(runs, a.n, matrix_path.empty() ? cond : std::nan(""))},
+                                         {"solution.csv", solve_solution_csv(runs, a.n, x_true)},
+                                         {"config.json", cfg.str()}});
+  if (written != 0) return written;
   std::printf("wrote %s/{iterations.csv, summary.csv, solution.csv, config.json}\n", out.c_str());
   return 0;
 }

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "lecture/solve_lesson.h"
+
 namespace engine {
 
 namespace {
@@ -104,12 +106,15 @@ std::string claim_label(const Claim& c) {
   return s;
 }
 
-std::vector<ClaimResult> check_claims(const Preset& p, const std::vector<RunExport>& runs) {
+namespace {
+
+template <typename Value>
+std::vector<ClaimResult> check_each(const Preset& p, Value value) {
   std::vector<ClaimResult> out;
   for (const Claim& c : p.expect) {
     ClaimResult r;
     r.claim = c;
-    r.value = claim_value(c, runs);
+    r.value = value(c);
     r.pass = !std::isnan(r.value) && (!c.min || r.value >= *c.min) && (!c.max || r.value <= *c.max);
     std::string bounds;
     if (c.min) bounds += ">= " + number(*c.min);
@@ -118,6 +123,16 @@ std::vector<ClaimResult> check_claims(const Preset& p, const std::vector<RunExpo
     out.push_back(std::move(r));
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<ClaimResult> check_claims(const Preset& p, const std::vector<RunExport>& runs) {
+  return check_each(p, [&](const Claim& c) { return claim_value(c, runs); });
+}
+
+std::vector<ClaimResult> check_claims(const Preset& p, const std::vector<SolveRun>& runs) {
+  return check_each(p, [&](const Claim& c) { return solve_claim_value(c, runs); });
 }
 
 }  // namespace engine

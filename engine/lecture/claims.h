@@ -7,6 +7,7 @@
 
 #include "lecture/preset.h"
 #include "report/csv.h"
+#include "solve/refine.h"
 
 namespace engine {
 
@@ -34,5 +35,7 @@ double claim_value(const Claim& c, const std::vector<RunExport>& runs);
 // "final_loss fp16 / fp32", "val_accuracy gap fp32 - fp16", "underflow fp16 fc3", ...
 std::string claim_label(const Claim& c);
 std::vector<ClaimResult> check_claims(const Preset& p, const std::vector<RunExport>& runs);
+// A solver lesson's claims (solve_claim_value), printed the same way.
+std::vector<ClaimResult> check_claims(const Preset& p, const std::vector<SolveRun>& runs);
 
 }  // namespace engine

@@ -2,6 +2,7 @@
 target_sources(engine_lecture PRIVATE
   lecture/preset.cpp
   lecture/claims.cpp
+  lecture/solve_lesson.cpp
   ${CMAKE_CURRENT_BINARY_DIR}/lecture/presets_builtin.cpp
 )
 

@@ -84,6 +84,14 @@ struct SolveResult {
   double flops_low = 0.0;         // done below FP64 (factorization, FP32 solves and residuals)
 };
 
+// One named run of the solver: its settings and, once run, its result (the
+// `run` column of the CSV files; the CLI's solve and the solver lessons).
+struct SolveRun {
+  std::string name;
+  RefineConfig config;
+  SolveResult result;
+};
+
 // Solves A x = b (b.size() == A.n). x_true, when given, is the exact
 // solution (forward errors). Throws std::invalid_argument for a bad config
 // or size; a breakdown or no convergence is a result (converged false).

@@ -306,6 +306,7 @@ TEST_F(Layout, EveryLessonBeforeAndAfterItRuns) {
   bool finished = false;
   QObject::connect(&w, &MainWindow::trainingFinished, [&] { finished = true; });
   for (const engine::Preset& p : engine::builtin_presets()) {
+    if (p.kind == engine::PresetKind::Solve) continue;  // CLI only for now: the app has no view for them yet
     const QString name = QString::fromStdString(p.name);
     SCOPED_TRACE(p.name);
     w.part<LessonController>()->set(shortened(p));

@@ -1,4 +1,4 @@
-// LectureMenu: one action per built-in preset, and a file chooser.
+// LectureMenu: one action per built-in training preset, and a file chooser.
 #include "lecture/lecture_menu.h"
 
 #include <QFileDialog>
@@ -9,6 +9,8 @@ LectureMenu::LectureMenu(QWidget* parent) : QMenu(tr("&Lecture"), parent) {
   setObjectName(QStringLiteral("lectureMenu"));
   setToolTipsVisible(true);
   for (const engine::Preset& p : engine::builtin_presets()) {
+    // Solver lessons run in the CLI for now (precision-lab-cli lecture NAME).
+    if (p.kind != engine::PresetKind::Train) continue;
     const QString name = QString::fromStdString(p.name);
     QAction* a = addAction(QString::fromStdString(p.title));
     a->setObjectName(QStringLiteral("lecture:") + name);

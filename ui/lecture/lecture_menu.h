@@ -1,6 +1,7 @@
-// LectureMenu: the menu bar's Lecture menu — every built-in preset by its
-// title (engine::builtin_presets(), whatever it holds), "Open preset
-// file…", and the lecture tools the window adds below.
+// LectureMenu: the menu bar's Lecture menu — every built-in training preset
+// by its title (engine::builtin_presets(), leaving out the solver lessons,
+// which run in the CLI for now), "Open preset file…", and the lecture tools
+// the window adds below.
 #pragma once
 
 #include <QMenu>
@@ -12,7 +13,7 @@ class LectureMenu : public QMenu {
  public:
   explicit LectureMenu(QWidget* parent = nullptr);
 
-  // The preset actions, in builtin_presets() order; data() is the name.
+  // The training presets' actions, in builtin_presets() order; data() is the name.
   QList<QAction*> presetActions() const { return m_presets; }
   QAction* openFileAction() const { return m_openFile; }
 

@@ -36,19 +36,24 @@ LessonController::~LessonController() = default;
 
 bool LessonController::open(const QString& nameOrFile) {
   try {
-    set(engine::find_preset(nameOrFile.toStdString()));
-    return true;
+    return set(engine::find_preset(nameOrFile.toStdString()));
   } catch (const std::exception& e) {
     m_parts.messages->error(tr("Cannot open the lesson"), QString::fromStdString(e.what()));
     return false;
   }
 }
 
-void LessonController::set(const engine::Preset& preset) {
+bool LessonController::set(const engine::Preset& preset) {
+  if (preset.kind == engine::PresetKind::Solve) {
+    m_parts.messages->error(tr("Cannot open the lesson"),
+                            tr("%1 is a solver lesson. CLI only for now: precision-lab-cli lecture %1")
+                                .arg(QString::fromStdString(preset.name)));
+    return false;
+  }
   if (preset.runs.empty()) {
     m_parts.messages->error(tr("Cannot open the lesson"),
                             tr("%1: the preset has no runs").arg(QString::fromStdString(preset.name)));
-    return;
+    return false;
   }
   m_lesson = std::make_unique<engine::Preset>(preset);
   m_runs.clear();
@@ -69,6 +74,7 @@ void LessonController::set(const engine::Preset& preset) {
                                .arg(QString::fromStdString(preset.title))
                                .arg(preset.runs.size()),
                            8000);
+  return true;
 }
 
 void LessonController::leave() {

@@ -53,8 +53,10 @@ class LessonController : public QObject {
   // false returned; the lesson before it stays.
   bool open(const QString& nameOrFile);
   // Fills the setup panel with the lesson's settings, shows its title and
-  // explanation beside the charts, enlarges the charts it watches.
-  void set(const engine::Preset& preset);
+  // explanation beside the charts, enlarges the charts it watches. A
+  // preset the app cannot run (no runs; a solver lesson, CLI only for now)
+  // is shown as an error and false returned; the lesson before it stays.
+  bool set(const engine::Preset& preset);
   void leave();
   const engine::Preset* lesson() const { return m_lesson.get(); }
   // Runs the lesson's runs (a comparison group); `paused`: built and

@@ -81,14 +81,18 @@ TEST(Preset, BadInputGetsOneLineNamingTheField) {
 TEST(Preset, TheBuiltInSetHasTenLessonsThatProveTheirPoint) {
   const auto& all = builtin_presets();
   ASSERT_GE(all.size(), 10u);
+  std::size_t training = 0;
   for (const Preset& p : all) {
     SCOPED_TRACE(p.name);
     EXPECT_FALSE(p.title.empty());
-    EXPECT_GE(p.runs.size(), 2u) << "a lesson compares";
     EXPECT_FALSE(p.expect.empty());
-    EXPECT_FALSE(p.watch.empty());
     EXPECT_EQ(find_preset(p.name).title, p.title);
+    if (p.kind == PresetKind::Solve) continue;  // test_solve_lesson checks the solver lessons
+    ++training;
+    EXPECT_GE(p.runs.size(), 2u) << "a lesson compares";
+    EXPECT_FALSE(p.watch.empty());
   }
+  EXPECT_GE(training, 10u);
   EXPECT_THROW(find_preset("no-such-lesson"), std::runtime_error);
 }
 
