@@ -45,9 +45,12 @@ QColor SolverChart::formatColour(const engine::SolveFormat& f) {
 
 QString SolverChart::formatLabel(const engine::SolveFormat& f) { return QString::fromStdString(engine::factor_key(f)); }
 
-SolverChart::SolverChart(QWidget* parent) : QChartView(parent) {
+// The chart is handed to QChartView's constructor: QChartView(parent) makes
+// a default chart of its own, and setChart() releases that one without
+// deleting it (LeakSanitizer caught it under the monkey test).
+SolverChart::SolverChart(QWidget* parent) : QChartView(new QChart, parent) {
   setObjectName(QStringLiteral("solverChart"));
-  auto* chart = new QChart;
+  QChart* chart = this->chart();
   chart_style::styleChart(chart);
   chart->setTitle(tr("Normwise backward error per refinement iteration"));
   chart->legend()->setAlignment(Qt::AlignRight);
@@ -63,7 +66,6 @@ SolverChart::SolverChart(QWidget* parent) : QChartView(parent) {
   m_y->setLabelsFont(chart_style::axisFont(chart));
   chart->addAxis(m_x, Qt::AlignBottom);
   chart->addAxis(m_y, Qt::AlignLeft);
-  setChart(chart);
   setRenderHint(QPainter::Antialiasing);
   setMinimumSize(chart_style::kMinChartWidth, chart_style::kMinChartHeight);
   reset(1.0, {});

@@ -11,17 +11,19 @@ namespace {
 constexpr std::size_t kKept = 300;
 constexpr std::size_t kPrinted = 60;
 
+// Never destroyed: LeakSanitizer's report runs after static destructors
+// and its death callback prints this log (a destroyed deque was read there).
 std::mutex& mutex() {
-  static std::mutex m;
-  return m;
+  static auto* m = new std::mutex;
+  return *m;
 }
 std::deque<std::string>& lines() {
-  static std::deque<std::string> l;
-  return l;
+  static auto* l = new std::deque<std::string>;
+  return *l;
 }
 std::string& header() {
-  static std::string h;
-  return h;
+  static auto* h = new std::string;
+  return *h;
 }
 
 }  // namespace
