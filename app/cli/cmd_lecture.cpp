@@ -9,6 +9,7 @@
 #include "backend/backend.h"
 #include "backend/registry.h"
 #include "cli/commands.h"
+#include "cli/parse_args.h"
 #include "lecture/claims.h"
 #include "lecture/preset.h"
 #include "lecture/solve_lesson.h"
@@ -68,11 +69,6 @@ int print_claims(const engine::Preset& preset, const std::vector<engine::ClaimRe
   return failed > 0 ? 1 : 0;
 }
 
-std::string exact(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
 
 std::string short_number(double v) {
   char buf[40];

@@ -80,11 +80,6 @@ std::string num(double v) {
   std::snprintf(buf, sizeof buf, "%.9g", v);
   return buf;
 }
-std::string exact(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
 
 std::string json_string(const std::string& s) {
   std::string o = "\"";

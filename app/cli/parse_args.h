@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -32,6 +33,13 @@ inline bool parse_number(const std::string& s, double& out) {
   if (errno != 0 || *end != '\0' || !std::isfinite(v)) return false;
   out = v;
   return true;
+}
+
+// A double written so that reading it back gives the same bits.
+inline std::string exact(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
 }
 
 }  // namespace cli

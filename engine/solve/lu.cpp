@@ -115,16 +115,11 @@ void rank1(float* c, const float* l, float u, std::int64_t n, const Rounder& rou
   round(c, n);
 }
 
+// A row of U times one multiplier: the same products as rank1 (a product
+// of two floats rounds the same either way round).
 void rank1_row(float* c, float l, const float* u, std::int64_t n, const Rounder& round, const Rounder* acc,
                float* tmp) {
-  if (!acc) {
-    axpy_neg(c, u, l, n);
-  } else {
-    scale_into(tmp, u, l, n);
-    (*acc)(tmp, n);
-    subtract(c, tmp, n);
-  }
-  round(c, n);
+  rank1(c, u, l, n, round, acc, tmp);
 }
 
 void lu_factor_fp64(const Matrix& a, LuFactors& out) {
