@@ -28,7 +28,7 @@ constexpr const char* kUsage =
     "                               --factor FMT [--accumulate FMT] [--residual FMT] [--working FMT]\n"
     "                               [--method lu-ir|gmres-ir[,...]] [--max-iter N] [--tol X]\n"
     "                               [--compare FMT,FMT,...] [--storage factor|fp32] [--block N]\n"
-    "                               [--threads N] --out DIR\n"
+    "                               [--gmres fp64|fp32] [--threads N] --out DIR\n"
     "  solves A x = b: an LU in a low precision, refined to FP64 accuracy (docs/solver.md)\n"
     "  --matrix FILE   a real square Matrix Market file (coordinate or array; general, symmetric)\n"
     "  --n N           a random matrix of size N (default 512) with 2-norm condition number\n"
@@ -41,6 +41,8 @@ constexpr const char* kUsage =
     "  --residual FMT  r = b - A x in fp32, fp64 (default) or fp80 (x87 extended)\n"
     "  --working FMT   x and its update in fp64 (default) or fp32\n"
     "  --method M      lu-ir (default), gmres-ir, or both: lu-ir,gmres-ir\n"
+    "  --gmres FMT     GMRES-IR's inner solve in fp64 (default) or fp32 (five-precision GMRES-IR:\n"
+    "                  A and the preconditioner in FP32, half the bytes an inner step reads)\n"
     "  --max-iter N    updates at most (default 30)\n"
     "  --tol X         the backward error that counts as converged (default 2^-53)\n"
     "  --compare F,..  more factor formats, each run like --factor's\n"
@@ -126,7 +128,7 @@ std::string solve_iterations_csv(const std::vector<engine::SolveRun>& runs) {
 std::string solve_summary_csv(const std::vector<engine::SolveRun>& runs, std::int64_t n, double cond) {
   std::ostringstream sum;
   sum << "run,factor,storage,accumulate,residual,working,method,n,cond,scale,converged,reason,iterations,gmres_iterations,"
-         "backward_error,forward_error,factor_seconds,refine_seconds,total_seconds,low_precision_flop_share\n";
+         "backward_error,forward_error,factor_seconds,refine_seconds,total_seconds,low_precision_flop_share,gmres\n";
   for (const RunOut& r : runs) {
     const auto& s = r.result;
     const std::string f = engine::factor_key(r.config.lu.factor), m = engine::method_key(r.config.method);
@@ -138,7 +140,8 @@ std::string solve_summary_csv(const std::vector<engine::SolveRun>& runs, std::in
         << s.reason << "\"," << s.iterations << ',' << s.gmres_iterations << ',' << num(s.backward_error) << ','
         << num(s.forward_error) << ',' << num(s.factor_seconds) << ',' << num(s.refine_seconds) << ','
         << num(s.factor_seconds + s.refine_seconds) << ','
-        << num(s.flops_total > 0 ? s.flops_low / s.flops_total : 0.0) << '\n';
+        << num(s.flops_total > 0 ? s.flops_low / s.flops_total : 0.0) << ','
+        << (r.config.method == engine::Method::GmresIr ? engine::arith_key(r.config.gmres) : "none") << '\n';
   }
   return sum.str();
 }
@@ -194,7 +197,7 @@ int write_solve_files(const std::string& command, const std::string& out,
 
 int cmd_solve(int argc, char** argv) {
   std::string matrix_path, rhs_path, out, factor, accumulate = "fp32", residual = "fp64", working = "fp64",
-                                              methods = "lu-ir", compare, storage = "factor";
+                                              gmres = "fp64", methods = "lu-ir", compare, storage = "factor";
   std::uint64_t n = 512, seed = 0, max_iter = 30, block = 0, threads = 0;
   double cond = 100.0, tol = 0x1p-53;
   bool random_options = false;
@@ -207,7 +210,7 @@ int cmd_solve(int argc, char** argv) {
     static const char* const kValued[] = {"--matrix", "--n",      "--cond",     "--seed",    "--rhs",
                                           "--factor", "--accumulate", "--residual", "--working", "--method",
                                           "--max-iter", "--tol",  "--compare",  "--block",   "--threads", "--out",
-                                          "--storage"};
+                                          "--storage", "--gmres"};
     bool known = false;
     for (const char* k : kValued) known = known || a == k;
     if (!known) return fail("unknown option '" + a + "' (try --help)");
@@ -220,6 +223,7 @@ int cmd_solve(int argc, char** argv) {
     else if (a == "--accumulate") accumulate = v;
     else if (a == "--residual") residual = v;
     else if (a == "--working") working = v;
+    else if (a == "--gmres") gmres = v;
     else if (a == "--method") methods = v;
     else if (a == "--compare") compare = v;
     else if (a == "--storage") storage = v;
@@ -273,6 +277,8 @@ int cmd_solve(int argc, char** argv) {
   if (!parse_arith(residual, base.residual)) return fail("--residual must be fp32, fp64 or fp80 (got '" + residual + "')");
   if (!parse_arith(working, base.working) || base.working == engine::Arith::FP80)
     return fail("--working must be fp32 or fp64 (got '" + working + "')");
+  if (!parse_arith(gmres, base.gmres) || base.gmres == engine::Arith::FP80)
+    return fail("--gmres must be fp32 or fp64 (got '" + gmres + "')");
   std::optional<engine::Format> acc;
   if (accumulate != "factor") {
     acc = engine::parse_format(accumulate);
@@ -294,7 +300,8 @@ int cmd_solve(int argc, char** argv) {
       if (!acc && !f.fp64 && !engine::is_half_format(f.format)) r.config.lu.accumulate = engine::Format::FP32;
       const std::string problem = engine::refine_config_problem(r.config);
       if (!problem.empty()) return fail(problem);
-      r.name = engine::factor_key(f) + (storage == "fp32" && !f.fp64 ? "-tc-" : "-") + engine::method_key(m);
+      r.name = engine::factor_key(f) + (storage == "fp32" && !f.fp64 ? "-tc-" : "-") + engine::method_key(m) +
+               (m == engine::Method::GmresIr && base.gmres == engine::Arith::FP32 ? "-fp32" : "");
       runs.push_back(std::move(r));
     }
 
@@ -345,7 +352,8 @@ int cmd_solve(int argc, char** argv) {
   for (std::size_t i = 0; i < method_list.size(); ++i)
     cfg << (i ? ", " : "") << json_string(engine::method_key(method_list[i]));
   cfg << "],\n  \"storage\": " << json_string(storage) << ",\n  \"accumulate\": " << json_string(accumulate) << ",\n  \"residual\": " << json_string(residual)
-      << ",\n  \"working\": " << json_string(working) << ",\n  \"max_iter\": " << max_iter
+      << ",\n  \"working\": " << json_string(working) << ",\n  \"gmres\": " << json_string(gmres)
+      << ",\n  \"max_iter\": " << max_iter
       << ",\n  \"tol\": " << exact(tol) << ",\n  \"block\": " << block << ",\n  \"backend\": "
       << json_string(be.name) << ",\n  \"device\": " << json_string(info.device)
       << ",\n  \"native_bf16\": " << (info.native_bf16 ? "true" : "false") << ",\n  \"threads\": " << info.threads

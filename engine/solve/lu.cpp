@@ -415,4 +415,18 @@ void lu_solve(const LuFactors& f, const double* b, double* x, bool fp32) {
   for (std::int64_t i = 0; i < n; ++i) x[i] = static_cast<double>(v[static_cast<std::size_t>(i)]) * back;
 }
 
+void lu_solve_f32(const LuFactors& f, const float* b, float* x) {
+  const std::int64_t n = f.n;
+  if (f.factor.fp64) {
+    std::vector<double> v(b, b + n);
+    substitute<double, double>(f.lu64.data(), f.pivots.data(), n, v.data());
+    for (std::int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(v[static_cast<std::size_t>(i)]);
+    return;
+  }
+  if (x != b) std::memmove(x, b, static_cast<std::size_t>(n) * sizeof(float));
+  substitute<float, float>(f.lu.data(), f.pivots.data(), n, x);
+  if (f.scale != 1.0)
+    for (std::int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(static_cast<double>(x[i]) * f.scale);
+}
+
 }  // namespace engine

@@ -114,5 +114,8 @@ LuFactors lu_factor(const Matrix& a, const LuConfig& config, Backend* be = nullp
 // factors' values are FP32 values), else in double. FP64 factors always
 // solve in double.
 void lu_solve(const LuFactors& f, const double* b, double* x, bool fp32);
+// The same in FP32 from FP32 (x may alias b), with no rescaling of b: for
+// vectors of moderate size (FP32 GMRES's). FP64 factors solve in double.
+void lu_solve_f32(const LuFactors& f, const float* b, float* x);
 
 }  // namespace engine

@@ -380,6 +380,7 @@ void matvec(const Matrix& m, const double* x, double* y) {
   for (std::int64_t i = 0; i < n; ++i) {
     const double* row = m.a.data() + i * n;
     double s = 0.0;
+#pragma omp simd reduction(+ : s)
     for (std::int64_t j = 0; j < n; ++j) s += row[j] * x[j];
     y[i] = s;
   }

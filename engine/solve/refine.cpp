@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <type_traits>
 
 namespace engine {
 
@@ -26,6 +27,7 @@ std::string refine_config_problem(const RefineConfig& c) {
   if (c.working == Arith::FP80) return "the working precision must be fp32 or fp64";
   if (c.max_iter < 0 || c.max_iter > 10000) return "--max-iter must be in 0..10000";
   if (!(c.tol >= 0.0) || !std::isfinite(c.tol)) return "the tolerance must be a finite number >= 0";
+  if (c.gmres == Arith::FP80) return "the GMRES precision must be fp32 or fp64";
   if (c.gmres_max < 0) return "the GMRES step limit must be >= 0";
   if (!(c.gmres_tol > 0.0) || !(c.gmres_tol < 1.0)) return "the GMRES tolerance must be in (0, 1)";
   return "";
@@ -46,6 +48,7 @@ void residual(const Matrix& a, const std::vector<double>& b, const std::vector<d
       for (std::int64_t i = 0; i < n; ++i) {
         const double* row = a.a.data() + i * n;
         double s = 0.0;
+#pragma omp simd reduction(+ : s)
         for (std::int64_t j = 0; j < n; ++j) s += row[j] * x[static_cast<std::size_t>(j)];
         r[static_cast<std::size_t>(i)] = b[static_cast<std::size_t>(i)] - s;
       }
@@ -74,44 +77,83 @@ void residual(const Matrix& a, const std::vector<double>& b, const std::vector<d
   }
 }
 
-double dot(const double* a, const double* b, std::int64_t n) {
-  double s = 0.0;
+template <class T>
+T dot(const T* a, const T* b, std::int64_t n) {
+  T s = 0;
+#pragma omp simd reduction(+ : s)
   for (std::int64_t i = 0; i < n; ++i) s += a[i] * b[i];
   return s;
 }
 
-// GMRES on M^-1 A d = M^-1 r from d = 0 (M^-1 applied in FP64 with the
-// factors). Returns the steps taken.
-int gmres(const Matrix& a, const LuFactors& lu, const std::vector<double>& r, int max_steps, double tol,
-          std::vector<double>& d, double& flops) {
+// y = A x with A's FP32 copy, in FP32 (five-precision GMRES's products).
+void matvec32(const std::vector<float>& a, std::int64_t n, const float* x, float* y) {
+#pragma omp parallel for schedule(static) if (n >= 256)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float* row = a.data() + i * n;
+    float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+    for (std::int64_t j = 0; j < n; ++j) s += row[j] * x[j];
+    y[i] = s;
+  }
+}
+
+// GMRES on M^-1 A d = M^-1 r from d = 0, its vectors in T (double: A and
+// M^-1 in FP64; float: A's FP32 copy a32 and M^-1 in FP32). The Hessenberg
+// matrix, its Givens rotations and the small solve are in double. Returns
+// the steps taken.
+template <class T>
+int gmres(const Matrix& a, const std::vector<float>& a32, const LuFactors& lu, const std::vector<double>& r,
+          int max_steps, double tol, std::vector<double>& d, double& flops) {
   const std::int64_t n = a.n;
+  const std::size_t un = static_cast<std::size_t>(n);
   const double nn = static_cast<double>(n);
+  constexpr bool kF64 = std::is_same_v<T, double>;
+  // y = M^-1 x.
+  std::vector<double> xd(kF64 ? 0 : un), yd(kF64 ? 0 : un);
+  auto precondition = [&](const T* x, T* y) {
+    if constexpr (kF64) {
+      lu_solve(lu, x, y, false);
+    } else {
+      lu_solve_f32(lu, x, y);
+    }
+  };
+  auto product = [&](const T* x, T* y) {
+    if constexpr (kF64) matvec(a, x, y);
+    else matvec32(a32, n, x, y);
+  };
   std::fill(d.begin(), d.end(), 0.0);
-  std::vector<double> z(static_cast<std::size_t>(n)), w(static_cast<std::size_t>(n));
-  lu_solve(lu, r.data(), z.data(), false);
+  std::vector<T> z(un), w(un);
+  // z = M^-1 r, r first brought to about 1 (its scale comes back in d).
+  double rmax = 0.0;
+  for (double t : r) rmax = std::max(rmax, std::fabs(t));
+  if (rmax == 0.0 || !std::isfinite(rmax)) return 0;
+  const int e = std::ilogb(rmax);
+  for (std::size_t i = 0; i < un; ++i) w[i] = static_cast<T>(std::ldexp(r[i], -e));
+  precondition(w.data(), z.data());
   flops += 2.0 * nn * nn;
-  const double beta = std::sqrt(dot(z.data(), z.data(), n));
+  const double beta = std::sqrt(static_cast<double>(dot(z.data(), z.data(), n)));
   if (beta == 0.0 || !std::isfinite(beta)) return 0;
   const int m = max_steps;
-  std::vector<double> v(static_cast<std::size_t>(m + 1) * static_cast<std::size_t>(n));
+  std::vector<T> v(static_cast<std::size_t>(m + 1) * un);
   std::vector<double> h(static_cast<std::size_t>(m + 1) * static_cast<std::size_t>(m), 0.0);  // h[i * m + j]
   std::vector<double> cs(static_cast<std::size_t>(m)), sn(static_cast<std::size_t>(m)), g(static_cast<std::size_t>(m + 1), 0.0);
-  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = z[static_cast<std::size_t>(i)] / beta;
+  for (std::size_t i = 0; i < un; ++i) v[i] = static_cast<T>(z[i] / beta);
   g[0] = beta;
   int k = 0;
   for (int j = 0; j < m; ++j) {
-    const double* vj = v.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(n);
-    matvec(a, vj, z.data());
-    lu_solve(lu, z.data(), w.data(), false);
+    const T* vj = v.data() + static_cast<std::size_t>(j) * un;
+    product(vj, z.data());
+    precondition(z.data(), w.data());
     flops += 4.0 * nn * nn;
     for (int i = 0; i <= j; ++i) {
-      const double* vi = v.data() + static_cast<std::size_t>(i) * static_cast<std::size_t>(n);
-      const double hij = dot(w.data(), vi, n);
-      h[static_cast<std::size_t>(i * m + j)] = hij;
+      const T* vi = v.data() + static_cast<std::size_t>(i) * un;
+      const T hij = dot(w.data(), vi, n);
+      h[static_cast<std::size_t>(i * m + j)] = static_cast<double>(hij);
+#pragma omp simd
       for (std::int64_t t = 0; t < n; ++t) w[static_cast<std::size_t>(t)] -= hij * vi[t];
     }
     flops += 4.0 * nn * (j + 1);
-    const double hn = std::sqrt(dot(w.data(), w.data(), n));
+    const double hn = std::sqrt(static_cast<double>(dot(w.data(), w.data(), n)));
     h[static_cast<std::size_t>((j + 1) * m + j)] = hn;
     // The earlier rotations on the new column, then one to zero h[j+1][j].
     for (int i = 0; i < j; ++i) {
@@ -129,10 +171,10 @@ int gmres(const Matrix& a, const LuFactors& lu, const std::vector<double>& r, in
     g[j] = cs[j] * g[j];
     k = j + 1;
     if (!std::isfinite(rad) || std::fabs(g[j + 1]) <= tol * beta || hn == 0.0) break;
-    double* vn = v.data() + static_cast<std::size_t>(j + 1) * static_cast<std::size_t>(n);
-    for (std::int64_t t = 0; t < n; ++t) vn[t] = w[static_cast<std::size_t>(t)] / hn;
+    T* vn = v.data() + static_cast<std::size_t>(j + 1) * un;
+    for (std::size_t t = 0; t < un; ++t) vn[t] = static_cast<T>(static_cast<double>(w[t]) / hn);
   }
-  // y = H^-1 g (upper triangular k x k), d = V y.
+  // y = H^-1 g (upper triangular k x k), d = V y, in double; then r's scale.
   std::vector<double> y(static_cast<std::size_t>(k));
   for (int i = k - 1; i >= 0; --i) {
     double s = g[i];
@@ -140,8 +182,9 @@ int gmres(const Matrix& a, const LuFactors& lu, const std::vector<double>& r, in
     y[i] = s / h[static_cast<std::size_t>(i * m + i)];
   }
   for (int i = 0; i < k; ++i) {
-    const double* vi = v.data() + static_cast<std::size_t>(i) * static_cast<std::size_t>(n);
-    for (std::int64_t t = 0; t < n; ++t) d[static_cast<std::size_t>(t)] += y[i] * vi[t];
+    const T* vi = v.data() + static_cast<std::size_t>(i) * un;
+    const double yi = std::ldexp(y[i], e);
+    for (std::size_t t = 0; t < un; ++t) d[t] += yi * static_cast<double>(vi[t]);
   }
   flops += 2.0 * nn * k;
   return k;
@@ -187,6 +230,7 @@ SolveResult refine_with(const Matrix& a, const LuFactors& lu, const std::vector<
   };
 
   std::vector<double> x(static_cast<std::size_t>(n)), r(static_cast<std::size_t>(n)), d(static_cast<std::size_t>(n));
+  std::vector<float> a32;  // A in FP32 for FP32 GMRES, made at its first use
   lu_solve(lu, b.data(), x.data(), fp32_solve);
   count(2.0 * nn * nn, fp32_solve);
   to_working(x);
@@ -244,8 +288,16 @@ SolveResult refine_with(const Matrix& a, const LuFactors& lu, const std::vector<
       inner = 0;
     } else {
       double flops = 0.0;
-      inner = gmres(a, lu, r, gmres_max, config.gmres_tol, d, flops);
-      count(flops, false);
+      if (config.gmres == Arith::FP32) {
+        if (a32.empty()) {
+          a32.assign(a.a.begin(), a.a.end());  // A in FP32, once (round to nearest)
+          count(nn * nn, true);
+        }
+        inner = gmres<float>(a, a32, lu, r, gmres_max, std::max(config.gmres_tol, 0x1p-20), d, flops);
+      } else {
+        inner = gmres<double>(a, a32, lu, r, gmres_max, config.gmres_tol, d, flops);
+      }
+      count(flops, config.gmres == Arith::FP32);
       res.gmres_iterations += inner;
     }
     for (std::int64_t t = 0; t < n; ++t) x[static_cast<std::size_t>(t)] += d[static_cast<std::size_t>(t)];

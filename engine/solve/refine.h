@@ -8,10 +8,18 @@
 // d = A^-1 r through the factors the same way, x = x + d in the working
 // precision.
 // GMRES-IR: the same, but d solves U^-1 L^-1 P A d = U^-1 L^-1 P r by GMRES
-// in FP64 (left-preconditioned, modified Gram-Schmidt, Givens rotations),
-// the preconditioner applied in FP64 with the factors' values; the inner
-// solve stops when its preconditioned residual falls by gmres_tol, or after
-// gmres_max steps.
+// (left-preconditioned, modified Gram-Schmidt, Givens rotations) in the
+// GMRES precision: FP64 (Carson and Higham's GMRES-IR: the preconditioner
+// applied in FP64 with the factors' values), or FP32 (Amestoy, Buttari,
+// Higham, L'Excellent, Mary and Vieuble's five-precision GMRES-IR with
+// u_g = u_p = FP32: A rounded to FP32 once for GMRES's products, the
+// preconditioner's substitutions and GMRES's vectors in FP32; the
+// Hessenberg matrix and its rotations stay in FP64). The inner solve stops
+// when its preconditioned residual falls by gmres_tol (for FP32 GMRES at
+// least 2^-20, about 16 u_fp32: below that FP32 cannot follow it), or after
+// gmres_max steps. FP32 GMRES halves the bytes each inner step reads; the
+// outer residual stays in the residual precision, so the answer is as
+// accurate, reached in more outer steps while kappa(A) u_fp32 << 1.
 //
 // Stopping, after each x_i (i = 0 is the first solve): converged when the
 // normwise backward error eta_i = ||b - A x_i|| / (||A|| ||x_i|| + ||b||)
@@ -54,6 +62,7 @@ struct RefineConfig {
   Arith working = Arith::FP64;  // FP32 or FP64
   int max_iter = 30;            // updates at most (LAPACK dsgesv's ITERMAX)
   double tol = 0x1p-53;         // backward error that counts as converged
+  Arith gmres = Arith::FP64;    // GMRES-IR's inner precision: FP64 or FP32
   int gmres_max = 0;            // inner steps per update; 0: min(n, 500)
   double gmres_tol = 1e-10;
 };

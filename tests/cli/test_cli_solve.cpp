@@ -113,6 +113,26 @@ TEST(CliSolve, TensorCoreStorageIsNamedInTheRunAndTheSummary) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(CliSolve, Fp32GmresIsNamedInTheRunTheSummaryAndTheConfig) {
+  const auto dir = temp_path("solve_gmres32");
+  const auto r = run_cli("solve --n 96 --cond 1e3 --factor fp16 --method lu-ir,gmres-ir --gmres fp32 --out '" +
+                         dir.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto sum = read_csv((dir / "summary.csv").string());
+  ASSERT_EQ(sum.size(), 2u);
+  EXPECT_EQ(sum[0].at("run"), "fp16-lu-ir");  // LU-IR has no inner solve
+  EXPECT_EQ(sum[0].at("gmres"), "none");
+  EXPECT_EQ(sum[1].at("run"), "fp16-gmres-ir-fp32");
+  EXPECT_EQ(sum[1].at("gmres"), "fp32");
+  EXPECT_EQ(sum[1].at("converged"), "true");
+  EXPECT_LT(std::stod(sum[1].at("backward_error")), 1e-15);
+  EXPECT_NE(read_file((dir / "config.json").string()).find("\"gmres\": \"fp32\""), std::string::npos);
+  const auto bad = run_cli("solve --n 8 --factor fp16 --gmres fp80 --out '" + dir.string() + "'");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err, "precision-lab-cli solve: --gmres must be fp32 or fp64 (got 'fp80')\n");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliSolve, MatrixMarketFileAndRightHandSide) {
   const auto dir = temp_path("solve_mtx");
   std::filesystem::create_directories(dir);

@@ -89,6 +89,56 @@ TEST(SolveRefine, Fp16LuIrHitsTheWallAtCond1e4AndGmresIrPassesIt) {
   }());
 }
 
+TEST(SolveRefine, Fp32GmresReachesFp64AccuracyInMoreOuterStepsOfCheaperInnerOnes) {
+  // Five-precision GMRES-IR (u_g = u_p = FP32): each outer step gains only
+  // about what FP32 can resolve (kappa u_fp32 = 1e4 * 2^-24, so 4-6 digits
+  // a step), so it needs more outer steps than FP64 GMRES, but lands on the
+  // same FP64 accuracy; its inner flops count as low precision.
+  const Problem p = problem(512, 1e4);
+  const auto g64 = engine::solve_refine(p.a, p.b, &p.x, config("fp16", Method::GmresIr), &cpu());
+  auto c = config("fp16", Method::GmresIr);
+  c.gmres = engine::Arith::FP32;
+  const auto g32 = engine::solve_refine(p.a, p.b, &p.x, c, &cpu());
+  ASSERT_TRUE(g64.converged) << g64.reason;
+  ASSERT_TRUE(g32.converged) << g32.reason;
+  EXPECT_LT(g32.backward_error, 1e-15);
+  EXPECT_LT(g32.forward_error, 1e-10);
+  EXPECT_GT(g32.iterations, g64.iterations);
+  // Every outer step still shrinks the error by more than FP16 LU-IR could
+  // (which stagnates here): by at least 10x.
+  for (std::size_t i = 1; i < g32.history.size(); ++i)
+    EXPECT_LT(g32.history[i].backward_error, 0.1 * g32.history[i - 1].backward_error) << "step " << i;
+  // The share of low-precision flops rises: the inner products are FP32's.
+  EXPECT_GT(g32.flops_low / g32.flops_total, g64.flops_low / g64.flops_total);
+}
+
+TEST(SolveRefine, Bf16TensorCoreLuIrStallsWhereGmresIrConverges) {
+  // BF16's u = 2^-9 against kappa 1e2 and the LU's growth with n: the first
+  // solve is off by tens of percent, LU-IR's updates stop shrinking, and
+  // GMRES-IR preconditioned by the same factors (inner solve in FP64 or
+  // FP32) still reaches FP64 accuracy.
+  const Problem p = problem(1024, 1e2);
+  auto lu = config("bf16", Method::LuIr);
+  lu.lu.storage = engine::LuConfig::Storage::FP32;
+  const auto r = engine::solve_refine(p.a, p.b, &p.x, lu, &cpu());
+  EXPECT_GT(r.history[0].forward_error, 0.01);
+  for (engine::Arith g : {engine::Arith::FP64, engine::Arith::FP32}) {
+    auto c = lu;
+    c.method = Method::GmresIr;
+    c.gmres = g;
+    const auto gm = engine::solve_refine(p.a, p.b, &p.x, c, &cpu());
+    EXPECT_TRUE(gm.converged) << gm.reason;
+    EXPECT_LT(gm.backward_error, 1e-15);
+    EXPECT_LT(gm.forward_error, 1e-12);
+  }
+}
+
+TEST(SolveRefine, Fp80GmresIsRefused) {
+  auto c = config("fp16", Method::GmresIr);
+  c.gmres = engine::Arith::FP80;
+  EXPECT_EQ(engine::refine_config_problem(c), "the GMRES precision must be fp32 or fp64");
+}
+
 TEST(SolveRefine, Fp16LuIrDoesNotConvergeAtCond1e8) {
   const Problem p = problem(512, 1e8);
   const auto r = engine::solve_refine(p.a, p.b, &p.x, config("fp16", Method::LuIr), &cpu());
