@@ -13,17 +13,16 @@
 #include <memory>
 #include <stdexcept>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 #include "backend/backend.h"
 #include "backend/registry.h"
 #include "numeric/block.h"
 #include "numeric/cast.h"
 #include "numeric/clones.h"
+#include "solve/kernels.h"
 
 namespace engine {
+
+using solve_kernels::resize_huge;
 
 double SolveFormat::unit_roundoff() const {
   if (fp64) return 0x1p-53;
@@ -62,25 +61,6 @@ namespace {
 
 bool needs_scale(Format f) { return f == Format::FP16 || is_fp8(f); }
 
-// Sizes a large buffer on transparent huge pages where the kernel offers
-// them on request: a first touch of n^2 floats on 4 KiB pages costs
-// thousands of page faults, which measured 20-40% of an n = 2048 BF16
-// factorization on a virtual machine.
-template <class T>
-void resize_huge(std::vector<T>& v, std::size_t count) {
-  if (v.capacity() < count) {
-    std::vector<T>().swap(v);
-    v.reserve(count);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    constexpr std::uintptr_t kHuge = std::uintptr_t{1} << 21;
-    const auto begin = reinterpret_cast<std::uintptr_t>(v.data());
-    const std::uintptr_t first = (begin + kHuge - 1) & ~(kHuge - 1), end = begin + count * sizeof(T);
-    if (end > first + kHuge) madvise(reinterpret_cast<void*>(first), (end - first) & ~(kHuge - 1), MADV_HUGEPAGE);
-#endif
-  }
-  v.resize(count);
-}
-
 // Rounds x[0..n) to the factor format in place (FP32: nothing to do).
 struct Rounder {
   Format f;
@@ -102,6 +82,28 @@ PL_CPU_CLONES void scale_into(float* tmp, const float* l, float u, std::int64_t 
 }
 PL_CPU_CLONES void subtract(float* c, const float* tmp, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) c[i] = c[i] - tmp[i];
+}
+
+// c[i] = c[i] - l_k[i] * u[k] for k = 0, 1, ..., kn - 1 in turn (l_k at
+// l + k * ld), each step rounded to FP32: what kn calls of axpy_neg do, four
+// steps a pass over c so that c stays in registers.
+PL_CPU_CLONES void update_rows(float* c, const float* l, std::int64_t ld, const float* u, std::int64_t kn,
+                               std::int64_t n) {
+  std::int64_t k = 0;
+  for (; k + 4 <= kn; k += 4) {
+    const float* l0 = l + k * ld;
+    const float* l1 = l0 + ld;
+    const float* l2 = l1 + ld;
+    const float* l3 = l2 + ld;
+    const float u0 = u[k], u1 = u[k + 1], u2 = u[k + 2], u3 = u[k + 3];
+    for (std::int64_t i = 0; i < n; ++i) {
+      float v = c[i] - l0[i] * u0;
+      v = v - l1[i] * u1;
+      v = v - l2[i] * u2;
+      c[i] = v - l3[i] * u3;
+    }
+  }
+  for (; k < kn; ++k) axpy_neg(c, l + k * ld, u[k], n);
 }
 
 void rank1(float* c, const float* l, float u, std::int64_t n, const Rounder& round, const Rounder* acc, float* tmp) {
@@ -193,46 +195,87 @@ void lu_factor_lowp(const Matrix& a, LuFactors& out, bool scale, Backend& be) {
     const std::int64_t k1 = std::min(n, k0 + nb), wdt = k1 - k0, m = n - k0;
     // The panel, column-major (column j at panel[j * m]): its columns are
     // contiguous for the pivot search and the column updates.
-    for (std::int64_t i = 0; i < m; ++i)
-      for (std::int64_t j = 0; j < wdt; ++j) panel[static_cast<std::size_t>(j * m + i)] = w[(k0 + i) * n + k0 + j];
-    // Step 1: the unblocked LU of the panel.
-    for (std::int64_t k = 0; k < wdt; ++k) {
-      float* col = panel.data() + k * m;
-      std::int64_t p = k;
-      float best = std::fabs(col[k]);
-      for (std::int64_t i = k + 1; i < m; ++i)
-        if (std::fabs(col[i]) > best) best = std::fabs(col[i]), p = i;
-      out.pivots[static_cast<std::size_t>(k0 + k)] = k0 + p;
-      if (p != k)
-        for (std::int64_t j = 0; j < wdt; ++j) std::swap(panel[static_cast<std::size_t>(j * m + k)],
-                                                         panel[static_cast<std::size_t>(j * m + p)]);
-      const float pivot = col[k];
+    // Tiles of 64 rows: a tile's rows stay in cache while its columns are
+    // written out.
+#pragma omp parallel for schedule(static) if (m * wdt > 65536)
+    for (std::int64_t i0 = 0; i0 < m; i0 += 64) {
+      const std::int64_t i1 = std::min(m, i0 + 64);
+      for (std::int64_t j = 0; j < wdt; ++j)
+        for (std::int64_t i = i0; i < i1; ++i) panel[static_cast<std::size_t>(j * m + i)] = w[(k0 + i) * n + k0 + j];
+    }
+    // Step 1: the unblocked LU of the panel, column by column (left-looking):
+    // column j first gets the updates of columns 0..j-1 in order, then its
+    // pivot, the row swap across the panel and its multipliers. Every entry
+    // sees the same operations in the same order as in the right-looking
+    // form of lu.h, so the bits are the same; but a column is updated while
+    // it sits in cache, instead of the whole panel being rewritten for each
+    // column. Its rows below the diagonal are split among the threads.
+    for (std::int64_t j = 0; j < wdt; ++j) {
+      float* cj = panel.data() + j * m;
+      // The rows above the diagonal (U's column), in order.
+      for (std::int64_t k = 0; k + 1 < j; ++k)
+        rank1(cj + k + 1, panel.data() + k * m + k + 1, cj[k], j - k - 1, round, acc, tmp_cols.data());
+      // The rows from the diagonal down: each row's updates in order of k.
+      if (j > 0) {
+        const std::int64_t rows = m - j;
+        const int parts = rows * j > 65536 ? omp_get_max_threads() : 1;
+        const std::int64_t chunk = (rows + parts - 1) / parts;
+#pragma omp parallel for schedule(static) num_threads(parts) if (parts > 1)
+        for (int t = 0; t < parts; ++t) {
+          const std::int64_t r0 = j + t * chunk, r1 = std::min(m, r0 + chunk);
+          if (r0 >= r1) continue;
+          float* tmp = tmp_cols.data() + static_cast<std::size_t>(omp_get_thread_num()) * static_cast<std::size_t>(n);
+          if (!acc && round.f == Format::FP32) {
+            update_rows(cj + r0, panel.data() + r0, m, cj, j, r1 - r0);
+          } else {
+            for (std::int64_t k = 0; k < j; ++k) rank1(cj + r0, panel.data() + k * m + r0, cj[k], r1 - r0, round, acc, tmp);
+          }
+        }
+      }
+      std::int64_t p = j;
+      float best = std::fabs(cj[j]);
+      for (std::int64_t i = j + 1; i < m; ++i)
+        if (std::fabs(cj[i]) > best) best = std::fabs(cj[i]), p = i;
+      out.pivots[static_cast<std::size_t>(k0 + j)] = k0 + p;
+      if (p != j)
+        for (std::int64_t c = 0; c < wdt; ++c) std::swap(panel[static_cast<std::size_t>(c * m + j)],
+                                                         panel[static_cast<std::size_t>(c * m + p)]);
+      const float pivot = cj[j];
       if (pivot == 0.0f || !std::isfinite(pivot)) {
         out.ok = false;
         out.failure = (pivot == 0.0f ? std::string("zero pivot in column ") : std::string("non-finite pivot in column ")) +
-                      std::to_string(k0 + k + 1) + " (" + factor_key(out.factor) + ")";
+                      std::to_string(k0 + j + 1) + " (" + factor_key(out.factor) + ")";
         return;
       }
-      for (std::int64_t i = k + 1; i < m; ++i) col[i] = col[i] / pivot;
-      round(col + k + 1, m - k - 1);
-#pragma omp parallel for schedule(static) if (m * (wdt - k) > 32768)
-      for (std::int64_t j = k + 1; j < wdt; ++j) {
-        float* cj = panel.data() + j * m;
-        float* tmp = tmp_cols.data() + static_cast<std::size_t>(omp_get_thread_num()) * static_cast<std::size_t>(n);
-        rank1(cj + k + 1, col + k + 1, cj[k], m - k - 1, round, acc, tmp);
-      }
+      for (std::int64_t i = j + 1; i < m; ++i) cj[i] = cj[i] / pivot;
+      round(cj + j + 1, m - j - 1);
     }
     // The panel's row swaps on the columns outside it (L to the left, A to the right).
-    for (std::int64_t k = k0; k < k1; ++k) {
-      const std::int64_t p = out.pivots[static_cast<std::size_t>(k)];
-      if (p == k) continue;
-      float* rk = w + k * n;
-      float* rp = w + p * n;
-      for (std::int64_t j = 0; j < k0; ++j) std::swap(rk[j], rp[j]);
-      for (std::int64_t j = k1; j < n; ++j) std::swap(rk[j], rp[j]);
+    // The swaps in order, each thread on its own range of columns.
+    const std::int64_t outside = n - wdt;
+    const int sparts = outside * wdt > 65536 ? omp_get_max_threads() : 1;
+    const std::int64_t schunk = (outside + sparts - 1) / sparts;
+#pragma omp parallel for schedule(static) num_threads(sparts) if (sparts > 1)
+    for (int t = 0; t < sparts; ++t) {
+      const std::int64_t c0 = t * schunk, c1 = std::min(outside, c0 + schunk);
+      for (std::int64_t k = k0; k < k1; ++k) {
+        const std::int64_t p = out.pivots[static_cast<std::size_t>(k)];
+        if (p == k) continue;
+        float* rk = w + k * n;
+        float* rp = w + p * n;
+        // Column c of the columns outside the panel: c, or c + wdt past it.
+        for (std::int64_t c = c0; c < c1; ++c) {
+          const std::int64_t j = c < k0 ? c : c + wdt;
+          std::swap(rk[j], rp[j]);
+        }
+      }
     }
-    for (std::int64_t i = 0; i < m; ++i)
-      for (std::int64_t j = 0; j < wdt; ++j) w[(k0 + i) * n + k0 + j] = panel[static_cast<std::size_t>(j * m + i)];
+#pragma omp parallel for schedule(static) if (m * wdt > 65536)
+    for (std::int64_t i0 = 0; i0 < m; i0 += 64) {
+      const std::int64_t i1 = std::min(m, i0 + 64);
+      for (std::int64_t i = i0; i < i1; ++i)
+        for (std::int64_t j = 0; j < wdt; ++j) w[(k0 + i) * n + k0 + j] = panel[static_cast<std::size_t>(j * m + i)];
+    }
     if (k1 == n) break;
     // Step 2: U12, the panel rows right of it, by the panel's rank-1
     // updates in order; threads own column ranges.
@@ -344,8 +387,12 @@ namespace {
 // The substitutions in blocks of rows: each block's sums over the columns
 // before it (after it, going back) are one matrix-vector product that the
 // threads split by rows, then the block's own triangle runs in order. Each
-// row's sum is one thread's, in a fixed order: the same bits on any
-// thread count.
+// row's sum is one thread's, in a fixed order (solve/kernels.h): the same
+// bits on any thread count and CPU.
+float row_dot(const float* a, const float* v, std::int64_t n) { return solve_kernels::dot_ff(a, v, n); }
+double row_dot(const float* a, const double* v, std::int64_t n) { return solve_kernels::dot_fd(a, v, n); }
+double row_dot(const double* a, const double* v, std::int64_t n) { return solve_kernels::dot_dd(a, v, n); }
+
 template <class T, class F>
 void substitute(const F* lu, const std::int64_t* piv, std::int64_t n, T* v) {
   constexpr std::int64_t kRows = 128;
@@ -355,35 +402,19 @@ void substitute(const F* lu, const std::int64_t* piv, std::int64_t n, T* v) {
   for (std::int64_t i0 = 0; i0 < n; i0 += kRows) {
     const std::int64_t i1 = std::min(n, i0 + kRows);
 #pragma omp parallel for schedule(static) if (i0 * (i1 - i0) > 65536)
-    for (std::int64_t i = i0; i < i1; ++i) {
-      const F* row = lu + i * n;
-      T s = 0;
-#pragma omp simd reduction(+ : s)
-      for (std::int64_t j = 0; j < i0; ++j) s += static_cast<T>(row[j]) * v[j];
-      part[static_cast<std::size_t>(i - i0)] = s;
-    }
-    for (std::int64_t i = i0; i < i1; ++i) {
-      const F* row = lu + i * n;
-      T s = part[static_cast<std::size_t>(i - i0)];
-      for (std::int64_t j = i0; j < i; ++j) s += static_cast<T>(row[j]) * v[j];
-      v[i] = v[i] - s;
-    }
+    for (std::int64_t i = i0; i < i1; ++i) part[static_cast<std::size_t>(i - i0)] = row_dot(lu + i * n, v, i0);
+    for (std::int64_t i = i0; i < i1; ++i)
+      v[i] = v[i] - (part[static_cast<std::size_t>(i - i0)] + row_dot(lu + i * n + i0, v + i0, i - i0));
   }
   for (std::int64_t i1 = n; i1 > 0; i1 -= kRows) {
     const std::int64_t i0 = std::max<std::int64_t>(0, i1 - kRows);
 #pragma omp parallel for schedule(static) if ((n - i1) * (i1 - i0) > 65536)
-    for (std::int64_t i = i0; i < i1; ++i) {
-      const F* row = lu + i * n;
-      T s = 0;
-#pragma omp simd reduction(+ : s)
-      for (std::int64_t j = i1; j < n; ++j) s += static_cast<T>(row[j]) * v[j];
-      part[static_cast<std::size_t>(i - i0)] = s;
-    }
+    for (std::int64_t i = i0; i < i1; ++i)
+      part[static_cast<std::size_t>(i - i0)] = row_dot(lu + i * n + i1, v + i1, n - i1);
     for (std::int64_t i = i1 - 1; i >= i0; --i) {
       const F* row = lu + i * n;
-      T s = part[static_cast<std::size_t>(i - i0)];
-      for (std::int64_t j = i + 1; j < i1; ++j) s += static_cast<T>(row[j]) * v[j];
-      v[i] = (v[i] - s) / static_cast<T>(row[i]);
+      v[i] = (v[i] - (part[static_cast<std::size_t>(i - i0)] + row_dot(row + i + 1, v + i + 1, i1 - i - 1))) /
+             static_cast<T>(row[i]);
     }
   }
 }

@@ -1,6 +1,8 @@
 // Dense matrices for the solver: random with a chosen condition number, Matrix Market files.
 #include "solve/matrix.h"
 
+#include "solve/kernels.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -374,16 +376,6 @@ double norm_inf(const std::vector<double>& x) {
   return best;
 }
 
-void matvec(const Matrix& m, const double* x, double* y) {
-  const std::int64_t n = m.n;
-#pragma omp parallel for schedule(static) if (n >= 256)
-  for (std::int64_t i = 0; i < n; ++i) {
-    const double* row = m.a.data() + i * n;
-    double s = 0.0;
-#pragma omp simd reduction(+ : s)
-    for (std::int64_t j = 0; j < n; ++j) s += row[j] * x[j];
-    y[i] = s;
-  }
-}
+void matvec(const Matrix& m, const double* x, double* y) { solve_kernels::matvec_dd(m.a.data(), m.n, x, y); }
 
 }  // namespace engine

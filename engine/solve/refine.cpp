@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "solve/kernels.h"
+
 namespace engine {
 
 const char* method_key(Method m) { return m == Method::LuIr ? "lu-ir" : "gmres-ir"; }
@@ -47,10 +49,7 @@ void residual(const Matrix& a, const std::vector<double>& b, const std::vector<d
 #pragma omp parallel for schedule(static) if (n >= 256)
       for (std::int64_t i = 0; i < n; ++i) {
         const double* row = a.a.data() + i * n;
-        double s = 0.0;
-#pragma omp simd reduction(+ : s)
-        for (std::int64_t j = 0; j < n; ++j) s += row[j] * x[static_cast<std::size_t>(j)];
-        r[static_cast<std::size_t>(i)] = b[static_cast<std::size_t>(i)] - s;
+        r[static_cast<std::size_t>(i)] = b[static_cast<std::size_t>(i)] - solve_kernels::dot_dd(row, x.data(), n);
       }
       break;
     case Arith::FP32: {
@@ -77,25 +76,8 @@ void residual(const Matrix& a, const std::vector<double>& b, const std::vector<d
   }
 }
 
-template <class T>
-T dot(const T* a, const T* b, std::int64_t n) {
-  T s = 0;
-#pragma omp simd reduction(+ : s)
-  for (std::int64_t i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
-// y = A x with A's FP32 copy, in FP32 (five-precision GMRES's products).
-void matvec32(const std::vector<float>& a, std::int64_t n, const float* x, float* y) {
-#pragma omp parallel for schedule(static) if (n >= 256)
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float* row = a.data() + i * n;
-    float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-    for (std::int64_t j = 0; j < n; ++j) s += row[j] * x[j];
-    y[i] = s;
-  }
-}
+float dot(const float* a, const float* b, std::int64_t n) { return solve_kernels::dot_ff(a, b, n); }
+double dot(const double* a, const double* b, std::int64_t n) { return solve_kernels::dot_dd(a, b, n); }
 
 // GMRES on M^-1 A d = M^-1 r from d = 0, its vectors in T (double: A and
 // M^-1 in FP64; float: A's FP32 copy a32 and M^-1 in FP32). The Hessenberg
@@ -119,7 +101,7 @@ int gmres(const Matrix& a, const std::vector<float>& a32, const LuFactors& lu, c
   };
   auto product = [&](const T* x, T* y) {
     if constexpr (kF64) matvec(a, x, y);
-    else matvec32(a32, n, x, y);
+    else solve_kernels::matvec_ff(a32.data(), n, x, y);
   };
   std::fill(d.begin(), d.end(), 0.0);
   std::vector<T> z(un), w(un);
@@ -134,13 +116,21 @@ int gmres(const Matrix& a, const std::vector<float>& a32, const LuFactors& lu, c
   const double beta = std::sqrt(static_cast<double>(dot(z.data(), z.data(), n)));
   if (beta == 0.0 || !std::isfinite(beta)) return 0;
   const int m = max_steps;
-  std::vector<T> v(static_cast<std::size_t>(m + 1) * un);
-  std::vector<double> h(static_cast<std::size_t>(m + 1) * static_cast<std::size_t>(m), 0.0);  // h[i * m + j]
+  // The Krylov basis and the Hessenberg matrix grow a column a step: room
+  // for m steps is reserved, but only the steps taken touch memory.
+  std::vector<T> v;
+  v.reserve(static_cast<std::size_t>(m + 1) * un);
+  v.resize(un);
+  const std::size_t hm = static_cast<std::size_t>(m + 1);
+  std::vector<double> hcols;  // column j of H at hcols[j * (m + 1)]
+  hcols.reserve(hm * static_cast<std::size_t>(m));
+  auto h = [&](int i, int j) -> double& { return hcols[static_cast<std::size_t>(j) * hm + static_cast<std::size_t>(i)]; };
   std::vector<double> cs(static_cast<std::size_t>(m)), sn(static_cast<std::size_t>(m)), g(static_cast<std::size_t>(m + 1), 0.0);
   for (std::size_t i = 0; i < un; ++i) v[i] = static_cast<T>(z[i] / beta);
   g[0] = beta;
   int k = 0;
   for (int j = 0; j < m; ++j) {
+    hcols.resize(static_cast<std::size_t>(j + 1) * hm, 0.0);
     const T* vj = v.data() + static_cast<std::size_t>(j) * un;
     product(vj, z.data());
     precondition(z.data(), w.data());
@@ -148,29 +138,30 @@ int gmres(const Matrix& a, const std::vector<float>& a32, const LuFactors& lu, c
     for (int i = 0; i <= j; ++i) {
       const T* vi = v.data() + static_cast<std::size_t>(i) * un;
       const T hij = dot(w.data(), vi, n);
-      h[static_cast<std::size_t>(i * m + j)] = static_cast<double>(hij);
+      h(i, j) = static_cast<double>(hij);
 #pragma omp simd
       for (std::int64_t t = 0; t < n; ++t) w[static_cast<std::size_t>(t)] -= hij * vi[t];
     }
     flops += 4.0 * nn * (j + 1);
     const double hn = std::sqrt(static_cast<double>(dot(w.data(), w.data(), n)));
-    h[static_cast<std::size_t>((j + 1) * m + j)] = hn;
+    h(j + 1, j) = hn;
     // The earlier rotations on the new column, then one to zero h[j+1][j].
     for (int i = 0; i < j; ++i) {
-      const double a0 = h[static_cast<std::size_t>(i * m + j)], a1 = h[static_cast<std::size_t>((i + 1) * m + j)];
-      h[static_cast<std::size_t>(i * m + j)] = cs[i] * a0 + sn[i] * a1;
-      h[static_cast<std::size_t>((i + 1) * m + j)] = -sn[i] * a0 + cs[i] * a1;
+      const double a0 = h(i, j), a1 = h(i + 1, j);
+      h(i, j) = cs[i] * a0 + sn[i] * a1;
+      h(i + 1, j) = -sn[i] * a0 + cs[i] * a1;
     }
-    const double hjj = h[static_cast<std::size_t>(j * m + j)];
+    const double hjj = h(j, j);
     const double rad = std::hypot(hjj, hn);
     cs[j] = rad == 0.0 ? 1.0 : hjj / rad;
     sn[j] = rad == 0.0 ? 0.0 : hn / rad;
-    h[static_cast<std::size_t>(j * m + j)] = rad;
-    h[static_cast<std::size_t>((j + 1) * m + j)] = 0.0;
+    h(j, j) = rad;
+    h(j + 1, j) = 0.0;
     g[j + 1] = -sn[j] * g[j];
     g[j] = cs[j] * g[j];
     k = j + 1;
     if (!std::isfinite(rad) || std::fabs(g[j + 1]) <= tol * beta || hn == 0.0) break;
+    v.resize(static_cast<std::size_t>(j + 2) * un);
     T* vn = v.data() + static_cast<std::size_t>(j + 1) * un;
     for (std::size_t t = 0; t < un; ++t) vn[t] = static_cast<T>(static_cast<double>(w[t]) / hn);
   }
@@ -178,8 +169,8 @@ int gmres(const Matrix& a, const std::vector<float>& a32, const LuFactors& lu, c
   std::vector<double> y(static_cast<std::size_t>(k));
   for (int i = k - 1; i >= 0; --i) {
     double s = g[i];
-    for (int t = i + 1; t < k; ++t) s -= h[static_cast<std::size_t>(i * m + t)] * y[t];
-    y[i] = s / h[static_cast<std::size_t>(i * m + i)];
+    for (int t = i + 1; t < k; ++t) s -= h(i, t) * y[t];
+    y[i] = s / h(i, i);
   }
   for (int i = 0; i < k; ++i) {
     const T* vi = v.data() + static_cast<std::size_t>(i) * un;
@@ -288,14 +279,20 @@ SolveResult refine_with(const Matrix& a, const LuFactors& lu, const std::vector<
       inner = 0;
     } else {
       double flops = 0.0;
+      // No need to solve for more than this update can still win: a tenth
+      // of tol / eta_i, where that is looser than gmres_tol (near the end),
+      // so the last update takes a few inner steps instead of a full solve.
+      const double inner_tol =
+          std::max(config.gmres_tol, std::min(0.5, 0.1 * config.tol / std::max(rec.backward_error, 1e-300)));
       if (config.gmres == Arith::FP32) {
         if (a32.empty()) {
-          a32.assign(a.a.begin(), a.a.end());  // A in FP32, once (round to nearest)
+          solve_kernels::resize_huge(a32, a.a.size());  // A in FP32, once (round to nearest)
+          std::copy(a.a.begin(), a.a.end(), a32.begin());
           count(nn * nn, true);
         }
-        inner = gmres<float>(a, a32, lu, r, gmres_max, std::max(config.gmres_tol, 0x1p-20), d, flops);
+        inner = gmres<float>(a, a32, lu, r, gmres_max, std::max(inner_tol, 0x1p-20), d, flops);
       } else {
-        inner = gmres<double>(a, a32, lu, r, gmres_max, config.gmres_tol, d, flops);
+        inner = gmres<double>(a, a32, lu, r, gmres_max, inner_tol, d, flops);
       }
       count(flops, config.gmres == Arith::FP32);
       res.gmres_iterations += inner;

@@ -122,6 +122,22 @@ TEST(SolveLu, OnePanelEqualsTheReferenceBitForBitInEveryFormat) {
   }
 }
 
+TEST(SolveLu, ALargePanelSplitAmongThreadsEqualsTheReferenceBitForBit) {
+  // One panel of 700 columns: from column 118 to 582 its rows below the
+  // diagonal are split among the threads (rows x columns before > 65536), and in FP32 storage four updates
+  // run per pass over a column. Neither may move a bit: FP32 (the fused
+  // path), BF16 held in BF16 (the per-update path) and FP16 accumulating
+  // in FP16.
+  const engine::Matrix a = engine::random_matrix(700, 1e2, 12);
+  const Case cases[] = {{Format::FP32, Format::FP32}, {Format::BF16, Format::FP32}, {Format::FP16, Format::FP16}};
+  for (const Case& k : cases) {
+    const auto lu = engine::lu_factor(a, config(k.f, k.acc, 700), &cpu());
+    const auto r = solvetest::reference_lu(a, k.f, k.acc, 700);
+    EXPECT_EQ(lu.pivots, r.pivots) << engine::format_name(k.f);
+    EXPECT_EQ(bit_differences(lu.lu, r.lu), 0) << engine::format_name(k.f);
+  }
+}
+
 TEST(SolveLu, LowPrecisionAccumulationIsInOrderSoBlocksEqualTheReference) {
   // Accumulating in FP16/BF16 the GEMM rounds after every addition, in
   // order: blocks of 8 equal the reference's in-order sums too.

@@ -1,0 +1,49 @@
+// The solver's memory-bound inner products: each streams a row of a matrix
+// against a vector. Written as 32 or 64 independent partial sums, added
+// together in a fixed order at the end, so every CPU clone (AVX-512, AVX2,
+// baseline) and every thread count gives the same bits, and a wide CPU
+// keeps enough additions in flight to run at memory speed (a single
+// running sum waits on each addition's latency).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+namespace engine::solve_kernels {
+
+// sum_j a[j] * x[j], j < n: in FP32 (dot_ff), in double with FP32 matrix
+// values (dot_fd: each product exact in double), and in double (dot_dd).
+float dot_ff(const float* a, const float* x, std::int64_t n);
+double dot_fd(const float* a, const double* x, std::int64_t n);
+double dot_dd(const double* a, const double* x, std::int64_t n);
+
+// y[i] = sum_j a[i * n + j] * x[j] for the n x n row-major a, the rows
+// split among the engine's threads.
+void matvec_ff(const float* a, std::int64_t n, const float* x, float* y);
+void matvec_dd(const double* a, std::int64_t n, const double* x, double* y);
+
+// v.resize(count), a fresh buffer on transparent huge pages where the
+// kernel offers them on request: a first touch of n^2 floats on 4 KiB pages
+// costs thousands of page faults, which measured 20-40% of an n = 2048
+// BF16 factorization on a virtual machine.
+template <class T>
+void resize_huge(std::vector<T>& v, std::size_t count) {
+  if (v.capacity() < count) {
+    std::vector<T>().swap(v);
+    v.reserve(count);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    constexpr std::uintptr_t kHuge = std::uintptr_t{1} << 21;
+    const auto begin = reinterpret_cast<std::uintptr_t>(v.data());
+    const std::uintptr_t first = (begin + kHuge - 1) & ~(kHuge - 1), end = begin + count * sizeof(T);
+    if (end > first + kHuge) madvise(reinterpret_cast<void*>(first), (end - first) & ~(kHuge - 1), MADV_HUGEPAGE);
+#endif
+  }
+  v.resize(count);
+}
+
+}  // namespace engine::solve_kernels
