@@ -10,10 +10,13 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cuda/lt_epilogue.h"
 #include "backend/cuda_module.h"
+#include "backend/fused.h"
 
 namespace engine {
 
@@ -216,6 +219,49 @@ class CudaBackend final : public Backend {
       cross_entropy_backward(a.probs, a.labels, a.rows, a.cols, a.scale, a.grad);
     else
       mse_backward(a.pred, a.target, a.rows * a.cols, a.scale, a.grad);
+  }
+
+  // --- fused ops the module runs natively (ABI 6, gpufuse); every other op,
+  // or a module without the entry, takes the op's composition ---
+  bool run_fused(const FusedOp& op) override {
+    if (const auto* o = std::get_if<fused::GemmEncodeOp>(&op.op)) return gemm_encode(*o);
+    return false;
+  }
+  // The GEMM whose output leaves it encoded (the forward's FP16/BF16 y, a
+  // dx or dW in the grad format): offered to the module where
+  // lt_epilogue.h's plan fuses it, with C as the caller's scratch.
+  bool gemm_encode(const fused::GemmEncodeOp& o) {
+    const GemmArgs& g = o.args;
+    const GemmEncode& e = o.e;
+    if (!t.gemm_encode || !e.codes || g.a.block || g.b.block) return false;
+    PlCudaFormat af{}, bf{}, df{}, acc{};
+    if (!cuda_format(g.a.format, af) || !cuda_format(g.b.format, bf) || !cuda_format(e.format, df) ||
+        !cuda_format(g.accumulate, acc))
+      return false;
+    pl_cuda::LtRequest r;
+    r.m = g.m;
+    r.n = g.n;
+    r.k = g.k;
+    r.a = af;
+    r.b = bf;
+    r.a_trans = g.a.trans;
+    r.b_trans = g.b.trans;
+    r.lda = g.a.ld;
+    r.ldb = g.b.ld;
+    r.ldc = g.ldc;
+    r.batched = g.batched();
+    r.accumulate = acc;
+    r.beta = g.beta;
+    r.bias = g.bias != nullptr;
+    r.d = df;
+    r.saturate = e.opt.saturate;
+    r.stochastic = e.opt.stochastic;
+    r.c_scratch = e.c_scratch;
+    r.fp8_tensor_cores = m_device.compute_major > 8 || (m_device.compute_major == 8 && m_device.compute_minor >= 9);
+    if (!pl_cuda::plan_gemm_epilogue(r).fused || df == PL_CUDA_FP32) return false;
+    call("gemm_encode", t.gemm_encode, m_ctx, g.m, g.n, g.k, g.a.data, af, std::int32_t{g.a.trans}, g.a.ld, g.b.data,
+         bf, std::int32_t{g.b.trans}, g.b.ld, g.c, g.alpha, g.bias, df, e.codes, std::int32_t{e.opt.saturate});
+    return true;
   }
 
   // Below, among the overrides: the module's entry per op, one pass or kind

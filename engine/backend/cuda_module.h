@@ -47,7 +47,7 @@
 // ---------------------------------------------------------------------------
 extern "C" {
 
-#define PL_CUDA_ABI_VERSION 5  // 3: gemm takes a PlCudaGemmBatch; 4: the layout, ReLU16 and block-conv entries; 5: embedding, z_loss
+#define PL_CUDA_ABI_VERSION 6  // 3: gemm takes a PlCudaGemmBatch; 4: the layout, ReLU16 and block-conv entries; 5: embedding, z_loss; 6: gemm_encode
 // The module is built with hidden visibility; only PL_CUDA_API is exported.
 #define PL_CUDA_API __attribute__((visibility("default")))
 
@@ -408,6 +408,22 @@ typedef struct PlCudaBackendTable {
   // backward (grad += (f * lse) * probs).
   PlCudaStatus (*z_loss)(PlCudaContext* ctx, int32_t pass, const float* logits, const float* probs, float* lse,
                          double* z, float* grad, int64_t rows, int64_t cols, float coef, float scale, PL_CUDA_MSG);
+
+  // ==== ABI 6 (gpufuse): fused casts. Optional: the CUDA Backend composes
+  // the op from the entries above where one is NULL. ====
+  // engine::fused::GemmEncodeOp with C as the caller's scratch (c_scratch):
+  // the gemm's C [m x n] = alpha op(A) op(B) (+ bias[n] per row; no batch,
+  // no block operands, beta 0, FP32 accumulation; lda/ldb 0: packed, C
+  // packed) encoded to d_format at d (m x n codes, packed) bit for bit as
+  // convert(FP32 -> d_format, saturate) rounds it, C's values left
+  // undefined. The module writes D from cuBLASLt's epilogue where
+  // backend/cuda/lt_epilogue.h's plan fuses (bias epilogue, FP16/BF16 D);
+  // otherwise it runs gemm into c and convert.
+  PlCudaStatus (*gemm_encode)(PlCudaContext* ctx, int64_t m, int64_t n, int64_t k, const void* a,
+                              PlCudaFormat a_format, int32_t a_trans, int64_t lda, const void* b,
+                              PlCudaFormat b_format, int32_t b_trans, int64_t ldb, float* c, float alpha,
+                              const float* bias, PlCudaFormat d_format, void* d, int32_t saturate, PL_CUDA_MSG);
+  // ==== end of ABI 6 (gpufuse) ====
 } PlCudaBackendTable;
 
 #undef PL_CUDA_MSG

@@ -70,6 +70,8 @@ constexpr PlCudaBackendTable kTable = {
     .conv2d_block = pl_cuda::conv2d_block,
     .embedding = pl_cuda::embedding,
     .z_loss = pl_cuda::z_loss,
+    // ---- ABI 6 (gpufuse): fused casts ----
+    .gemm_encode = pl_cuda::gemm_encode,
 };
 
 }  // namespace

@@ -316,6 +316,21 @@ PlCudaStatus conv2d_block(PlCudaContext* ctx, std::int32_t kind, const PlCudaCon
       x.a_exact = false; x.b_exact = false; be.conv2d_block(x));
 }
 
+// ABI 6 (gpufuse): the module's composition (gemm into c, then convert),
+// so the CUDA Backend's routing of GemmEncodeOp and its arguments are held
+// to the other targets bit for bit; the counter says it was reached.
+int g_gemm_encode_calls = 0;
+PlCudaStatus gemm_encode(PlCudaContext* ctx, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
+                         PlCudaFormat af, std::int32_t at, std::int64_t lda, const void* b, PlCudaFormat bf,
+                         std::int32_t bt, std::int64_t ldb, float* c, float alpha, const float* bias,
+                         PlCudaFormat df, void* d, std::int32_t sat, MSG) {
+  ++g_gemm_encode_calls;
+  RUN(ctx, engine::GemmArgs g; g.m = m; g.n = n; g.k = k; g.a = {a, fmt(af), at != 0, lda};
+      g.b = {b, fmt(bf), bt != 0, ldb}; g.c = c; g.ldc = n; g.alpha = alpha; g.beta = 0.0f; g.bias = bias;
+      g.accumulate = Format::FP32; be.gemm(g); engine::CastOptions o; o.saturate = sat != 0;
+      be.convert(Format::FP32, c, fmt(df), d, m * n, o));
+}
+
 #undef RUN
 #undef MSG
 
@@ -377,9 +392,12 @@ const PlCudaBackendTable kTable = {
     .conv2d_block = conv2d_block,
     .embedding = embedding,
     .z_loss = z_loss,
+    .gemm_encode = gemm_encode,
 };
 
 }  // namespace
+
+int host_table_gemm_encode_calls() { return g_gemm_encode_calls; }
 
 std::unique_ptr<engine::Backend> make_host_table_cuda_backend() {
   PlCudaContext* ctx = nullptr;
