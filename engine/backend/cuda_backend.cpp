@@ -225,7 +225,53 @@ class CudaBackend final : public Backend {
   // or a module without the entry, takes the op's composition ---
   bool run_fused(const FusedOp& op) override {
     if (const auto* o = std::get_if<fused::GemmEncodeOp>(&op.op)) return gemm_encode(*o);
+    if (const auto* o = std::get_if<fused::ScaleAmaxEncodeOp>(&op.op))
+      return scale_amax_encode(Format::FP32, o->x, o->n, o->scale, o->f, o->q, o->opt, o->amax, nullptr);
+    if (const auto* o = std::get_if<fused::ScaleAmaxEncode16Op>(&op.op))
+      return is_half_format(o->from) &&
+             scale_amax_encode(o->from, o->x, o->n, o->scale, o->f, o->q, o->opt, o->amax, nullptr);
+    if (const auto* o = std::get_if<fused::ScaleAmaxEncodeSumsOp>(&op.op)) {
+      // The cast in one pass, then the column sums of the unscaled values
+      // (FP16/BF16 codes read as they are: column_sums16 below).
+      if (o->from != Format::FP32 && !is_half_format(o->from)) return false;
+      if (!scale_amax_encode(o->from, o->x, o->rows * o->cols, o->scale, o->f, o->q, o->opt, o->amax, nullptr))
+        return false;
+      if (o->from == Format::FP32) column_sums(static_cast<const float*>(o->x), o->rows, o->cols, o->db);
+      else fused::column_sums16(*this, o->from, o->x, o->rows, o->cols, o->db, o->scratch);
+      return true;
+    }
+    if (const auto* o = std::get_if<fused::ScaleAmaxEncodePlanesOp>(&op.op)) {
+      const std::int64_t size = o->n * o->c * o->hw;
+      if (o->decoded && overlaps(o->decoded, size * 4, o->x, size * 4)) return false;
+      if (!scale_amax_encode(Format::FP32, o->x, size, o->scale, o->f, o->q, o->opt, o->amax, o->decoded))
+        return false;
+      if (o->db) channel_sums(o->x, o->db, o->n, o->c, o->hw);
+      return true;
+    }
+    if (const auto* o = std::get_if<fused::ColumnSums16Op>(&op.op)) {
+      if (!t.column_sums16 || !is_half_format(o->f)) return false;
+      call("column_sums16", t.column_sums16, m_ctx, fmt(o->f), o->dy, o->rows, o->cols, o->db);
+      return true;
+    }
     return false;
+  }
+  static bool overlaps(const void* a, std::int64_t a_bytes, const void* b, std::int64_t b_bytes) {
+    const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
+    return pa < pb + static_cast<std::uintptr_t>(b_bytes) && pb < pa + static_cast<std::uintptr_t>(a_bytes);
+  }
+  // FP8 delayed scaling's cast (scale_amax then convert, and the codes'
+  // values decoded where asked) in one pass of the module; false (the
+  // composition runs) without the entry, for a format outside the ABI, or
+  // where q overlaps x or decoded.
+  bool scale_amax_encode(Format from, const void* x, std::int64_t n, float scale, Format f, void* q,
+                         const CastOptions& opt, float* amax, float* decoded) {
+    PlCudaFormat xf{}, qf{};
+    if (!t.scale_amax_encode || !cuda_format(from, xf) || !cuda_format(f, qf) || n < 0) return false;
+    const auto qb = static_cast<std::int64_t>(storage_bytes(f)), xb = static_cast<std::int64_t>(storage_bytes(from));
+    if (n > 0 && (overlaps(q, n * qb, x, n * xb) || (decoded && overlaps(q, n * qb, decoded, n * 4)))) return false;
+    call("scale_amax_encode", t.scale_amax_encode, m_ctx, xf, x, n, scale, qf, q, std::int32_t{opt.saturate},
+         std::int32_t{opt.stochastic}, std::uint64_t{opt.seed}, std::uint64_t{opt.index_offset}, amax, decoded);
+    return true;
   }
   // The GEMM whose output leaves it encoded (the forward's FP16/BF16 y, a
   // dx or dW in the grad format): offered to the module where

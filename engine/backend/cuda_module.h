@@ -423,6 +423,22 @@ typedef struct PlCudaBackendTable {
                               PlCudaFormat a_format, int32_t a_trans, int64_t lda, const void* b,
                               PlCudaFormat b_format, int32_t b_trans, int64_t ldb, float* c, float alpha,
                               const float* bias, PlCudaFormat d_format, void* d, int32_t saturate, PL_CUDA_MSG);
+  // FP8 delayed scaling's whole cast in one pass (engine::fused::
+  // ScaleAmaxEncode*Op): x (n values in x_format: FP32, or FP16/BF16 codes
+  // decoded exactly) times scale (rounded, as scale_amax), encoded to
+  // q_format as convert encodes it (saturate, stochastic with
+  // random_bits(seed, index_offset + i)) into q; *amax = max |x| as
+  // scale_amax gives it; where decoded is not NULL, q's values decoded
+  // there (n floats, as convert(q_format -> FP32)). q must not overlap x
+  // or decoded.
+  PlCudaStatus (*scale_amax_encode)(PlCudaContext* ctx, PlCudaFormat x_format, const void* x, int64_t n,
+                                    float scale, PlCudaFormat q_format, void* q, int32_t saturate,
+                                    int32_t stochastic, uint64_t seed, uint64_t index_offset, float* amax,
+                                    float* decoded, PL_CUDA_MSG);
+  // column_sums of FP16 or BF16 codes (f), read as they are: the bits of
+  // column_sums of their decoded values.
+  PlCudaStatus (*column_sums16)(PlCudaContext* ctx, PlCudaFormat f, const void* dy, int64_t rows, int64_t cols,
+                                float* db, PL_CUDA_MSG);
   // ==== end of ABI 6 (gpufuse) ====
 } PlCudaBackendTable;
 

@@ -72,6 +72,8 @@ constexpr PlCudaBackendTable kTable = {
     .z_loss = pl_cuda::z_loss,
     // ---- ABI 6 (gpufuse): fused casts ----
     .gemm_encode = pl_cuda::gemm_encode,
+    .scale_amax_encode = pl_cuda::scale_amax_encode,
+    .column_sums16 = pl_cuda::column_sums16,
 };
 
 }  // namespace

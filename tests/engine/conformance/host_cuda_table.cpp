@@ -9,6 +9,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
 #include "backend/cuda_backend.h"
@@ -320,6 +321,7 @@ PlCudaStatus conv2d_block(PlCudaContext* ctx, std::int32_t kind, const PlCudaCon
 // so the CUDA Backend's routing of GemmEncodeOp and its arguments are held
 // to the other targets bit for bit; the counter says it was reached.
 int g_gemm_encode_calls = 0;
+int g_fused_calls = 0;  // scale_amax_encode and column_sums16
 PlCudaStatus gemm_encode(PlCudaContext* ctx, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
                          PlCudaFormat af, std::int32_t at, std::int64_t lda, const void* b, PlCudaFormat bf,
                          std::int32_t bt, std::int64_t ldb, float* c, float alpha, const float* bias,
@@ -329,6 +331,29 @@ PlCudaStatus gemm_encode(PlCudaContext* ctx, std::int64_t m, std::int64_t n, std
       g.b = {b, fmt(bf), bt != 0, ldb}; g.c = c; g.ldc = n; g.alpha = alpha; g.beta = 0.0f; g.bias = bias;
       g.accumulate = Format::FP32; be.gemm(g); engine::CastOptions o; o.saturate = sat != 0;
       be.convert(Format::FP32, c, fmt(df), d, m * n, o));
+}
+
+// FP8 delayed scaling's cast: the composition on the CPU backend (decode,
+// scale_amax, convert, and the codes decoded where asked).
+PlCudaStatus scale_amax_encode(PlCudaContext* ctx, PlCudaFormat xf, const void* x, std::int64_t n, float scale,
+                               PlCudaFormat qf, void* q, std::int32_t sat, std::int32_t sr, std::uint64_t seed,
+                               std::uint64_t off, float* amax, float* decoded, MSG) {
+  ++g_fused_calls;
+  RUN(ctx, std::vector<float> xs(static_cast<std::size_t>(n)), ys(static_cast<std::size_t>(n));
+      const float* x32 = static_cast<const float*>(x);
+      if (xf != PL_CUDA_FP32) {
+        be.convert(fmt(xf), x, Format::FP32, xs.data(), n, {});
+        x32 = xs.data();
+      } be.scale_amax(x32, scale, ys.data(), n, amax);
+      engine::CastOptions o; o.saturate = sat != 0; o.stochastic = sr != 0; o.seed = seed; o.index_offset = off;
+      be.convert(Format::FP32, ys.data(), fmt(qf), q, n, o);
+      if (decoded) be.convert(fmt(qf), q, Format::FP32, decoded, n, {}));
+}
+PlCudaStatus column_sums16(PlCudaContext* ctx, PlCudaFormat f, const void* dy, std::int64_t rows, std::int64_t cols,
+                           float* db, MSG) {
+  ++g_fused_calls;
+  RUN(ctx, std::vector<float> s(static_cast<std::size_t>(rows * cols));
+      be.convert(fmt(f), dy, Format::FP32, s.data(), rows * cols, {}); be.column_sums(s.data(), rows, cols, db));
 }
 
 #undef RUN
@@ -393,11 +418,14 @@ const PlCudaBackendTable kTable = {
     .embedding = embedding,
     .z_loss = z_loss,
     .gemm_encode = gemm_encode,
+    .scale_amax_encode = scale_amax_encode,
+    .column_sums16 = column_sums16,
 };
 
 }  // namespace
 
 int host_table_gemm_encode_calls() { return g_gemm_encode_calls; }
+int host_table_fused_cast_calls() { return g_fused_calls; }
 
 std::unique_ptr<engine::Backend> make_host_table_cuda_backend() {
   PlCudaContext* ctx = nullptr;

@@ -956,6 +956,99 @@ TEST_P(Conformance, GemmEncodeFusedLinearPathsEqualTheirComposition) {
   }
 }
 
+// FP8 delayed scaling's casts with their amax and bias sums, and the column
+// sums of FP16/BF16 codes: each fused op against its composition on the same
+// backend, bit for bit on every target (the CUDA module runs the cast in
+// one pass: scale_amax_encode, and column_sums16 on the codes). Over the
+// host table the module's entries must be reached. On a device:
+//   test_backend_conformance --gtest_filter='*FusedCastsEqualTheirCompositionsAndReachTheModule*/cuda'
+TEST_P(Conformance, FusedCastsEqualTheirCompositionsAndReachTheModule) {
+  const bool host_table = GetParam().name == "cuda_backend_over_host_table";
+  const i64 rows = 96, cols = 40, n = rows * cols;
+  const i64 pn = 3, pc = 8, phw = 160;  // planes: pn * pc * phw == n
+  std::uint64_t seed = 1200;
+  auto bytes_of = [](Format f, const std::vector<float>& v) {
+    std::vector<std::uint8_t> b(v.size() * engine::storage_bytes(f));
+    engine::cast_from_f32(f, v.data(), b.data(), v.size());
+    return b;
+  };
+  for (Format from : {Format::FP32, Format::BF16, Format::FP16})
+    for (Format f : {Format::E4M3, Format::E5M2})
+      for (int mode = 0; mode < 3; ++mode) {  // plain, saturating, stochastic
+        std::vector<float> xv = normal_values(static_cast<std::size_t>(n), ++seed, 40.0f);
+        xv[7] = std::numeric_limits<float>::infinity();
+        if (mode == 1) xv[11] = -std::numeric_limits<float>::quiet_NaN();
+        const std::vector<std::uint8_t> xb = from == Format::FP32 ? bytes_of(Format::FP32, xv) : bytes_of(from, xv);
+        DeviceBuffer<std::uint8_t> x(GetParam(), xb);
+        engine::CastOptions opt;
+        opt.saturate = mode == 1;
+        opt.stochastic = mode == 2;
+        opt.seed = 3;
+        opt.index_offset = 17;
+        const float scale = 3.5f;
+        const std::string what = std::string(engine::format_name(from)) + " -> " + engine::format_name(f) + " mode " +
+                                 std::to_string(mode);
+        const std::size_t qn = static_cast<std::size_t>(n) * engine::storage_bytes(f);
+        auto codes = [&](std::uint8_t fill) { return DeviceBuffer<std::uint8_t>(GetParam(), std::vector<std::uint8_t>(qn, fill)); };
+        auto q1 = codes(0x11), q2 = codes(0x22);
+        auto a1 = out(1), a2 = out(1), s1 = out(static_cast<std::size_t>(n)), s2 = out(static_cast<std::size_t>(n));
+        auto db1 = out(static_cast<std::size_t>(cols)), db2 = out(static_cast<std::size_t>(cols));
+        // The module's entries each fused run reaches over the host table
+        // (the compositions' nested fused ops reach them too: not counted).
+        auto routed = [&](int expected, const std::function<void()>& run_it, const char* op) {
+          const int calls = host_table_fused_cast_calls();
+          run_it();
+          if (host_table) EXPECT_EQ(host_table_fused_cast_calls() - calls, expected) << what << ": routing of " << op;
+        };
+        if (from == Format::FP32) {
+          const auto* xf = reinterpret_cast<const float*>(x.get());
+          routed(1, [&] { engine::fused::run(*be, engine::fused::ScaleAmaxEncodeOp{xf, scale, f, q1.get(), n, opt, a1.get(), s1.get()}); }, "scale_amax_encode");
+          ASSERT_TRUE(engine::fused::compose(
+              *be, engine::fused::ScaleAmaxEncodeOp{xf, scale, f, q2.get(), n, opt, a2.get(), s2.get()}));
+        } else {
+          routed(1, [&] { engine::fused::run(*be, engine::fused::ScaleAmaxEncode16Op{from, x.get(), scale, f, q1.get(), n, opt,
+                                                                     a1.get(), s1.get()}); }, "scale_amax_encode16");
+          ASSERT_TRUE(engine::fused::compose(*be, engine::fused::ScaleAmaxEncode16Op{from, x.get(), scale, f, q2.get(),
+                                                                                     n, opt, a2.get(), s2.get()}));
+        }
+        EXPECT_EQ(q1.host(), q2.host()) << what << ": codes";
+        expect_bit_equal(a1.host(), a2.host(), what + ": amax");
+        // With the bias gradient's column sums.
+        auto q3 = codes(0x33), q4 = codes(0x44);
+        // The cast, and for codes column_sums16 on them.
+        routed(from == Format::FP32 ? 1 : 2, [&] { engine::fused::run(*be, engine::fused::ScaleAmaxEncodeSumsOp{from, x.get(), rows, cols, scale, f, q3.get(), opt,
+                                                                     a1.get(), db1.get(), s1.get()}); }, "scale_amax_encode_sums");
+        ASSERT_TRUE(engine::fused::compose(*be, engine::fused::ScaleAmaxEncodeSumsOp{
+                                                    from, x.get(), rows, cols, scale, f, q4.get(), opt, a2.get(),
+                                                    db2.get(), s2.get()}));
+        EXPECT_EQ(q3.host(), q4.host()) << what << ": sums' codes";
+        expect_bit_equal(a1.host(), a2.host(), what + ": sums' amax");
+        expect_bit_equal(db1.host(), db2.host(), what + ": column sums");
+        if (from == Format::FP32) {
+          // NCHW planes, with the codes' values decoded and the channel sums.
+          const auto* xf = reinterpret_cast<const float*>(x.get());
+          auto q5 = codes(0x55), q6 = codes(0x66);
+          auto dec1 = out(static_cast<std::size_t>(n)), dec2 = out(static_cast<std::size_t>(n));
+          auto cs1 = out(static_cast<std::size_t>(pc)), cs2 = out(static_cast<std::size_t>(pc));
+          routed(1, [&] { engine::fused::run(*be, engine::fused::ScaleAmaxEncodePlanesOp{xf, pn, pc, phw, scale, f, q5.get(), opt,
+                                                                         a1.get(), dec1.get(), cs1.get(), s1.get()}); }, "scale_amax_encode_planes");
+          ASSERT_TRUE(engine::fused::compose(
+              *be, engine::fused::ScaleAmaxEncodePlanesOp{xf, pn, pc, phw, scale, f, q6.get(), opt, a2.get(),
+                                                          dec2.get(), cs2.get(), s2.get()}));
+          EXPECT_EQ(q5.host(), q6.host()) << what << ": planes' codes";
+          expect_bit_equal(a1.host(), a2.host(), what + ": planes' amax");
+          expect_bit_equal(dec1.host(), dec2.host(), what + ": planes decoded");
+          expect_bit_equal(cs1.host(), cs2.host(), what + ": channel sums");
+        } else {
+          routed(1, [&] { engine::fused::column_sums16(*be, from, x.get(), rows, cols, db1.get(), s1.get()); }, "column_sums16");
+          ASSERT_TRUE(engine::fused::compose(*be, engine::fused::ColumnSums16Op{from, x.get(), rows, cols, db2.get(),
+                                                                                s2.get()}));
+          expect_bit_equal(db1.host(), db2.host(), what + ": column_sums16");
+        }
+        if (HasFailure()) return;
+      }
+}
+
 // The epilogue the CUDA module asks cuBLASLt for (backend/cuda/lt_epilogue.h),
 // a pure function of the request: what the lab's layers fuse, and each
 // refusal with its reason.
