@@ -248,12 +248,43 @@ class CudaBackend final : public Backend {
       if (o->db) channel_sums(o->x, o->db, o->n, o->c, o->hw);
       return true;
     }
+    if (const auto* o = std::get_if<fused::ActivationForwardEncodeOp>(&op.op))
+      return scale_amax_encode(Format::FP32, o->x, o->n, o->scale, o->f, o->q, o->opt, o->amax, nullptr,
+                               o->act == Activation::Relu ? 1 : 2);
+    if (const auto* o = std::get_if<fused::Gelu16ForwardOp>(&op.op))
+      return pointwise_coded(0, o->f, o->x, Format::FP32, nullptr, o->f, o->y, o->n, {});
+    if (const auto* o = std::get_if<fused::Gelu16BackwardOp>(&op.op))
+      return pointwise_coded(1, o->f, o->x, o->g, o->dy, o->g, o->dx, o->n, {});
+    if (const auto* o = std::get_if<fused::ActivationBackwardCodedOp>(&op.op))
+      return pointwise_coded(o->act == Activation::Relu ? 3 : 1, Format::FP32, o->x, o->g, o->dy, Format::FP32, o->dx,
+                             o->n, {});
+    if (const auto* o = std::get_if<fused::AddEncodeOp>(&op.op))
+      return pointwise_coded(2, o->fa, o->a, o->fb, o->b, o->fy, o->y, o->n, o->opt);
     if (const auto* o = std::get_if<fused::ColumnSums16Op>(&op.op)) {
       if (!t.column_sums16 || !is_half_format(o->f)) return false;
       call("column_sums16", t.column_sums16, m_ctx, fmt(o->f), o->dy, o->rows, o->cols, o->db);
       return true;
     }
     return false;
+  }
+  // One pass of the module over codes (pointwise_coded's op), false where
+  // the composition must run instead: no entry, a format outside the ABI,
+  // or y a shifted view of an input.
+  bool pointwise_coded(std::int32_t op, Format fa, const void* a, Format fb, const void* b, Format fy, void* y,
+                       std::int64_t n, const CastOptions& opt) {
+    PlCudaFormat pa{}, pb{}, py{};
+    if (!t.pointwise_coded || n < 0 || !cuda_format(fa, pa) || !cuda_format(fb, pb) || !cuda_format(fy, py))
+      return false;
+    const auto yb = n * static_cast<std::int64_t>(storage_bytes(fy));
+    auto clash = [&](const void* in, Format f) {
+      if (!in || n == 0) return false;
+      const auto ib = n * static_cast<std::int64_t>(storage_bytes(f));
+      return in == y ? ib != yb : overlaps(in, ib, y, yb);
+    };
+    if (clash(a, fa) || (op != 0 && clash(b, fb))) return false;
+    call("pointwise_coded", t.pointwise_coded, m_ctx, op, pa, a, pb, b, py, y, n, std::int32_t{opt.saturate},
+         std::int32_t{opt.stochastic}, std::uint64_t{opt.seed}, std::uint64_t{opt.index_offset});
+    return true;
   }
   static bool overlaps(const void* a, std::int64_t a_bytes, const void* b, std::int64_t b_bytes) {
     const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
@@ -264,12 +295,13 @@ class CudaBackend final : public Backend {
   // composition runs) without the entry, for a format outside the ABI, or
   // where q overlaps x or decoded.
   bool scale_amax_encode(Format from, const void* x, std::int64_t n, float scale, Format f, void* q,
-                         const CastOptions& opt, float* amax, float* decoded) {
+                         const CastOptions& opt, float* amax, float* decoded, std::int32_t activation = 0) {
     PlCudaFormat xf{}, qf{};
     if (!t.scale_amax_encode || !cuda_format(from, xf) || !cuda_format(f, qf) || n < 0) return false;
     const auto qb = static_cast<std::int64_t>(storage_bytes(f)), xb = static_cast<std::int64_t>(storage_bytes(from));
     if (n > 0 && (overlaps(q, n * qb, x, n * xb) || (decoded && overlaps(q, n * qb, decoded, n * 4)))) return false;
-    call("scale_amax_encode", t.scale_amax_encode, m_ctx, xf, x, n, scale, qf, q, std::int32_t{opt.saturate},
+    call("scale_amax_encode", t.scale_amax_encode, m_ctx, xf, x, n, activation, scale, qf, q,
+         std::int32_t{opt.saturate},
          std::int32_t{opt.stochastic}, std::uint64_t{opt.seed}, std::uint64_t{opt.index_offset}, amax, decoded);
     return true;
   }

@@ -87,14 +87,20 @@ __device__ std::uint32_t block_max_bits(std::uint32_t v) {
 // (step_math::mul_rn, x86 NaN rules), convert's rounding with convert's
 // random bits, and convert's decode; a max of bits does not depend on the
 // grid.
-__global__ void scale_amax_encode_kernel(PlCudaFormat from, const void* x, std::size_t n, float scale,
-                                         PlCudaFormat to, void* q, bool saturate, bool stochastic,
+// An activation the cast applies first (ActivationForwardEncodeOp: the
+// activation's own per-element function, as its kernel computes it).
+__device__ __forceinline__ float activated(std::int32_t act, float v) {
+  return act == 1 ? relu_value(v) : act == 2 ? gelu_value(v) : v;
+}
+
+__global__ void scale_amax_encode_kernel(PlCudaFormat from, const void* x, std::size_t n, std::int32_t act,
+                                         float scale, PlCudaFormat to, void* q, bool saturate, bool stochastic,
                                          std::uint64_t key, std::uint64_t index_offset, float* decoded,
                                          std::uint32_t* partial) {
   std::uint32_t m = 0;
   const std::size_t stride = static_cast<std::size_t>(blockDim.x) * gridDim.x;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const float v = load_value(from, x, i);
+    const float v = activated(act, load_value(from, x, i));
     const std::uint32_t a = step_math::abs_bits_f32(v);
     m = a > m ? a : m;
     const std::uint32_t random = stochastic ? random_at(key, index_offset + i) : 0u;
@@ -103,6 +109,22 @@ __global__ void scale_amax_encode_kernel(PlCudaFormat from, const void* x, std::
   }
   m = block_max_bits(m);
   if (threadIdx.x == 0) partial[blockIdx.x] = m;
+}
+
+// y = op(a, b) per element on decoded codes, encoded as convert encodes
+// (pointwise_coded's ops: 0 GELU, 1 GELU's gradient, 2 add, 3 ReLU's
+// gradient), each with the per-element function its own kernel uses.
+__global__ void pointwise_coded_kernel(std::int32_t op, PlCudaFormat fa, const void* a, PlCudaFormat fb, const void* b,
+                                       PlCudaFormat fy, void* y, std::size_t n, bool saturate, bool stochastic,
+                                       std::uint64_t key, std::uint64_t index_offset) {
+  const std::size_t stride = static_cast<std::size_t>(blockDim.x) * gridDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const float av = load_value(fa, a, i);
+    const float bv = op == 0 ? 0.0f : load_value(fb, b, i);
+    const float v = op == 0 ? gelu_value(av) : op == 1 ? gelu_grad(av, bv) : op == 2 ? add_rn(av, bv) : relu_grad(av, bv);
+    const std::uint32_t random = stochastic ? random_at(key, index_offset + i) : 0u;
+    store_rounded(fy, y, i, v, saturate, stochastic, random);
+  }
 }
 
 __global__ void scale_amax_final_kernel(const std::uint32_t* partial, unsigned count, float* amax) {
@@ -156,7 +178,7 @@ PlCudaStatus convert(PlCudaContext* ctx, PlCudaFormat from, const void* src, PlC
 }
 
 PlCudaStatus scale_amax_encode(PlCudaContext* ctx, PlCudaFormat x_format, const void* x, std::int64_t n,
-                               float scale, PlCudaFormat q_format, void* q, std::int32_t saturate,
+                               std::int32_t activation, float scale, PlCudaFormat q_format, void* q, std::int32_t saturate,
                                std::int32_t stochastic, std::uint64_t seed, std::uint64_t index_offset, float* amax,
                                float* decoded, char* message, std::size_t message_size) {
   const ErrorSink sink{message, message_size};
@@ -168,6 +190,8 @@ PlCudaStatus scale_amax_encode(PlCudaContext* ctx, PlCudaFormat x_format, const 
   const std::size_t q_bytes = element_bytes(q_format);
   if (q_bytes == 0) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "scale_amax_encode: unknown format %d",
                                 static_cast<int>(q_format));
+  if (activation < 0 || activation > 2)
+    return fail(sink, PL_CUDA_INVALID_ARGUMENT, "scale_amax_encode: unknown activation %d", static_cast<int>(activation));
   if (n < 0) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "scale_amax_encode: negative count %lld",
                          static_cast<long long>(n));
   if (!amax) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "scale_amax_encode: amax is null");
@@ -185,12 +209,42 @@ PlCudaStatus scale_amax_encode(PlCudaContext* ctx, PlCudaFormat x_format, const 
   void* partial = nullptr;
   PL_CUDA_TRY(scratch(ctx, grid * sizeof(std::uint32_t), &partial, sink));
   auto* part = static_cast<std::uint32_t*>(partial);
-  scale_amax_encode_kernel<<<grid, kThreads, 0, ctx->stream>>>(x_format, x, count, scale, q_format, q, saturate != 0,
+  scale_amax_encode_kernel<<<grid, kThreads, 0, ctx->stream>>>(x_format, x, count, activation, scale, q_format, q,
+                                                               saturate != 0,
                                                                stochastic != 0, stream_key(seed), index_offset,
                                                                decoded, part);
   PL_CUDA_CHECK_LAUNCH(sink, "scale_amax_encode_kernel");
   scale_amax_final_kernel<<<1, kThreads, 0, ctx->stream>>>(part, grid, amax);
   PL_CUDA_CHECK_LAUNCH(sink, "scale_amax_final_kernel");
+  return PL_CUDA_OK;
+}
+
+PlCudaStatus pointwise_coded(PlCudaContext* ctx, std::int32_t op, PlCudaFormat fa, const void* a, PlCudaFormat fb,
+                             const void* b, PlCudaFormat fy, void* y, std::int64_t n, std::int32_t saturate,
+                             std::int32_t stochastic, std::uint64_t seed, std::uint64_t index_offset, char* message,
+                             std::size_t message_size) {
+  const ErrorSink sink{message, message_size};
+  DeviceScope scope;
+  PL_CUDA_ENTER(sink, scope, ctx, "pointwise_coded");
+  if (op < 0 || op > 3) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "pointwise_coded: unknown op %d", static_cast<int>(op));
+  const bool binary = op != 0;
+  if (element_bytes(fa) == 0 || element_bytes(fy) == 0 || (binary && element_bytes(fb) == 0))
+    return fail(sink, PL_CUDA_INVALID_ARGUMENT, "pointwise_coded: unknown format");
+  if (n < 0) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "pointwise_coded: negative count %lld",
+                         static_cast<long long>(n));
+  if (n == 0) return PL_CUDA_OK;
+  if (!a || !y || (binary && !b)) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "pointwise_coded: null buffer");
+  const auto count = static_cast<std::size_t>(n);
+  // y may be an input itself (element i read before it is written), not a
+  // shifted view of one.
+  const std::size_t yb = count * element_bytes(fy);
+  if ((y != a && overlap(y, yb, a, count * element_bytes(fa))) ||
+      (binary && y != b && overlap(y, yb, b, count * element_bytes(fb))) ||
+      (y == a && element_bytes(fa) != element_bytes(fy)) || (binary && y == b && element_bytes(fb) != element_bytes(fy)))
+    return fail(sink, PL_CUDA_INVALID_ARGUMENT, "pointwise_coded: y overlaps an input");
+  pointwise_coded_kernel<<<grid_for(count), kThreads, 0, ctx->stream>>>(op, fa, a, fb, b, fy, y, count, saturate != 0,
+                                                                       stochastic != 0, stream_key(seed), index_offset);
+  PL_CUDA_CHECK_LAUNCH(sink, "pointwise_coded_kernel");
   return PL_CUDA_OK;
 }
 

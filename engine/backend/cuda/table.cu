@@ -74,6 +74,7 @@ constexpr PlCudaBackendTable kTable = {
     .gemm_encode = pl_cuda::gemm_encode,
     .scale_amax_encode = pl_cuda::scale_amax_encode,
     .column_sums16 = pl_cuda::column_sums16,
+    .pointwise_coded = pl_cuda::pointwise_coded,
 };
 
 }  // namespace
