@@ -10,10 +10,13 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cuda/lt_epilogue.h"
 #include "backend/cuda_module.h"
+#include "backend/fused.h"
 
 namespace engine {
 
@@ -216,6 +219,127 @@ class CudaBackend final : public Backend {
       cross_entropy_backward(a.probs, a.labels, a.rows, a.cols, a.scale, a.grad);
     else
       mse_backward(a.pred, a.target, a.rows * a.cols, a.scale, a.grad);
+  }
+
+  // --- fused ops the module runs natively (ABI 6, gpufuse); every other op,
+  // or a module without the entry, takes the op's composition ---
+  bool run_fused(const FusedOp& op) override {
+    if (const auto* o = std::get_if<fused::GemmEncodeOp>(&op.op)) return gemm_encode(*o);
+    if (const auto* o = std::get_if<fused::ScaleAmaxEncodeOp>(&op.op))
+      return scale_amax_encode(Format::FP32, o->x, o->n, o->scale, o->f, o->q, o->opt, o->amax, nullptr);
+    if (const auto* o = std::get_if<fused::ScaleAmaxEncode16Op>(&op.op))
+      return is_half_format(o->from) &&
+             scale_amax_encode(o->from, o->x, o->n, o->scale, o->f, o->q, o->opt, o->amax, nullptr);
+    if (const auto* o = std::get_if<fused::ScaleAmaxEncodeSumsOp>(&op.op)) {
+      // The cast in one pass, then the column sums of the unscaled values
+      // (FP16/BF16 codes read as they are: column_sums16 below).
+      if (o->from != Format::FP32 && !is_half_format(o->from)) return false;
+      if (!scale_amax_encode(o->from, o->x, o->rows * o->cols, o->scale, o->f, o->q, o->opt, o->amax, nullptr))
+        return false;
+      if (o->from == Format::FP32) column_sums(static_cast<const float*>(o->x), o->rows, o->cols, o->db);
+      else fused::column_sums16(*this, o->from, o->x, o->rows, o->cols, o->db, o->scratch);
+      return true;
+    }
+    if (const auto* o = std::get_if<fused::ScaleAmaxEncodePlanesOp>(&op.op)) {
+      const std::int64_t size = o->n * o->c * o->hw;
+      if (o->decoded && overlaps(o->decoded, size * 4, o->x, size * 4)) return false;
+      if (!scale_amax_encode(Format::FP32, o->x, size, o->scale, o->f, o->q, o->opt, o->amax, o->decoded))
+        return false;
+      if (o->db) channel_sums(o->x, o->db, o->n, o->c, o->hw);
+      return true;
+    }
+    if (const auto* o = std::get_if<fused::ActivationForwardEncodeOp>(&op.op))
+      return scale_amax_encode(Format::FP32, o->x, o->n, o->scale, o->f, o->q, o->opt, o->amax, nullptr,
+                               o->act == Activation::Relu ? 1 : 2);
+    if (const auto* o = std::get_if<fused::Gelu16ForwardOp>(&op.op))
+      return pointwise_coded(0, o->f, o->x, Format::FP32, nullptr, o->f, o->y, o->n, {});
+    if (const auto* o = std::get_if<fused::Gelu16BackwardOp>(&op.op))
+      return pointwise_coded(1, o->f, o->x, o->g, o->dy, o->g, o->dx, o->n, {});
+    if (const auto* o = std::get_if<fused::ActivationBackwardCodedOp>(&op.op))
+      return pointwise_coded(o->act == Activation::Relu ? 3 : 1, Format::FP32, o->x, o->g, o->dy, Format::FP32, o->dx,
+                             o->n, {});
+    if (const auto* o = std::get_if<fused::AddEncodeOp>(&op.op))
+      return pointwise_coded(2, o->fa, o->a, o->fb, o->b, o->fy, o->y, o->n, o->opt);
+    if (const auto* o = std::get_if<fused::ColumnSums16Op>(&op.op)) {
+      if (!t.column_sums16 || !is_half_format(o->f)) return false;
+      call("column_sums16", t.column_sums16, m_ctx, fmt(o->f), o->dy, o->rows, o->cols, o->db);
+      return true;
+    }
+    return false;
+  }
+  // One pass of the module over codes (pointwise_coded's op), false where
+  // the composition must run instead: no entry, a format outside the ABI,
+  // or y a shifted view of an input.
+  bool pointwise_coded(std::int32_t op, Format fa, const void* a, Format fb, const void* b, Format fy, void* y,
+                       std::int64_t n, const CastOptions& opt) {
+    PlCudaFormat pa{}, pb{}, py{};
+    if (!t.pointwise_coded || n < 0 || !cuda_format(fa, pa) || !cuda_format(fb, pb) || !cuda_format(fy, py))
+      return false;
+    const auto yb = n * static_cast<std::int64_t>(storage_bytes(fy));
+    auto clash = [&](const void* in, Format f) {
+      if (!in || n == 0) return false;
+      const auto ib = n * static_cast<std::int64_t>(storage_bytes(f));
+      return in == y ? ib != yb : overlaps(in, ib, y, yb);
+    };
+    if (clash(a, fa) || (op != 0 && clash(b, fb))) return false;
+    call("pointwise_coded", t.pointwise_coded, m_ctx, op, pa, a, pb, b, py, y, n, std::int32_t{opt.saturate},
+         std::int32_t{opt.stochastic}, std::uint64_t{opt.seed}, std::uint64_t{opt.index_offset});
+    return true;
+  }
+  static bool overlaps(const void* a, std::int64_t a_bytes, const void* b, std::int64_t b_bytes) {
+    const auto pa = reinterpret_cast<std::uintptr_t>(a), pb = reinterpret_cast<std::uintptr_t>(b);
+    return pa < pb + static_cast<std::uintptr_t>(b_bytes) && pb < pa + static_cast<std::uintptr_t>(a_bytes);
+  }
+  // FP8 delayed scaling's cast (scale_amax then convert, and the codes'
+  // values decoded where asked) in one pass of the module; false (the
+  // composition runs) without the entry, for a format outside the ABI, or
+  // where q overlaps x or decoded.
+  bool scale_amax_encode(Format from, const void* x, std::int64_t n, float scale, Format f, void* q,
+                         const CastOptions& opt, float* amax, float* decoded, std::int32_t activation = 0) {
+    PlCudaFormat xf{}, qf{};
+    if (!t.scale_amax_encode || !cuda_format(from, xf) || !cuda_format(f, qf) || n < 0) return false;
+    const auto qb = static_cast<std::int64_t>(storage_bytes(f)), xb = static_cast<std::int64_t>(storage_bytes(from));
+    if (n > 0 && (overlaps(q, n * qb, x, n * xb) || (decoded && overlaps(q, n * qb, decoded, n * 4)))) return false;
+    call("scale_amax_encode", t.scale_amax_encode, m_ctx, xf, x, n, activation, scale, qf, q,
+         std::int32_t{opt.saturate},
+         std::int32_t{opt.stochastic}, std::uint64_t{opt.seed}, std::uint64_t{opt.index_offset}, amax, decoded);
+    return true;
+  }
+  // The GEMM whose output leaves it encoded (the forward's FP16/BF16 y, a
+  // dx or dW in the grad format): offered to the module where
+  // lt_epilogue.h's plan fuses it, with C as the caller's scratch.
+  bool gemm_encode(const fused::GemmEncodeOp& o) {
+    const GemmArgs& g = o.args;
+    const GemmEncode& e = o.e;
+    if (!t.gemm_encode || !e.codes || g.a.block || g.b.block) return false;
+    PlCudaFormat af{}, bf{}, df{}, acc{};
+    if (!cuda_format(g.a.format, af) || !cuda_format(g.b.format, bf) || !cuda_format(e.format, df) ||
+        !cuda_format(g.accumulate, acc))
+      return false;
+    pl_cuda::LtRequest r;
+    r.m = g.m;
+    r.n = g.n;
+    r.k = g.k;
+    r.a = af;
+    r.b = bf;
+    r.a_trans = g.a.trans;
+    r.b_trans = g.b.trans;
+    r.lda = g.a.ld;
+    r.ldb = g.b.ld;
+    r.ldc = g.ldc;
+    r.batched = g.batched();
+    r.accumulate = acc;
+    r.beta = g.beta;
+    r.bias = g.bias != nullptr;
+    r.d = df;
+    r.saturate = e.opt.saturate;
+    r.stochastic = e.opt.stochastic;
+    r.c_scratch = e.c_scratch;
+    r.fp8_tensor_cores = m_device.compute_major > 8 || (m_device.compute_major == 8 && m_device.compute_minor >= 9);
+    if (!pl_cuda::plan_gemm_epilogue(r).fused || df == PL_CUDA_FP32) return false;
+    call("gemm_encode", t.gemm_encode, m_ctx, g.m, g.n, g.k, g.a.data, af, std::int32_t{g.a.trans}, g.a.ld, g.b.data,
+         bf, std::int32_t{g.b.trans}, g.b.ld, g.c, g.alpha, g.bias, df, e.codes, std::int32_t{e.opt.saturate});
+    return true;
   }
 
   // Below, among the overrides: the module's entry per op, one pass or kind

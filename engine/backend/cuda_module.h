@@ -47,7 +47,7 @@
 // ---------------------------------------------------------------------------
 extern "C" {
 
-#define PL_CUDA_ABI_VERSION 5  // 3: gemm takes a PlCudaGemmBatch; 4: the layout, ReLU16 and block-conv entries; 5: embedding, z_loss
+#define PL_CUDA_ABI_VERSION 6  // 3: gemm takes a PlCudaGemmBatch; 4: the layout, ReLU16 and block-conv entries; 5: embedding, z_loss; 6: gemm_encode
 // The module is built with hidden visibility; only PL_CUDA_API is exported.
 #define PL_CUDA_API __attribute__((visibility("default")))
 
@@ -408,6 +408,52 @@ typedef struct PlCudaBackendTable {
   // backward (grad += (f * lse) * probs).
   PlCudaStatus (*z_loss)(PlCudaContext* ctx, int32_t pass, const float* logits, const float* probs, float* lse,
                          double* z, float* grad, int64_t rows, int64_t cols, float coef, float scale, PL_CUDA_MSG);
+
+  // ==== ABI 6 (gpufuse): fused casts. Optional: the CUDA Backend composes
+  // the op from the entries above where one is NULL. ====
+  // engine::fused::GemmEncodeOp with C as the caller's scratch (c_scratch):
+  // the gemm's C [m x n] = alpha op(A) op(B) (+ bias[n] per row; no batch,
+  // no block operands, beta 0, FP32 accumulation; lda/ldb 0: packed, C
+  // packed) encoded to d_format at d (m x n codes, packed) bit for bit as
+  // convert(FP32 -> d_format, saturate) rounds it, C's values left
+  // undefined. The module writes D from cuBLASLt's epilogue where
+  // backend/cuda/lt_epilogue.h's plan fuses (bias epilogue, FP16/BF16 D);
+  // otherwise it runs gemm into c and convert.
+  PlCudaStatus (*gemm_encode)(PlCudaContext* ctx, int64_t m, int64_t n, int64_t k, const void* a,
+                              PlCudaFormat a_format, int32_t a_trans, int64_t lda, const void* b,
+                              PlCudaFormat b_format, int32_t b_trans, int64_t ldb, float* c, float alpha,
+                              const float* bias, PlCudaFormat d_format, void* d, int32_t saturate, PL_CUDA_MSG);
+  // FP8 delayed scaling's whole cast in one pass (engine::fused::
+  // ScaleAmaxEncode*Op, ActivationForwardEncodeOp): x (n values in
+  // x_format: FP32, or FP16/BF16 codes decoded exactly), after `activation`
+  // (0 none, 1 ReLU, 2 GELU: relu_forward's / gelu_forward's values; the
+  // amax is then that of the activation's output), times scale (rounded,
+  // as scale_amax), encoded to
+  // q_format as convert encodes it (saturate, stochastic with
+  // random_bits(seed, index_offset + i)) into q; *amax = max |x| as
+  // scale_amax gives it; where decoded is not NULL, q's values decoded
+  // there (n floats, as convert(q_format -> FP32)). q must not overlap x
+  // or decoded.
+  PlCudaStatus (*scale_amax_encode)(PlCudaContext* ctx, PlCudaFormat x_format, const void* x, int64_t n,
+                                    int32_t activation, float scale, PlCudaFormat q_format, void* q, int32_t saturate,
+                                    int32_t stochastic, uint64_t seed, uint64_t index_offset, float* amax,
+                                    float* decoded, PL_CUDA_MSG);
+  // column_sums of FP16 or BF16 codes (f), read as they are: the bits of
+  // column_sums of their decoded values.
+  PlCudaStatus (*column_sums16)(PlCudaContext* ctx, PlCudaFormat f, const void* dy, int64_t rows, int64_t cols,
+                                float* db, PL_CUDA_MSG);
+  // y = op(a, b) element by element in one pass, a (fa) and b (fb) decoded
+  // exactly, y encoded to fy as convert encodes it (saturate, stochastic
+  // with random_bits(seed, index_offset + i)): op 0 GELU(a) (b unused), 1
+  // GELU's gradient (x = a, dy = b), 2 a + b, 3 ReLU's gradient (x = a, dy
+  // = b), each the per-element value of gelu_forward, gelu_backward, add,
+  // relu_backward (engine::fused::Gelu16ForwardOp, Gelu16BackwardOp,
+  // AddEncodeOp, ActivationBackwardCodedOp). y may be one of the inputs
+  // (same width), not a shifted view of one.
+  PlCudaStatus (*pointwise_coded)(PlCudaContext* ctx, int32_t op, PlCudaFormat fa, const void* a, PlCudaFormat fb,
+                                  const void* b, PlCudaFormat fy, void* y, int64_t n, int32_t saturate,
+                                  int32_t stochastic, uint64_t seed, uint64_t index_offset, PL_CUDA_MSG);
+  // ==== end of ABI 6 (gpufuse) ====
 } PlCudaBackendTable;
 
 #undef PL_CUDA_MSG

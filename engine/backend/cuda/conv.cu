@@ -10,6 +10,15 @@
 // run repeats bit for bit.
 //
 // Uses cuDNN's descriptor API (cudnn_cnn.h), which cuDNN 9 still ships.
+//
+// FP16/BF16 activations are not handed to cuDNN as 16-bit tensors: its
+// FP16/BF16 configurations (PSEUDO_HALF / PSEUDO_BF16) write y, dx and dw in
+// 16 bits, where the lab's convolutions give f32 results (y with its bias,
+// dx, dw and the bias sums) that the layer then rounds, counts for
+// overflow and sums in its own order. The values are exact in TF32, so the
+// Tensor Core path below already runs them at TF32 speed; the casts around
+// it stay until an FP16/BF16-in, FP32-out configuration (cuDNN's graph API)
+// is wired and held to these bits.
 #include <cudnn.h>
 #include <cuda_runtime.h>
 

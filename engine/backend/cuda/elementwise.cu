@@ -248,6 +248,15 @@ struct ColumnLoad {
   std::int64_t cols;
   __device__ void operator()(std::int64_t i, std::int64_t j, double* acc) const { acc[0] += dy[i * cols + j]; }
 };
+// Column loads of FP16/BF16 codes, decoded exactly (column_sums16).
+struct ColumnLoadCodes {
+  PlCudaFormat f;
+  const void* dy;
+  std::int64_t cols;
+  __device__ void operator()(std::int64_t i, std::int64_t j, double* acc) const {
+    acc[0] += load_value(f, dy, static_cast<std::size_t>(i * cols + j));
+  }
+};
 struct StoreFloat {
   float* out;
   __device__ void operator()(std::int64_t j, const double* s) const { out[j] = static_cast<float>(s[0]); }
@@ -480,6 +489,29 @@ PlCudaStatus column_sums(PlCudaContext* ctx, const float* dy, std::int64_t rows,
   }
   PL_CUDA_TRY(check_pointer(sink, "column_sums", "dy", dy));
   return launch_column_sums<1>(ctx, rows, cols, ColumnLoad{dy, cols}, StoreFloat{db}, sink);
+}
+
+// ABI 6 (gpufuse): column_sums of FP16/BF16 codes read as they are: the same
+// partials and order as column_sums of their decoded values.
+PlCudaStatus column_sums16(PlCudaContext* ctx, PlCudaFormat f, const void* dy, std::int64_t rows, std::int64_t cols,
+                           float* db, char* message, std::size_t message_size) {
+  const ErrorSink sink{message, message_size};
+  DeviceScope scope;
+  PL_CUDA_ENTER(sink, scope, ctx, "column_sums16");
+  if (f != PL_CUDA_FP16 && f != PL_CUDA_BF16)
+    return fail(sink, PL_CUDA_INVALID_ARGUMENT, "column_sums16: format %d is not FP16 or BF16", static_cast<int>(f));
+  PL_CUDA_TRY(check_count(sink, "column_sums16", "rows", rows));
+  PL_CUDA_TRY(check_count(sink, "column_sums16", "cols", cols));
+  std::int64_t total = 0;
+  PL_CUDA_TRY(check_product(sink, "column_sums16", "rows * cols", {rows, cols}, &total));
+  if (cols == 0) return PL_CUDA_OK;
+  PL_CUDA_TRY(check_pointer(sink, "column_sums16", "db", db));
+  if (rows == 0) {
+    PL_CUDA_CHECK(sink, cudaMemsetAsync(db, 0, static_cast<std::size_t>(cols) * sizeof(float), ctx->stream));
+    return PL_CUDA_OK;
+  }
+  PL_CUDA_TRY(check_pointer(sink, "column_sums16", "dy", dy));
+  return launch_column_sums<1>(ctx, rows, cols, ColumnLoadCodes{f, dy, cols}, StoreFloat{db}, sink);
 }
 
 PlCudaStatus error_sums(PlCudaContext* ctx, const float* a, const float* b, std::int64_t n,

@@ -27,6 +27,7 @@
 #include "backend/cuda/cuda_check.cuh"
 #include "backend/cuda/fp_convert.cuh"
 #include "backend/cuda/gemm_conv.cuh"
+#include "backend/cuda/lt_epilogue.h"
 #include "backend/cuda/ops_math.cuh"
 #include "backend/cuda_module.h"
 
@@ -337,7 +338,7 @@ PlCudaStatus run_lt(PlCudaContext* ctx, GemmState& g, const Problem& p, const Lt
                     const float* bias, const void* d_out, bool* ran, ErrorSink sink) {
   const std::size_t ea = p.bf == PL_CUDA_FP32 || p.bf == PL_CUDA_TF32 ? 4 : (is_fp8(p.bf) ? 1 : 2);
   const std::size_t eb = p.af == PL_CUDA_FP32 || p.af == PL_CUDA_TF32 ? 4 : (is_fp8(p.af) ? 1 : 2);
-  const std::size_t ec = 4;  // C is FP32
+  const std::size_t ec = call.c_type == CUDA_R_32F ? 4 : 2;  // C (and D): FP32, or FP16/BF16 (gemm_encode)
   // One strided batch over both counts when every stride composes (or one
   // count is 1).
   const bool flat = p.count[0] == 1 || p.count[1] == 1 || (p.a_stride[0] == p.count[1] * p.a_stride[1] &&
@@ -398,6 +399,29 @@ PlCudaStatus decode_to(PlCudaContext* ctx, PlCudaFormat from, const void* src, P
 }
 
 std::size_t bytes_of(PlCudaFormat f) { return element_bytes(f); }
+
+// The type both (plain) operands run in on cuBLASLt: FP16 or BF16 when both
+// are exact in it, TF32 when both are TF32, else FP32.
+PlCudaFormat common_type(PlCudaFormat a_format, PlCudaFormat b_format) {
+  if (a_format == PL_CUDA_TF32 && b_format == PL_CUDA_TF32) return PL_CUDA_TF32;
+  if (bf16_exact(a_format) && bf16_exact(b_format) &&
+      (a_format == PL_CUDA_BF16 || b_format == PL_CUDA_BF16 || (is_fp8(a_format) && is_fp8(b_format))))
+    return PL_CUDA_BF16;
+  if (fp16_exact(a_format) && fp16_exact(b_format)) return PL_CUDA_FP16;
+  return PL_CUDA_FP32;
+}
+
+// lt_epilogue.h spells cuBLASLt's epilogue values without its header.
+static_assert(static_cast<std::uint32_t>(LtEpilogue::Default) == CUBLASLT_EPILOGUE_DEFAULT);
+static_assert(static_cast<std::uint32_t>(LtEpilogue::Bias) == CUBLASLT_EPILOGUE_BIAS);
+static_assert(static_cast<std::uint32_t>(LtEpilogue::Gelu) == CUBLASLT_EPILOGUE_GELU);
+static_assert(static_cast<std::uint32_t>(LtEpilogue::GeluAux) == CUBLASLT_EPILOGUE_GELU_AUX);
+static_assert(static_cast<std::uint32_t>(LtEpilogue::GeluBias) == CUBLASLT_EPILOGUE_GELU_BIAS);
+static_assert(static_cast<std::uint32_t>(LtEpilogue::GeluAuxBias) == CUBLASLT_EPILOGUE_GELU_AUX_BIAS);
+static_assert(static_cast<std::uint32_t>(LtEpilogue::DGelu) == CUBLASLT_EPILOGUE_DGELU);
+static_assert(static_cast<std::uint32_t>(LtEpilogue::DGeluBgrad) == CUBLASLT_EPILOGUE_DGELU_BGRAD);
+static_assert(static_cast<std::uint32_t>(LtEpilogue::BgradA) == CUBLASLT_EPILOGUE_BGRADA);
+static_assert(static_cast<std::uint32_t>(LtEpilogue::BgradB) == CUBLASLT_EPILOGUE_BGRADB);
 
 std::size_t round_up(std::size_t x) { return (x + kAlignment - 1) / kAlignment * kAlignment; }
 
@@ -507,14 +531,7 @@ PlCudaStatus gemm(PlCudaContext* ctx, std::int64_t m, std::int64_t n, std::int64
   }
   // The common type: FP16 or BF16 when both operands are exact in it, TF32
   // when both are TF32, else FP32.
-  PlCudaFormat common = PL_CUDA_FP32;
-  if (!blocks) {
-    if (a_format == PL_CUDA_TF32 && b_format == PL_CUDA_TF32) common = PL_CUDA_TF32;
-    else if (bf16_exact(a_format) && bf16_exact(b_format) && (a_format == PL_CUDA_BF16 || b_format == PL_CUDA_BF16 ||
-                                                              (is_fp8(a_format) && is_fp8(b_format))))
-      common = PL_CUDA_BF16;
-    else if (fp16_exact(a_format) && fp16_exact(b_format)) common = PL_CUDA_FP16;
-  }
+  PlCudaFormat common = blocks ? PL_CUDA_FP32 : common_type(a_format, b_format);
   for (int attempt = 0; attempt < 2; ++attempt) {
     // Operands not already in the common type are decoded into scratch (TF32
     // operands rounded, as the CPU decodes them), keeping their layout.
@@ -552,6 +569,87 @@ PlCudaStatus gemm(PlCudaContext* ctx, std::int64_t m, std::int64_t n, std::int64
               static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
               static_cast<long long>(lda), static_cast<long long>(ldb), static_cast<long long>(ldc),
               g->last_refusal[0] ? ": " : "", g->last_refusal);
+}
+
+// The gemm's product with its output encoded (GemmEncode with C as the
+// caller's scratch). Where lt_epilogue.h's plan fuses and both operands run
+// in D's own 16-bit type, one cuBLASLt call writes D (bias in its epilogue,
+// FP32 bias type; round to nearest even as convert). Anything else, or a
+// descriptor cuBLASLt has no algorithm for, runs the composition here: gemm
+// into C, then convert.
+PlCudaStatus gemm_encode(PlCudaContext* ctx, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
+                         PlCudaFormat a_format, std::int32_t a_trans, std::int64_t lda, const void* b,
+                         PlCudaFormat b_format, std::int32_t b_trans, std::int64_t ldb, float* c, float alpha,
+                         const float* bias, PlCudaFormat d_format, void* d, std::int32_t saturate, char* message,
+                         std::size_t message_size) {
+  const ErrorSink sink{message, message_size};
+  DeviceScope scope;
+  PL_CUDA_ENTER(sink, scope, ctx, "gemm_encode");
+  if (element_bytes(a_format) == 0 || element_bytes(b_format) == 0 || element_bytes(d_format) == 0)
+    return fail(sink, PL_CUDA_INVALID_ARGUMENT, "gemm_encode: unknown format");
+  if (m < 0 || n < 0 || k < 0)
+    return fail(sink, PL_CUDA_INVALID_ARGUMENT, "gemm_encode: negative shape %lldx%lldx%lld",
+                static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k));
+  if (m == 0 || n == 0) return PL_CUDA_OK;
+  if (!a || !b || !c || !d) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "gemm_encode: null operand");
+  auto composed = [&]() -> PlCudaStatus {
+    PL_CUDA_TRY(gemm(ctx, m, n, k, a, a_format, a_trans, lda, nullptr, b, b_format, b_trans, ldb, nullptr, c, n, alpha,
+                     0.0f, bias, PL_CUDA_FP32, nullptr, message, message_size));
+    return convert(ctx, PL_CUDA_FP32, c, d_format, d, m * n, saturate, 0, 0, 0, message, message_size);
+  };
+  const bool sm89 = ctx->compute_major > 8 || (ctx->compute_major == 8 && ctx->compute_minor >= 9);
+  LtRequest r;
+  r.m = m;
+  r.n = n;
+  r.k = k;
+  r.a = a_format;
+  r.b = b_format;
+  r.a_trans = a_trans != 0;
+  r.b_trans = b_trans != 0;
+  r.lda = lda;
+  r.ldb = ldb;
+  r.bias = bias != nullptr;
+  r.d = d_format;
+  r.saturate = saturate != 0;
+  r.c_scratch = true;
+  r.fp8_tensor_cores = sm89;
+  const LtPlan plan = plan_gemm_epilogue(r);
+  // FP8 operands on FP8 Tensor Cores keep the gemm's own FP8 path (its bias
+  // is a pass over C); D in FP32 is the plain gemm.
+  const PlCudaFormat common = common_type(a_format, b_format);
+  if (!plan.fused || d_format == PL_CUDA_FP32 || lt_fp8_operands(r) || common != d_format) return composed();
+  if (lda == 0) lda = a_trans ? m : k;
+  if (ldb == 0) ldb = b_trans ? k : n;
+  GemmState* g = nullptr;
+  PL_CUDA_TRY(gemm_state(ctx, sink, &g));
+  Problem p{m, n, k, a, a_format, a_trans != 0, lda, b, b_format, b_trans != 0, ldb, c, n,
+            {1, 1}, {0, 0}, {0, 0}, {0, 0}};
+  // FP8 operands (not on FP8 Tensor Cores) decoded exactly to D's type.
+  const std::int64_t a_span = p.at ? extent(k, m, lda, p.count, p.a_stride) : extent(m, k, lda, p.count, p.a_stride);
+  const std::int64_t b_span = p.bt ? extent(n, k, ldb, p.count, p.b_stride) : extent(k, n, ldb, p.count, p.b_stride);
+  const bool conv_a = a_format != common, conv_b = b_format != common;
+  const std::size_t a_bytes = conv_a ? round_up(static_cast<std::size_t>(a_span) * bytes_of(common)) : 0;
+  const std::size_t b_bytes = conv_b ? round_up(static_cast<std::size_t>(b_span) * bytes_of(common)) : 0;
+  Problem q = p;
+  q.af = q.bf = common;
+  if (a_bytes + b_bytes > 0) {
+    void* s = nullptr;
+    PL_CUDA_TRY(scratch(ctx, a_bytes + b_bytes, &s, sink));
+    if (conv_a) {
+      PL_CUDA_TRY(decode_to(ctx, a_format, a, common, s, a_span, sink));
+      q.a = s;
+    }
+    if (conv_b) {
+      void* sb = static_cast<char*>(s) + a_bytes;
+      PL_CUDA_TRY(decode_to(ctx, b_format, b, common, sb, b_span, sink));
+      q.b = sb;
+    }
+  }
+  const LtCall call{cuda_type(common), cuda_type(common), cuda_type(plan.d_type), CUBLAS_COMPUTE_32F, CUDA_R_32F,
+                    plan.bias_fp32, false};
+  bool ran = false;
+  PL_CUDA_TRY(run_lt(ctx, *g, q, call, alpha, 0.0f, bias, d, &ran, sink));
+  return ran ? PL_CUDA_OK : composed();
 }
 
 }  // namespace pl_cuda

@@ -15,6 +15,13 @@ PlCudaStatus gemm(PlCudaContext* ctx, std::int64_t m, std::int64_t n, std::int64
                   const float* bias, PlCudaFormat accumulate, const PlCudaGemmBatch* batch, char* message,
                   std::size_t message_size);
 
+// ABI 6 (gpufuse): the gemm with its output encoded (cuda_module.h).
+PlCudaStatus gemm_encode(PlCudaContext* ctx, std::int64_t m, std::int64_t n, std::int64_t k, const void* a,
+                         PlCudaFormat a_format, std::int32_t a_trans, std::int64_t lda, const void* b,
+                         PlCudaFormat b_format, std::int32_t b_trans, std::int64_t ldb, float* c, float alpha,
+                         const float* bias, PlCudaFormat d_format, void* d, std::int32_t saturate, char* message,
+                         std::size_t message_size);
+
 PlCudaStatus conv2d_forward(PlCudaContext* ctx, const PlCudaConvShape* s, PlCudaFormat compute, const float* x,
                             const float* w, const float* bias, float* y, char* message, std::size_t message_size);
 PlCudaStatus conv2d_backward_data(PlCudaContext* ctx, const PlCudaConvShape* s, PlCudaFormat compute,

@@ -51,6 +51,18 @@ PlCudaStatus column_sums(PlCudaContext* ctx, const float* dy, std::int64_t rows,
                          float* db, char* message, std::size_t message_size);
 PlCudaStatus error_sums(PlCudaContext* ctx, const float* a, const float* b, std::int64_t n,
                         double* out, char* message, std::size_t message_size);
+// ABI 6 (gpufuse): column_sums of FP16/BF16 codes (elementwise.cu) and FP8
+// delayed scaling's one-pass cast (cast.cu); see cuda_module.h.
+PlCudaStatus column_sums16(PlCudaContext* ctx, PlCudaFormat f, const void* dy, std::int64_t rows, std::int64_t cols,
+                           float* db, char* message, std::size_t message_size);
+PlCudaStatus scale_amax_encode(PlCudaContext* ctx, PlCudaFormat x_format, const void* x, std::int64_t n,
+                               std::int32_t activation, float scale, PlCudaFormat q_format, void* q, std::int32_t saturate,
+                               std::int32_t stochastic, std::uint64_t seed, std::uint64_t index_offset, float* amax,
+                               float* decoded, char* message, std::size_t message_size);
+PlCudaStatus pointwise_coded(PlCudaContext* ctx, std::int32_t op, PlCudaFormat fa, const void* a, PlCudaFormat fb,
+                             const void* b, PlCudaFormat fy, void* y, std::int64_t n, std::int32_t saturate,
+                             std::int32_t stochastic, std::uint64_t seed, std::uint64_t index_offset, char* message,
+                             std::size_t message_size);
 PlCudaStatus relu16_forward(PlCudaContext* ctx, PlCudaFormat f, const void* x, void* y,
                             std::int64_t n, char* message, std::size_t message_size);
 PlCudaStatus relu16_backward(PlCudaContext* ctx, PlCudaFormat f, const void* x, PlCudaFormat g,

@@ -70,6 +70,11 @@ constexpr PlCudaBackendTable kTable = {
     .conv2d_block = pl_cuda::conv2d_block,
     .embedding = pl_cuda::embedding,
     .z_loss = pl_cuda::z_loss,
+    // ---- ABI 6 (gpufuse): fused casts ----
+    .gemm_encode = pl_cuda::gemm_encode,
+    .scale_amax_encode = pl_cuda::scale_amax_encode,
+    .column_sums16 = pl_cuda::column_sums16,
+    .pointwise_coded = pl_cuda::pointwise_coded,
 };
 
 }  // namespace

@@ -322,9 +322,14 @@ TEST(CudaModuleTable, ImplementsEveryBackendOp) {
       reinterpret_cast<const void*>(t->conv2d_block),
       reinterpret_cast<const void*>(t->embedding),
       reinterpret_cast<const void*>(t->z_loss),
+      // ABI 6 (gpufuse): fused casts.
+      reinterpret_cast<const void*>(t->gemm_encode),
+      reinterpret_cast<const void*>(t->scale_amax_encode),
+      reinterpret_cast<const void*>(t->column_sums16),
+      reinterpret_cast<const void*>(t->pointwise_coded),
   };
   // Every op of the table is listed: the last one ends the table.
-  static_assert(offsetof(PlCudaBackendTable, z_loss) + sizeof(void*) == sizeof(PlCudaBackendTable));
+  static_assert(offsetof(PlCudaBackendTable, pointwise_coded) + sizeof(void*) == sizeof(PlCudaBackendTable));
   static_assert((sizeof(PlCudaBackendTable) - offsetof(PlCudaBackendTable, gemm)) / sizeof(void*) ==
                 sizeof ops / sizeof ops[0]);
   for (std::size_t i = 0; i < sizeof ops / sizeof ops[0]; ++i) EXPECT_NE(ops[i], nullptr) << "op #" << i;
@@ -364,6 +369,29 @@ TEST(CudaModuleTable, TrainingOpsRefuseANullContextWithTheirName) {
                               sizeof message),
             PL_CUDA_INVALID_ARGUMENT);
   EXPECT_STREQ(message, "block_quantize: context is null");
+}
+
+// ABI 6 (gpufuse): the fused-cast entries of the real module check their
+// context first too (runs without a device).
+TEST(CudaModuleTable, FusedCastEntriesRefuseANullContextWithTheirName) {
+  const PlCudaBackendTable* t = engine::cuda_table();
+  if (!t) GTEST_SKIP() << "module not loaded: " << engine::cuda_unavailable_reason();
+  char message[256] = "stale";
+  float f = 0.0f;
+  EXPECT_EQ(t->gemm_encode(nullptr, 1, 1, 1, &f, PL_CUDA_BF16, 0, 0, &f, PL_CUDA_BF16, 1, 0, &f, 1.0f, nullptr,
+                           PL_CUDA_BF16, &f, 0, message, sizeof message),
+            PL_CUDA_INVALID_ARGUMENT);
+  EXPECT_STREQ(message, "gemm_encode: context is null");
+  EXPECT_EQ(t->scale_amax_encode(nullptr, PL_CUDA_FP32, &f, 1, 0, 1.0f, PL_CUDA_E4M3, &f, 0, 0, 0, 0, &f, nullptr,
+                                 message, sizeof message),
+            PL_CUDA_INVALID_ARGUMENT);
+  EXPECT_STREQ(message, "scale_amax_encode: context is null");
+  EXPECT_EQ(t->column_sums16(nullptr, PL_CUDA_BF16, &f, 1, 1, &f, message, sizeof message), PL_CUDA_INVALID_ARGUMENT);
+  EXPECT_STREQ(message, "column_sums16: context is null");
+  EXPECT_EQ(t->pointwise_coded(nullptr, 2, PL_CUDA_BF16, &f, PL_CUDA_BF16, &f, PL_CUDA_BF16, &f, 1, 0, 0, 0, 0,
+                               message, sizeof message),
+            PL_CUDA_INVALID_ARGUMENT);
+  EXPECT_STREQ(message, "pointwise_coded: context is null");
 }
 
 TEST(CudaModuleTable, ContextEntriesRefuseANullContext) {

@@ -13,3 +13,8 @@ class Backend;
 
 // A CUDA Backend over the host table (its "device" memory is host memory).
 std::unique_ptr<engine::Backend> make_host_table_cuda_backend();
+// How often the host table's gemm_encode entry (ABI 6) was called: the
+// tests check that the CUDA Backend routes GemmEncodeOp to it.
+int host_table_gemm_encode_calls();
+// Calls of its scale_amax_encode, column_sums16 and pointwise_coded entries (ABI 6).
+int host_table_fused_cast_calls();

@@ -29,6 +29,7 @@
 #include "backend/fused.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/gelu_simd.h"
+#include "backend/cuda/lt_epilogue.h"
 #include "backend/cuda_backend.h"
 #include "host_cuda_table.h"
 #include "engine/support/random_values.h"
@@ -117,6 +118,12 @@ struct Target {
   // A host-memory target's short training runs against the CPU backend's
   // (ShortTrainingRunFollowsTheCpuBackendInEveryRecipe): 0, bit for bit.
   double training_rtol = 0.0;
+  // GEMMs that encode their output natively (fused::gemm_encode with C as
+  // scratch: cuBLASLt writes FP16/BF16 D from its epilogue) may sum in
+  // another algorithm's order than the same backend's FP32-output gemm:
+  // codes within this many steps of the format (adjacent codes) of gemm
+  // then convert. 0: bit for bit (every host target).
+  int encode_code_steps = 0;
 };
 
 // gtest prints the parameter of a failing test: the backend's name.
@@ -140,6 +147,7 @@ Target cuda_target() {
   t.upload = [](void* d, const void* s, std::size_t n) { cuda_instance()->upload(d, s, n); };
   t.download = [](void* d, const void* s, std::size_t n) { cuda_instance()->download(d, s, n); };
   t.hardware_fp8_rtol = std::ldexp(1.0, -12);
+  t.encode_code_steps = 1;
   return t;
 }
 
@@ -259,6 +267,39 @@ void expect_close(const std::vector<float>& got, const std::vector<double>& ref,
   std::vector<double> mag(ref.size());
   for (std::size_t i = 0; i < ref.size(); ++i) mag[i] = std::fabs(ref[i]);
   expect_close(got, ref, mag, rtol, atol, what);
+}
+
+// Codes of a format (storage width 1 or 2 bytes) equal, or, both finite,
+// within `steps` adjacent codes (sign-magnitude order).
+void expect_codes_within(Format f, const std::vector<std::uint8_t>& got, const std::vector<std::uint8_t>& want,
+                         int steps, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  if (steps == 0) {
+    EXPECT_EQ(got, want) << what;
+    return;
+  }
+  const std::size_t es = engine::storage_bytes(f);
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i + es <= got.size(); i += es) {
+    std::uint32_t g = 0, w = 0;
+    std::memcpy(&g, got.data() + i, es);
+    std::memcpy(&w, want.data() + i, es);
+    float gv = 0.0f, wv = 0.0f;
+    engine::cast_to_f32(f, got.data() + i, &gv, 1);
+    engine::cast_to_f32(f, want.data() + i, &wv, 1);
+    const std::int64_t sign = std::int64_t{1} << (8 * es - 1);
+    auto ordered = [sign](std::uint32_t c) {
+      return (c & sign) ? -static_cast<std::int64_t>(c & (sign - 1)) : static_cast<std::int64_t>(c);
+    };
+    // Overflow must stay overflow (an output that saturated where the lab's
+    // rounding gives inf would hide it from the loss scaler): non-finite
+    // codes only as they are.
+    const bool ok = !std::isfinite(gv) || !std::isfinite(wv)
+                        ? (std::isnan(gv) && std::isnan(wv)) || g == w
+                        : std::llabs(ordered(g) - ordered(w)) <= steps;
+    if (!ok && bad++ == 0) first = i / es;
+  }
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " codes more than " << steps << " steps apart, first at " << first;
 }
 
 void expect_bit_equal(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
@@ -797,7 +838,8 @@ TEST_P(Conformance, GemmEncodeEqualsGemmThenConvert) {
           auto c4 = out(nc);
           g.c = c4.get();
           engine::fused::gemm_encode(*be, g, scratch);
-          EXPECT_EQ(got_s.host(), want.host()) << what << ": codes, C as scratch";
+          expect_codes_within(fy, got_s.host(), want.host(), GetParam().encode_code_steps,
+                              what + ": codes, C as scratch");
         }
         const std::vector<float> h1 = c1.host(), h2 = c2.host();
         if (mode != 2) {
@@ -829,6 +871,395 @@ TEST_P(Conformance, GemmEncodeEqualsGemmThenConvert) {
         }
         if (HasFailure()) return;
       }
+}
+
+// The GEMMs a Linear layer encodes as they finish (forward y with its bias
+// in FP16/BF16, dx and dW in the grad format), with C as scratch: on the
+// CUDA backend the ones lt_epilogue.h's plan fuses go to the module's
+// gemm_encode entry (cuBLASLt writes D, bias in its epilogue), the others
+// (an FP8 layer's unsaturated E5M2 dx, stochastic rounding) to the
+// composition. Each must give the codes of its composition on the same
+// backend (gemm into C, then convert): bit for bit on the host targets,
+// within Target::encode_code_steps on a device. Over the host table the
+// entry's calls are counted: the routing is checked where no GPU runs.
+// On a device this is the GPU case of the fused paths:
+//   test_backend_conformance --gtest_filter='*GemmEncodeFusedLinearPaths*/cuda'
+TEST_P(Conformance, GemmEncodeFusedLinearPathsEqualTheirComposition) {
+  struct Case {
+    const char* what;
+    i64 m, n, k;
+    Format fa, fb;
+    bool trans_a, trans_b, bias;
+    Format fy;
+    bool saturate, stochastic;
+    float alpha;
+    bool fused;  // the plan offers it to the module
+  };
+  const Case cases[] = {
+      {"forward y bf16 + bias", 128, 96, 64, Format::BF16, Format::BF16, false, true, true, Format::BF16, false, false,
+       1.0f, true},
+      {"forward y fp16 + bias", 128, 96, 64, Format::FP16, Format::FP16, false, true, true, Format::FP16, false, false,
+       1.0f, true},
+      {"forward y bf16 + bias, odd shape", 7, 13, 5, Format::BF16, Format::BF16, false, true, true, Format::BF16,
+       false, false, 1.0f, true},
+      {"dx bf16", 128, 64, 96, Format::BF16, Format::BF16, false, false, false, Format::BF16, false, false, 1.0f, true},
+      {"dW fp16", 96, 64, 128, Format::FP16, Format::FP16, true, false, false, Format::FP16, false, false, 1.0f, true},
+      {"fp8 forward to bf16 + bias", 128, 96, 64, Format::E4M3, Format::E4M3, false, true, true, Format::BF16, false,
+       false, 0.37f, true},
+      {"fp8 dx to e5m2 (unsaturated)", 128, 64, 96, Format::E5M2, Format::E4M3, false, false, false, Format::E5M2,
+       false, false, 0.5f, false},
+      {"fp8 dx to e4m3 saturating", 128, 64, 96, Format::E4M3, Format::E4M3, false, true, false, Format::E4M3, true,
+       false, 0.5f, false},
+      {"bf16 stochastic", 64, 32, 48, Format::BF16, Format::BF16, false, true, true, Format::BF16, false, true, 1.0f,
+       false},
+  };
+  const bool host_table = GetParam().name == "cuda_backend_over_host_table";
+  std::uint64_t seed = 900;
+  for (const Case& c : cases) {
+    const auto na = static_cast<std::size_t>(c.m * c.k), nb = static_cast<std::size_t>(c.k * c.n),
+               nc = static_cast<std::size_t>(c.m * c.n);
+    // Magnitudes that overflow FP16 and E4M3 on a few outputs.
+    std::vector<float> av = normal_values(na, ++seed, 30.0f), bv = normal_values(nb, ++seed, 20.0f);
+    const std::vector<float> biasv = normal_values(static_cast<std::size_t>(c.n), ++seed, 3.0f);
+    auto stored = [&](Format f, const std::vector<float>& v) {
+      std::vector<std::byte> b(v.size() * engine::storage_bytes(f));
+      engine::cast_from_f32(f, v.data(), b.data(), v.size());
+      return DeviceBuffer<std::byte>(GetParam(), b);
+    };
+    auto ad = stored(c.fa, av), bd = stored(c.fb, bv);
+    auto biasd = dev(biasv);
+    engine::GemmArgs g;
+    g.m = c.m;
+    g.n = c.n;
+    g.k = c.k;
+    g.a = {ad.get(), c.fa, c.trans_a, 0};
+    g.b = {bd.get(), c.fb, c.trans_b, 0};
+    g.alpha = c.alpha;
+    g.bias = c.bias ? biasd.get() : nullptr;
+    engine::GemmEncode e;
+    e.format = c.fy;
+    e.opt.saturate = c.saturate;
+    e.opt.stochastic = c.stochastic;
+    e.opt.seed = 5;
+    e.c_scratch = true;
+    const std::size_t es = engine::storage_bytes(c.fy);
+    DeviceBuffer<std::uint8_t> got(GetParam(), std::vector<std::uint8_t>(nc * es, 0x5Au));
+    DeviceBuffer<std::uint8_t> want(GetParam(), std::vector<std::uint8_t>(nc * es, 0xA5u));
+    auto c1 = out(nc), c2 = out(nc);
+    g.c = c1.get();
+    e.codes = got.get();
+    const int calls = host_table_gemm_encode_calls();
+    engine::fused::gemm_encode(*be, g, e);
+    if (host_table) {
+      EXPECT_EQ(host_table_gemm_encode_calls() - calls, c.fused ? 1 : 0) << c.what << ": routing to gemm_encode";
+    }
+    g.c = c2.get();
+    e.codes = want.get();
+    ASSERT_TRUE(engine::fused::compose(*be, engine::fused::GemmEncodeOp{g, e})) << c.what;
+    expect_codes_within(c.fy, got.host(), want.host(), GetParam().encode_code_steps, c.what);
+    if (HasFailure()) return;
+  }
+}
+
+// FP8 delayed scaling's casts with their amax and bias sums, and the column
+// sums of FP16/BF16 codes: each fused op against its composition on the same
+// backend, bit for bit on every target (the CUDA module runs the cast in
+// one pass: scale_amax_encode, and column_sums16 on the codes). Over the
+// host table the module's entries must be reached. On a device:
+//   test_backend_conformance --gtest_filter='*FusedCastsEqualTheirCompositionsAndReachTheModule*/cuda'
+TEST_P(Conformance, FusedCastsEqualTheirCompositionsAndReachTheModule) {
+  const bool host_table = GetParam().name == "cuda_backend_over_host_table";
+  const i64 rows = 96, cols = 40, n = rows * cols;
+  const i64 pn = 3, pc = 8, phw = 160;  // planes: pn * pc * phw == n
+  std::uint64_t seed = 1200;
+  auto bytes_of = [](Format f, const std::vector<float>& v) {
+    std::vector<std::uint8_t> b(v.size() * engine::storage_bytes(f));
+    engine::cast_from_f32(f, v.data(), b.data(), v.size());
+    return b;
+  };
+  for (Format from : {Format::FP32, Format::BF16, Format::FP16})
+    for (Format f : {Format::E4M3, Format::E5M2})
+      for (int mode = 0; mode < 3; ++mode) {  // plain, saturating, stochastic
+        std::vector<float> xv = normal_values(static_cast<std::size_t>(n), ++seed, 40.0f);
+        xv[7] = std::numeric_limits<float>::infinity();
+        if (mode == 1) xv[11] = -std::numeric_limits<float>::quiet_NaN();
+        const std::vector<std::uint8_t> xb = from == Format::FP32 ? bytes_of(Format::FP32, xv) : bytes_of(from, xv);
+        DeviceBuffer<std::uint8_t> x(GetParam(), xb);
+        engine::CastOptions opt;
+        opt.saturate = mode == 1;
+        opt.stochastic = mode == 2;
+        opt.seed = 3;
+        opt.index_offset = 17;
+        const float scale = 3.5f;
+        const std::string what = std::string(engine::format_name(from)) + " -> " + engine::format_name(f) + " mode " +
+                                 std::to_string(mode);
+        const std::size_t qn = static_cast<std::size_t>(n) * engine::storage_bytes(f);
+        auto codes = [&](std::uint8_t fill) { return DeviceBuffer<std::uint8_t>(GetParam(), std::vector<std::uint8_t>(qn, fill)); };
+        auto q1 = codes(0x11), q2 = codes(0x22);
+        auto a1 = out(1), a2 = out(1), s1 = out(static_cast<std::size_t>(n)), s2 = out(static_cast<std::size_t>(n));
+        auto db1 = out(static_cast<std::size_t>(cols)), db2 = out(static_cast<std::size_t>(cols));
+        // The module's entries each fused run reaches over the host table
+        // (the compositions' nested fused ops reach them too: not counted).
+        auto routed = [&](int expected, const std::function<void()>& run_it, const char* op) {
+          const int calls = host_table_fused_cast_calls();
+          run_it();
+          if (host_table) {
+            EXPECT_EQ(host_table_fused_cast_calls() - calls, expected) << what << ": routing of " << op;
+          }
+        };
+        if (from == Format::FP32) {
+          const auto* xf = reinterpret_cast<const float*>(x.get());
+          routed(1, [&] { engine::fused::run(*be, engine::fused::ScaleAmaxEncodeOp{xf, scale, f, q1.get(), n, opt, a1.get(), s1.get()}); }, "scale_amax_encode");
+          ASSERT_TRUE(engine::fused::compose(
+              *be, engine::fused::ScaleAmaxEncodeOp{xf, scale, f, q2.get(), n, opt, a2.get(), s2.get()}));
+        } else {
+          routed(1, [&] { engine::fused::run(*be, engine::fused::ScaleAmaxEncode16Op{from, x.get(), scale, f, q1.get(), n, opt,
+                                                                     a1.get(), s1.get()}); }, "scale_amax_encode16");
+          ASSERT_TRUE(engine::fused::compose(*be, engine::fused::ScaleAmaxEncode16Op{from, x.get(), scale, f, q2.get(),
+                                                                                     n, opt, a2.get(), s2.get()}));
+        }
+        EXPECT_EQ(q1.host(), q2.host()) << what << ": codes";
+        expect_bit_equal(a1.host(), a2.host(), what + ": amax");
+        // With the bias gradient's column sums.
+        auto q3 = codes(0x33), q4 = codes(0x44);
+        // The cast, and for codes column_sums16 on them.
+        routed(from == Format::FP32 ? 1 : 2, [&] { engine::fused::run(*be, engine::fused::ScaleAmaxEncodeSumsOp{from, x.get(), rows, cols, scale, f, q3.get(), opt,
+                                                                     a1.get(), db1.get(), s1.get()}); }, "scale_amax_encode_sums");
+        ASSERT_TRUE(engine::fused::compose(*be, engine::fused::ScaleAmaxEncodeSumsOp{
+                                                    from, x.get(), rows, cols, scale, f, q4.get(), opt, a2.get(),
+                                                    db2.get(), s2.get()}));
+        EXPECT_EQ(q3.host(), q4.host()) << what << ": sums' codes";
+        expect_bit_equal(a1.host(), a2.host(), what + ": sums' amax");
+        expect_bit_equal(db1.host(), db2.host(), what + ": column sums");
+        if (from == Format::FP32) {
+          // NCHW planes, with the codes' values decoded and the channel sums.
+          const auto* xf = reinterpret_cast<const float*>(x.get());
+          auto q5 = codes(0x55), q6 = codes(0x66);
+          auto dec1 = out(static_cast<std::size_t>(n)), dec2 = out(static_cast<std::size_t>(n));
+          auto cs1 = out(static_cast<std::size_t>(pc)), cs2 = out(static_cast<std::size_t>(pc));
+          routed(1, [&] { engine::fused::run(*be, engine::fused::ScaleAmaxEncodePlanesOp{xf, pn, pc, phw, scale, f, q5.get(), opt,
+                                                                         a1.get(), dec1.get(), cs1.get(), s1.get()}); }, "scale_amax_encode_planes");
+          ASSERT_TRUE(engine::fused::compose(
+              *be, engine::fused::ScaleAmaxEncodePlanesOp{xf, pn, pc, phw, scale, f, q6.get(), opt, a2.get(),
+                                                          dec2.get(), cs2.get(), s2.get()}));
+          EXPECT_EQ(q5.host(), q6.host()) << what << ": planes' codes";
+          expect_bit_equal(a1.host(), a2.host(), what + ": planes' amax");
+          expect_bit_equal(dec1.host(), dec2.host(), what + ": planes decoded");
+          expect_bit_equal(cs1.host(), cs2.host(), what + ": channel sums");
+        } else {
+          routed(1, [&] { engine::fused::column_sums16(*be, from, x.get(), rows, cols, db1.get(), s1.get()); }, "column_sums16");
+          ASSERT_TRUE(engine::fused::compose(*be, engine::fused::ColumnSums16Op{from, x.get(), rows, cols, db2.get(),
+                                                                                s2.get()}));
+          expect_bit_equal(db1.host(), db2.host(), what + ": column_sums16");
+        }
+        if (HasFailure()) return;
+      }
+}
+
+// The pointwise ops on codes (GELU on FP16/BF16, its gradient, ReLU's and
+// GELU's gradient from coded dy, the residual add encoded, an activation
+// followed by its FP8 cast): each against its composition on the same
+// backend, bit for bit on every target (the CUDA module runs each in one
+// pass: pointwise_coded, scale_amax_encode with its activation), and over
+// the host table each must reach the module. On a device:
+//   test_backend_conformance --gtest_filter='*PointwiseOnCodesEqualTheirCompositions*/cuda'
+TEST_P(Conformance, PointwiseOnCodesEqualTheirCompositionsAndReachTheModule) {
+  const bool host_table = GetParam().name == "cuda_backend_over_host_table";
+  const i64 n = 3001;
+  std::uint64_t seed = 1500;
+  auto codes_of = [&](Format f, const std::vector<float>& v) {
+    std::vector<std::uint8_t> b(v.size() * engine::storage_bytes(f));
+    engine::cast_from_f32(f, v.data(), b.data(), v.size());
+    return DeviceBuffer<std::uint8_t>(GetParam(), b);
+  };
+  auto blank = [&](Format f, std::uint8_t fill) {
+    return DeviceBuffer<std::uint8_t>(GetParam(),
+                                      std::vector<std::uint8_t>(static_cast<std::size_t>(n) * engine::storage_bytes(f), fill));
+  };
+  auto routed = [&](const std::string& what, const std::function<void()>& run_it) {
+    const int calls = host_table_fused_cast_calls();
+    run_it();
+    if (host_table) {
+      EXPECT_EQ(host_table_fused_cast_calls() - calls, 1) << what << ": routing";
+    }
+  };
+  std::vector<float> xv = normal_values(static_cast<std::size_t>(n), ++seed, 4.0f);
+  std::vector<float> dyv = normal_values(static_cast<std::size_t>(n), ++seed, 3e4f);  // some overflow FP16/FP8
+  xv[5] = std::numeric_limits<float>::quiet_NaN();
+  xv[6] = -0.0f;
+  xv[9] = 0.0f;
+  for (Format f : {Format::BF16, Format::FP16}) {
+    const std::string fn = engine::format_name(f);
+    auto x = codes_of(f, xv), dy = codes_of(f, dyv);
+    auto s1 = out(static_cast<std::size_t>(n)), s2 = out(static_cast<std::size_t>(n)), s3 = out(static_cast<std::size_t>(n));
+    {
+      auto y1 = blank(f, 0x11), y2 = blank(f, 0x22);
+      routed("gelu16_forward " + fn, [&] { engine::fused::gelu16_forward(*be, f, x.get(), y1.get(), n, s1.get(), s2.get()); });
+      ASSERT_TRUE(engine::fused::compose(*be, engine::fused::Gelu16ForwardOp{f, x.get(), y2.get(), n, s1.get(), s2.get()}));
+      EXPECT_EQ(y1.host(), y2.host()) << "gelu16_forward " << fn;
+    }
+    {
+      auto d1 = blank(f, 0x11), d2 = blank(f, 0x22);
+      routed("gelu16_backward " + fn, [&] {
+        engine::fused::gelu16_backward(*be, f, x.get(), f, dy.get(), d1.get(), n, s1.get(), s2.get(), s3.get());
+      });
+      ASSERT_TRUE(engine::fused::compose(
+          *be, engine::fused::Gelu16BackwardOp{f, x.get(), f, dy.get(), d2.get(), n, s1.get(), s2.get(), s3.get()}));
+      EXPECT_EQ(d1.host(), d2.host()) << "gelu16_backward " << fn;
+    }
+    auto x32 = dev(xv);
+    for (engine::Activation act : {engine::Activation::Relu, engine::Activation::Gelu}) {
+      const std::string an = act == engine::Activation::Relu ? "relu" : "gelu";
+      auto d1 = out(static_cast<std::size_t>(n)), d2 = out(static_cast<std::size_t>(n));
+      routed(an + "_backward_coded " + fn, [&] {
+        engine::fused::run(*be, engine::fused::ActivationBackwardCodedOp{act, x32.get(), f, dy.get(), d1.get(), n, s1.get()});
+      });
+      ASSERT_TRUE(engine::fused::compose(
+          *be, engine::fused::ActivationBackwardCodedOp{act, x32.get(), f, dy.get(), d2.get(), n, s1.get()}));
+      expect_bit_equal(d1.host(), d2.host(), an + "_backward_coded " + fn);
+      for (Format q : {Format::E4M3, Format::E5M2}) {
+        engine::CastOptions opt;
+        opt.saturate = q == Format::E4M3;
+        auto q1 = blank(q, 0x11), q2 = blank(q, 0x22);
+        auto a1 = out(1), a2 = out(1);
+        const std::string what = an + "_forward_encode -> " + engine::format_name(q);
+        routed(what, [&] {
+          engine::fused::run(*be, engine::fused::ActivationForwardEncodeOp{act, x32.get(), n, 2.5f, q, q1.get(), opt,
+                                                                           a1.get(), s1.get()});
+        });
+        ASSERT_TRUE(engine::fused::compose(*be, engine::fused::ActivationForwardEncodeOp{
+                                                    act, x32.get(), n, 2.5f, q, q2.get(), opt, a2.get(), s2.get()}));
+        EXPECT_EQ(q1.host(), q2.host()) << what;
+        expect_bit_equal(a1.host(), a2.host(), what + ": amax");
+      }
+    }
+    for (int mode = 0; mode < 3; ++mode) {
+      engine::CastOptions opt;
+      opt.saturate = mode == 1;
+      opt.stochastic = mode == 2;
+      opt.seed = 9;
+      opt.index_offset = 4;
+      for (Format fy : {f, Format::E4M3}) {
+        auto y1 = blank(fy, 0x11), y2 = blank(fy, 0x22);
+        const std::string what = "add_encode " + fn + " -> " + engine::format_name(fy) + " mode " + std::to_string(mode);
+        routed(what, [&] {
+          engine::fused::add_encode(*be, f, x.get(), Format::FP32, x32.get(), fy, y1.get(), n, opt, s1.get(), s2.get(),
+                                    s3.get());
+        });
+        ASSERT_TRUE(engine::fused::compose(*be, engine::fused::AddEncodeOp{f, x.get(), Format::FP32, x32.get(), fy,
+                                                                           y2.get(), n, opt, s1.get(), s2.get(),
+                                                                           s3.get()}));
+        EXPECT_EQ(y1.host(), y2.host()) << what;
+      }
+    }
+    if (HasFailure()) return;
+  }
+}
+
+// The epilogue the CUDA module asks cuBLASLt for (backend/cuda/lt_epilogue.h),
+// a pure function of the request: what the lab's layers fuse, and each
+// refusal with its reason.
+TEST(CudaEpiloguePlan, LinearForwardAsksForTheBiasEpilogueWithItsOutputType) {
+  using namespace pl_cuda;
+  LtRequest r;
+  r.m = 128;
+  r.n = 100;
+  r.k = 64;
+  r.a = r.b = PL_CUDA_BF16;
+  r.b_trans = true;
+  r.bias = true;
+  r.d = PL_CUDA_BF16;
+  r.c_scratch = true;
+  LtPlan p = plan_gemm_epilogue(r);
+  EXPECT_TRUE(p.fused);
+  EXPECT_EQ(p.epilogue, LtEpilogue::Bias);
+  EXPECT_EQ(p.d_type, PL_CUDA_BF16);
+  EXPECT_TRUE(p.bias_fp32);
+  EXPECT_FALSE(p.gelu_after);
+  // The lab's GELU (erf) stays out of the epilogue; the bias stays in.
+  r.gelu = LtGelu::Erf;
+  p = plan_gemm_epilogue(r);
+  EXPECT_TRUE(p.fused);
+  EXPECT_EQ(p.epilogue, LtEpilogue::Bias);
+  EXPECT_TRUE(p.gelu_after);
+  EXPECT_NE(std::string(p.why).find("erf"), std::string::npos) << p.why;
+  // A tanh GELU would be cuBLASLt's: GELU_AUX_BIAS, aux ld n rounded up to 8.
+  r.gelu = LtGelu::Tanh;
+  p = plan_gemm_epilogue(r);
+  EXPECT_EQ(p.epilogue, LtEpilogue::GeluAuxBias);
+  EXPECT_EQ(p.aux_ld, 104);
+  EXPECT_FALSE(p.gelu_after);
+  r.bias = false;
+  EXPECT_EQ(plan_gemm_epilogue(r).epilogue, LtEpilogue::GeluAux);
+  r.gelu = LtGelu::None;
+  p = plan_gemm_epilogue(r);
+  EXPECT_TRUE(p.fused);
+  EXPECT_EQ(p.epilogue, LtEpilogue::Default);
+  EXPECT_FALSE(p.bias_fp32);
+  r.d = PL_CUDA_FP16;
+  r.a = r.b = PL_CUDA_FP16;
+  EXPECT_EQ(plan_gemm_epilogue(r).d_type, PL_CUDA_FP16);
+}
+
+TEST(CudaEpiloguePlan, DeclinesWhatCuBlasLtWouldRoundOrReadDifferently) {
+  using namespace pl_cuda;
+  LtRequest base;
+  base.m = base.n = base.k = 64;
+  base.a = base.b = PL_CUDA_BF16;
+  base.b_trans = true;
+  base.d = PL_CUDA_BF16;
+  base.c_scratch = true;
+  ASSERT_TRUE(plan_gemm_epilogue(base).fused);
+  auto declined = [](LtRequest r, const char* word) {
+    const LtPlan p = plan_gemm_epilogue(r);
+    EXPECT_FALSE(p.fused) << word;
+    EXPECT_EQ(p.epilogue, LtEpilogue::Default) << word;
+    EXPECT_NE(std::string(p.why).find(word), std::string::npos) << "reason '" << p.why << "' lacks '" << word << "'";
+  };
+  LtRequest r = base;
+  r.stochastic = true;
+  declined(r, "stochastic");
+  r = base;
+  r.c_scratch = false;
+  declined(r, "reads C");
+  r = base;
+  r.beta = 1.0f;
+  declined(r, "beta");
+  r = base;
+  r.accumulate = PL_CUDA_BF16;
+  declined(r, "accumulation");
+  r = base;
+  r.batched = true;
+  declined(r, "batched");
+  r = base;
+  r.blocks = true;
+  declined(r, "block");
+  r = base;
+  r.ldc = 72;
+  declined(r, "packed");
+  r = base;
+  r.k = 0;
+  declined(r, "empty");
+  r = base;
+  r.amax = true;
+  declined(r, "AMAX_D");
+  // FP8 outputs: cuBLASLt saturates, the lab's unsaturated encode does not.
+  r = base;
+  r.a = r.b = PL_CUDA_E4M3;
+  r.fp8_tensor_cores = true;
+  r.d = PL_CUDA_E5M2;
+  declined(r, "saturates");
+  r.saturate = true;  // E5M2 saturating keeps inf in the lab
+  declined(r, "saturates");
+  r.d = PL_CUDA_E4M3;
+  r.bias = true;
+  declined(r, "16-bit");
+  r.bias = false;
+  declined(r, "not wired");
+  r.fp8_tensor_cores = false;
+  declined(r, "FP8 Tensor Cores");
+  // The bias gradient from the GEMM sums in cuBLASLt's order.
+  EXPECT_FALSE(plan_bias_grad(base).fused);
 }
 
 TEST_P(Conformance, GemmEmptyInnerDimensionIsBetaCPlusBias) {
