@@ -47,7 +47,7 @@
 // ---------------------------------------------------------------------------
 extern "C" {
 
-#define PL_CUDA_ABI_VERSION 5  // 3: gemm takes a PlCudaGemmBatch; 4: the layout, ReLU16 and block-conv entries; 5: embedding, z_loss
+#define PL_CUDA_ABI_VERSION 6  // 3: gemm takes a PlCudaGemmBatch; 4: the layout, ReLU16 and block-conv entries; 5: embedding, z_loss; 6: memory_allocated
 // The module is built with hidden visibility; only PL_CUDA_API is exported.
 #define PL_CUDA_API __attribute__((visibility("default")))
 
@@ -408,6 +408,17 @@ typedef struct PlCudaBackendTable {
   // backward (grad += (f * lse) * probs).
   PlCudaStatus (*z_loss)(PlCudaContext* ctx, int32_t pass, const float* logits, const float* probs, float* lse,
                          double* z, float* grad, int64_t rows, int64_t cols, float coef, float scale, PL_CUDA_MSG);
+
+  // ---- ABI 6: memory the device reports (gpupeer) ----
+  // *live_bytes = the bytes the context's allocator holds live: its memory
+  // pool's used bytes (cudaMemPoolAttrUsedMemCurrent: every allocate not
+  // yet released, the scratch buffer and library workspaces taken from the
+  // pool included, each rounded to the pool's granularity); UINT64_MAX when
+  // the context allocates with cudaMalloc (a device without memory pools),
+  // which keeps no count. Host call, no synchronization. May be NULL in a
+  // module (engine::Backend::allocated_bytes() is then -1).
+  PlCudaStatus (*memory_allocated)(PlCudaContext* ctx, uint64_t* live_bytes, PL_CUDA_MSG);
+  // ---- end ABI 6 (gpupeer) ----
 } PlCudaBackendTable;
 
 #undef PL_CUDA_MSG

@@ -70,6 +70,8 @@ constexpr PlCudaBackendTable kTable = {
     .conv2d_block = pl_cuda::conv2d_block,
     .embedding = pl_cuda::embedding,
     .z_loss = pl_cuda::z_loss,
+    // gpupeer: memory the device reports
+    .memory_allocated = pl_cuda::memory_allocated,
 };
 
 }  // namespace
