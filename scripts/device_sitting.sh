@@ -24,7 +24,8 @@
 #                uncaptured step test where the bundle has one; about 2
 #                minutes
 #   sitting      ours, peer and checks: about 9 minutes, one call only on a
-#                fresh machine with timeout_s 600 (two calls are safer)
+#                fresh machine, with timeout_s 600 and PL_SITTING_BUDGET=580
+#                (two calls are safer)
 #   cpu          the CPU performance targets on the machine's cores:
 #                bench_train --paired on all of them (16 on the GPU
 #                machine; twice) and on 2, and bench_ops on all of them
@@ -35,7 +36,8 @@
 #   gpu          bench_train --backend=both --wide, bench_cuda_gemm, and one
 #                CLI run on the GPU twice (the same steps.csv); about 4 minutes
 #   all          cpu, conformance and gpu, about 10 minutes: more than one
-#                run's limit, so only with a fresh machine and a timeout_s of 600
+#                run's limit, so only with a fresh machine, a timeout_s of 600
+#                and PL_SITTING_BUDGET=580
 # PL_SITTING_BACKEND=cpu runs every GPU step on the CPU backend instead
 # (bench_train --backend=cpu, the CLI's --backend cpu, the peer's --device
 # cpu): a way to try the script on a machine without a GPU. With
@@ -78,6 +80,12 @@ export LD_LIBRARY_PATH="/usr/local/cuda/lib64${cudnn:+:$(dirname "$cudnn")}${LD_
 export PL_CUDA_MODULE="$B/bin/libpl_cuda.so"
 [ -e "$PL_CUDA_MODULE" ] || unset PL_CUDA_MODULE
 
+# The call's own budget (PL_SITTING_BUDGET seconds, default 400: under the
+# run's timeout_s of 420, so the summary and the logs' archive are always
+# written): no step outlives it, and a step that would start after it is
+# skipped with a line that says so.
+budget=${PL_SITTING_BUDGET:-400}
+
 # step NAME SECONDS COMMAND...: runs COMMAND with its output in $OUT/NAME.log
 # and one line in sitting.txt; returns COMMAND's exit status.
 step() {
@@ -86,6 +94,14 @@ step() {
   if [ -n "${PL_SITTING_STEP_LIMIT:-}" ] && [ "$PL_SITTING_STEP_LIMIT" -lt "$limit" ]; then
     limit=$PL_SITTING_STEP_LIMIT
   fi
+  local left=$((budget - SECONDS))
+  if [ $left -lt 5 ]; then
+    printf '%-28s %4d s  %s\n' "$name" 0 "skipped: the call's budget of $budget s is spent (PL_SITTING_BUDGET)" |
+      tee -a "$summary"
+    : >"$OUT/$name.log"
+    return 124
+  fi
+  [ $left -lt "$limit" ] && limit=$left
   local t0=$SECONDS
   timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
   local rc=$?
@@ -144,7 +160,7 @@ cli_run() {  # cli_run MODEL SIZE RECIPE
   local sized=(--batch "$batch")
   [ "$size" = default ] || sized=(--size "$size")
   rm -rf "$dir"
-  step "cli_${model}_${size}_${recipe}" 45 "$B/bin/precision-lab-cli" run --backend "$BACKEND" --model "$model" \
+  step "cli_${model}_${size}_${recipe}" 30 "$B/bin/precision-lab-cli" run --backend "$BACKEND" --model "$model" \
     --dataset "$data" "${sized[@]}" --recipe "$recipe" "${opt[@]}" --steps 10 --eval-batches 1 --stats-every 1000 \
     --keep-initial off --seed 7 --out "$dir"
 }
