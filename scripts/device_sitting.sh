@@ -152,11 +152,40 @@ last_column() {
 # the device's allocation: $WORK/runs/<model>-<size>-<recipe>. The default
 # size at bench_train's batch (128; the gpt 32, its nanoGPT baby shape);
 # the gpu size as the CLI's --size gpu preset has it.
+# The GPU machine's image has neither Debian's Fashion-MNIST nor its Jargon
+# File: as bench_train does, a stand-in of the same shape (a step's cost
+# does not depend on the values): 1024 28x28 images in IDX files, and
+# 400000 characters of printable ASCII (bench_train's stand-in vocabulary).
+images_data() {
+  if [ -d /usr/share/datasets/fashion-mnist ]; then echo fashion-mnist; return; fi
+  local d=$WORK/images
+  if [ ! -s "$d/t10k-labels-idx1-ubyte" ]; then
+    mkdir -p "$d"
+    LC_ALL=C awk -v d="$d" 'function be32(f, v) { printf "%c%c%c%c", int(v / 16777216) % 256, int(v / 65536) % 256, int(v / 256) % 256, v % 256 > f }
+      BEGIN { srand(7); n = 1024
+        for (s = 0; s < 2; ++s) {
+          img = d "/" (s ? "t10k" : "train") "-images-idx3-ubyte"; lab = d "/" (s ? "t10k" : "train") "-labels-idx1-ubyte"
+          be32(img, 2051); be32(img, n); be32(img, 28); be32(img, 28)
+          for (i = 0; i < n * 784; ++i) printf "%c", 1 + int(rand() * 254) > img
+          be32(lab, 2049); be32(lab, n)
+          for (i = 0; i < n; ++i) printf "%c", i % 10 > lab
+          close(img); close(lab) } }' </dev/null
+  fi
+  echo "$d"
+}
+text_data() {
+  if [ -e /usr/share/doc/jargon-text/jargon.txt.gz ]; then echo jargon; return; fi
+  [ -s "$WORK/text.txt" ] ||
+    LC_ALL=C awk 'BEGIN { srand(7); for (i = 0; i < 400000; ++i) printf "%c", 32 + int(rand() * 95) }' </dev/null >"$WORK/text.txt"
+  echo "text:$WORK/text.txt"
+}
+
 cli_run() {  # cli_run MODEL SIZE RECIPE
   local model=$1 size=$2 recipe=$3 dir=$WORK/runs/$1-$2-$3
-  local data=fashion-mnist batch=128 opt=()
+  local data batch=128 opt=()
+  data=$(images_data)
   # bench_train's gpt step: AdamW lr 1e-3, weight decay 0.1, clip 1.0.
-  [ "$model" = gpt ] && data=jargon batch=32 opt=(--optimizer adamw --lr 1e-3 --weight-decay 0.1 --clip 1.0)
+  [ "$model" = gpt ] && data=$(text_data) batch=32 opt=(--optimizer adamw --lr 1e-3 --weight-decay 0.1 --clip 1.0)
   local sized=(--batch "$batch")
   [ "$size" = default ] || sized=(--size "$size")
   rm -rf "$dir"
