@@ -291,10 +291,14 @@ peer() {
     # Ours from the `ours` part's bench_train output, else run here.
     [ -s "$WORK/bench_$size.log" ] && logs+=(--bench-log "$size=$WORK/bench_$size.log")
   done
+  # torch.compile where the work is large enough to matter: the gpu size,
+  # or the default one when this build's CLI has no gpu size.
+  local compiled=gpu
+  [ -s "$WORK/runs/transformer-gpu-fp32/config.json" ] || compiled=default
   local device=cuda steps=(--warmup 5 --steps 20 --rounds 3)
   [ "$BACKEND" = cuda ] || device=cpu steps=(--warmup 1 --steps 3 --rounds 1)
   step pytorch_gpu_peer 240 "$py" tests/bench/pytorch_gpu_peer.py --device $device "${runs[@]}" "${logs[@]}" \
-    --bench "$B/bin/bench_train" --compile fp32,mixed-bf16 --compile-sizes gpu --compile-budget 90 "${steps[@]}"
+    --bench "$B/bin/bench_train" --compile fp32,mixed-bf16 --compile-sizes $compiled --compile-budget 90 "${steps[@]}"
   local line
   line=$(grep -m1 '^verdict peer:' "$OUT/pytorch_gpu_peer.log")
   if [ -n "$line" ]; then verdict peer "${line#verdict peer: }"
