@@ -286,7 +286,7 @@ peer() {
       # The fp32 folder's config.json (the shape is the recipe's too); made
       # here when the `ours` part did not run on this machine.
       [ -s "$WORK/runs/$m-$size-fp32/config.json" ] || cli_run "$m" "$size" fp32
-      [ -s "$WORK/runs/$m-$size-fp32/config.json" ] && runs+=(--run "$WORK/runs/$m-$size-fp32")
+      [ -s "$WORK/runs/$m-$size-fp32/config.json" ] && runs+=(--run "$size=$WORK/runs/$m-$size-fp32")
     done
     # Ours from the `ours` part's bench_train output, else run here.
     [ -s "$WORK/bench_$size.log" ] && logs+=(--bench-log "$size=$WORK/bench_$size.log")

@@ -14,7 +14,7 @@ hidden layer, transformer width 64, 4 heads, depth 2, gpt 4 layers, width
 128, 4 heads, context 64) and the optimizer ("optimizer", "lr", "momentum",
 "weight_decay", "clip"). Its "size" field, when the CLI wrote one, names the
 size (default or gpu); without it the size is "default" when the shape is
-the model's default and "custom" otherwise.
+the model's default and "custom" otherwise; --run SIZE=DIR names it.
 
 PyTorch trains the same model (tests/bench/pytorch_peer.py's builders) at
 the same batch on random inputs of the run's shape, the training step only
@@ -279,7 +279,8 @@ def run_bench(bench, size, device, models, recipes):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--run", action="append", default=[], metavar="DIR", help="a run folder of ours (its config.json)")
+    ap.add_argument("--run", action="append", default=[], metavar="[SIZE=]DIR",
+                    help="a run folder of ours (its config.json); SIZE= names its size (else config.json's)")
     ap.add_argument("--bench", help="bench_train to run, once per size")
     ap.add_argument("--bench-log", action="append", default=[], metavar="SIZE=FILE",
                     help="bench_train's saved output for the runs of that size, instead of running it")
@@ -304,7 +305,13 @@ def main():
             fail(f"--recipes: {r!r} is not one of {', '.join(RECIPES)}")
     compiled_recipes = [r for r in a.compile.split(",") if r]
     compile_sizes = [s for s in a.compile_sizes.split(",") if s]
-    runs = [read_run(f) for f in a.run]
+    runs = []
+    for spec in a.run:
+        size, sep, folder = spec.partition("=")
+        run = read_run(folder if sep and size and "/" not in size else spec)
+        if sep and size and "/" not in size:
+            run["size"] = size
+        runs.append(run)
     try:
         import torch
     except ImportError as e:
