@@ -4,9 +4,12 @@
 # minutes of device time) into .device-bundle/, built here:
 #   bash scripts/device_bundle.sh
 # then, through the device tool, from the repository root:
-#   run(command="bash scripts/device_sitting.sh cpu", carry=[".device-bundle"], timeout_s=420)
-# The bundle holds the release build's benchmarks, the conformance suite, the
-# CUDA module and the CLI, and the libraries they need that the machine's
+#   run(command="bash scripts/device_sitting.sh ours", carry=[".device-bundle"], timeout_s=420)
+#   run(command="bash scripts/device_sitting.sh peer checks", carry=[".device-bundle"], timeout_s=420)
+# (docs/gpu-sitting.md). The bundle holds the release build's benchmarks,
+# the conformance suite, the GPU-only test binaries where the build has
+# them (test_cuda_graph*), the CUDA module and the CLI, and
+# the libraries they need that the machine's
 # image lacks (oneDNN, OpenCL's loader, Google Benchmark, libgomp). glibc,
 # libstdc++ and CUDA's own libraries are the machine's: its image is newer
 # than Debian 12, and cuDNN there needs its own libstdc++. About 50 MiB, under
@@ -24,8 +27,9 @@ grep -qx '/.device-bundle/' .git/info/exclude 2>/dev/null || echo '/.device-bund
 r=build/release
 bins=("$r/tests/bench/bench_train" "$r/tests/bench/bench_ops" "$r/tests/bench/bench_gemm"
   "$r/tests/test_backend_conformance" "$r/app/precision-lab-cli")
-# Built only where nvcc was found.
-for b in "$r/tests/bench/bench_cuda_gemm" "$r/engine/backend/cuda/libpl_cuda.so"; do
+# Built only where nvcc was found; the GPU-only tests only where they exist.
+# (tests/bench/pytorch_gpu_peer.py travels with the working tree.)
+for b in "$r/tests/bench/bench_cuda_gemm" "$r/engine/backend/cuda/libpl_cuda.so" "$r"/tests/test_cuda_graph*; do
   [ -e "$b" ] && bins+=("$b")
 done
 cp "${bins[@]}" "$out/bin/"

@@ -282,6 +282,13 @@ class Backend {
     (void)total_bytes;
     return false;
   }
+  // Bytes the backend's own allocator holds live: what allocate() handed
+  // out and release() has not taken back (on CUDA the context's memory
+  // pool's used bytes: the tensors of every run on this backend, its
+  // scratch and library workspaces; not the CUDA context itself). -1 where
+  // the backend does not report it: the CPU backend does not (its host
+  // memory is the process RSS).
+  virtual std::int64_t allocated_bytes() { return -1; }
 
   // --- fused ops (backend/fused.h) ---
   // A backend's fast path for a fused op: true when it ran it (with the bits

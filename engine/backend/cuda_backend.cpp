@@ -137,6 +137,14 @@ class CudaBackend final : public Backend {
     call("memory_info", t.memory_info, m_ctx, &free_bytes, &total_bytes);
     return true;
   }
+  // gpupeer: the pool's live bytes; -1 from a module without the entry or
+  // a context without a pool.
+  std::int64_t allocated_bytes() override {
+    if (!t.memory_allocated) return -1;
+    std::uint64_t live = 0;
+    call("memory_allocated", t.memory_allocated, m_ctx, &live);
+    return live == UINT64_MAX ? -1 : static_cast<std::int64_t>(live);
+  }
 
   // --- memory ---
   void* allocate(std::size_t bytes) override {

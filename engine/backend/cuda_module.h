@@ -47,7 +47,7 @@
 // ---------------------------------------------------------------------------
 extern "C" {
 
-#define PL_CUDA_ABI_VERSION 6  // 3: gemm takes a PlCudaGemmBatch; 4: the layout, ReLU16 and block-conv entries; 5: embedding, z_loss; 6: gemm_encode
+#define PL_CUDA_ABI_VERSION 6  // 3: gemm takes a PlCudaGemmBatch; 4: the layout, ReLU16 and block-conv entries; 5: embedding, z_loss; 6: gemm_encode, scale_amax_encode, column_sums16, pointwise_coded, memory_allocated
 // The module is built with hidden visibility; only PL_CUDA_API is exported.
 #define PL_CUDA_API __attribute__((visibility("default")))
 
@@ -454,6 +454,16 @@ typedef struct PlCudaBackendTable {
                                   const void* b, PlCudaFormat fy, void* y, int64_t n, int32_t saturate,
                                   int32_t stochastic, uint64_t seed, uint64_t index_offset, PL_CUDA_MSG);
   // ==== end of ABI 6 (gpufuse) ====
+  // ---- ABI 6: memory the device reports (gpupeer) ----
+  // *live_bytes = the bytes the context's allocator holds live: its memory
+  // pool's used bytes (cudaMemPoolAttrUsedMemCurrent: every allocate not
+  // yet released, the scratch buffer and library workspaces taken from the
+  // pool included, each rounded to the pool's granularity); UINT64_MAX when
+  // the context allocates with cudaMalloc (a device without memory pools),
+  // which keeps no count. Host call, no synchronization. May be NULL in a
+  // module (engine::Backend::allocated_bytes() is then -1).
+  PlCudaStatus (*memory_allocated)(PlCudaContext* ctx, uint64_t* live_bytes, PL_CUDA_MSG);
+  // ---- end ABI 6 (gpupeer) ----
 } PlCudaBackendTable;
 
 #undef PL_CUDA_MSG

@@ -51,6 +51,12 @@ struct StepMetrics {
   // the CUDA context and library workspaces included), bytes; 0 on the CPU.
   std::int64_t device_used = 0;
   std::int64_t device_total = 0;
+  // What the backend's own allocator holds live after the step
+  // (Backend::allocated_bytes(): on CUDA the memory pool's used bytes, the
+  // tensors of every run on that backend and its workspaces), bytes; 0
+  // where the backend reports none (the CPU backend). steps.csv's last
+  // column, device_allocated.
+  std::int64_t device_allocated = 0;
   double wall_ms = 0.0;          // wall time of this step
   double samples_per_second = 0.0;
   double train_accuracy = -1.0;  // batch accuracy (classification), -1 otherwise

@@ -172,6 +172,12 @@ const Column<StepMetrics> kStepColumns[] = {
      [](StepMetrics& m, const CsvRow& c) {
        if (c.table.column("z_term") >= 0) uncell(m.z_term, c, "z_term");
      }},
+    // The backend allocator's live bytes (StepMetrics::device_allocated; 0
+    // on the CPU backend). Files from before the column read as 0.
+    {"device_allocated", [](const StepMetrics& m) { return cell(m.device_allocated); },
+     [](StepMetrics& m, const CsvRow& c) {
+       if (c.table.column("device_allocated") >= 0) uncell(m.device_allocated, c, "device_allocated");
+     }},
 };
 
 const Column<EvalMetrics> kEvalColumns[] = {

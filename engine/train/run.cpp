@@ -441,6 +441,7 @@ void Run::record(StepState& st, double wall_ms, std::vector<Record>& out) {
   m.rss = m_last_rss;
   m.device_used = m_device_used;
   m.device_total = m_device_total;
+  m.device_allocated = std::max<std::int64_t>(0, m_backend.allocated_bytes());  // gpupeer: a host query, every step
   m.wall_ms = wall_ms;
   m.samples_per_second = wall_ms > 0 ? static_cast<double>(st.batch) / (wall_ms / 1000.0) : 0.0;
   // Per label: next-token accuracy for text.

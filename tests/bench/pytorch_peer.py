@@ -95,16 +95,17 @@ ISA_CAPS = {
 ISA = "native"
 
 
-def torch_child(model_name, mode, threads, seconds):
-    """Runs in a subprocess: prints {"samples_per_s": ...} as JSON."""
-    import torch
-    import torch.nn as nn
-    import torch.nn.functional as F
-
-    torch.set_num_threads(threads)
-    if mode == "bf16" and os.environ.get("PL_PEER_BF16_NO_ONEDNN"):
-        torch.backends.mkldnn.enabled = False
-    torch.manual_seed(0)
+def make_image_model(torch, model_name, widths=(256, 128), channels=(32, 64), hidden=128, dim=64, heads=4, depth=2,
+                     ratio=2, patch=7):
+    """The lab's image models (engine/nn/model.h) in PyTorch, on 1x28x28
+    inputs and 10 classes: "mlp" (Flatten, Linear + ReLU per hidden width,
+    Linear), "cnn" (two conv5x5 pad 2 + ReLU + maxpool2 blocks of
+    channels[0] and channels[1], Linear to `hidden` + ReLU, Linear), or
+    "transformer" (patch x patch patches, width `dim`, `depth` pre-LN blocks
+    of `heads` heads and a GELU MLP of ratio x dim, final LayerNorm, mean
+    pool, Linear head). The defaults are the lab's default sizes; the GPU
+    peer (pytorch_gpu_peer.py) passes a run's own."""
+    nn = torch.nn
 
     class Attention(nn.Module):
         def __init__(self, dim, heads):
@@ -132,7 +133,7 @@ def torch_child(model_name, mode, threads, seconds):
             return x + self.mlp(self.ln2(x))
 
     class ViT(nn.Module):
-        def __init__(self, dim=64, heads=4, depth=2, ratio=2, patch=7):
+        def __init__(self):
             super().__init__()
             self.patch = patch
             self.embed = nn.Linear(patch * patch, dim)
@@ -147,14 +148,31 @@ def torch_child(model_name, mode, threads, seconds):
             return self.head(self.norm(h).mean(dim=1))
 
     if model_name == "mlp":
-        model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
-                              nn.Linear(128, 10))
-    elif model_name == "cnn":
-        model = nn.Sequential(nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
-                              nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-                              nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
-    else:
-        model = ViT()
+        layers, width = [nn.Flatten()], 784
+        for w in widths:
+            layers += [nn.Linear(width, w), nn.ReLU()]
+            width = w
+        return nn.Sequential(*layers, nn.Linear(width, 10))
+    if model_name == "cnn":
+        c1, c2 = channels
+        return nn.Sequential(nn.Conv2d(1, c1, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Conv2d(c1, c2, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                             nn.Linear(c2 * 7 * 7, hidden), nn.ReLU(), nn.Linear(hidden, 10))
+    if model_name == "transformer":
+        return ViT()
+    raise ValueError(f"unknown image model {model_name!r}")
+
+
+def torch_child(model_name, mode, threads, seconds):
+    """Runs in a subprocess: prints {"samples_per_s": ...} as JSON."""
+    import torch
+    import torch.nn.functional as F
+
+    torch.set_num_threads(threads)
+    if mode == "bf16" and os.environ.get("PL_PEER_BF16_NO_ONEDNN"):
+        torch.backends.mkldnn.enabled = False
+    torch.manual_seed(0)
+    model = make_image_model(torch, model_name)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     x = torch.randn(BATCH, 1, 28, 28)
     y = torch.randint(0, 10, (BATCH,))
@@ -277,7 +295,7 @@ def make_gpt(torch, vocab_size, g):
 
         def forward(self, idx, targets):
             t = idx.shape[1]
-            x = self.wte(idx) + self.wpe(torch.arange(t))
+            x = self.wte(idx) + self.wpe(torch.arange(t, device=idx.device))
             for b in self.h:
                 x = b(x)
             logits = self.lm_head(self.ln_f(x))

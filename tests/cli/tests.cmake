@@ -27,3 +27,13 @@ pl_add_test(test_pytorch_crosscheck
   TIMEOUT 600)
 add_dependencies(test_pytorch_crosscheck precision-lab-cli)
 target_compile_definitions(test_pytorch_crosscheck PRIVATE PL_CLI_PATH="$<TARGET_FILE:precision-lab-cli>")
+
+# The GPU peer's smoke test (tests/bench/pytorch_gpu_peer.py --device cpu):
+# skips, saying why, where no Python imports torch.
+pl_add_test(test_pytorch_gpu_peer
+  SOURCES cli/test_pytorch_gpu_peer.cpp
+  LABELS cli
+  TIMEOUT 120)
+add_dependencies(test_pytorch_gpu_peer precision-lab-cli)
+target_compile_definitions(test_pytorch_gpu_peer PRIVATE PL_CLI_PATH="$<TARGET_FILE:precision-lab-cli>"
+  PL_GPU_PEER_PATH="${CMAKE_SOURCE_DIR}/tests/bench/pytorch_gpu_peer.py")

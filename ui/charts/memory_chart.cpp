@@ -1,6 +1,6 @@
 // MemoryChart: the focus run's stack by category per pixel column (at the
-// column's peak step, so every band uses the same steps) and the others'
-// totals.
+// column's peak step, so every band uses the same steps), the others'
+// totals, and every run's device allocation where its backend reports one.
 #include "charts/memory_chart.h"
 
 #include <QAreaSeries>
@@ -50,6 +50,12 @@ struct MemoryChart::Run {
   QLineSeries* total = nullptr;
   ColumnDecimator decimator;
   double max = 0.0;
+  // What the backend's allocator held (device_allocated): the device's own
+  // figure beside the recipe's accounting. Empty on the CPU backend.
+  QLineSeries* device = nullptr;
+  ColumnDecimator deviceDecimator;
+  double deviceMax = 0.0;
+  bool hasDevice = false;
 };
 
 MemoryChart::MemoryChart(ChartHost& host, QWidget* parent)
@@ -78,6 +84,8 @@ MemoryChart::MemoryChart(ChartHost& host, QWidget* parent)
   m_emulationArea->setPen(QPen(chart_style::kEmulation, 1, Qt::DotLine));
   attach(m_emulationArea);
   addLegendLine(tr("other runs' totals"), Qt::DashLine, 2);
+  m_deviceLegend = addLegendLine(tr("device allocation"), Qt::DotLine, 2);
+  for (QLegendMarker* mk : chart()->legend()->markers(m_deviceLegend)) mk->setVisible(false);
   m_deviceNote = new QGraphicsSimpleTextItem(chart());
   m_deviceNote->setBrush(chart_style::kNote);
   m_deviceNote->setFont(chart_style::legendFont(chart()));
@@ -93,9 +101,10 @@ MemoryChart::~MemoryChart() {
   for (auto& [id, r] : m_runs) delete r;
 }
 
-QXYSeries* MemoryChart::runSeries(int runId, int) const {
+QXYSeries* MemoryChart::runSeries(int runId, int role) const {
   const auto it = m_runs.find(runId);
-  return it == m_runs.end() ? nullptr : it->second->total;
+  if (it == m_runs.end()) return nullptr;
+  return role == 1 ? it->second->device : it->second->total;
 }
 
 QAreaSeries* MemoryChart::area(int category) const {
@@ -108,9 +117,14 @@ void MemoryChart::makeSeries(const RunData& run) {
   auto* r = new Run;
   m_runs[run.id] = r;
   r->total = addLine(run, chart_style::kMemTotalWidth, Qt::DashLine, run.colour, false);
+  r->device = addLine(run, chart_style::kMemTotalWidth, Qt::DotLine, run.colour, false);
 }
 
-void MemoryChart::showSeries(const RunData& run, bool shown) { setShown(m_runs.at(run.id)->total, shown); }
+void MemoryChart::showSeries(const RunData& run, bool shown) {
+  Run& r = *m_runs.at(run.id);
+  setShown(r.total, shown);
+  setShown(r.device, shown && r.hasDevice);
+}
 
 void MemoryChart::draw(const RunData& run, double x1) {
   Run& s = *m_runs.at(run.id);
@@ -123,6 +137,17 @@ void MemoryChart::draw(const RunData& run, double x1) {
   });
   s.total->replace(s.decimator.points());
   s.max = static_cast<double>(run.peak_memory) / kMiB;
+  // The device's figure: from the first step on a device, never on the CPU.
+  s.hasDevice = n > 0 && steps.back().device_allocated > 0;
+  if (!s.hasDevice) return;
+  if (!s.deviceDecimator.sameGrid(0, x1, columns())) s.deviceDecimator.reset(0, x1, columns());
+  s.deviceDecimator.feed(n, [&](std::int64_t i) {
+    const engine::StepMetrics& m = steps[static_cast<std::size_t>(i)];
+    const double mib = static_cast<double>(m.device_allocated) / kMiB;
+    s.deviceMax = std::max(s.deviceMax, mib);
+    return QPointF(static_cast<double>(m.step), mib);
+  });
+  s.device->replace(s.deviceDecimator.points());
 }
 
 void MemoryChart::updateStack(const RunData* run, const ChartFrame& frame) {
@@ -174,8 +199,16 @@ void MemoryChart::finishRanges(const ChartFrame& frame) {
   const RunStore& store = m_host.store();
   const int focus = m_host.focusRun();
   // The focus run's memory is the stack; other runs show their total line.
-  for (auto& [id, r] : m_runs)
-    if (store.run(id).visible) r->total->setVisible(id != focus);
+  bool anyDevice = false;
+  for (auto& [id, r] : m_runs) {
+    const bool visible = store.run(id).visible;
+    if (visible) r->total->setVisible(id != focus);
+    // Every run's device line, the focus run's beside its stack.
+    setShown(r->device, visible && r->hasDevice);
+    anyDevice = anyDevice || (visible && r->hasDevice);
+  }
+  for (QLegendMarker* mk : chart()->legend()->markers(m_deviceLegend))
+    if (mk->isVisible() != anyDevice) mk->setVisible(anyDevice);
   updateStack(focus >= 0 ? &store.run(focus) : nullptr, frame);
 
   // The GPU's own figure (the bands are the tensors the recipe holds; the
@@ -200,7 +233,7 @@ void MemoryChart::finishRanges(const ChartFrame& frame) {
 
   double max = m_emulationMax;
   for (const auto& [id, r] : m_runs)
-    if (store.run(id).visible) max = std::max(max, r->max);
+    if (store.run(id).visible) max = std::max({max, r->max, r->hasDevice ? r->deviceMax : 0.0});
   if (max > 0 && !zoomed()) {
     const double top = niceCeil(max * 1.1);
     QValueAxis* y = yAxis();
@@ -228,6 +261,9 @@ QString MemoryChart::hoverLine(const RunData& run, const engine::StepMetrics& s,
       parts << QStringLiteral("%1 %2").arg(tr(kCategories[c]), locale.formattedDataSize(categoryBytes(s.mem, c)));
     t += QStringLiteral("<br>&nbsp;&nbsp;") + parts.join(QStringLiteral(", "));
   }
+  if (s.device_allocated > 0)
+    t += QStringLiteral("<br>&nbsp;&nbsp;") +
+         tr("device allocation %1 (the backend's allocator)").arg(locale.formattedDataSize(s.device_allocated));
   if (s.mem.emulation > 0) {
     t += QStringLiteral("<br>&nbsp;&nbsp;") +
          tr("CPU emulation %1 (not in the total: a device has none)").arg(locale.formattedDataSize(s.mem.emulation));

@@ -1,7 +1,9 @@
 // MemoryChart: the focus run's memory stacked by category (weights, master,
 // grads, optimizer, activations, workspace), the CPU's emulation buffers
 // hatched above the stack and outside its total, every other run's total as
-// a dashed line, and the GPU's own figure as a note on a device.
+// a dashed line, and on a device the backend's own allocation per run as
+// a dotted line (StepMetrics::device_allocated) with cudaMemGetInfo's
+// figure as a note.
 #pragma once
 
 #include <QVector>
@@ -21,6 +23,9 @@ class MemoryChart : public StepChart {
   MemoryChart(ChartHost& host, QWidget* parent);
   ~MemoryChart() override;
 
+  // role 0: the run's total (dashed; hidden for the focus run, whose
+  // stack shows it); role 1 (ChartArea::Secondary): its device allocation
+  // (dotted; empty where the backend reports none).
   QXYSeries* runSeries(int runId, int role) const override;
   void setPresentation(bool on) override;
   // The stacked area of category c (0 weights .. 5 workspace).
@@ -50,6 +55,7 @@ class MemoryChart : public StepChart {
   QLineSeries* m_emulationUpper = nullptr;
   QAreaSeries* m_emulationArea = nullptr;
   QGraphicsSimpleTextItem* m_deviceNote = nullptr;
+  QLineSeries* m_deviceLegend = nullptr;  // "device allocation", shown while a run has one
   ColumnPicker m_peaks;  // the focus run's peak step per pixel column
   int m_stackRun = -1;
   std::uint64_t m_stackRevision = 0;

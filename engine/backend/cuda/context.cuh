@@ -100,6 +100,9 @@ PlCudaStatus copy(PlCudaContext* ctx, void* dst, const void* src, std::size_t by
                   std::size_t message_size);
 PlCudaStatus fill_zero(PlCudaContext* ctx, void* dst, std::size_t bytes, char* message,
                        std::size_t message_size);
+// gpupeer: the pool's live bytes (ABI 6).
+PlCudaStatus memory_allocated(PlCudaContext* ctx, std::uint64_t* live_bytes, char* message,
+                              std::size_t message_size);
 
 // ---- entries (cast.cu) ----
 PlCudaStatus convert(PlCudaContext* ctx, PlCudaFormat from, const void* src, PlCudaFormat to,

@@ -1,5 +1,6 @@
 // Memory entries of the CUDA module: stream-ordered allocation from the
-// context's pool, host <-> device transfers, device copies and zero fills.
+// context's pool, host <-> device transfers, device copies and zero fills,
+// and the pool's live bytes (the memory chart's device line).
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -107,6 +108,22 @@ PlCudaStatus fill_zero(PlCudaContext* ctx, void* dst, std::size_t bytes, char* m
   if (bytes == 0) return PL_CUDA_OK;
   if (!dst) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "fill_zero: null buffer");
   PL_CUDA_CHECK(sink, cudaMemsetAsync(dst, 0, bytes, ctx->stream));
+  return PL_CUDA_OK;
+}
+
+PlCudaStatus memory_allocated(PlCudaContext* ctx, std::uint64_t* live_bytes, char* message,
+                              std::size_t message_size) {
+  const ErrorSink sink{message, message_size};
+  DeviceScope scope;
+  PL_CUDA_ENTER(sink, scope, ctx, "memory_allocated");
+  if (!live_bytes) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "memory_allocated: live_bytes is null");
+  *live_bytes = UINT64_MAX;
+  if (!ctx->pool) return PL_CUDA_OK;  // cudaMalloc keeps no count
+  // Used, not reserved: memory released to the pool stays reserved (the
+  // release threshold keeps it cached) but is no longer the recipe's.
+  std::uint64_t used = 0;
+  PL_CUDA_CHECK(sink, cudaMemPoolGetAttribute(ctx->pool, cudaMemPoolAttrUsedMemCurrent, &used));
+  *live_bytes = static_cast<std::uint64_t>(used);
   return PL_CUDA_OK;
 }
 

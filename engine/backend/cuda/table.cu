@@ -75,6 +75,8 @@ constexpr PlCudaBackendTable kTable = {
     .scale_amax_encode = pl_cuda::scale_amax_encode,
     .column_sums16 = pl_cuda::column_sums16,
     .pointwise_coded = pl_cuda::pointwise_coded,
+    // gpupeer: memory the device reports
+    .memory_allocated = pl_cuda::memory_allocated,
 };
 
 }  // namespace

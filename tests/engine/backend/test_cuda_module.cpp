@@ -327,9 +327,11 @@ TEST(CudaModuleTable, ImplementsEveryBackendOp) {
       reinterpret_cast<const void*>(t->scale_amax_encode),
       reinterpret_cast<const void*>(t->column_sums16),
       reinterpret_cast<const void*>(t->pointwise_coded),
+      // ABI 6 (gpupeer): memory the device reports.
+      reinterpret_cast<const void*>(t->memory_allocated),
   };
   // Every op of the table is listed: the last one ends the table.
-  static_assert(offsetof(PlCudaBackendTable, pointwise_coded) + sizeof(void*) == sizeof(PlCudaBackendTable));
+  static_assert(offsetof(PlCudaBackendTable, memory_allocated) + sizeof(void*) == sizeof(PlCudaBackendTable));
   static_assert((sizeof(PlCudaBackendTable) - offsetof(PlCudaBackendTable, gemm)) / sizeof(void*) ==
                 sizeof ops / sizeof ops[0]);
   for (std::size_t i = 0; i < sizeof ops / sizeof ops[0]; ++i) EXPECT_NE(ops[i], nullptr) << "op #" << i;

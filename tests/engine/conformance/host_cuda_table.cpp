@@ -3,13 +3,16 @@
 // one-line message a module would return.
 #include "host_cuda_table.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
+#include <unordered_map>
 
 #include "backend/backend.h"
 #include "backend/cuda_backend.h"
@@ -18,6 +21,10 @@
 // The host "context": the CPU backend that does the work.
 struct PlCudaContext {
   std::unique_ptr<engine::Backend> cpu;
+  // The pool's count, as a module keeps it: the live allocations and
+  // their sum (memory_allocated reports it).
+  std::unordered_map<void*, std::size_t> live;
+  std::uint64_t live_bytes = 0;
 };
 
 namespace {
@@ -114,7 +121,8 @@ PlCudaStatus device_properties(int, PlCudaDeviceProperties* p, MSG) {
 }
 PlCudaStatus create_context(int, PlCudaContext** out, MSG) {
   (void)message, (void)size;
-  *out = new PlCudaContext{engine::make_cpu_backend(0)};
+  *out = new PlCudaContext;
+  (*out)->cpu = engine::make_cpu_backend(0);
   return PL_CUDA_OK;
 }
 PlCudaStatus destroy_context(PlCudaContext* ctx, MSG) {
@@ -126,8 +134,16 @@ PlCudaStatus synchronize(PlCudaContext* ctx, MSG) { RUN(ctx, (void)be); }
 PlCudaStatus memory_info(PlCudaContext* ctx, std::uint64_t* f, std::uint64_t* t, MSG) {
   RUN(ctx, (void)be; *f = 1u << 30; *t = 2u << 30);
 }
-PlCudaStatus allocate(PlCudaContext* ctx, std::size_t bytes, void** out, MSG) { RUN(ctx, *out = be.allocate(bytes)); }
-PlCudaStatus release(PlCudaContext* ctx, void* p, MSG) { RUN(ctx, be.release(p)); }
+PlCudaStatus allocate(PlCudaContext* ctx, std::size_t bytes, void** out, MSG) {
+  RUN(ctx, *out = be.allocate(bytes); ctx->live[*out] = bytes; ctx->live_bytes += bytes);
+}
+PlCudaStatus release(PlCudaContext* ctx, void* p, MSG) {
+  RUN(ctx, if (auto it = ctx->live.find(p); it != ctx->live.end()) {
+    ctx->live_bytes -= it->second;
+    ctx->live.erase(it);
+  } be.release(p));
+}
+PlCudaStatus memory_allocated(PlCudaContext* ctx, std::uint64_t* live, MSG) { RUN(ctx, (void)be; *live = ctx->live_bytes); }
 PlCudaStatus upload(PlCudaContext* ctx, void* d, const void* s, std::size_t n, MSG) { RUN(ctx, be.upload(d, s, n)); }
 PlCudaStatus download(PlCudaContext* ctx, void* d, const void* s, std::size_t n, MSG) {
   RUN(ctx, be.download(d, s, n));
@@ -442,6 +458,7 @@ const PlCudaBackendTable kTable = {
     .scale_amax_encode = scale_amax_encode,
     .column_sums16 = column_sums16,
     .pointwise_coded = pointwise_coded,
+    .memory_allocated = memory_allocated,
 };
 
 }  // namespace

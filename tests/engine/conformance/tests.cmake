@@ -32,3 +32,9 @@ set_tests_properties(test_backend_conformance_avx2 PROPERTIES LABELS "engine;isa
 add_test(NAME test_backend_conformance_avx512 COMMAND test_backend_conformance --gtest_brief=1)
 set_tests_properties(test_backend_conformance_avx512 PROPERTIES LABELS "engine;isa"
   ENVIRONMENT "PL_MAX_CPU_ISA=avx512;DNNL_MAX_CPU_ISA=AVX512_CORE;${_pl_isa_filter}" WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+# Memory the device reports (the CUDA Backend over the host table): the
+# allocator's live bytes in every step's metrics and steps.csv.
+pl_add_test(test_device_memory
+  SOURCES engine/conformance/test_device_memory.cpp engine/conformance/host_cuda_table.cpp
+  LIBS engine_train engine_backends engine_report
+  LABELS engine)

@@ -340,8 +340,8 @@ TEST(Journal, MalformedFilesAreOneLineNamingTheFile) {
   };
   EXPECT_EQ(error(), "");
   std::ofstream(dir / "steps.csv", std::ios::app) << "0,fp32,fp32,1,0\r\n";
-  EXPECT_EQ(error(), (dir / "steps.csv").string() + ":2: expected 24 fields, got 5");
-  std::ofstream(dir / "steps.csv") << csv_header(CsvFile::Steps) << "7" << std::string(23, ',') << "\r\n";
+  EXPECT_EQ(error(), (dir / "steps.csv").string() + ":2: expected 25 fields, got 5");  // steps.csv has 25 columns
+  std::ofstream(dir / "steps.csv") << csv_header(CsvFile::Steps) << "7" << std::string(24, ',') << "\r\n";
   EXPECT_NE(error().find("run_id 7 is not a run of this folder"), std::string::npos) << error();
   std::ofstream(dir / "steps.csv") << csv_header(CsvFile::Steps);
   std::ofstream(dir / "commands.jsonl") << "{\"run\": 0, \"after_step\": 3, \"inspect\": true}\n{\"run\": 0}\n";

@@ -18,6 +18,7 @@
 #include <QTest>
 #include <QValueAxis>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -199,6 +200,56 @@ TEST_F(ChartsTest, MemoryChartNamesTheGpusOwnMemoryOnlyForADeviceRun) {
   draw();
   EXPECT_EQ(m_area->deviceMemoryNote(),
             QStringLiteral("GPU memory in use: 1536 MiB of 80.0 GiB (cudaMemGetInfo: the whole device)"));
+}
+
+// The backend's own allocation (device_allocated) is a dotted line of its
+// own beside the recipe's stack, at the figure the steps carry; a CPU run
+// (which reports none) has no such line and no legend entry for it.
+TEST_F(ChartsTest, MemoryChartDrawsTheDeviceAllocationAsItsOwnLine) {
+  auto deviceLegendShown = [this] {
+    for (QLegendMarker* mk : m_area->chart(ChartArea::Memory)->legend()->markers())
+      if (mk->isVisible() && mk->label() == QStringLiteral("device allocation")) return true;
+    return false;
+  };
+  const int cpu = addRun("fp32", QStringLiteral("run 1"));
+  std::vector<engine::Record> records;
+  for (int s = 1; s <= 20; ++s) records.push_back(step(cpu, s, 1.0));
+  feed(*m_store, records);
+  draw();
+  QXYSeries* none = m_area->runSeries(ChartArea::Memory, cpu, ChartArea::Secondary);
+  ASSERT_NE(none, nullptr);
+  EXPECT_FALSE(none->isVisible());
+  EXPECT_EQ(none->count(), 0);
+  EXPECT_FALSE(deviceLegendShown());
+
+  const int gpu = addRun("mixed-bf16", QStringLiteral("run 2"));
+  records.clear();
+  for (int s = 1; s <= 20; ++s) {
+    engine::StepMetrics m = step(gpu, s, 1.0);
+    m.device_allocated = (s < 10 ? 96ll : 160ll) << 20;  // 96 MiB, then 160 MiB
+    records.push_back(m);
+  }
+  feed(*m_store, records);
+  draw();
+  QXYSeries* device = m_area->runSeries(ChartArea::Memory, gpu, ChartArea::Secondary);
+  ASSERT_NE(device, nullptr);
+  EXPECT_TRUE(device->isVisible());
+  ASSERT_GT(device->count(), 0);
+  double lo = 1e300, hi = 0;
+  for (const QPointF& p : device->points()) {
+    lo = std::min(lo, p.y());
+    hi = std::max(hi, p.y());
+  }
+  EXPECT_DOUBLE_EQ(lo, 96.0);
+  EXPECT_DOUBLE_EQ(hi, 160.0);
+  EXPECT_EQ(device->points().back().x(), 20.0);
+  EXPECT_NE(device, m_area->runSeries(ChartArea::Memory, gpu));  // not the total's line
+  EXPECT_TRUE(deviceLegendShown());
+  // The axis reaches the device's figure even where it tops the recipe's.
+  EXPECT_GE(m_area->chart(ChartArea::Memory)->axes(Qt::Vertical).front()->property("max").toDouble(), 160.0);
+  auto* view = qobject_cast<LiveChartView*>(m_area->view(ChartArea::Memory));
+  const QString tip = view->showValueAt(QPointF(15, 1));
+  EXPECT_TRUE(tip.contains(QStringLiteral("device allocation 160"))) << tip.toStdString();
 }
 
 // Today: "mixed-f…" and "mixed-…" with five runs; no legend for the dashed totals.
