@@ -32,3 +32,15 @@ set_tests_properties(test_backend_conformance_avx2 PROPERTIES LABELS "engine;isa
 add_test(NAME test_backend_conformance_avx512 COMMAND test_backend_conformance --gtest_brief=1)
 set_tests_properties(test_backend_conformance_avx512 PROPERTIES LABELS "engine;isa"
   ENVIRONMENT "PL_MAX_CPU_ISA=avx512;DNNL_MAX_CPU_ISA=AVX512_CORE;${_pl_isa_filter}" WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+# The step on the device, captured once (ABI 6): captured and uncaptured
+# steps through the CUDA Backend's code over the host table, bit for bit,
+# and against the CPU backend deciding on the host. Its CudaStepGraphDevice
+# case runs the real module on a GPU (skipped without one):
+#   build/release/tests/test_cuda_step_graph --gtest_filter='CudaStepGraphDevice.*'
+pl_add_test(test_cuda_step_graph
+  SOURCES engine/conformance/test_cuda_step_graph.cpp engine/conformance/host_cuda_table.cpp
+  LIBS engine_train engine_backends
+  LABELS engine)
+if(TARGET pl_cuda)
+  add_dependencies(test_cuda_step_graph pl_cuda)
+endif()
