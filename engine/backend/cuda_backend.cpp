@@ -120,7 +120,7 @@ class CudaBackend final : public Backend, public CudaStepControl {
       : t(table), m_ctx(ctx), m_device(device) {}
   ~CudaBackend() override {
     char message[256] = {};
-    if (m_pinned_staging) t.host_release(m_ctx, m_pinned_staging, message, sizeof message);
+    for (const Staging& st : m_pinned) t.host_release(m_ctx, st.host, message, sizeof message);
     t.destroy_context(m_ctx, message, sizeof message);
   }
   // ABI 6's entries are all there (cuda_step_control).
@@ -167,6 +167,7 @@ class CudaBackend final : public Backend, public CudaStepControl {
     return m;
   }
   void wait_mark(std::uint64_t mark) override { call("wait_mark", t.wait_mark, m_ctx, mark); }
+  void set_gather_only(bool on) override { m_gather_only = on; }
 
   BackendInfo info() const override {
     BackendInfo i;
@@ -279,18 +280,24 @@ class CudaBackend final : public Backend, public CudaStepControl {
   void upload_rows(void* dst, const void* host_base, std::size_t row_bytes, const std::uint32_t* rows,
                    std::size_t count) override {
     // Gathered on the host, then one transfer. With ABI 6 the staging is
-    // page-locked and kept, so a captured step's upload reads the rows the
-    // host gathered before each replay.
+    // page-locked, one per destination and kept, so a captured step's
+    // uploads (inputs, labels) read the rows the host gathered before each
+    // replay.
     const std::size_t bytes = row_bytes * count;
     unsigned char* staging = nullptr;
     if (t.host_allocate && t.host_release) {
-      if (bytes > m_pinned_bytes) {
+      Staging* st = nullptr;
+      for (Staging& s : m_pinned)
+        if (s.dst == dst) st = &s;
+      if (!st) st = &m_pinned.emplace_back();
+      if (bytes > st->bytes) {
         void* p = host_allocate(bytes);
-        if (m_pinned_staging) host_release(m_pinned_staging);
-        m_pinned_staging = p;
-        m_pinned_bytes = bytes;
+        if (st->host) host_release(st->host);
+        st->dst = dst;
+        st->host = p;
+        st->bytes = bytes;
       }
-      staging = static_cast<unsigned char*>(m_pinned_staging);
+      staging = static_cast<unsigned char*>(st->host);
     } else {
       m_staging.resize(bytes);
       staging = m_staging.data();
@@ -298,7 +305,7 @@ class CudaBackend final : public Backend, public CudaStepControl {
     const auto* base = static_cast<const unsigned char*>(host_base);
     for (std::size_t k = 0; k < count; ++k)
       std::memcpy(staging + k * row_bytes, base + static_cast<std::size_t>(rows[k]) * row_bytes, row_bytes);
-    upload(dst, staging, bytes);
+    if (!m_gather_only) upload(dst, staging, bytes);
   }
   void fill_zero(void* dst, std::size_t bytes) override { call("fill_zero", t.fill_zero, m_ctx, dst, bytes); }
 
@@ -499,8 +506,13 @@ class CudaBackend final : public Backend, public CudaStepControl {
   PlCudaContext* m_ctx;
   CudaDeviceInfo m_device;
   std::vector<unsigned char> m_staging;
-  void* m_pinned_staging = nullptr;  // host_allocate memory (ABI 6)
-  std::size_t m_pinned_bytes = 0;
+  struct Staging {  // host_allocate memory (ABI 6) for one upload_rows destination
+    void* dst = nullptr;
+    void* host = nullptr;
+    std::size_t bytes = 0;
+  };
+  std::vector<Staging> m_pinned;
+  bool m_gather_only = false;
 };
 
 }  // namespace

@@ -444,8 +444,10 @@ typedef struct PlCudaBackendTable {
                                double growth_factor, double backoff_factor, int64_t growth_interval,
                                PlCudaScaleState* state, PL_CUDA_MSG);
   // Makes *state (device; NULL: none, the default) the context's step
-  // state for the entries queued after this call: unscale_grads multiplies
-  // by state->inv_scale (its inv_scale argument is ignored), and
+  // state for the entries queued after this call: cross_entropy_backward
+  // and mse_backward take state->loss_scale for their scale argument,
+  // unscale_grads multiplies by state->inv_scale (its inv_scale argument is
+  // ignored), and
   // sgd_update / adam_update leave the value and the optimizer state
   // untouched when state->taken is 0 (the optimizer's found-inf guard, as
   // PyTorch's fused optimizers take found_inf). Read when the work runs,

@@ -40,6 +40,10 @@ class CudaStepControl {
   virtual void download_async(void* host_dst, const void* src, std::size_t bytes) = 0;
   virtual std::uint64_t record_mark() = 0;
   virtual void wait_mark(std::uint64_t mark) = 0;
+  // While on, upload_rows only gathers the rows into the page-locked
+  // staging of its destination (one per destination), which the captured
+  // upload of that destination reads when the graph replays.
+  virtual void set_gather_only(bool on) = 0;
 };
 
 // be's step controls when it is a CUDA backend whose module has ABI 6's

@@ -281,14 +281,17 @@ PlCudaStatus cross_entropy_forward(PlCudaContext* ctx, const float* logits, cons
 }
 PlCudaStatus cross_entropy_backward(PlCudaContext* ctx, const float* probs, const std::int32_t* labels,
                                     std::int64_t rows, std::int64_t classes, float s, float* dl, MSG) {
-  RUN(ctx, be.cross_entropy_backward(probs, labels, rows, classes, s, dl));
+  // The step state's loss scale, read when the call runs (ABI 6).
+  const PlCudaScaleState* state = ctx ? ctx->step_state : nullptr;
+  RUN(ctx, be.cross_entropy_backward(probs, labels, rows, classes, state ? state->loss_scale : s, dl));
 }
 PlCudaStatus mse_forward(PlCudaContext* ctx, const float* p, const float* t, std::int64_t n, double* loss, MSG) {
   RUN(ctx, be.mse_forward(p, t, n, loss));
 }
 PlCudaStatus mse_backward(PlCudaContext* ctx, const float* p, const float* t, std::int64_t n, float s, float* dp,
                           MSG) {
-  RUN(ctx, be.mse_backward(p, t, n, s, dp));
+  const PlCudaScaleState* state = ctx ? ctx->step_state : nullptr;
+  RUN(ctx, be.mse_backward(p, t, n, state ? state->loss_scale : s, dp));
 }
 PlCudaStatus unscale_grads(PlCudaContext* ctx, const PlCudaGradBuffer* g, std::size_t count, float inv,
                            double* ss, MSG) {

@@ -1,5 +1,5 @@
 // The step on the device, captured once: a small training step (batch in,
-// forward, the loss gradient seeded with the device's loss scale, the
+// forward, the loss gradient scaled by the device's loss scale, the
 // fused unscale, the device's scale update, the guarded optimizer, the
 // results slot read a step later) run through the CUDA Backend's code,
 // uncaptured and captured into graphs that are replayed, with overflows,
@@ -23,7 +23,10 @@
 #include "backend/cuda_backend.h"
 #include "backend/cuda_module.h"
 #include "backend/cuda_step.h"
+#include "data/dataset.h"
+#include "engine/test_configs.h"
 #include "host_cuda_table.h"
+#include "train/run.h"
 
 namespace {
 
@@ -111,10 +114,10 @@ struct Toy {
     return h;
   }
 
-  // Forward and the scaled backward. `scale` points at the loss scale in
-  // backend memory: the seed is a 1 x 1 GEMM with it, so the graph reads
-  // the scale the device holds when it runs.
-  void forward_backward(const float* staging, const float* scale) {
+  // Forward and the scaled backward. While a step state is set, the loss
+  // gradient takes the device's loss scale (the `scale` argument is then
+  // ignored), so a replayed graph reads the scale the device holds.
+  void forward_backward(const float* staging, float scale) {
     be.upload(x, staging, kB * kI * 4);
     be.upload(y, staging + kB * kI, kB * kO * 4);
     engine::GemmArgs g;
@@ -124,13 +127,7 @@ struct Toy {
     g.c = pred, g.ldc = kO;
     be.gemm(g);
     be.mse_forward(pred, y, kB * kO, reinterpret_cast<double*>(results + kLossSlot));
-    be.mse_backward(pred, y, kB * kO, 1.0f, dpred);
-    engine::GemmArgs s;
-    s.m = kB * kO, s.n = 1, s.k = 1;
-    s.a = {dpred, engine::Format::FP32, false, 1};
-    s.b = {scale, engine::Format::FP32, false, 1};
-    s.c = dseed, s.ldc = 1;
-    be.gemm(s);
+    be.mse_backward(pred, y, kB * kO, scale, dseed);
     engine::GemmArgs d;
     d.m = kI, d.n = kO, d.k = kB;
     d.a = {x, engine::Format::FP32, true, kI};
@@ -147,7 +144,7 @@ struct Toy {
 
   // The step on the device: no host decision between its calls.
   void device_step(CudaStepControl& c, const float* staging, std::int64_t* host_results) {
-    forward_backward(staging, &state->loss_scale);
+    forward_backward(staging, 1.0f);
     const engine::GradBuffer g = grad();
     be.unscale_grads(&g, 1, 1.0f /* the step state's 1/scale is used */, reinterpret_cast<double*>(results + kSumSlot));
     c.update_scale(results + kCountSlot, 1, PL_CUDA_SCALE_DYNAMIC, kScaling.growth_factor, kScaling.backoff_factor,
@@ -225,7 +222,6 @@ RunResult run_host_decided(std::int64_t n) {
   const std::unique_ptr<Backend> be = engine::make_cpu_backend(1);
   Toy toy(*be);
   engine::LossScaler scaler(kScaling);
-  float* scale_buf = static_cast<float*>(be->allocate(4));
   std::vector<float> staging(kB * kI + kB * kO);
   RunResult out;
   engine::GradSet none;
@@ -233,9 +229,7 @@ RunResult run_host_decided(std::int64_t n) {
   none.bind({}, nullptr, unused);
   for (std::int64_t k = 1; k <= n; ++k) {
     make_batch(k, staging.data(), staging.data() + kB * kI);
-    const float s = scaler.scale();
-    be->upload(scale_buf, &s, 4);
-    toy.forward_backward(staging.data(), scale_buf);
+    toy.forward_backward(staging.data(), scaler.scale());
     const engine::GradBuffer g = toy.grad();
     be->unscale_grads(&g, 1, scaler.inverse_scale(), reinterpret_cast<double*>(toy.results + kSumSlot));
     std::int64_t r[kSlots] = {};
@@ -252,7 +246,6 @@ RunResult run_host_decided(std::int64_t n) {
     rec.tracker = scaler.growth_tracker();
     out.steps.push_back(rec);
   }
-  be->release(scale_buf);
   be->release(unused);
   out.weights = toy.weights();
   return out;
@@ -345,6 +338,118 @@ TEST(CudaStepGraph, CpuBackendHasNoStepControl) {
   EXPECT_EQ(engine::cuda_step_control(*cpu), nullptr);
 }
 
+// ---- Run: training steps captured through the CUDA Backend ----
+
+// mixed-fp16 on the mlp with a scale high enough to overflow FP16's
+// gradients, a growth interval short enough to overflow again, an
+// activation spike, statistics steps and evaluations between the captured
+// steps: every kind of step a run mixes.
+engine::RunConfig captured_config(std::int64_t steps) {
+  engine::RunConfig c = test::small_run("mixed-fp16", "mlp", "spirals", steps, 32, 11);
+  c.optimizer = "sgd";
+  c.schedule = "constant";
+  c.lr = 0.05;
+  c.stats_every = 60;
+  c.eval_every = 100;
+  c.loss_scale = {engine::ScalingMode::Dynamic, 0x1p40, 2.0, 0.5, 20};
+  c.loss_scale_set = true;
+  c.spike = "150:fc1:1e6";
+  return c;
+}
+
+struct RunOutcome {
+  std::vector<engine::StepMetrics> steps;
+  std::vector<engine::Event> events;
+  std::vector<double> val_losses;
+  std::int64_t captured = 0;
+};
+
+RunOutcome train(Backend& be, const engine::RunConfig& c, bool graphs) {
+  static const auto data = std::make_shared<const engine::DatasetPair>(engine::load_dataset("spirals", 3));
+  engine::Run run(0, c, data, be);
+  run.set_graph_capture(graphs);
+  std::vector<engine::Record> out;
+  RunOutcome o;
+  while (!run.finished()) {
+    run.step(out);
+    if (run.eval_due()) o.val_losses.push_back(run.evaluate(out).val_loss);
+  }
+  o.steps = run.steps();
+  o.events = run.events();
+  o.captured = run.captured_steps();
+  return o;
+}
+
+std::uint64_t bits64(double d) {
+  std::uint64_t b;
+  std::memcpy(&b, &d, 8);
+  return b;
+}
+
+void expect_same_run(const RunOutcome& a, const RunOutcome& b) {
+  ASSERT_EQ(a.steps.size(), b.steps.size());
+  for (std::size_t k = 0; k < a.steps.size(); ++k) {
+    SCOPED_TRACE("step " + std::to_string(k + 1));
+    const engine::StepMetrics &x = a.steps[k], &y = b.steps[k];
+    ASSERT_EQ(bits64(x.loss), bits64(y.loss));
+    ASSERT_EQ(bits_of(x.loss_scale), bits_of(y.loss_scale));
+    ASSERT_EQ(x.overflow, y.overflow);
+    ASSERT_EQ(x.skipped, y.skipped);
+    ASSERT_EQ(bits64(x.grad_norm), bits64(y.grad_norm));
+    ASSERT_EQ(bits64(x.train_accuracy), bits64(y.train_accuracy));
+    ASSERT_EQ(bits64(x.lr), bits64(y.lr));
+    ASSERT_EQ(x.epoch, y.epoch);
+  }
+  ASSERT_EQ(a.events.size(), b.events.size());
+  for (std::size_t k = 0; k < a.events.size(); ++k) {
+    SCOPED_TRACE("event " + std::to_string(k));
+    EXPECT_EQ(a.events[k].step, b.events[k].step);
+    EXPECT_EQ(a.events[k].kind, b.events[k].kind);
+    EXPECT_EQ(a.events[k].layer, b.events[k].layer);
+    EXPECT_EQ(a.events[k].tensor, b.events[k].tensor);
+    EXPECT_EQ(a.events[k].count, b.events[k].count);
+    EXPECT_EQ(bits64(a.events[k].value), bits64(b.events[k].value));
+  }
+  ASSERT_EQ(a.val_losses.size(), b.val_losses.size());
+  for (std::size_t k = 0; k < a.val_losses.size(); ++k) EXPECT_EQ(bits64(a.val_losses[k]), bits64(b.val_losses[k]));
+}
+
+TEST(CudaStepGraphRun, CapturedMatchesUncapturedAndCpu) {
+  const engine::RunConfig c = captured_config(300);
+  const std::unique_ptr<Backend> a = make_host_table_cuda_backend();
+  const std::unique_ptr<Backend> b = make_host_table_cuda_backend();
+  const std::unique_ptr<Backend> cpu = engine::make_cpu_backend(1);
+  const RunOutcome captured = train(*a, c, true);
+  const RunOutcome plain = train(*b, c, false);
+  const RunOutcome host = train(*cpu, c, true);  // the CPU backend has no graphs: host decisions
+  EXPECT_EQ(plain.captured, 0);
+  EXPECT_EQ(host.captured, 0);
+  // Every ordinary step after the first two is a replay (statistics steps,
+  // the spike and the step after each of them run uncaptured).
+  EXPECT_GT(captured.captured, 250);
+  int skipped = 0, backoffs = 0, growths = 0, attributed = 0;
+  for (std::size_t k = 0; k < captured.steps.size(); ++k) {
+    skipped += captured.steps[k].skipped;
+    if (k > 0) {
+      backoffs += captured.steps[k].loss_scale < captured.steps[k - 1].loss_scale;
+      growths += captured.steps[k].loss_scale > captured.steps[k - 1].loss_scale;
+    }
+  }
+  for (const engine::Event& e : captured.events) attributed += e.kind == engine::EventKind::Overflow && e.count > 0;
+  EXPECT_GT(skipped, 5);
+  EXPECT_GT(backoffs, 5);
+  EXPECT_GT(growths, 5);
+  EXPECT_GT(attributed, 5);
+  {
+    SCOPED_TRACE("captured vs uncaptured (CUDA backend over the host table)");
+    expect_same_run(captured, plain);
+  }
+  {
+    SCOPED_TRACE("captured vs the CPU backend");
+    expect_same_run(captured, host);
+  }
+}
+
 // The device sitting: the real module, captured against uncaptured.
 TEST(CudaStepGraphDevice, CapturedMatchesUncapturedOnGpu) {
   if (const std::string why = engine::cuda_backend_unusable_reason(); !why.empty())
@@ -355,6 +460,19 @@ TEST(CudaStepGraphDevice, CapturedMatchesUncapturedOnGpu) {
   const RunResult graphs = run_device(*b, kSteps, true, false);
   expect_eventful(plain);
   expect_same(plain, graphs, "captured vs uncaptured on the GPU");
+}
+
+// The device sitting: a whole mixed-fp16 run on the real module, captured
+// against uncaptured.
+TEST(CudaStepGraphDevice, RunCapturedMatchesUncapturedOnGpu) {
+  if (const std::string why = engine::cuda_backend_unusable_reason(); !why.empty()) GTEST_SKIP() << why;
+  const engine::RunConfig c = captured_config(300);
+  const std::unique_ptr<Backend> a = engine::make_cuda_backend(0);
+  const std::unique_ptr<Backend> b = engine::make_cuda_backend(0);
+  const RunOutcome captured = train(*a, c, true);
+  const RunOutcome plain = train(*b, c, false);
+  EXPECT_GT(captured.captured, 250);
+  expect_same_run(captured, plain);
 }
 
 }  // namespace
