@@ -637,19 +637,22 @@ TEST(CudaStepMath, UpdateScaleMatchesLossScaler) {
       ASSERT_EQ(s.growth_tracker, scaler.growth_tracker());
       ASSERT_EQ(bits(s.loss_scale), bits(scaler.scale()));
       ASSERT_EQ(bits(s.inv_scale), bits(scaler.inverse_scale()));
-      if (mode != PL_CUDA_SCALE_NONE) ASSERT_EQ(bits(s.scale), bits(scaler.scale()));
+      if (mode != PL_CUDA_SCALE_NONE) { ASSERT_EQ(bits(s.scale), bits(scaler.scale())); }
       growths += scaler.scale() > before;
       backoffs += scaler.scale() < before;
       skips += !taken;
       lowest = std::min(lowest, scaler.scale());
     }
     // Every case exercises what its name says.
-    if (mode == PL_CUDA_SCALE_DYNAMIC && c.overflow_rate < 1.0 && c.config.init_scale < 1e38) EXPECT_GT(growths, 0);
-    if (mode == PL_CUDA_SCALE_DYNAMIC && c.config.init_scale > 1e-40) EXPECT_GT(backoffs, 0);
-    if (mode != PL_CUDA_SCALE_NONE) EXPECT_GT(skips, 0);
-    else EXPECT_EQ(skips, 0);
-    if (std::string(c.name) == "dynamic to zero") EXPECT_EQ(s.scale, 0.0f);
-    if (std::string(c.name) == "dynamic into subnormals") EXPECT_LT(lowest, 1.17549435e-38f);
+    if (mode == PL_CUDA_SCALE_DYNAMIC && c.overflow_rate < 1.0 && c.config.init_scale < 1e38) { EXPECT_GT(growths, 0); }
+    if (mode == PL_CUDA_SCALE_DYNAMIC && c.config.init_scale > 1e-40) { EXPECT_GT(backoffs, 0); }
+    if (mode != PL_CUDA_SCALE_NONE) {
+      EXPECT_GT(skips, 0);
+    } else {
+      EXPECT_EQ(skips, 0);
+    }
+    if (std::string(c.name) == "dynamic to zero") { EXPECT_EQ(s.scale, 0.0f); }
+    if (std::string(c.name) == "dynamic into subnormals") { EXPECT_LT(lowest, 1.17549435e-38f); }
   }
   be.release(sum_squares);
 }
