@@ -163,6 +163,8 @@ typedef struct PlCudaScaleState {
   int32_t taken;           // the last step's optimizer update was applied
   int64_t growth_tracker;  // consecutive clean steps since the last change
   int64_t nonfinite;       // the last step's non-finite gradient count
+  float lr;                // the learning rate sgd_update takes (written by the host before each replay)
+  int32_t reserved;
 } PlCudaScaleState;
 typedef struct PlCudaGraph PlCudaGraph;  // opaque: an instantiated, replayable capture
 
@@ -447,8 +449,9 @@ typedef struct PlCudaBackendTable {
   // state for the entries queued after this call: cross_entropy_backward
   // and mse_backward take state->loss_scale for their scale argument,
   // unscale_grads multiplies by state->inv_scale (its inv_scale argument is
-  // ignored), and
-  // sgd_update / adam_update leave the value and the optimizer state
+  // ignored), sgd_update takes state->lr for its lr (a schedule's rate,
+  // written before each replay), and sgd_update / adam_update leave the
+  // value and the optimizer state
   // untouched when state->taken is 0 (the optimizer's found-inf guard, as
   // PyTorch's fused optimizers take found_inf). Read when the work runs,
   // so a captured graph follows the state from replay to replay.

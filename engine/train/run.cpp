@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -666,8 +667,9 @@ void Run::drop_graph() {
 // What a captured step cannot hold: anything the host decides or computes
 // per step. Statistics steps, inspections and injected faults read more
 // than the results slot; clipping scales by a norm the host reads; FP8's
-// delayed scales, stochastic rounding's seeds, Adam's bias corrections and
-// a schedule's learning rate change every step; the z-loss seeds its
+// delayed scales, stochastic rounding's seeds and Adam's bias corrections
+// change every step (a schedule's learning rate does too, but SGD reads it
+// from the step state, written before each replay); the z-loss seeds its
 // gradient with the scale by value; SGD's first step initialises its
 // momentum (and the optimizer allocates its state then). Those steps run
 // uncaptured (the graph stays for the next).
@@ -682,9 +684,7 @@ bool Run::capturable(const StepState& st) const {
   if (m_config.clip > 0.0 || m_config.z_loss > 0.0 || m_recipe.stochastic_grads ||
       m_config.weight_rounding == "stochastic")
     return false;
-  if (dynamic_cast<const Adam*>(s.optimizer.get()) || s.schedule.kind != ScheduleKind::Constant ||
-      s.schedule.warmup_steps > 0)
-    return false;
+  if (dynamic_cast<const Adam*>(s.optimizer.get())) return false;
   for (Parameter* p : m_model->parameters())
     if (is_block_format(p->quantized)) return false;
   return true;
@@ -785,6 +785,9 @@ bool Run::captured_step(StepState& st, std::vector<Record>& out) {
     m_backend.upload(s.scale_state, &host, sizeof host);
     s.scale_state_stale = false;
   }
+  // This step's learning rate, as Sgd::update rounds it to float.
+  const float lr = static_cast<float>(learning_rate(s.schedule, m_step));
+  m_backend.upload(reinterpret_cast<unsigned char*>(s.scale_state) + offsetof(PlCudaScaleState, lr), &lr, sizeof lr);
   c.graph_launch(s.graph);
   c.wait_mark(c.record_mark());
   ++m_captured_steps;

@@ -159,6 +159,7 @@ __global__ void unscale_finish_kernel(const UnscaleDesc* descs, std::int64_t cou
 __global__ void sgd_kernel(float* value, const float* grad, float* buf, std::size_t n, SgdParams s,
                            const PlCudaScaleState* guard) {
   if (!step_taken(guard)) return;  // found inf: value and state untouched
+  s.lr = step_lr(guard, s.lr);     // the schedule's rate the host wrote before the replay
   for (std::size_t i = thread_index(); i < n; i += grid_stride()) {
     float p = value[i];
     const float g = grad[i];

@@ -442,5 +442,7 @@ PL_HD void update_scale(const ScaleRule& r, std::int64_t total, PlCudaScaleState
 // The optimizer's found-inf guard: an update runs only when the step
 // state (if any) says the step is taken.
 PL_HD bool step_taken(const PlCudaScaleState* s) { return !s || s->taken != 0; }
+// The learning rate an SGD update uses: the step state's when there is one.
+PL_HD float step_lr(const PlCudaScaleState* s, float lr) { return s ? s->lr : lr; }
 
 }  // namespace pl_cuda::step_math

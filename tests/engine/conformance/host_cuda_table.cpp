@@ -150,7 +150,7 @@ PlCudaStatus device_properties(int, PlCudaDeviceProperties* p, MSG) {
 }
 PlCudaStatus create_context(int, PlCudaContext** out, MSG) {
   (void)message, (void)size;
-  *out = new PlCudaContext{engine::make_cpu_backend(0)};
+  *out = new PlCudaContext{engine::make_cpu_backend(0), nullptr, false, {}};
   return PL_CUDA_OK;
 }
 PlCudaStatus destroy_context(PlCudaContext* ctx, MSG) {
@@ -305,7 +305,8 @@ PlCudaStatus sgd_update(PlCudaContext* ctx, float* value, const float* grad, flo
                         float momentum, float keep, float wd, std::int32_t nesterov, std::int32_t first,
                         PlCudaFormat sf, MSG) {
   const PlCudaScaleState* guard = ctx ? ctx->step_state : nullptr;
-  RUN(ctx, if (!pl_cuda::step_math::step_taken(guard)) return; engine::SgdUpdate u; u.value = value; u.grad = grad; u.momentum_buf = mom; u.n = n; u.lr = lr;
+  RUN(ctx, if (!pl_cuda::step_math::step_taken(guard)) return; engine::SgdUpdate u; u.value = value; u.grad = grad; u.momentum_buf = mom; u.n = n;
+      u.lr = pl_cuda::step_math::step_lr(guard, lr);
       u.momentum = momentum; u.keep = keep; u.weight_decay = wd; u.nesterov = nesterov != 0; u.first = first != 0;
       u.state_format = fmt(sf); be.sgd_update(u));
 }
