@@ -138,8 +138,12 @@ class CudaBackend final : public Backend, public CudaStepControl {
   void set_step_state(const PlCudaScaleState* state) override {
     call("set_step_state", t.set_step_state, m_ctx, state);
   }
-  void capture_begin() override { call("capture_begin", t.capture_begin, m_ctx); }
+  void capture_begin() override {
+    call("capture_begin", t.capture_begin, m_ctx);
+    m_capturing = true;
+  }
   PlCudaGraph* capture_end() override {
+    m_capturing = false;
     PlCudaGraph* g = nullptr;
     call("capture_end", t.capture_end, m_ctx, &g);
     return g;
@@ -289,7 +293,19 @@ class CudaBackend final : public Backend, public CudaStepControl {
       Staging* st = nullptr;
       for (Staging& s : m_pinned)
         if (s.dst == dst) st = &s;
-      if (!st) st = &m_pinned.emplace_back();
+      if (!st) {
+        // Destinations come and go (an evaluation's batch tensors): past a
+        // few, the least recently used staging no graph reads is reused.
+        Staging* oldest = nullptr;
+        if (m_pinned.size() >= kStagings)
+          for (Staging& s : m_pinned)
+            if (!s.graph && (!oldest || s.used < oldest->used)) oldest = &s;
+        st = oldest ? oldest : &m_pinned.emplace_back();
+        st->dst = dst;
+      }
+      st->used = ++m_uses;
+      // A captured upload reads it at every replay: never reused.
+      if (m_capturing || m_gather_only) st->graph = true;
       if (bytes > st->bytes) {
         void* p = host_allocate(bytes);
         if (st->host) host_release(st->host);
@@ -510,9 +526,14 @@ class CudaBackend final : public Backend, public CudaStepControl {
     void* dst = nullptr;
     void* host = nullptr;
     std::size_t bytes = 0;
+    std::uint64_t used = 0;  // m_uses at its last use
+    bool graph = false;      // a captured upload reads it
   };
+  static constexpr std::size_t kStagings = 16;
   std::vector<Staging> m_pinned;
+  std::uint64_t m_uses = 0;
   bool m_gather_only = false;
+  bool m_capturing = false;
 };
 
 }  // namespace
