@@ -73,6 +73,13 @@ void LossScaler::record_nonfinite(std::int64_t count) {
   m_state = State::Counted;
 }
 
+void LossScaler::record_device_unscale(std::int64_t count) {
+  if (m_state != State::Ready)
+    throw ScalerStateError("record_device_unscale() called before update() ended the last step");
+  m_found = count;
+  m_state = State::Counted;
+}
+
 bool LossScaler::should_step() {
   if (m_state == State::Ready)
     throw ScalerStateError("should_step() called before unscale(): gradients are still scaled");

@@ -90,6 +90,14 @@ class LossScaler {
   // its slots back. Once per unscale().
   void record_nonfinite(std::int64_t count);
 
+  // A step whose unscale ran on the device with update_scale deciding
+  // there (a captured CUDA step): the count read back takes the scaler from
+  // ready to counted, as unscale() and record_nonfinite() would, without
+  // issuing the pass. should_step() and update() then mirror on the host
+  // what the device did (the same rule, held bit for bit by the step-math
+  // test), so the scale the host reports is the device's.
+  void record_device_unscale(std::int64_t count);
+
   // True when the optimizer may step (no inf/NaN found, or mode None).
   // -> stepped.
   bool should_step();

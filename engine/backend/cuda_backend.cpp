@@ -17,6 +17,7 @@
 #include "backend/cuda/lt_epilogue.h"
 #include "backend/cuda_module.h"
 #include "backend/fused.h"
+#include "backend/cuda_step.h"
 
 namespace engine {
 
@@ -116,14 +117,64 @@ PlCudaConvShape shape_of(const ConvShape& s) {
   return {s.n, s.c_in, s.h, s.w, s.c_out, s.kh, s.kw, s.stride, s.pad};
 }
 
-class CudaBackend final : public Backend {
+class CudaBackend final : public Backend, public CudaStepControl {
  public:
   CudaBackend(const PlCudaBackendTable& table, PlCudaContext* ctx, const CudaDeviceInfo& device)
       : t(table), m_ctx(ctx), m_device(device) {}
   ~CudaBackend() override {
     char message[256] = {};
+    for (const Staging& st : m_pinned) t.host_release(m_ctx, st.host, message, sizeof message);
     t.destroy_context(m_ctx, message, sizeof message);
   }
+  // ABI 6's entries are all there (cuda_step_control).
+  bool has_step_entries() const {
+    return t.update_scale && t.set_step_state && t.capture_begin && t.capture_end && t.graph_launch &&
+           t.graph_destroy && t.host_allocate && t.host_release && t.download_async && t.record_mark && t.wait_mark;
+  }
+
+  // --- CudaStepControl (cuda_step.h) ---
+  void update_scale(const std::int64_t* counts, std::int64_t count, PlCudaScaleMode mode, double growth_factor,
+                    double backoff_factor, std::int64_t growth_interval, PlCudaScaleState* state) override {
+    call("update_scale", t.update_scale, m_ctx, counts, count, static_cast<std::int32_t>(mode), growth_factor,
+         backoff_factor, growth_interval, state);
+  }
+  void set_step_state(const PlCudaScaleState* state) override {
+    call("set_step_state", t.set_step_state, m_ctx, state);
+  }
+  void capture_begin() override {
+    call("capture_begin", t.capture_begin, m_ctx);
+    m_capturing = true;
+  }
+  PlCudaGraph* capture_end() override {
+    m_capturing = false;
+    PlCudaGraph* g = nullptr;
+    call("capture_end", t.capture_end, m_ctx, &g);
+    return g;
+  }
+  void graph_launch(PlCudaGraph* graph) override { call("graph_launch", t.graph_launch, m_ctx, graph); }
+  void graph_destroy(PlCudaGraph* graph) noexcept override {
+    char message[256] = {};
+    t.graph_destroy(m_ctx, graph, message, sizeof message);
+  }
+  void* host_allocate(std::size_t bytes) override {
+    void* p = nullptr;
+    call("host_allocate", t.host_allocate, m_ctx, bytes, &p);
+    return p;
+  }
+  void host_release(void* p) noexcept override {
+    char message[256] = {};
+    t.host_release(m_ctx, p, message, sizeof message);
+  }
+  void download_async(void* host_dst, const void* src, std::size_t bytes) override {
+    call("download_async", t.download_async, m_ctx, host_dst, src, bytes);
+  }
+  std::uint64_t record_mark() override {
+    std::uint64_t m = 0;
+    call("record_mark", t.record_mark, m_ctx, &m);
+    return m;
+  }
+  void wait_mark(std::uint64_t mark) override { call("wait_mark", t.wait_mark, m_ctx, mark); }
+  void set_gather_only(bool on) override { m_gather_only = on; }
 
   BackendInfo info() const override {
     BackendInfo i;
@@ -364,12 +415,45 @@ class CudaBackend final : public Backend {
   }
   void upload_rows(void* dst, const void* host_base, std::size_t row_bytes, const std::uint32_t* rows,
                    std::size_t count) override {
-    // Gathered on the host, then one transfer.
-    m_staging.resize(row_bytes * count);
+    // Gathered on the host, then one transfer. With ABI 6 the staging is
+    // page-locked, one per destination and kept, so a captured step's
+    // uploads (inputs, labels) read the rows the host gathered before each
+    // replay.
+    const std::size_t bytes = row_bytes * count;
+    unsigned char* staging = nullptr;
+    if (t.host_allocate && t.host_release) {
+      Staging* st = nullptr;
+      for (Staging& s : m_pinned)
+        if (s.dst == dst) st = &s;
+      if (!st) {
+        // Destinations come and go (an evaluation's batch tensors): past a
+        // few, the least recently used staging no graph reads is reused.
+        Staging* oldest = nullptr;
+        if (m_pinned.size() >= kStagings)
+          for (Staging& s : m_pinned)
+            if (!s.graph && (!oldest || s.used < oldest->used)) oldest = &s;
+        st = oldest ? oldest : &m_pinned.emplace_back();
+        st->dst = dst;
+      }
+      st->used = ++m_uses;
+      // A captured upload reads it at every replay: never reused.
+      if (m_capturing || m_gather_only) st->graph = true;
+      if (bytes > st->bytes) {
+        void* p = host_allocate(bytes);
+        if (st->host) host_release(st->host);
+        st->dst = dst;
+        st->host = p;
+        st->bytes = bytes;
+      }
+      staging = static_cast<unsigned char*>(st->host);
+    } else {
+      m_staging.resize(bytes);
+      staging = m_staging.data();
+    }
     const auto* base = static_cast<const unsigned char*>(host_base);
     for (std::size_t k = 0; k < count; ++k)
-      std::memcpy(m_staging.data() + k * row_bytes, base + static_cast<std::size_t>(rows[k]) * row_bytes, row_bytes);
-    upload(dst, m_staging.data(), m_staging.size());
+      std::memcpy(staging + k * row_bytes, base + static_cast<std::size_t>(rows[k]) * row_bytes, row_bytes);
+    if (!m_gather_only) upload(dst, staging, bytes);
   }
   void fill_zero(void* dst, std::size_t bytes) override { call("fill_zero", t.fill_zero, m_ctx, dst, bytes); }
 
@@ -570,9 +654,26 @@ class CudaBackend final : public Backend {
   PlCudaContext* m_ctx;
   CudaDeviceInfo m_device;
   std::vector<unsigned char> m_staging;
+  struct Staging {  // host_allocate memory (ABI 6) for one upload_rows destination
+    void* dst = nullptr;
+    void* host = nullptr;
+    std::size_t bytes = 0;
+    std::uint64_t used = 0;  // m_uses at its last use
+    bool graph = false;      // a captured upload reads it
+  };
+  static constexpr std::size_t kStagings = 16;
+  std::vector<Staging> m_pinned;
+  std::uint64_t m_uses = 0;
+  bool m_gather_only = false;
+  bool m_capturing = false;
 };
 
 }  // namespace
+
+CudaStepControl* cuda_step_control(Backend& be) {
+  auto* cuda = dynamic_cast<CudaBackend*>(&be);
+  return cuda && cuda->has_step_entries() ? cuda : nullptr;
+}
 
 std::string cuda_backend_unusable_reason() {
   if (!cuda_available()) return cuda_unavailable_reason();

@@ -47,7 +47,7 @@
 // ---------------------------------------------------------------------------
 extern "C" {
 
-#define PL_CUDA_ABI_VERSION 6  // 3: gemm takes a PlCudaGemmBatch; 4: the layout, ReLU16 and block-conv entries; 5: embedding, z_loss; 6: gemm_encode, scale_amax_encode, column_sums16, pointwise_coded, memory_allocated
+#define PL_CUDA_ABI_VERSION 6  // 3: gemm takes a PlCudaGemmBatch; 4: the layout, ReLU16 and block-conv entries; 5: embedding, z_loss; 6: fused casts (gemm_encode ...), memory_allocated, the step on the device (update_scale ... wait_mark)
 // The module is built with hidden visibility; only PL_CUDA_API is exported.
 #define PL_CUDA_API __attribute__((visibility("default")))
 
@@ -144,6 +144,30 @@ typedef struct PlCudaGradBuffer {
 #define PL_CUDA_CENSUS_SLOTS (1 + PL_CUDA_CENSUS_BINS + 10)
 
 typedef struct PlCudaContext PlCudaContext;  // opaque: a device and its stream
+
+// ---- ABI 6: the step on the device ----
+// The loss scaler's state in device memory (torch._amp_update_scale_'s
+// scale and growth tracker, with the step's found-inf decision beside
+// them), so a step needs no host decision. update_scale writes it;
+// unscale_grads and the optimizer entries read it while it is the
+// context's step state (set_step_state).
+typedef enum PlCudaScaleMode {
+  PL_CUDA_SCALE_NONE = 0,     // scale 1, every step taken, never changes
+  PL_CUDA_SCALE_STATIC = 1,   // fixed scale; non-finite steps skipped
+  PL_CUDA_SCALE_DYNAMIC = 2,  // backoff on overflow, growth after N clean steps
+} PlCudaScaleMode;
+typedef struct PlCudaScaleState {
+  float scale;             // engine::LossScaler's scale (kept in mode NONE too)
+  float loss_scale;        // what the next step multiplies its loss by (1 in mode NONE)
+  float inv_scale;         // 1 / loss_scale as GradScaler takes it (double reciprocal, to float)
+  int32_t taken;           // the last step's optimizer update was applied
+  int64_t growth_tracker;  // consecutive clean steps since the last change
+  int64_t nonfinite;       // the last step's non-finite gradient count
+  float lr;                // the learning rate sgd_update takes (written by the host before each replay)
+  int32_t reserved;
+} PlCudaScaleState;
+typedef struct PlCudaGraph PlCudaGraph;  // opaque: an instantiated, replayable capture
+
 
 // `char* message, size_t message_size` ends every entry's argument list.
 #define PL_CUDA_MSG char *message, size_t message_size
@@ -464,7 +488,60 @@ typedef struct PlCudaBackendTable {
   // module (engine::Backend::allocated_bytes() is then -1).
   PlCudaStatus (*memory_allocated)(PlCudaContext* ctx, uint64_t* live_bytes, PL_CUDA_MSG);
   // ---- end ABI 6 (gpupeer) ----
+  // ======== ABI 6: the step on the device, captured once (gpustep) ========
+  // The scale update of torch._amp_update_scale_ with the found-inf check
+  // folded in: total = the sum of counts[0 .. count) (device int64s: the
+  // results slots unscale_grads wrote), then, on *state (device), what
+  // engine::LossScaler's record_nonfinite, should_step and update do:
+  // nonfinite = total, taken = (mode NONE or total == 0), DYNAMIC backs
+  // off (scale * backoff in double, to float; tracker 0) or grows after
+  // growth_interval clean steps (kept when the grown scale is not finite),
+  // then loss_scale and inv_scale for the next step. One thread; no host.
+  PlCudaStatus (*update_scale)(PlCudaContext* ctx, const int64_t* counts, int64_t count, int32_t mode,
+                               double growth_factor, double backoff_factor, int64_t growth_interval,
+                               PlCudaScaleState* state, PL_CUDA_MSG);
+  // Makes *state (device; NULL: none, the default) the context's step
+  // state for the entries queued after this call: cross_entropy_backward
+  // and mse_backward take state->loss_scale for their scale argument,
+  // unscale_grads multiplies by state->inv_scale (its inv_scale argument is
+  // ignored), sgd_update takes state->lr for its lr (a schedule's rate,
+  // written before each replay), and sgd_update / adam_update leave the
+  // value and the optimizer state
+  // untouched when state->taken is 0 (the optimizer's found-inf guard, as
+  // PyTorch's fused optimizers take found_inf). Read when the work runs,
+  // so a captured graph follows the state from replay to replay.
+  PlCudaStatus (*set_step_state)(PlCudaContext* ctx, const PlCudaScaleState* state, PL_CUDA_MSG);
+  // Stream capture of the context's stream (cudaStreamBeginCapture,
+  // relaxed mode): the entries called until capture_end are recorded, not
+  // run; capture_end instantiates them as *graph (NULL on error, and the
+  // capture is abandoned). During a capture download and synchronize are
+  // refused, host arguments (descriptor lists, shapes) are copied into
+  // memory the graph keeps, and host sources of upload are read when the
+  // graph runs: upload from memory of host_allocate that the host fills
+  // before each graph_launch (the batch's rows, the step's inputs).
+  PlCudaStatus (*capture_begin)(PlCudaContext* ctx, PL_CUDA_MSG);
+  PlCudaStatus (*capture_end)(PlCudaContext* ctx, PlCudaGraph** graph, PL_CUDA_MSG);
+  // Queues one replay of graph on the context's stream (asynchronous).
+  PlCudaStatus (*graph_launch)(PlCudaContext* ctx, PlCudaGraph* graph, PL_CUDA_MSG);
+  // Frees graph and the memory it kept, after the work queued before. NULL: no-op.
+  PlCudaStatus (*graph_destroy)(PlCudaContext* ctx, PlCudaGraph* graph, PL_CUDA_MSG);
+  // Page-locked host memory (cudaHostAlloc), for download_async and for
+  // upload sources a graph reads; release waits for the stream first.
+  PlCudaStatus (*host_allocate)(PlCudaContext* ctx, size_t bytes, void** out, PL_CUDA_MSG);
+  PlCudaStatus (*host_release)(PlCudaContext* ctx, void* ptr, PL_CUDA_MSG);
+  // device -> host_allocate memory, queued and not waited for (capturable):
+  // the step's one read, taken a step later. The host reads host_dst after
+  // wait_mark on a mark recorded after this call.
+  PlCudaStatus (*download_async)(PlCudaContext* ctx, void* host_dst, const void* src, size_t bytes, PL_CUDA_MSG);
+  // *mark = a point in the stream's order (an event recorded now; not
+  // during a capture); wait_mark blocks until the work before it has run
+  // and reports its first error. The context keeps the last
+  // PL_CUDA_MARKS marks; an older mark waits for the whole stream.
+  PlCudaStatus (*record_mark)(PlCudaContext* ctx, uint64_t* mark, PL_CUDA_MSG);
+  PlCudaStatus (*wait_mark)(PlCudaContext* ctx, uint64_t mark, PL_CUDA_MSG);
+  // ======== end of ABI 6 (gpustep) ========
 } PlCudaBackendTable;
+#define PL_CUDA_MARKS 4
 
 #undef PL_CUDA_MSG
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "amp/apply.h"
 #include "amp/recipe.h"
 #include "backend/backend.h"
+#include "backend/cuda_step.h"
 #include "backend/fused.h"
 #include "data/batch.h"
 #include "data/dataset.h"
@@ -150,10 +152,18 @@ Run::Run(int id, const RunConfig& config, std::shared_ptr<const DatasetPair> dat
   s.schedule.warmup_steps = m_config.warmup;
   s.schedule.total_steps = m_total_steps;
   s.sampler->set_epoch(0);
+  s.step_control = cuda_step_control(m_backend);
+  if (s.step_control) s.scale_state = static_cast<PlCudaScaleState*>(m_backend.allocate(sizeof(PlCudaScaleState)));
   m_history.steps.reserve(static_cast<std::size_t>(std::min<std::int64_t>(m_total_steps, 1 << 20)));
 }
 
-Run::~Run() = default;
+Run::~Run() {
+  Impl& s = *m_impl;
+  if (!s.step_control) return;
+  drop_graph();
+  if (s.results_pinned) s.step_control->host_release(s.results_pinned);
+  m_backend.release(s.scale_state);
+}
 
 bool Run::is_classification() const { return m_data->train.is_classification(); }
 
@@ -201,12 +211,19 @@ void Run::step(std::vector<Record>& out) {
   const auto t0 = std::chrono::steady_clock::now();
   BackendScope scope(m_backend);
   StepState st = begin_step();
-  load_batch(st);
-  forward_backward(st);
-  unscale_and_check(st);
-  if (st.overflow || !std::isfinite(st.loss)) attribute_overflow(st, out);
-  if (st.statistics) measure(st, out);
-  step_or_skip(st);
+  if (!captured_step(st, out)) {
+    load_batch(st);
+    forward_backward(st);
+    unscale_and_check(st);
+    if (st.overflow || !std::isfinite(st.loss)) attribute_overflow(st, out);
+    if (st.statistics) measure(st, out);
+    step_or_skip(st);
+    // Its buffers now exist: the next ordinary step may be captured.
+    if (m_impl->step_control) {
+      const Impl& s = *m_impl;
+      m_impl->warm_key = {st.batch, s.x.data(), s.labels.data(), s.targets.data(), s.results.data(), m_graph_epoch};
+    }
+  }
   const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   record(st, wall_ms, out);
 }
@@ -257,7 +274,8 @@ void Run::load_batch(StepState& st) {
   else s.targets.resize({st.batch, s.outputs}, Format::FP32);
   upload_batch(m_backend, train, idx, s.x.data(), s.labels.data(), s.targets.data());
   // The step's results slots (see run_state.h), reused step after step.
-  s.results.reserve((kCountsSlot + s.param_count + s.amax_slots) * sizeof(std::int64_t));
+  s.results.reserve((kCountsSlot + s.param_count + s.amax_slots + (s.step_control ? kScaleStateSlots : 0)) *
+                    sizeof(std::int64_t));
 }
 
 // The true (unscaled) loss in FP32/double into the results slots, then the
@@ -322,19 +340,30 @@ void Run::unscale_and_check(StepState& st) {
 
   s.results_host.resize(n_slots);
   be.download(s.results_host.data(), results, n_slots * sizeof(std::int64_t));
-  const std::vector<std::int64_t>& r = s.results_host;
+  take_results(st, s.results_host.data(), P);
+  s.scaler.record_nonfinite(st.nonfinite);
+  // The device's copy of the scale state follows the host's decisions.
+  s.scale_state_stale = true;
+}
+
+void Run::take_results(StepState& st, const std::int64_t* r, std::size_t P) {
+  Impl& s = *m_impl;
+  auto slot_f64 = [r](std::size_t k) {
+    double d;
+    std::memcpy(&d, &r[k], sizeof d);
+    return d;
+  };
   for (std::size_t k = 0; k < s.pending.size(); ++k) {
     float a;
     std::memcpy(&a, &r[kCountsSlot + P + k], sizeof a);
     s.pending[k]->take_pending(a);
   }
-  st.loss = slot_double(r, kLossSlot);
-  st.z_term = m_config.z_loss > 0.0 ? slot_double(r, kZSlot) : 0.0;
+  st.loss = slot_f64(kLossSlot);
+  st.z_term = m_config.z_loss > 0.0 ? slot_f64(kZSlot) : 0.0;
   if (st.fault && st.fault->target == FaultTarget::Loss) st.loss = st.fault->value;
   st.correct = r[kCorrectSlot];
-  st.sum_squares = slot_double(r, kSumSquaresSlot);
+  st.sum_squares = slot_f64(kSumSquaresSlot);
   for (std::size_t i = 0; i < P; ++i) st.nonfinite += r[kCountsSlot + i];
-  s.scaler.record_nonfinite(st.nonfinite);
   st.overflow = st.nonfinite > 0;
 }
 
@@ -606,6 +635,9 @@ void Run::set_layer_precision(const std::string& layer, const LayerPrecision& p)
   BackendScope scope(m_backend);
   apply_layer_precision(m_backend, *m_model, layer, p, m_recipe.master_weights, m_recipe.fp8, m_recipe.stochastic_grads);
   m_recipe.overrides[layer] = p;
+  // The graph baked the layer's old formats in: the next step recaptures.
+  ++m_graph_epoch;
+  drop_graph();
   // The optimizer's state layout is unchanged (same element counts); only
   // the stored formats of this layer's tensors changed.
   Event e{m_id, m_step, EventKind::PrecisionChange, layer, "", 0};
@@ -616,6 +648,169 @@ void Run::set_layer_precision(const std::string& layer, const LayerPrecision& p)
 void Run::set_loss_scaler(const LossScalerConfig& c) {
   m_impl->scaler.set_config(c);
   m_recipe.scaling = c;
+  // The graph baked the rule in; the device's state follows the host's.
+  ++m_graph_epoch;
+  m_impl->scale_state_stale = true;
+}
+
+void Run::set_graph_capture(bool on) {
+  m_graphs = on;
+  if (!on) drop_graph();
+}
+
+void Run::drop_graph() {
+  Impl& s = *m_impl;
+  if (s.graph) s.step_control->graph_destroy(s.graph);
+  s.graph = nullptr;
+  s.graph_key = {};
+}
+
+// What a captured step cannot hold: anything the host decides or computes
+// per step. Statistics steps, inspections and injected faults read more
+// than the results slot; clipping scales by a norm the host reads; FP8's
+// delayed scales, stochastic rounding's seeds and Adam's bias corrections
+// change every step (a schedule's learning rate does too, but SGD reads it
+// from the step state, written before each replay); the z-loss seeds its
+// gradient with the scale by value; SGD's first step initialises its
+// momentum (and the optimizer allocates its state then). Those steps run
+// uncaptured (the graph stays for the next).
+bool Run::capturable(const StepState& st) const {
+  const Impl& s = *m_impl;
+  if (!s.step_control || !m_graphs || st.statistics || st.inspect || st.fault || st.number < 2) return false;
+  // FP8 layers leave amaxes pending for the host's delayed scaling.
+  if (!s.pending.empty()) return false;
+  // The optimizer's state exists (and SGD's first step, which initialises
+  // its momentum, is past) only once it has stepped on the host.
+  if (s.optimizer->step_count() < 1) return false;
+  if (m_config.clip > 0.0 || m_config.z_loss > 0.0 || m_recipe.stochastic_grads ||
+      m_config.weight_rounding == "stochastic")
+    return false;
+  if (dynamic_cast<const Adam*>(s.optimizer.get())) return false;
+  for (Parameter* p : m_model->parameters())
+    if (is_block_format(p->quantized)) return false;
+  return true;
+}
+
+// The step on the device, captured once and replayed: the batch gathered
+// into page-locked staging, one graph launch (forward, the loss gradient
+// seeded with the device's scale, the fused unscale, the scale update and
+// the found-inf decision, the guarded optimizer update, the results slot
+// copied to page-locked memory), then the one read. The host's LossScaler
+// mirrors the device's decision from the read (the same rule, bit for
+// bit), and an overflow's attribution re-runs uncaptured afterwards: the
+// skipped update left the weights as they were. The read is taken right
+// after the launch (reading it a step later is not built yet).
+bool Run::captured_step(StepState& st, std::vector<Record>& out) {
+  Impl& s = *m_impl;
+  if (!capturable(st)) return false;
+  CudaStepControl& c = *s.step_control;
+  auto key_now = [&] {
+    return StepGraphKey{st.batch, s.x.data(), s.labels.data(), s.targets.data(), s.results.data(), m_graph_epoch};
+  };
+  const std::size_t P = s.param_count;
+  const std::size_t state_slot = kCountsSlot + P + s.amax_slots;
+  const std::size_t n_slots = state_slot + kScaleStateSlots;
+  if (s.graph) {
+    // Replay: the rows go to the staging the captured uploads read.
+    c.set_gather_only(true);
+    load_batch(st);
+    c.set_gather_only(false);
+    if (key_now() != s.graph_key) {
+      drop_graph();
+      s.warm_key = {};
+      return false;  // the uncaptured step uploads the batch again
+    }
+  } else {
+    // Capture after an uncaptured step of the same shapes and buffers
+    // (nothing is allocated during a capture).
+    if (s.warm_key.epoch != m_graph_epoch) return false;
+    if (!s.results_pinned || s.results_pinned_slots < n_slots) {
+      if (s.results_pinned) c.host_release(s.results_pinned);
+      s.results_pinned = static_cast<std::int64_t*>(c.host_allocate(n_slots * sizeof(std::int64_t)));
+      s.results_pinned_slots = n_slots;
+    }
+    c.capture_begin();
+    c.set_step_state(s.scale_state);
+    bool moved = false;
+    try {
+      load_batch(st);
+      moved = key_now() != s.warm_key;
+      if (!moved) forward_backward(st);
+    } catch (...) {
+      moved = true;
+    }
+    if (moved) {  // abandoned: the step runs uncaptured, as any other
+      c.set_step_state(nullptr);
+      try {
+        if (PlCudaGraph* g = c.capture_end()) c.graph_destroy(g);
+      } catch (const std::exception&) {
+      }
+      s.warm_key = {};
+      return false;
+    }
+    try {
+      auto* results = s.results.as<std::int64_t>();
+      const std::vector<Parameter*> params = m_model->parameters();
+      s.grads.bind(params, results + kCountsSlot, reinterpret_cast<double*>(results + kSumSquaresSlot));
+      // LossScaler::unscale's pass; the step state supplies 1/scale.
+      fused::unscale_grads_coded(m_backend, s.grads.views().data(), s.grads.codes().data(), s.grads.size(),
+                                 s.scaler.inverse_scale(), s.grads.sum_squares());
+      s.pending.clear();
+      const LossScalerConfig& cfg = s.scaler.config();
+      c.update_scale(results + kCountsSlot, static_cast<std::int64_t>(P),
+                     static_cast<PlCudaScaleMode>(static_cast<int>(cfg.mode)), cfg.growth_factor, cfg.backoff_factor,
+                     cfg.growth_interval, s.scale_state);
+      update_parameters(learning_rate(s.schedule, m_step), st.number);  // guarded by the state
+      m_backend.copy(results + state_slot, s.scale_state, sizeof(PlCudaScaleState));
+      c.download_async(s.results_pinned, results, n_slots * sizeof(std::int64_t));
+    } catch (...) {
+      c.set_step_state(nullptr);
+      drop_graph();
+      if (PlCudaGraph* g = c.capture_end()) c.graph_destroy(g);
+      s.warm_key = {};
+      throw;
+    }
+    c.set_step_state(nullptr);
+    s.graph = c.capture_end();
+    s.graph_key = key_now();
+  }
+  if (s.scale_state_stale) {
+    // The host decided the steps since the last replay: the device's copy
+    // of the state takes the host's (the graph reads it at the launch).
+    PlCudaScaleState host{};
+    host.scale = s.scaler.scale();
+    host.loss_scale = s.scaler.scale();
+    host.inv_scale = s.scaler.inverse_scale();
+    host.taken = 1;
+    host.growth_tracker = s.scaler.growth_tracker();
+    m_backend.upload(s.scale_state, &host, sizeof host);
+    s.scale_state_stale = false;
+  }
+  // This step's learning rate, as Sgd::update rounds it to float.
+  const float lr = static_cast<float>(learning_rate(s.schedule, m_step));
+  m_backend.upload(reinterpret_cast<unsigned char*>(s.scale_state) + offsetof(PlCudaScaleState, lr), &lr, sizeof lr);
+  c.graph_launch(s.graph);
+  c.wait_mark(c.record_mark());
+  ++m_captured_steps;
+
+  take_results(st, s.results_pinned, P);
+  s.scaler.record_device_unscale(st.nonfinite);
+  if (st.overflow || !std::isfinite(st.loss)) attribute_overflow(st, out);
+  // The host's mirror of the device's decision (step_or_skip without the update).
+  st.grad_norm = std::sqrt(st.sum_squares);
+  st.lr = learning_rate(s.schedule, m_step);
+  st.taken = s.scaler.should_step();
+  if (st.overflow || !std::isfinite(st.loss)) count_flushed_moments(*s.optimizer, s.slots.size(), m_step, s.flushed);
+  s.scaler.update();
+  PlCudaScaleState device;
+  std::memcpy(&device, s.results_pinned + state_slot, sizeof device);
+  if (device.loss_scale != s.scaler.scale() || (device.taken != 0) != st.taken ||
+      device.growth_tracker != s.scaler.growth_tracker())
+    throw std::logic_error("step " + std::to_string(st.number) +
+                           ": the device's loss scale state no longer matches the LossScaler's");
+  m_step = st.number;
+  ++s.batch_in_epoch;
+  return true;
 }
 
 }  // namespace engine

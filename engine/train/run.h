@@ -80,6 +80,13 @@ class Run {
   std::string backend_name() const;
   MemoryBytes memory() const;
 
+  // On a CUDA backend whose module has the step entries (ABI 6), ordinary
+  // steps are captured once as a CUDA graph and replayed (on by default;
+  // the CPU and guarded backends are not affected). Captured and
+  // uncaptured steps give the same bits. Steps captured so far: for tests.
+  void set_graph_capture(bool on);
+  std::int64_t captured_steps() const { return m_captured_steps; }
+
  private:
   struct Impl;
   struct StepState;
@@ -97,6 +104,13 @@ class Run {
   void step_or_skip(StepState& st);
   void record(StepState& st, double wall_ms, std::vector<Record>& out);
   void update_parameters(double lr, std::int64_t step);
+  // The captured step (run.cpp): false when this step must run uncaptured
+  // (nothing of it has run then).
+  bool captured_step(StepState& st, std::vector<Record>& out);
+  bool capturable(const StepState& st) const;
+  void drop_graph();
+  // The results slots' host copy into st (unscale_and_check's read, the captured step's).
+  void take_results(StepState& st, const std::int64_t* r, std::size_t params);
   // Measuring phases (run_statistics.cpp). Overflow attribution: the step
   // recomputed with per-layer counting on, one event per layer and tensor.
   void attribute_overflow(const StepState& st, std::vector<Record>& out);
@@ -128,7 +142,10 @@ class Run {
   std::optional<Fault> m_fault;
   std::optional<Fault> m_spike;  // RunConfig::spike, injected at m_spike_step
   std::int64_t m_spike_step = 0;
-  std::int64_t m_nan_loss_run = 0;  // consecutive steps with a non-finite loss
+  std::int64_t m_nan_loss_run = 0;
+  bool m_graphs = true;
+  std::int64_t m_graph_epoch = 0;  // bumped by every change a graph bakes in
+  std::int64_t m_captured_steps = 0;  // consecutive steps with a non-finite loss
   RunHistory m_history;
 };
 

@@ -14,6 +14,7 @@
 #include "amp/grad_set.h"
 #include "amp/loss_scaler.h"
 #include "backend/backend.h"
+#include "backend/cuda_step.h"
 #include "data/sampler.h"
 #include "nn/model.h"
 #include "optim/optimizer.h"
@@ -30,7 +31,10 @@ class DelayedScale;
 // the loss (double), the correct count, the sum of squared unscaled
 // gradients (double), the z-loss's mean log^2 Z (double, 0 without it),
 // one non-finite count per parameter, then one pending FP8 amax (float) each.
+// A captured CUDA step adds the device's scale state (PlCudaScaleState)
+// after them (kScaleStateSlots slots).
 enum : std::size_t { kLossSlot = 0, kCorrectSlot = 1, kSumSquaresSlot = 2, kZSlot = 3, kCountsSlot = 4 };
+inline constexpr std::size_t kScaleStateSlots = (sizeof(PlCudaScaleState) + 7) / 8;
 
 inline double slot_double(const std::vector<std::int64_t>& r, std::size_t k) {
   double d;
@@ -45,6 +49,19 @@ inline double slot_double(const std::vector<std::int64_t>& r, std::size_t k) {
 // as the cause (run.cpp).
 struct FlushedMoments {
   std::int64_t flushed = 0, moments = 0, step = 0;
+};
+
+// What a captured step's graph has baked in: a change of any of these
+// (the batch's size or buffers, a precision or scaler change) means the
+// graph is dropped, the step runs uncaptured, and the next one recaptures.
+struct StepGraphKey {
+  std::int64_t batch = -1;
+  const void* x = nullptr;
+  const void* labels = nullptr;
+  const void* targets = nullptr;
+  const void* results = nullptr;
+  std::int64_t epoch = -1;  // Run::m_graph_epoch
+  bool operator==(const StepGraphKey&) const = default;
 };
 
 struct Run::Impl {
@@ -80,6 +97,17 @@ struct Run::Impl {
   std::unique_ptr<Model> shadow;
   Tensor shadow_probs, shadow_dlogits, shadow_lse;
   FlushedMoments flushed;
+
+  // The step on the device (CUDA backends with the module's ABI 6; run.cpp
+  // captured_step). Null step_control: every step as above.
+  CudaStepControl* step_control = nullptr;
+  PlCudaScaleState* scale_state = nullptr;  // backend memory: the scaler's state, the device's copy
+  bool scale_state_stale = true;            // the host scaler moved since the last upload
+  PlCudaGraph* graph = nullptr;             // the captured step, replayed
+  StepGraphKey graph_key;
+  StepGraphKey warm_key;                    // the last uncaptured step's: its buffers exist
+  std::int64_t* results_pinned = nullptr;   // host_allocate memory: the graph's read lands here
+  std::size_t results_pinned_slots = 0;
 };
 
 // What one step has decided and found so far, passed from phase to phase.

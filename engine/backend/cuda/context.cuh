@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "backend/cuda/cuda_check.cuh"
 #include "backend/cuda_module.h"
@@ -31,6 +32,25 @@ struct PlCudaContext {
   std::size_t scratch_bytes = 0;
   pl_cuda::GemmState* gemm = nullptr;  // created on the first gemm
   pl_cuda::ConvState* conv = nullptr;  // created on the first convolution
+  // The step on the device (ABI 6, capture.cu). step_state: set_step_state's
+  // pointer, passed to the unscale and optimizer kernels queued after it.
+  const PlCudaScaleState* step_state = nullptr;
+  // While a capture runs: allocation, release, scratch growth, download and
+  // synchronize are refused (the step is run once uncaptured first, so its
+  // buffers and scratch exist), and device copies of host arguments go to
+  // `keep`, which the graph owns.
+  bool capturing = false;
+  std::vector<void*> keep;
+  // record_mark's events, a ring of PL_CUDA_MARKS; next_mark counts marks.
+  cudaEvent_t marks[PL_CUDA_MARKS] = {};
+  std::uint64_t next_mark = 0;
+};
+
+// An instantiated capture and the device memory its nodes read.
+struct PlCudaGraph {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  std::vector<void*> keep;
 };
 
 namespace pl_cuda {
@@ -67,6 +87,15 @@ inline std::size_t element_bytes(PlCudaFormat f) {
 // The context's scratch buffer, at least `bytes` long (grown, never
 // shrunk; the old one freed stream-ordered). device.cu.
 PlCudaStatus scratch(PlCudaContext* ctx, std::size_t bytes, void** out, ErrorSink sink);
+// A copy of `bytes` of host arguments in device memory the kernels queued
+// now may read later: the context's scratch outside a capture (the caller
+// passes its offset there), a buffer the graph keeps during one. capture.cu.
+PlCudaStatus stage_host_args(PlCudaContext* ctx, const void* host, std::size_t bytes, void* scratch_slot,
+                             void** out, ErrorSink sink);
+// Refuses (INVALID_ARGUMENT) what cannot happen during a capture. capture.cu.
+PlCudaStatus refuse_in_capture(PlCudaContext* ctx, const char* fn, ErrorSink sink);
+// Destroys the marks' events (teardown). capture.cu.
+void destroy_marks(PlCudaContext* ctx);
 // Frees the library state of gemm.cu and conv.cu (called by teardown).
 void destroy_gemm_state(PlCudaContext* ctx);
 void destroy_conv_state(PlCudaContext* ctx);

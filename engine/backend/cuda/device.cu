@@ -24,7 +24,16 @@ PlCudaStatus teardown(PlCudaContext* ctx, ErrorSink sink) {
   auto note = [&](cudaError_t e, const char* expression, int line) {
     if (e != cudaSuccess && status == PL_CUDA_OK) status = report(e, expression, __FILE__, line, sink);
   };
+  if (ctx->capturing) {  // an abandoned capture: end it so the stream can be used
+    cudaGraph_t g = nullptr;
+    cudaStreamEndCapture(ctx->stream, &g);
+    if (g) cudaGraphDestroy(g);
+    ctx->capturing = false;
+  }
   if (ctx->stream) note(cudaStreamSynchronize(ctx->stream), "cudaStreamSynchronize(ctx->stream)", __LINE__);
+  for (void* p : ctx->keep) cudaFree(p);
+  ctx->keep.clear();
+  destroy_marks(ctx);
   destroy_gemm_state(ctx);
   destroy_conv_state(ctx);
   if (ctx->scratch) {
@@ -151,6 +160,7 @@ PlCudaStatus scratch(PlCudaContext* ctx, std::size_t bytes, void** out, ErrorSin
     *out = ctx->scratch;
     return PL_CUDA_OK;
   }
+  PL_CUDA_TRY(refuse_in_capture(ctx, "scratch growth", sink));
   const std::size_t grown = (std::max(bytes, 2 * ctx->scratch_bytes) + kAlignment - 1) / kAlignment * kAlignment;
   if (ctx->scratch) {
     if (ctx->pool) PL_CUDA_CHECK(sink, cudaFreeAsync(ctx->scratch, ctx->stream));
@@ -174,6 +184,7 @@ PlCudaStatus synchronize(PlCudaContext* ctx, char* message, std::size_t message_
   const ErrorSink sink{message, message_size};
   DeviceScope scope;
   PL_CUDA_ENTER(sink, scope, ctx, "synchronize");
+  PL_CUDA_TRY(refuse_in_capture(ctx, "synchronize", sink));
   PL_CUDA_CHECK(sink, cudaStreamSynchronize(ctx->stream));
   return PL_CUDA_OK;
 }

@@ -18,6 +18,7 @@ PlCudaStatus allocate(PlCudaContext* ctx, std::size_t bytes, void** out, char* m
   const ErrorSink sink{message, message_size};
   DeviceScope scope;
   PL_CUDA_ENTER(sink, scope, ctx, "allocate");
+  PL_CUDA_TRY(refuse_in_capture(ctx, "allocate", sink));
   if (!out) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "allocate: out is null");
   *out = nullptr;
   if (bytes == 0) return PL_CUDA_OK;
@@ -48,6 +49,7 @@ PlCudaStatus release(PlCudaContext* ctx, void* ptr, char* message, std::size_t m
   const ErrorSink sink{message, message_size};
   DeviceScope scope;
   PL_CUDA_ENTER(sink, scope, ctx, "release");
+  PL_CUDA_TRY(refuse_in_capture(ctx, "release", sink));
   if (!ptr) return PL_CUDA_OK;
   if (ctx->pool)
     PL_CUDA_CHECK(sink, cudaFreeAsync(ptr, ctx->stream));
@@ -63,6 +65,17 @@ PlCudaStatus upload(PlCudaContext* ctx, void* dst, const void* host_src, std::si
   PL_CUDA_ENTER(sink, scope, ctx, "upload");
   if (bytes == 0) return PL_CUDA_OK;
   if (!dst || !host_src) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "upload: null buffer");
+  if (ctx->capturing) {
+    // A captured copy reads its source when the graph runs: only
+    // page-locked memory (host_allocate) the host refills before each launch.
+    cudaPointerAttributes a{};
+    PL_CUDA_CHECK(sink, cudaPointerGetAttributes(&a, host_src));
+    if (a.type != cudaMemoryTypeHost)
+      return fail(sink, PL_CUDA_INVALID_ARGUMENT,
+                  "upload: during a capture the source must be host_allocate memory (a graph reads it at each launch)");
+    PL_CUDA_CHECK(sink, cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, ctx->stream));
+    return PL_CUDA_OK;
+  }
   PL_CUDA_CHECK(sink, cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, ctx->stream));
   // From pageable memory the runtime has staged the data when the call
   // returns; from page-locked memory the copy is truly asynchronous, so
@@ -79,6 +92,7 @@ PlCudaStatus download(PlCudaContext* ctx, void* host_dst, const void* src, std::
   const ErrorSink sink{message, message_size};
   DeviceScope scope;
   PL_CUDA_ENTER(sink, scope, ctx, "download");
+  PL_CUDA_TRY(refuse_in_capture(ctx, "download", sink));
   if (bytes > 0 && (!host_dst || !src))
     return fail(sink, PL_CUDA_INVALID_ARGUMENT, "download: null buffer");
   if (bytes > 0)
@@ -124,6 +138,48 @@ PlCudaStatus memory_allocated(PlCudaContext* ctx, std::uint64_t* live_bytes, cha
   std::uint64_t used = 0;
   PL_CUDA_CHECK(sink, cudaMemPoolGetAttribute(ctx->pool, cudaMemPoolAttrUsedMemCurrent, &used));
   *live_bytes = static_cast<std::uint64_t>(used);
+  return PL_CUDA_OK;
+}
+
+// ---- ABI 6: pinned host memory and the asynchronous read ----
+
+PlCudaStatus host_allocate(PlCudaContext* ctx, std::size_t bytes, void** out, char* message,
+                           std::size_t message_size) {
+  const ErrorSink sink{message, message_size};
+  DeviceScope scope;
+  PL_CUDA_ENTER(sink, scope, ctx, "host_allocate");
+  PL_CUDA_TRY(refuse_in_capture(ctx, "host_allocate", sink));
+  if (!out) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "host_allocate: out is null");
+  *out = nullptr;
+  if (bytes == 0) return PL_CUDA_OK;
+  PL_CUDA_CHECK(sink, cudaHostAlloc(out, bytes, cudaHostAllocDefault));
+  return PL_CUDA_OK;
+}
+
+PlCudaStatus host_release(PlCudaContext* ctx, void* ptr, char* message, std::size_t message_size) {
+  const ErrorSink sink{message, message_size};
+  DeviceScope scope;
+  PL_CUDA_ENTER(sink, scope, ctx, "host_release");
+  PL_CUDA_TRY(refuse_in_capture(ctx, "host_release", sink));
+  if (!ptr) return PL_CUDA_OK;
+  // Queued copies may still read or write it.
+  PL_CUDA_CHECK(sink, cudaStreamSynchronize(ctx->stream));
+  PL_CUDA_CHECK(sink, cudaFreeHost(ptr));
+  return PL_CUDA_OK;
+}
+
+PlCudaStatus download_async(PlCudaContext* ctx, void* host_dst, const void* src, std::size_t bytes,
+                            char* message, std::size_t message_size) {
+  const ErrorSink sink{message, message_size};
+  DeviceScope scope;
+  PL_CUDA_ENTER(sink, scope, ctx, "download_async");
+  if (bytes == 0) return PL_CUDA_OK;
+  if (!host_dst || !src) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "download_async: null buffer");
+  cudaPointerAttributes a{};
+  PL_CUDA_CHECK(sink, cudaPointerGetAttributes(&a, host_dst));
+  if (a.type != cudaMemoryTypeHost)
+    return fail(sink, PL_CUDA_INVALID_ARGUMENT, "download_async: the destination must be host_allocate memory");
+  PL_CUDA_CHECK(sink, cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, ctx->stream));
   return PL_CUDA_OK;
 }
 

@@ -240,16 +240,24 @@ struct MeanStore {
   __device__ void operator()(const double* s) const { *out = s[0] / count; }
 };
 
+// The loss scale's factor: f, or with a step state (ABI 6) the state's
+// loss scale * num / den as the host rounds it, read when the work runs.
+__device__ __forceinline__ float scale_factor(float f, const PlCudaScaleState* state, float num, float den) {
+  return state ? __fdiv_rn(__fmul_rn(num, state->loss_scale), den) : f;
+}
 struct CrossEntropyBackward {
   const float* probs;
   const std::int32_t* labels;
   std::int64_t classes;
   float f;
   float* dlogits;
+  const PlCudaScaleState* state;
+  float rows;
   __device__ void operator()(std::size_t idx) const {
     const auto k = static_cast<std::int64_t>(idx);
     const std::int64_t i = k / classes, j = k - i * classes;
-    dlogits[idx] = mul_rn(sub_rn(probs[idx], j == labels[i] ? 1.0f : 0.0f), f);
+    const float g = scale_factor(f, state, 1.0f, rows);
+    dlogits[idx] = mul_rn(sub_rn(probs[idx], j == labels[i] ? 1.0f : 0.0f), g);
   }
 };
 struct MseBackward {
@@ -257,7 +265,11 @@ struct MseBackward {
   const float* target;
   float f;
   float* dpred;
-  __device__ void operator()(std::size_t i) const { dpred[i] = mul_rn(sub_rn(pred[i], target[i]), f); }
+  const PlCudaScaleState* state;
+  float n;
+  __device__ void operator()(std::size_t i) const {
+    dpred[i] = mul_rn(sub_rn(pred[i], target[i]), scale_factor(f, state, 2.0f, n));
+  }
 };
 
 }  // namespace
@@ -427,7 +439,7 @@ PlCudaStatus cross_entropy_backward(PlCudaContext* ctx, const float* probs,
   const float f = scale / static_cast<float>(rows);
   const auto count = static_cast<std::size_t>(total);
   for_each_kernel<<<grid_for(count), kThreads, 0, ctx->stream>>>(
-      count, CrossEntropyBackward{probs, labels, classes, f, dlogits});
+      count, CrossEntropyBackward{probs, labels, classes, f, dlogits, ctx->step_state, static_cast<float>(rows)});
   PL_CUDA_CHECK_LAUNCH(sink, "cross_entropy_backward");
   return PL_CUDA_OK;
 }
@@ -466,7 +478,8 @@ PlCudaStatus mse_backward(PlCudaContext* ctx, const float* pred, const float* ta
   // 2 * scale / n, rounded as the CPU's expression.
   const float f = 2.0f * scale / static_cast<float>(n);
   const auto count = static_cast<std::size_t>(n);
-  for_each_kernel<<<grid_for(count), kThreads, 0, ctx->stream>>>(count, MseBackward{pred, target, f, dpred});
+  for_each_kernel<<<grid_for(count), kThreads, 0, ctx->stream>>>(
+      count, MseBackward{pred, target, f, dpred, ctx->step_state, static_cast<float>(n)});
   PL_CUDA_CHECK_LAUNCH(sink, "mse_backward");
   return PL_CUDA_OK;
 }

@@ -103,8 +103,11 @@ constexpr std::int64_t kUnscaleChunk = std::int64_t{1} << 14;
 
 // One thread block per chunk at a time; each thread takes a fixed stride of
 // the chunk, so a chunk's partial does not depend on the grid.
-__global__ void unscale_kernel(const UnscaleDesc* descs, std::int64_t count, std::int64_t chunks, float inv,
-                               double* part_sq, std::int64_t* part_bad) {
+__global__ void unscale_kernel(const UnscaleDesc* descs, std::int64_t count, std::int64_t chunks, float inv_arg,
+                               const PlCudaScaleState* state, double* part_sq, std::int64_t* part_bad) {
+  // The step state's 1/scale when there is one: read as the work runs, so a
+  // replayed graph unscales by the scale the device holds now.
+  const float inv = state ? state->inv_scale : inv_arg;
   for (std::int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
     // The gradient holding chunk c: the last with first_chunk <= c (one
     // without elements shares its first_chunk with the next).
@@ -153,7 +156,10 @@ __global__ void unscale_finish_kernel(const UnscaleDesc* descs, std::int64_t cou
 
 // ---- optimizers ----
 
-__global__ void sgd_kernel(float* value, const float* grad, float* buf, std::size_t n, SgdParams s) {
+__global__ void sgd_kernel(float* value, const float* grad, float* buf, std::size_t n, SgdParams s,
+                           const PlCudaScaleState* guard) {
+  if (!step_taken(guard)) return;  // found inf: value and state untouched
+  s.lr = step_lr(guard, s.lr);     // the schedule's rate the host wrote before the replay
   for (std::size_t i = thread_index(); i < n; i += grid_stride()) {
     float p = value[i];
     const float g = grad[i];
@@ -169,7 +175,8 @@ __global__ void sgd_kernel(float* value, const float* grad, float* buf, std::siz
 }
 
 __global__ void adam_kernel(float* value, const float* grad, float* exp_avg, float* exp_avg_sq, std::size_t n,
-                            AdamParams a) {
+                            AdamParams a, const PlCudaScaleState* guard) {
+  if (!step_taken(guard)) return;  // found inf: value and state untouched
   for (std::size_t i = thread_index(); i < n; i += grid_stride()) {
     float p = value[i], m = exp_avg[i], v = exp_avg_sq[i];
     adam_element(a, p, grad[i], m, v);
@@ -288,6 +295,18 @@ __global__ void census_kernel(const float* values, const float* own, const float
     if (counts[s]) atomicAdd(&out[s], counts[s]);
 }
 
+// ---- update_scale ----
+
+// One thread: the counts summed in order, then the scale's update.
+__global__ void update_scale_kernel(const std::int64_t* counts, std::int64_t count, ScaleRule rule,
+                                    PlCudaScaleState* state) {
+  std::int64_t total = 0;
+  for (std::int64_t k = 0; k < count; ++k) total += counts[k];
+  PlCudaScaleState s = *state;
+  update_scale(rule, total, s);
+  *state = s;
+}
+
 PlCudaStatus check_count(ErrorSink sink, const char* fn, std::int64_t n) {
   if (n < 0)
     return fail(sink, PL_CUDA_INVALID_ARGUMENT, "%s: negative count %lld", fn, static_cast<long long>(n));
@@ -330,12 +349,14 @@ PlCudaStatus unscale_grads(PlCudaContext* ctx, const PlCudaGradBuffer* grads, st
   auto* d_descs = reinterpret_cast<UnscaleDesc*>(bytes);
   auto* part_sq = reinterpret_cast<double*>(bytes + desc_bytes);
   auto* part_bad = reinterpret_cast<std::int64_t*>(bytes + desc_bytes + sq_bytes);
-  PL_CUDA_CHECK(sink, cudaMemcpyAsync(d_descs, descs.data(), count * sizeof(UnscaleDesc), cudaMemcpyHostToDevice,
-                                      ctx->stream));
+  void* staged = nullptr;
+  PL_CUDA_TRY(stage_host_args(ctx, descs.data(), count * sizeof(UnscaleDesc), d_descs, &staged, sink));
+  d_descs = static_cast<UnscaleDesc*>(staged);
   const auto n_descs = static_cast<std::int64_t>(count);
   if (chunks > 0) {
     const unsigned grid = static_cast<unsigned>(chunks < 65535 ? chunks : 65535);
-    unscale_kernel<<<grid, kThreads, 0, ctx->stream>>>(d_descs, n_descs, chunks, inv_scale, part_sq, part_bad);
+    unscale_kernel<<<grid, kThreads, 0, ctx->stream>>>(d_descs, n_descs, chunks, inv_scale, ctx->step_state,
+                                                                 part_sq, part_bad);
     PL_CUDA_CHECK_LAUNCH(sink, "unscale_kernel");
   }
   unscale_finish_kernel<<<1, kThreads, 0, ctx->stream>>>(d_descs, n_descs, chunks, part_sq, part_bad, sum_squares);
@@ -357,7 +378,7 @@ PlCudaStatus sgd_update(PlCudaContext* ctx, float* value, const float* grad, flo
   if (!value || !grad) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "sgd_update: null buffer");
   const SgdParams s{lr, momentum, keep, weight_decay, nesterov != 0, first != 0, state_format};
   const auto count = static_cast<std::size_t>(n);
-  sgd_kernel<<<grid_for(count), kThreads, 0, ctx->stream>>>(value, grad, momentum_buf, count, s);
+  sgd_kernel<<<grid_for(count), kThreads, 0, ctx->stream>>>(value, grad, momentum_buf, count, s, ctx->step_state);
   PL_CUDA_CHECK_LAUNCH(sink, "sgd_kernel");
   return PL_CUDA_OK;
 }
@@ -378,7 +399,8 @@ PlCudaStatus adam_update(PlCudaContext* ctx, float* value, const float* grad, fl
     return fail(sink, PL_CUDA_INVALID_ARGUMENT, "adam_update: null buffer");
   const AdamParams a{step_size, bc2_sqrt, one_minus_beta1, beta2, one_minus_beta2, eps, l2, shrink, state_format};
   const auto count = static_cast<std::size_t>(n);
-  adam_kernel<<<grid_for(count), kThreads, 0, ctx->stream>>>(value, grad, exp_avg, exp_avg_sq, count, a);
+  adam_kernel<<<grid_for(count), kThreads, 0, ctx->stream>>>(value, grad, exp_avg, exp_avg_sq, count, a,
+                                                                      ctx->step_state);
   PL_CUDA_CHECK_LAUNCH(sink, "adam_kernel");
   return PL_CUDA_OK;
 }
@@ -475,6 +497,35 @@ PlCudaStatus gradient_census(PlCudaContext* ctx, const float* values, const floa
   census_kernel<<<grid_for(count), kThreads, 0, ctx->stream>>>(values, own, block, count, c,
                                                                reinterpret_cast<unsigned long long*>(out));
   PL_CUDA_CHECK_LAUNCH(sink, "census_kernel");
+  return PL_CUDA_OK;
+}
+
+PlCudaStatus update_scale(PlCudaContext* ctx, const std::int64_t* counts, std::int64_t count, std::int32_t mode,
+                          double growth_factor, double backoff_factor, std::int64_t growth_interval,
+                          PlCudaScaleState* state, char* message, std::size_t message_size) {
+  const ErrorSink sink{message, message_size};
+  DeviceScope scope;
+  PL_CUDA_ENTER(sink, scope, ctx, "update_scale");
+  PL_CUDA_TRY(check_count(sink, "update_scale", count));
+  if (!state) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "update_scale: state is null");
+  if (count > 0 && !counts) return fail(sink, PL_CUDA_INVALID_ARGUMENT, "update_scale: counts is null");
+  if (mode != PL_CUDA_SCALE_NONE && mode != PL_CUDA_SCALE_STATIC && mode != PL_CUDA_SCALE_DYNAMIC)
+    return fail(sink, PL_CUDA_INVALID_ARGUMENT, "update_scale: unknown mode %d", static_cast<int>(mode));
+  if (growth_interval < 1)
+    return fail(sink, PL_CUDA_INVALID_ARGUMENT, "update_scale: growth_interval %lld < 1",
+                static_cast<long long>(growth_interval));
+  const ScaleRule rule{static_cast<PlCudaScaleMode>(mode), growth_factor, backoff_factor, growth_interval};
+  update_scale_kernel<<<1, 1, 0, ctx->stream>>>(counts, count, rule, state);
+  PL_CUDA_CHECK_LAUNCH(sink, "update_scale_kernel");
+  return PL_CUDA_OK;
+}
+
+PlCudaStatus set_step_state(PlCudaContext* ctx, const PlCudaScaleState* state, char* message,
+                            std::size_t message_size) {
+  const ErrorSink sink{message, message_size};
+  DeviceScope scope;
+  PL_CUDA_ENTER(sink, scope, ctx, "set_step_state");
+  ctx->step_state = state;
   return PL_CUDA_OK;
 }
 

@@ -1,5 +1,5 @@
 // The per-element and per-block math of the step entries (step.cu): the
-// loss scaler's unscale, SGD, Adam/AdamW, the gradient census, FP8 amax and
+// loss scaler's unscale and scale update, SGD, Adam/AdamW, the gradient census, FP8 amax and
 // block quantization (MX, NVFP4), bit for bit what engine/backend/cpu/
 // step_ops.cpp and numeric/block.cpp compute.
 //
@@ -386,5 +386,63 @@ PL_HD PlCudaBlockQuantized block_result(const BlockFormat& f, float s_enc, int m
   q.bf16_exact = !f.tensor_scale && min_exponent < f.bf16_min_exponent ? 0 : 1;
   return q;
 }
+
+// ---- the loss scale on the device (update_scale) ------------------------------------
+
+// engine::LossScalerConfig as update_scale takes it.
+struct ScaleRule {
+  PlCudaScaleMode mode;
+  double growth_factor, backoff_factor;
+  std::int64_t growth_interval;
+};
+
+// LossScaler::scale() and inverse_scale(): 1 in mode NONE; the reciprocal
+// taken in double, then rounded to float (GradScaler's
+// scale.double().reciprocal().float()).
+PL_HD float loss_scale_of(PlCudaScaleMode mode, float scale) { return mode == PL_CUDA_SCALE_NONE ? 1.0f : scale; }
+PL_HD float inverse_of(float loss_scale) { return static_cast<float>(1.0 / static_cast<double>(loss_scale)); }
+
+// A fresh state (LossScaler's constructor and set_config with a reset).
+PL_HD PlCudaScaleState initial_scale_state(PlCudaScaleMode mode, double init_scale) {
+  PlCudaScaleState s{};
+  s.scale = static_cast<float>(init_scale);
+  s.loss_scale = loss_scale_of(mode, s.scale);
+  s.inv_scale = inverse_of(s.loss_scale);
+  s.taken = 1;
+  s.growth_tracker = 0;
+  s.nonfinite = 0;
+  return s;
+}
+
+// One step's end on the device: LossScaler::record_nonfinite(total),
+// should_step() and update() (torch._amp_update_scale_: the products in
+// double, rounded to float; growth only to a finite scale).
+PL_HD void update_scale(const ScaleRule& r, std::int64_t total, PlCudaScaleState& s) {
+  s.nonfinite = total;
+  s.taken = r.mode == PL_CUDA_SCALE_NONE || total == 0 ? 1 : 0;
+  if (r.mode == PL_CUDA_SCALE_DYNAMIC) {
+    if (total > 0) {
+      s.scale = static_cast<float>(dmul_rn(static_cast<double>(s.scale), r.backoff_factor));
+      s.growth_tracker = 0;
+    } else {
+      const std::int64_t successful = s.growth_tracker + 1;
+      if (successful == r.growth_interval) {
+        const float grown = static_cast<float>(dmul_rn(static_cast<double>(s.scale), r.growth_factor));
+        if (!nonfinite_f32(grown)) s.scale = grown;
+        s.growth_tracker = 0;
+      } else {
+        s.growth_tracker = successful;
+      }
+    }
+  }
+  s.loss_scale = loss_scale_of(r.mode, s.scale);
+  s.inv_scale = inverse_of(s.loss_scale);
+}
+
+// The optimizer's found-inf guard: an update runs only when the step
+// state (if any) says the step is taken.
+PL_HD bool step_taken(const PlCudaScaleState* s) { return !s || s->taken != 0; }
+// The learning rate an SGD update uses: the step state's when there is one.
+PL_HD float step_lr(const PlCudaScaleState* s, float lr) { return s ? s->lr : lr; }
 
 }  // namespace pl_cuda::step_math

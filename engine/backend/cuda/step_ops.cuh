@@ -35,4 +35,22 @@ PlCudaStatus gradient_census(PlCudaContext* ctx, const float* values, const floa
                              std::int32_t tie_overflows, double scale, std::int32_t log2_lo, std::int64_t* out,
                              char* message, std::size_t message_size);
 
+// ABI 6 (update_scale in step.cu; the capture entries in capture.cu).
+PlCudaStatus update_scale(PlCudaContext* ctx, const std::int64_t* counts, std::int64_t count, std::int32_t mode,
+                          double growth_factor, double backoff_factor, std::int64_t growth_interval,
+                          PlCudaScaleState* state, char* message, std::size_t message_size);
+PlCudaStatus set_step_state(PlCudaContext* ctx, const PlCudaScaleState* state, char* message,
+                            std::size_t message_size);
+PlCudaStatus capture_begin(PlCudaContext* ctx, char* message, std::size_t message_size);
+PlCudaStatus capture_end(PlCudaContext* ctx, PlCudaGraph** graph, char* message, std::size_t message_size);
+PlCudaStatus graph_launch(PlCudaContext* ctx, PlCudaGraph* graph, char* message, std::size_t message_size);
+PlCudaStatus graph_destroy(PlCudaContext* ctx, PlCudaGraph* graph, char* message, std::size_t message_size);
+PlCudaStatus host_allocate(PlCudaContext* ctx, std::size_t bytes, void** out, char* message,
+                           std::size_t message_size);
+PlCudaStatus host_release(PlCudaContext* ctx, void* ptr, char* message, std::size_t message_size);
+PlCudaStatus download_async(PlCudaContext* ctx, void* host_dst, const void* src, std::size_t bytes,
+                            char* message, std::size_t message_size);
+PlCudaStatus record_mark(PlCudaContext* ctx, std::uint64_t* mark, char* message, std::size_t message_size);
+PlCudaStatus wait_mark(PlCudaContext* ctx, std::uint64_t mark, char* message, std::size_t message_size);
+
 }  // namespace pl_cuda

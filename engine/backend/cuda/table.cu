@@ -77,6 +77,18 @@ constexpr PlCudaBackendTable kTable = {
     .pointwise_coded = pl_cuda::pointwise_coded,
     // gpupeer: memory the device reports
     .memory_allocated = pl_cuda::memory_allocated,
+    // ABI 6 (gpustep): the step on the device (step.cu, capture.cu, memory.cu).
+    .update_scale = pl_cuda::update_scale,
+    .set_step_state = pl_cuda::set_step_state,
+    .capture_begin = pl_cuda::capture_begin,
+    .capture_end = pl_cuda::capture_end,
+    .graph_launch = pl_cuda::graph_launch,
+    .graph_destroy = pl_cuda::graph_destroy,
+    .host_allocate = pl_cuda::host_allocate,
+    .host_release = pl_cuda::host_release,
+    .download_async = pl_cuda::download_async,
+    .record_mark = pl_cuda::record_mark,
+    .wait_mark = pl_cuda::wait_mark,
 };
 
 }  // namespace

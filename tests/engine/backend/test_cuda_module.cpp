@@ -329,12 +329,47 @@ TEST(CudaModuleTable, ImplementsEveryBackendOp) {
       reinterpret_cast<const void*>(t->pointwise_coded),
       // ABI 6 (gpupeer): memory the device reports.
       reinterpret_cast<const void*>(t->memory_allocated),
+      // ABI 6 (gpustep): the step on the device.
+      reinterpret_cast<const void*>(t->update_scale),
+      reinterpret_cast<const void*>(t->set_step_state),
+      reinterpret_cast<const void*>(t->capture_begin),
+      reinterpret_cast<const void*>(t->capture_end),
+      reinterpret_cast<const void*>(t->graph_launch),
+      reinterpret_cast<const void*>(t->graph_destroy),
+      reinterpret_cast<const void*>(t->host_allocate),
+      reinterpret_cast<const void*>(t->host_release),
+      reinterpret_cast<const void*>(t->download_async),
+      reinterpret_cast<const void*>(t->record_mark),
+      reinterpret_cast<const void*>(t->wait_mark),
   };
   // Every op of the table is listed: the last one ends the table.
-  static_assert(offsetof(PlCudaBackendTable, memory_allocated) + sizeof(void*) == sizeof(PlCudaBackendTable));
+  static_assert(offsetof(PlCudaBackendTable, wait_mark) + sizeof(void*) == sizeof(PlCudaBackendTable));
   static_assert((sizeof(PlCudaBackendTable) - offsetof(PlCudaBackendTable, gemm)) / sizeof(void*) ==
                 sizeof ops / sizeof ops[0]);
   for (std::size_t i = 0; i < sizeof ops / sizeof ops[0]; ++i) EXPECT_NE(ops[i], nullptr) << "op #" << i;
+}
+
+// The step entries (ABI 6) check their context first too: one line naming
+// the entry, on a machine without a device.
+TEST(CudaModuleTable, StepEntriesRefuseANullContextWithTheirName) {
+  const PlCudaBackendTable* t = engine::cuda_table();
+  if (!t) GTEST_SKIP() << "module not loaded: " << engine::cuda_unavailable_reason();
+  char message[256] = "stale";
+  std::int64_t count = 0;
+  PlCudaScaleState state{};
+  EXPECT_EQ(t->update_scale(nullptr, &count, 1, PL_CUDA_SCALE_DYNAMIC, 2.0, 0.5, 2000, &state, message, sizeof message),
+            PL_CUDA_INVALID_ARGUMENT);
+  EXPECT_STREQ(message, "update_scale: context is null");
+  EXPECT_EQ(t->capture_begin(nullptr, message, sizeof message), PL_CUDA_INVALID_ARGUMENT);
+  EXPECT_STREQ(message, "capture_begin: context is null");
+  PlCudaGraph* graph = nullptr;
+  EXPECT_EQ(t->capture_end(nullptr, &graph, message, sizeof message), PL_CUDA_INVALID_ARGUMENT);
+  EXPECT_STREQ(message, "capture_end: context is null");
+  EXPECT_EQ(t->download_async(nullptr, &count, &count, 8, message, sizeof message), PL_CUDA_INVALID_ARGUMENT);
+  EXPECT_STREQ(message, "download_async: context is null");
+  std::uint64_t mark = 0;
+  EXPECT_EQ(t->record_mark(nullptr, &mark, message, sizeof message), PL_CUDA_INVALID_ARGUMENT);
+  EXPECT_STREQ(message, "record_mark: context is null");
 }
 
 // The training ops check their context before any CUDA call, so this runs

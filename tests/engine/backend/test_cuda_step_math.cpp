@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "amp/grad_set.h"
+#include "amp/loss_scaler.h"
 #include "backend/backend.h"
 #include "engine/support/same_bits.h"
 #include "backend/cuda/step_math.cuh"
@@ -575,3 +577,105 @@ TEST(CudaStepMath, BlockQuantizeLargeMatchesCpu) {
 }
 
 }  // namespace
+
+// ---- the loss scale on the device (update_scale) ----
+
+// LossScaler driven as the step drives it (unscale, the read's total,
+// should_step, update) beside step_math::update_scale on a device state:
+// after every step the scale, the growth tracker, the step's decision and
+// the next step's loss scale and 1/scale agree bit for bit. Sequences mix
+// clean runs longer than the growth interval (growth), overflows (backoff),
+// growth blocked at FLT_MAX and backoff into subnormals and zero.
+struct ScalerCase {
+  const char* name;
+  engine::LossScalerConfig config;
+  double overflow_rate;
+};
+
+TEST(CudaStepMath, UpdateScaleMatchesLossScaler) {
+  using engine::ScalingMode;
+  const ScalerCase cases[] = {
+      {"dynamic defaults, interval 3", {ScalingMode::Dynamic, 65536.0, 2.0, 0.5, 3}, 0.2},
+      {"dynamic, rare overflows", {ScalingMode::Dynamic, 1024.0, 2.0, 0.5, 5}, 0.05},
+      {"dynamic, odd factors", {ScalingMode::Dynamic, 3.0e4, 3.0, 0.3, 2}, 0.3},
+      {"dynamic, odd factors 2", {ScalingMode::Dynamic, 1.1, 1.0000001, 0.9999999, 1}, 0.5},
+      {"dynamic at FLT_MAX", {ScalingMode::Dynamic, 1.7014118346046923e38, 2.0, 0.5, 1}, 0.02},
+      {"dynamic into subnormals", {ScalingMode::Dynamic, 1.0e-36, 2.0, 0.5, 3}, 0.25},
+      {"dynamic to zero", {ScalingMode::Dynamic, 1.0e-44, 1.5, 0.5, 1000}, 1.0},
+      {"static", {ScalingMode::Static, 128.0, 2.0, 0.5, 1}, 0.3},
+      {"none", {ScalingMode::None, 65536.0, 2.0, 0.5, 1}, 0.3},
+  };
+  engine::Backend& be = cpu();
+  auto* sum_squares = static_cast<double*>(be.allocate(sizeof(double)));
+  engine::GradSet grads;  // no gradients: the scaler's cycle alone
+  grads.bind({}, nullptr, sum_squares);
+  for (const ScalerCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    engine::LossScaler scaler(c.config);
+    const auto mode = static_cast<PlCudaScaleMode>(static_cast<int>(c.config.mode));
+    const psm::ScaleRule rule{mode, c.config.growth_factor, c.config.backoff_factor, c.config.growth_interval};
+    PlCudaScaleState s = psm::initial_scale_state(mode, c.config.init_scale);
+    ASSERT_EQ(bits(s.loss_scale), bits(scaler.scale()));
+    ASSERT_EQ(bits(s.inv_scale), bits(scaler.inverse_scale()));
+    std::mt19937_64 rng(0x5ca1e + static_cast<std::uint64_t>(c.config.growth_interval));
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    int growths = 0, backoffs = 0, skips = 0;
+    float lowest = scaler.scale();
+    for (int step = 1; step <= 3000; ++step) {
+      SCOPED_TRACE(step);
+      // Bursts: a clean stretch of several intervals now and then.
+      const bool burst_clean = (step / 200) % 3 == 1;
+      const std::int64_t total = !burst_clean && unit(rng) < c.overflow_rate ? 1 + step % 7 : 0;
+      const float before = scaler.scale();
+      scaler.unscale(be, grads);
+      scaler.record_nonfinite(total);
+      const bool taken = scaler.should_step();
+      scaler.update();
+      psm::update_scale(rule, total, s);
+      ASSERT_EQ(s.taken != 0, taken);
+      ASSERT_EQ(s.nonfinite, total);
+      ASSERT_EQ(s.growth_tracker, scaler.growth_tracker());
+      ASSERT_EQ(bits(s.loss_scale), bits(scaler.scale()));
+      ASSERT_EQ(bits(s.inv_scale), bits(scaler.inverse_scale()));
+      if (mode != PL_CUDA_SCALE_NONE) { ASSERT_EQ(bits(s.scale), bits(scaler.scale())); }
+      growths += scaler.scale() > before;
+      backoffs += scaler.scale() < before;
+      skips += !taken;
+      lowest = std::min(lowest, scaler.scale());
+    }
+    // Every case exercises what its name says.
+    if (mode == PL_CUDA_SCALE_DYNAMIC && c.overflow_rate < 1.0 && c.config.init_scale < 1e38) { EXPECT_GT(growths, 0); }
+    if (mode == PL_CUDA_SCALE_DYNAMIC && c.config.init_scale > 1e-40) { EXPECT_GT(backoffs, 0); }
+    if (mode != PL_CUDA_SCALE_NONE) {
+      EXPECT_GT(skips, 0);
+    } else {
+      EXPECT_EQ(skips, 0);
+    }
+    if (std::string(c.name) == "dynamic to zero") { EXPECT_EQ(s.scale, 0.0f); }
+    if (std::string(c.name) == "dynamic into subnormals") { EXPECT_LT(lowest, 1.17549435e-38f); }
+  }
+  be.release(sum_squares);
+}
+
+// A mode change resets the scale (LossScaler::set_config): the device
+// state starts again from initial_scale_state.
+TEST(CudaStepMath, ScaleStateResetMatchesSetConfig) {
+  engine::LossScaler scaler({engine::ScalingMode::Dynamic, 4096.0, 2.0, 0.5, 2});
+  engine::LossScalerConfig next{engine::ScalingMode::Static, 512.0, 2.0, 0.5, 2};
+  scaler.set_config(next);
+  const PlCudaScaleState s = psm::initial_scale_state(PL_CUDA_SCALE_STATIC, 512.0);
+  EXPECT_EQ(bits(s.loss_scale), bits(scaler.scale()));
+  EXPECT_EQ(bits(s.inv_scale), bits(scaler.inverse_scale()));
+  EXPECT_EQ(s.growth_tracker, scaler.growth_tracker());
+}
+
+// The found-inf guard: no state, or a taken step, updates; a skipped one does not.
+TEST(CudaStepMath, StepGuardFollowsTaken) {
+  PlCudaScaleState s = psm::initial_scale_state(PL_CUDA_SCALE_DYNAMIC, 2.0);
+  EXPECT_TRUE(psm::step_taken(nullptr));
+  EXPECT_TRUE(psm::step_taken(&s));
+  psm::update_scale({PL_CUDA_SCALE_DYNAMIC, 2.0, 0.5, 10}, 3, s);
+  EXPECT_FALSE(psm::step_taken(&s));
+  psm::update_scale({PL_CUDA_SCALE_DYNAMIC, 2.0, 0.5, 10}, 0, s);
+  EXPECT_TRUE(psm::step_taken(&s));
+}

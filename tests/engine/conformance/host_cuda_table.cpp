@@ -3,10 +3,12 @@
 // one-line message a module would return.
 #include "host_cuda_table.h"
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <new>
 #include <stdexcept>
@@ -16,15 +18,30 @@
 
 #include "backend/backend.h"
 #include "backend/cuda_backend.h"
+#include "backend/cuda/step_math.cuh"
 #include "backend/cuda_module.h"
 
-// The host "context": the CPU backend that does the work.
+// One queued entry: its work on the CPU backend, its arguments copied.
+using HostCall = std::function<void(engine::Backend&)>;
+
+// The host "context": the CPU backend that does the work, and what the
+// module's context keeps for the step on the device (ABI 6): the step
+// state the unscale and the optimizer read, and, while a capture runs,
+// the calls recorded instead of run (the fake stream a graph replays).
 struct PlCudaContext {
   std::unique_ptr<engine::Backend> cpu;
   // The pool's count, as a module keeps it: the live allocations and
   // their sum (memory_allocated reports it).
   std::unordered_map<void*, std::size_t> live;
   std::uint64_t live_bytes = 0;
+  const PlCudaScaleState* step_state = nullptr;
+  bool capturing = false;
+  std::vector<HostCall> recording;
+};
+
+// A capture: the recorded calls, run in order at each launch.
+struct PlCudaGraph {
+  std::vector<HostCall> calls;
 };
 
 namespace {
@@ -82,15 +99,25 @@ const engine::BlockQuantized* eng(const PlCudaBlockQuantized* q) {
   return reinterpret_cast<const engine::BlockQuantized*>(q);
 }
 
+std::atomic<long long> g_calls{0};
+
 // Runs `body` on the context's CPU backend; exceptions become a status.
+// During a capture the body (which holds copies of its arguments) is
+// recorded instead, as a captured stream records a kernel and its
+// arguments: host memory it points to is read when the graph runs.
 template <class Body>
 PlCudaStatus run(PlCudaContext* ctx, char* message, std::size_t size, Body body) {
+  g_calls.fetch_add(1, std::memory_order_relaxed);
   if (message && size) message[0] = '\0';
   if (!ctx) {
     if (message && size) std::snprintf(message, size, "context is null");
     return PL_CUDA_INVALID_ARGUMENT;
   }
   try {
+    if (ctx->capturing) {
+      ctx->recording.emplace_back(body);
+      return PL_CUDA_OK;
+    }
     body(*ctx->cpu);
     return PL_CUDA_OK;
   } catch (const std::invalid_argument& e) {
@@ -105,7 +132,16 @@ PlCudaStatus run(PlCudaContext* ctx, char* message, std::size_t size, Body body)
 }
 
 #define MSG char *message, std::size_t size
-#define RUN(ctx, ...) return run(ctx, message, size, [&](engine::Backend & be) { __VA_ARGS__; })
+// The body copies its arguments ([=]): a recorded call outlives the entry.
+#define RUN(ctx, ...) return run(ctx, message, size, [=](engine::Backend & be) { __VA_ARGS__; })
+// What a module refuses during a capture (context.cuh's refuse_in_capture).
+#define REFUSE_IN_CAPTURE(ctx, fn)                                                              \
+  do {                                                                                          \
+    if ((ctx) && (ctx)->capturing) {                                                            \
+      if (message && size) std::snprintf(message, size, "%s: not during a capture", fn);        \
+      return PL_CUDA_INVALID_ARGUMENT;                                                          \
+    }                                                                                           \
+  } while (0)
 
 PlCudaStatus device_count(int* count, MSG) {
   (void)message, (void)size;
@@ -130,22 +166,34 @@ PlCudaStatus destroy_context(PlCudaContext* ctx, MSG) {
   delete ctx;
   return PL_CUDA_OK;
 }
-PlCudaStatus synchronize(PlCudaContext* ctx, MSG) { RUN(ctx, (void)be); }
+PlCudaStatus synchronize(PlCudaContext* ctx, MSG) {
+  REFUSE_IN_CAPTURE(ctx, "synchronize");
+  RUN(ctx, (void)be);
+}
 PlCudaStatus memory_info(PlCudaContext* ctx, std::uint64_t* f, std::uint64_t* t, MSG) {
   RUN(ctx, (void)be; *f = 1u << 30; *t = 2u << 30);
 }
 PlCudaStatus allocate(PlCudaContext* ctx, std::size_t bytes, void** out, MSG) {
+  REFUSE_IN_CAPTURE(ctx, "allocate");
   RUN(ctx, *out = be.allocate(bytes); ctx->live[*out] = bytes; ctx->live_bytes += bytes);
 }
 PlCudaStatus release(PlCudaContext* ctx, void* p, MSG) {
+  REFUSE_IN_CAPTURE(ctx, "release");
   RUN(ctx, if (auto it = ctx->live.find(p); it != ctx->live.end()) {
     ctx->live_bytes -= it->second;
     ctx->live.erase(it);
   } be.release(p));
 }
-PlCudaStatus memory_allocated(PlCudaContext* ctx, std::uint64_t* live, MSG) { RUN(ctx, (void)be; *live = ctx->live_bytes); }
+// A host query, as the module's: answered at once, also during a capture.
+PlCudaStatus memory_allocated(PlCudaContext* ctx, std::uint64_t* live, MSG) {
+  if (message && size) message[0] = '\0';
+  if (!ctx || !live) return PL_CUDA_INVALID_ARGUMENT;
+  *live = ctx->live_bytes;
+  return PL_CUDA_OK;
+}
 PlCudaStatus upload(PlCudaContext* ctx, void* d, const void* s, std::size_t n, MSG) { RUN(ctx, be.upload(d, s, n)); }
 PlCudaStatus download(PlCudaContext* ctx, void* d, const void* s, std::size_t n, MSG) {
+  REFUSE_IN_CAPTURE(ctx, "download");
   RUN(ctx, be.download(d, s, n));
 }
 PlCudaStatus copy(PlCudaContext* ctx, void* d, const void* s, std::size_t n, MSG) { RUN(ctx, be.copy(d, s, n)); }
@@ -159,8 +207,11 @@ PlCudaStatus gemm(PlCudaContext* ctx, std::int64_t m, std::int64_t n, std::int64
                   PlCudaFormat af, std::int32_t at, std::int64_t lda, const PlCudaBlockQuantized* ab, const void* b,
                   PlCudaFormat bf, std::int32_t bt, std::int64_t ldb, const PlCudaBlockQuantized* bb, float* c,
                   std::int64_t ldc, float alpha, float beta, const float* bias, PlCudaFormat acc,
-                  const PlCudaGemmBatch* batch, MSG) {
-  RUN(ctx, engine::GemmArgs g; g.m = m; g.n = n; g.k = k; g.a = {a, fmt(af), at != 0, lda, eng(ab)};
+                  const PlCudaGemmBatch* batch_arg, MSG) {
+  // A host argument: copied, as the module copies it into its launch.
+  const bool batched = batch_arg != nullptr;
+  const PlCudaGemmBatch batch_copy = batched ? *batch_arg : PlCudaGemmBatch{};
+  RUN(ctx, const PlCudaGemmBatch* batch = batched ? &batch_copy : nullptr; engine::GemmArgs g; g.m = m; g.n = n; g.k = k; g.a = {a, fmt(af), at != 0, lda, eng(ab)};
       g.b = {b, fmt(bf), bt != 0, ldb, eng(bb)}; g.c = c; g.ldc = ldc; g.alpha = alpha; g.beta = beta;
       g.bias = bias; g.accumulate = fmt(acc);
       if (batch) for (int i = 0; i < 2; ++i) {
@@ -172,15 +223,18 @@ PlCudaStatus gemm(PlCudaContext* ctx, std::int64_t m, std::int64_t n, std::int64
 }
 PlCudaStatus conv2d_forward(PlCudaContext* ctx, const PlCudaConvShape* s, PlCudaFormat f, const float* x,
                             const float* w, const float* bias, float* y, MSG) {
-  RUN(ctx, be.conv2d_forward(shape(s), fmt(f), x, w, bias, y));
+  const engine::ConvShape cs = shape(s);
+  RUN(ctx, be.conv2d_forward(cs, fmt(f), x, w, bias, y));
 }
 PlCudaStatus conv2d_backward_data(PlCudaContext* ctx, const PlCudaConvShape* s, PlCudaFormat f, const float* dy,
                                   const float* w, float* dx, MSG) {
-  RUN(ctx, be.conv2d_backward_data(shape(s), fmt(f), dy, w, dx));
+  const engine::ConvShape cs = shape(s);
+  RUN(ctx, be.conv2d_backward_data(cs, fmt(f), dy, w, dx));
 }
 PlCudaStatus conv2d_backward_weights(PlCudaContext* ctx, const PlCudaConvShape* s, PlCudaFormat f, const float* x,
                                      const float* dy, float* dw, float* db, MSG) {
-  RUN(ctx, be.conv2d_backward_weights(shape(s), fmt(f), x, dy, dw, db));
+  const engine::ConvShape cs = shape(s);
+  RUN(ctx, be.conv2d_backward_weights(cs, fmt(f), x, dy, dw, db));
 }
 PlCudaStatus maxpool2d_forward(PlCudaContext* ctx, std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w,
                                std::int64_t k, const float* x, float* y, std::int32_t* am, MSG) {
@@ -245,30 +299,40 @@ PlCudaStatus cross_entropy_forward(PlCudaContext* ctx, const float* logits, cons
 }
 PlCudaStatus cross_entropy_backward(PlCudaContext* ctx, const float* probs, const std::int32_t* labels,
                                     std::int64_t rows, std::int64_t classes, float s, float* dl, MSG) {
-  RUN(ctx, be.cross_entropy_backward(probs, labels, rows, classes, s, dl));
+  // The step state's loss scale, read when the call runs (ABI 6).
+  const PlCudaScaleState* state = ctx ? ctx->step_state : nullptr;
+  RUN(ctx, be.cross_entropy_backward(probs, labels, rows, classes, state ? state->loss_scale : s, dl));
 }
 PlCudaStatus mse_forward(PlCudaContext* ctx, const float* p, const float* t, std::int64_t n, double* loss, MSG) {
   RUN(ctx, be.mse_forward(p, t, n, loss));
 }
 PlCudaStatus mse_backward(PlCudaContext* ctx, const float* p, const float* t, std::int64_t n, float s, float* dp,
                           MSG) {
-  RUN(ctx, be.mse_backward(p, t, n, s, dp));
+  const PlCudaScaleState* state = ctx ? ctx->step_state : nullptr;
+  RUN(ctx, be.mse_backward(p, t, n, state ? state->loss_scale : s, dp));
 }
 PlCudaStatus unscale_grads(PlCudaContext* ctx, const PlCudaGradBuffer* g, std::size_t count, float inv,
                            double* ss, MSG) {
-  RUN(ctx, be.unscale_grads(reinterpret_cast<const engine::GradBuffer*>(g), count, inv, ss));
+  const std::vector<PlCudaGradBuffer> grads(g, g + count);
+  const PlCudaScaleState* state = ctx ? ctx->step_state : nullptr;
+  // The step state's 1/scale, read when the call runs (a replay reads the state as it is then).
+  RUN(ctx, be.unscale_grads(reinterpret_cast<const engine::GradBuffer*>(grads.data()), count,
+                            state ? state->inv_scale : inv, ss));
 }
 PlCudaStatus sgd_update(PlCudaContext* ctx, float* value, const float* grad, float* mom, std::int64_t n, float lr,
                         float momentum, float keep, float wd, std::int32_t nesterov, std::int32_t first,
                         PlCudaFormat sf, MSG) {
-  RUN(ctx, engine::SgdUpdate u; u.value = value; u.grad = grad; u.momentum_buf = mom; u.n = n; u.lr = lr;
+  const PlCudaScaleState* guard = ctx ? ctx->step_state : nullptr;
+  RUN(ctx, if (!pl_cuda::step_math::step_taken(guard)) return; engine::SgdUpdate u; u.value = value; u.grad = grad; u.momentum_buf = mom; u.n = n;
+      u.lr = pl_cuda::step_math::step_lr(guard, lr);
       u.momentum = momentum; u.keep = keep; u.weight_decay = wd; u.nesterov = nesterov != 0; u.first = first != 0;
       u.state_format = fmt(sf); be.sgd_update(u));
 }
 PlCudaStatus adam_update(PlCudaContext* ctx, float* value, const float* grad, float* m1, float* m2, std::int64_t n,
                          float step, float bc2, float omb1, float b2, float omb2, float eps, float l2, float shrink,
                          PlCudaFormat sf, MSG) {
-  RUN(ctx, engine::AdamUpdate u; u.value = value; u.grad = grad; u.exp_avg = m1; u.exp_avg_sq = m2; u.n = n;
+  const PlCudaScaleState* guard = ctx ? ctx->step_state : nullptr;
+  RUN(ctx, if (!pl_cuda::step_math::step_taken(guard)) return; engine::AdamUpdate u; u.value = value; u.grad = grad; u.exp_avg = m1; u.exp_avg_sq = m2; u.n = n;
       u.step_size = step; u.bc2_sqrt = bc2; u.one_minus_beta1 = omb1; u.beta2 = b2; u.one_minus_beta2 = omb2;
       u.eps = eps; u.l2 = l2; u.shrink = shrink; u.state_format = fmt(sf); be.adam_update(u));
 }
@@ -327,7 +391,8 @@ PlCudaStatus channel_sums(PlCudaContext* ctx, const float* dy, float* db, std::i
 PlCudaStatus conv2d_block(PlCudaContext* ctx, std::int32_t kind, const PlCudaConvShape* s, const float* a,
                           const PlCudaBlockQuantized* ab, const float* b, const PlCudaBlockQuantized* bb,
                           const float* bias, float* out, MSG) {
-  RUN(ctx, engine::ConvBlockArgs x; x.kind = static_cast<engine::ConvBlockArgs::Kind>(kind); x.shape = shape(s);
+  const engine::ConvShape cs = shape(s);
+  RUN(ctx, engine::ConvBlockArgs x; x.kind = static_cast<engine::ConvBlockArgs::Kind>(kind); x.shape = cs;
       x.a = a; x.a_block = eng(ab); x.b = b; x.b_block = eng(bb); x.bias = bias; x.out = out;
       // The exactness flags live in the block info; a plain operand is not claimed exact.
       x.a_exact = false; x.b_exact = false; be.conv2d_block(x));
@@ -391,6 +456,85 @@ PlCudaStatus pointwise_coded(PlCudaContext* ctx, std::int32_t op, PlCudaFormat f
                                   sa.data(), Format::FP32, sb.data(), sy.data(), n);
       engine::CastOptions o; o.saturate = sat != 0; o.stochastic = sr != 0; o.seed = seed; o.index_offset = off;
       be.convert(Format::FP32, sy.data(), fmt(fy), y, n, o));
+}
+
+// ---- ABI 6: the step on the device, over the host ----
+PlCudaStatus update_scale(PlCudaContext* ctx, const std::int64_t* counts, std::int64_t count, std::int32_t mode,
+                          double growth, double backoff, std::int64_t interval, PlCudaScaleState* state, MSG) {
+  if (!state || (count > 0 && !counts) || interval < 1 || mode < 0 || mode > 2) {
+    if (message && size) std::snprintf(message, size, "update_scale: bad argument");
+    return PL_CUDA_INVALID_ARGUMENT;
+  }
+  // step.cu's kernel, one thread: the counts in order, then the update.
+  const pl_cuda::step_math::ScaleRule rule{static_cast<PlCudaScaleMode>(mode), growth, backoff, interval};
+  RUN(ctx, std::int64_t total = 0; std::vector<std::int64_t> host(static_cast<std::size_t>(count));
+      if (count > 0) be.download(host.data(), counts, host.size() * sizeof(std::int64_t));
+      for (std::int64_t c : host) total += c;
+      PlCudaScaleState st; be.download(&st, state, sizeof st); pl_cuda::step_math::update_scale(rule, total, st);
+      be.upload(state, &st, sizeof st));
+}
+PlCudaStatus set_step_state(PlCudaContext* ctx, const PlCudaScaleState* state, MSG) {
+  (void)message, (void)size;
+  if (!ctx) return PL_CUDA_INVALID_ARGUMENT;
+  ctx->step_state = state;
+  return PL_CUDA_OK;
+}
+PlCudaStatus capture_begin(PlCudaContext* ctx, MSG) {
+  REFUSE_IN_CAPTURE(ctx, "capture_begin");
+  if (!ctx) return PL_CUDA_INVALID_ARGUMENT;
+  ctx->capturing = true;
+  ctx->recording.clear();
+  return PL_CUDA_OK;
+}
+PlCudaStatus capture_end(PlCudaContext* ctx, PlCudaGraph** graph, MSG) {
+  if (!ctx || !graph || !ctx->capturing) {
+    if (message && size) std::snprintf(message, size, "capture_end: no capture is running");
+    return PL_CUDA_INVALID_ARGUMENT;
+  }
+  ctx->capturing = false;
+  *graph = new PlCudaGraph{std::move(ctx->recording)};
+  ctx->recording.clear();
+  return PL_CUDA_OK;
+}
+PlCudaStatus graph_launch(PlCudaContext* ctx, PlCudaGraph* graph, MSG) {
+  REFUSE_IN_CAPTURE(ctx, "graph_launch");
+  if (!graph) return PL_CUDA_INVALID_ARGUMENT;
+  const std::vector<HostCall>* calls = &graph->calls;
+  RUN(ctx, for (const HostCall& c : *calls) c(be));
+}
+PlCudaStatus graph_destroy(PlCudaContext* ctx, PlCudaGraph* graph, MSG) {
+  REFUSE_IN_CAPTURE(ctx, "graph_destroy");
+  (void)message, (void)size;
+  delete graph;
+  return PL_CUDA_OK;
+}
+PlCudaStatus host_allocate(PlCudaContext* ctx, std::size_t bytes, void** out, MSG) {
+  REFUSE_IN_CAPTURE(ctx, "host_allocate");
+  (void)message, (void)size;
+  *out = bytes ? std::aligned_alloc(64, (bytes + 63) / 64 * 64) : nullptr;
+  return bytes && !*out ? PL_CUDA_OUT_OF_MEMORY : PL_CUDA_OK;
+}
+PlCudaStatus host_release(PlCudaContext* ctx, void* p, MSG) {
+  REFUSE_IN_CAPTURE(ctx, "host_release");
+  (void)message, (void)size;
+  std::free(p);
+  return PL_CUDA_OK;
+}
+PlCudaStatus download_async(PlCudaContext* ctx, void* d, const void* s, std::size_t n, MSG) {
+  RUN(ctx, be.download(d, s, n));
+}
+// The host runs every call when it is made: a mark is passed at once.
+PlCudaStatus record_mark(PlCudaContext* ctx, std::uint64_t* mark, MSG) {
+  REFUSE_IN_CAPTURE(ctx, "record_mark");
+  (void)message, (void)size;
+  static std::atomic<std::uint64_t> next{0};
+  *mark = next.fetch_add(1);
+  return PL_CUDA_OK;
+}
+PlCudaStatus wait_mark(PlCudaContext* ctx, std::uint64_t, MSG) {
+  REFUSE_IN_CAPTURE(ctx, "wait_mark");
+  (void)message, (void)size;
+  return PL_CUDA_OK;
 }
 
 #undef RUN
@@ -459,12 +603,25 @@ const PlCudaBackendTable kTable = {
     .column_sums16 = column_sums16,
     .pointwise_coded = pointwise_coded,
     .memory_allocated = memory_allocated,
+    .update_scale = update_scale,
+    .set_step_state = set_step_state,
+    .capture_begin = capture_begin,
+    .capture_end = capture_end,
+    .graph_launch = graph_launch,
+    .graph_destroy = graph_destroy,
+    .host_allocate = host_allocate,
+    .host_release = host_release,
+    .download_async = download_async,
+    .record_mark = record_mark,
+    .wait_mark = wait_mark,
 };
 
 }  // namespace
 
 int host_table_gemm_encode_calls() { return g_gemm_encode_calls; }
 int host_table_fused_cast_calls() { return g_fused_calls; }
+
+long long host_table_calls() { return g_calls.load(std::memory_order_relaxed); }
 
 std::unique_ptr<engine::Backend> make_host_table_cuda_backend() {
   PlCudaContext* ctx = nullptr;

@@ -38,3 +38,16 @@ pl_add_test(test_device_memory
   SOURCES engine/conformance/test_device_memory.cpp engine/conformance/host_cuda_table.cpp
   LIBS engine_train engine_backends engine_report
   LABELS engine)
+
+# The step on the device, captured once (ABI 6): captured and uncaptured
+# steps through the CUDA Backend's code over the host table, bit for bit,
+# and against the CPU backend deciding on the host. Its CudaStepGraphDevice
+# case runs the real module on a GPU (skipped without one):
+#   build/release/tests/test_cuda_step_graph --gtest_filter='CudaStepGraphDevice.*'
+pl_add_test(test_cuda_step_graph
+  SOURCES engine/conformance/test_cuda_step_graph.cpp engine/conformance/host_cuda_table.cpp
+  LIBS engine_train engine_backends
+  LABELS engine)
+if(TARGET pl_cuda)
+  add_dependencies(test_cuda_step_graph pl_cuda)
+endif()
