@@ -84,7 +84,7 @@ std::string size_of(const RunConfig& c) {
   const ModelShape s = model_shape(c);
   for (const std::string& size : size_names()) {
     const SizedModel m = sized_model(c.model, size);
-    if (s == m.shape && c.batch == m.batch) return size;
+    if (s == m.shape) return size;
   }
   return "";
 }

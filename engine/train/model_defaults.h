@@ -82,8 +82,9 @@ SizedModel sized_model(const std::string& model, const std::string& size);
 // The one place the CLI, config files, the app and bench_train size a model.
 void apply_size(RunConfig& c, const std::string& size, const std::set<std::string>& named = {},
                 const std::string& origin = "size");
-// The size c's shape and batch match ("default" or "gpu"), or "" for neither
-// (a custom shape): what the app's Size choice shows.
+// The size whose shape c's model has ("default" or "gpu"; the batch is the
+// size's suggestion, not part of it), or "" for neither (a custom shape):
+// what the app's Size choice shows.
 std::string size_of(const RunConfig& c);
 
 }  // namespace engine
