@@ -26,13 +26,21 @@
 namespace {
 
 // When every claim of `p` needs a backend this machine lacks (a GPU lesson
-// on a CPU), what the machine has in one line ("cpu (no CUDA device...)"),
+// on a CPU), what the machine has, short ("cpu (no CUDA device)"),
 // else "" (as the CLI's lecture decides).
 std::string missingBackend(const engine::Preset& p) {
   const std::string needed = engine::required_backend(p);
   if (needed.empty()) return "";
   for (const engine::BackendAvailability& b : engine::available_backends())
-    if (b.name == needed) return b.available ? "" : "cpu (" + b.reason + ")";
+    if (b.name == needed) {
+      if (b.available) return "";
+      // The reason's head ("no CUDA device", "libpl_cuda.so not found"):
+      // the details (paths without spaces) would widen the lesson panel
+      // past the charts' room.
+      std::string why = b.reason.substr(0, b.reason.find(" ("));
+      if (why.size() > 60) why = why.substr(0, 57) + "...";
+      return "cpu (" + why + ")";
+    }
   return "cpu (no " + needed + " backend in this build)";
 }
 
@@ -77,6 +85,7 @@ bool LessonController::set(const engine::Preset& preset) {
   // model, length and seed; they differ in precision).
   m_parts.settings->setBaseConfig(preset.runs.front().config);
   m_parts.panel->setPreset(preset);
+  // A lesson this machine cannot train shows its claims skipped at once.
   showSkippedClaims();
   m_parts.panel->show();
   QSplitter* live = m_parts.liveSplitter;
