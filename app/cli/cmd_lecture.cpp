@@ -23,7 +23,9 @@ constexpr const char* kUsage =
     "       precision-lab-cli lecture NAME|FILE.json --out DIR [--check] [--quick]\n"
     "  --list   the built-in presets, one line each\n"
     "  --check  print every claim of the preset with its value, PASS or FAIL; exit 1 if any fails\n"
-    "           (a run that diverges is a result the claims judge, not a failure)\n"
+    "           (a run that diverges is a result the claims judge, not a failure; a claim that needs\n"
+    "           a backend the runs did not have is SKIP with the reason, and a lesson whose every\n"
+    "           claim needs a missing backend (gpu-*: cuda) is not trained)\n"
     "  --quick  the preset's scaled-down settings (what the test suite runs)\n"
     "a training lesson writes run's files (steps.csv, summary.csv, ...); a solver lesson (solve-*)\n"
     "writes solve's (iterations.csv, summary.csv, solution.csv, config.json; docs/solver.md)\n";
@@ -58,15 +60,30 @@ bool only_divergence(const std::vector<engine::RunExport>& runs) {
 }
 
 // Prints the claims' results; the exit code: 1 when one fails.
+// A skipped claim (it needs a backend the runs did not have) is neither.
 int print_claims(const engine::Preset& preset, const std::vector<engine::ClaimResult>& results) {
-  int failed = 0;
+  int failed = 0, skipped = 0;
   std::printf("\nclaims of %s:\n", preset.name.c_str());
   for (const engine::ClaimResult& r : results) {
     std::printf("  %s\n", r.text.c_str());
-    failed += r.pass ? 0 : 1;
+    skipped += r.skipped ? 1 : 0;
+    failed += r.pass || r.skipped ? 0 : 1;
   }
-  std::printf("%zu passed, %d failed\n", preset.expect.size() - static_cast<std::size_t>(failed), failed);
+  std::printf("%zu passed, %d failed", results.size() - static_cast<std::size_t>(failed + skipped), failed);
+  if (skipped > 0) std::printf(", %d skipped", skipped);
+  std::printf("\n");
   return failed > 0 ? 1 : 0;
+}
+
+// When every claim of the lesson needs a backend this machine lacks (a GPU
+// lesson on a CPU), what it has in one line ("cpu (no CUDA device: ...)"),
+// else "": training a GPU-sized model for minutes would show nothing.
+std::string missing_backend(const engine::Preset& preset) {
+  const std::string needed = engine::required_backend(preset);
+  if (needed.empty()) return "";
+  for (const engine::BackendAvailability& b : engine::available_backends())
+    if (b.name == needed) return b.available ? "" : "cpu (" + b.reason + ")";
+  return "cpu (no " + needed + " backend in this build)";
 }
 
 
@@ -149,6 +166,12 @@ int cmd_lecture(int argc, char** argv) {
   std::printf("%s\n%s\n\n", preset.title.c_str(), preset.explanation.c_str());
   if (quick && !preset.quick_note.empty()) std::printf("quick: %s\n\n", preset.quick_note.c_str());
   if (preset.kind == engine::PresetKind::Solve) return solve_lesson(preset, out, check, quick);
+  if (const std::string here = missing_backend(preset); !here.empty()) {
+    std::printf("not trained: every claim of %s needs the %s backend; this machine has %s\n", preset.name.c_str(),
+                engine::required_backend(preset).c_str(), here.c_str());
+    if (!check) return 0;
+    return print_claims(preset, engine::check_claims(preset, {}, here));
+  }
   std::vector<engine::ComparisonRun> runs;
   for (const engine::PresetRun& r : preset.runs) runs.push_back({r.name, r.config});
   std::vector<engine::RunExport> exports;

@@ -1,6 +1,7 @@
 // precision-lab-cli run / compare: train from the command line, write the CSV files.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -72,7 +74,18 @@ Options parse(int argc, char** argv, bool compare) {
     else sets.emplace_back(key, value);
   }
   if (!config_path.empty()) o.config = engine::load_run_config(config_path);
+  // --size applies once every other option is known (the model it sizes),
+  // and what the options name overrides it, wherever it stands.
+  std::string size;
+  std::set<std::string> named;
   for (const auto& [k, v] : sets) {
+    std::string key = k;
+    std::replace(key.begin(), key.end(), '-', '_');
+    if (key == "size") size = v;
+    else named.insert(key);
+  }
+  for (const auto& [k, v] : sets) {
+    if (k == "size") continue;
     try {
       engine::set_config_value(o.config, k, v, "--" + k);
     } catch (const std::runtime_error& e) {
@@ -80,6 +93,13 @@ Options parse(int argc, char** argv, bool compare) {
       std::string msg = e.what();
       if (msg.find("unknown key") != std::string::npos) msg = "unknown option --" + k;
       throw std::invalid_argument(msg);
+    }
+  }
+  if (!size.empty()) {
+    try {
+      engine::apply_size(o.config, size, named, "--size");
+    } catch (const std::runtime_error& e) {
+      throw std::invalid_argument(e.what());
     }
   }
   // A model named here starts from its own optimizer (the gpt from AdamW,

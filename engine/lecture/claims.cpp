@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 
 #include "lecture/solve_lesson.h"
@@ -65,6 +66,20 @@ double own_value(const Claim& c, const RunExport& r) {
   if (m == "output_error") return stat(r, c.layer, [](const GradStats& g) { return g.output_error; });
   if (m == "grad_error") return stat(r, c.layer, [](const GradStats& g) { return g.grad_error; });
   if (m == "grad_bias") return stat(r, c.layer, [](const GradStats& g) { return g.grad_bias; });
+  if (m == "samples_per_second") {
+    std::vector<double> rates;
+    const auto& st = r.history.steps;
+    for (std::size_t i = st.size() > 2 ? 2 : 0; i < st.size(); ++i) rates.push_back(st[i].samples_per_second);
+    if (rates.empty()) return kNaN;
+    std::sort(rates.begin(), rates.end());
+    const std::size_t h = rates.size() / 2;
+    return rates.size() % 2 ? rates[h] : 0.5 * (rates[h - 1] + rates[h]);
+  }
+  if (m == "device_memory") {
+    std::int64_t peak = 0;
+    for (const StepMetrics& sm : r.history.steps) peak = std::max(peak, sm.device_used);
+    return peak > 0 ? static_cast<double>(peak) : static_cast<double>(s.peak_memory_bytes);
+  }
   if (m == "attributed_overflows") {
     std::int64_t n = 0;
     for (const Event& e : r.history.events)
@@ -108,12 +123,30 @@ std::string claim_label(const Claim& c) {
 
 namespace {
 
+// Why `c` is skipped on `runs` ("" when it is not).
+std::string skip_reason(const Claim& c, const std::vector<RunExport>& runs, const std::string& note) {
+  if (c.required_backend.empty()) return "";
+  const RunExport* run = find_run(runs, c.run);
+  if (run && run->summary.backend == c.required_backend) return "";
+  const std::string ran = !note.empty() ? note : run ? run->summary.backend : std::string("no run");
+  return "needs the " + c.required_backend + " backend; this machine ran " + ran;
+}
+
 template <typename Value>
-std::vector<ClaimResult> check_each(const Preset& p, Value value) {
+std::vector<ClaimResult> check_each(const Preset& p, Value value,
+                                    const std::function<std::string(const Claim&)>& skip = nullptr) {
   std::vector<ClaimResult> out;
   for (const Claim& c : p.expect) {
     ClaimResult r;
     r.claim = c;
+    if (skip) r.reason = skip(c);
+    if (!r.reason.empty()) {
+      r.skipped = true;
+      r.value = kNaN;
+      r.text = "SKIP  " + claim_label(c) + ": " + r.reason;
+      out.push_back(std::move(r));
+      continue;
+    }
     r.value = value(c);
     r.pass = !std::isnan(r.value) && (!c.min || r.value >= *c.min) && (!c.max || r.value <= *c.max);
     std::string bounds;
@@ -127,8 +160,11 @@ std::vector<ClaimResult> check_each(const Preset& p, Value value) {
 
 }  // namespace
 
-std::vector<ClaimResult> check_claims(const Preset& p, const std::vector<RunExport>& runs) {
-  return check_each(p, [&](const Claim& c) { return claim_value(c, runs); });
+std::vector<ClaimResult> check_claims(const Preset& p, const std::vector<RunExport>& runs,
+                                      const std::string& backend_note) {
+  return check_each(
+      p, [&](const Claim& c) { return claim_value(c, runs); },
+      [&](const Claim& c) { return skip_reason(c, runs, backend_note); });
 }
 
 std::vector<ClaimResult> check_claims(const Preset& p, const std::vector<SolveRun>& runs) {

@@ -44,7 +44,7 @@ const std::set<std::string>& preset_keys() {
 Claim parse_claim(const json& c, const std::string& origin, const std::string& field,
                   const std::vector<std::string>& runs, const std::vector<std::string>& metrics, bool layers) {
   if (!c.is_object())
-    fail(origin, field, layers ? "must be an object {metric, run, vs?, layer?, min?, max?}"
+    fail(origin, field, layers ? "must be an object {metric, run, vs?, layer?, min?, max?, requires?}"
                                : "must be an object {metric, run, vs?, min?, max?}");
   Claim out;
   auto run_named = [&](const std::string& key, const std::string& name) {
@@ -60,11 +60,16 @@ Claim parse_claim(const json& c, const std::string& origin, const std::string& f
     else if (k == "run") out.run = string_of(v, origin, f);
     else if (k == "vs") out.vs = string_of(v, origin, f);
     else if (k == "layer" && layers) out.layer = string_of(v, origin, f);
+    else if (k == "requires" && layers) {
+      out.required_backend = string_of(v, origin, f);
+      if (out.required_backend != "cuda" && out.required_backend != "cpu")
+        fail(origin, f, "must be cuda or cpu (got '" + out.required_backend + "')");
+    }
     else if (k == "min" || k == "max") {
       if (!v.is_number()) fail(origin, f, "must be a number");
       (k == "min" ? out.min : out.max) = v.get<double>();
     } else {
-      fail(origin, f, layers ? "is not a claim key (metric, run, vs, layer, min, max)"
+      fail(origin, f, layers ? "is not a claim key (metric, run, vs, layer, min, max, requires)"
                              : "is not a claim key of a solver lesson (metric, run, vs, min, max)");
     }
   }
@@ -243,7 +248,8 @@ Preset parse_solve_preset(const json& j, const std::string& origin, const std::s
 const std::vector<std::string>& claim_metrics() {
   static const std::vector<std::string> m = {
       "final_loss",     "val_loss",      "val_accuracy",  "peak_memory", "overflow_steps",       "skipped_steps", "scale_backoffs",
-      "scale_growths",  "underflow",     "output_error", "grad_error",  "grad_bias",          "attributed_overflows"};
+      "scale_growths",  "underflow",     "output_error", "grad_error",  "grad_bias",          "attributed_overflows",
+      "samples_per_second", "device_memory"};
   return m;
 }
 
@@ -364,6 +370,14 @@ Preset parse_preset(const std::string& text, const std::string& origin, const st
     p.quick_note = string_of(j["quick_note"], origin, "quick_note");
   }
   return p;
+}
+
+std::string required_backend(const Preset& p) {
+  if (p.expect.empty()) return "";
+  const std::string first = p.expect.front().required_backend;
+  for (const Claim& c : p.expect)
+    if (c.required_backend != first) return "";
+  return first;
 }
 
 Preset load_preset(const std::string& path) {

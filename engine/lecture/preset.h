@@ -24,6 +24,10 @@ struct Claim {
   std::string vs;     // "" when the claim is not a comparison
   std::string layer;  // "" for the largest over layers (underflow, output_error, grad_error)
   std::optional<double> min, max;
+  // JSON "requires": the backend the claim holds on ("cuda": a speed or
+  // memory ratio a CPU does not show). On runs of another backend the claim
+  // is skipped with the reason, neither passed nor failed. "" for any.
+  std::string required_backend;
 };
 
 struct PresetRun {
@@ -63,6 +67,11 @@ struct Preset {
   std::string quick_json;
   std::string quick_note;
 };
+
+// The backend every claim of `p` requires, when they all require the same
+// one ("cuda"), else "": a lesson whose every claim needs a backend this
+// machine lacks has nothing to show by training here.
+std::string required_backend(const Preset& p);
 
 // The metrics a claim may use: training lessons', and solver lessons'.
 const std::vector<std::string>& claim_metrics();

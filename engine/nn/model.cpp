@@ -362,19 +362,31 @@ std::unique_ptr<Model> build_mlp(const Shape& sample_shape, std::int64_t outputs
 
 std::unique_ptr<Model> build_cnn(const Shape& sample_shape, std::int64_t outputs, std::int64_t c1, std::int64_t c2,
                                  std::int64_t hidden) {
-  check_image("cnn", sample_shape, 4);
-  if (c1 <= 0 || c2 <= 0 || hidden <= 0) throw std::runtime_error("cnn: channel and hidden widths must be positive");
-  const std::int64_t C = sample_shape[0], H = sample_shape[1], W = sample_shape[2];
+  return build_cnn(sample_shape, outputs, std::vector<std::int64_t>{c1, c2}, hidden);
+}
+
+std::unique_ptr<Model> build_cnn(const Shape& sample_shape, std::int64_t outputs,
+                                 const std::vector<std::int64_t>& channels, std::int64_t hidden) {
+  if (channels.empty() || channels.size() > 8) throw std::runtime_error("cnn: needs 1 to 8 conv stages");
+  // Each stage halves the sides (maxpool 2): they must stay whole.
+  check_image("cnn", sample_shape, std::int64_t{1} << channels.size());
+  for (std::int64_t ch : channels)
+    if (ch <= 0) throw std::runtime_error("cnn: channel and hidden widths must be positive");
+  if (hidden <= 0) throw std::runtime_error("cnn: channel and hidden widths must be positive");
+  const std::int64_t H = sample_shape[1], W = sample_shape[2];
+  const auto stages = static_cast<std::int64_t>(channels.size());
   auto m = std::make_unique<Model>("cnn", sample_shape, outputs);
-  m->add(std::make_unique<Conv2d>("conv1", C, c1, 5, 2));
-  m->add(std::make_unique<ReLU>("relu1"));
-  m->add(std::make_unique<MaxPool2d>("pool1", 2));
-  m->add(std::make_unique<Conv2d>("conv2", c1, c2, 5, 2));
-  m->add(std::make_unique<ReLU>("relu2"));
-  m->add(std::make_unique<MaxPool2d>("pool2", 2));
+  std::int64_t in = sample_shape[0];
+  for (std::int64_t i = 0; i < stages; ++i) {
+    const std::string n = std::to_string(i + 1);
+    m->add(std::make_unique<Conv2d>("conv" + n, in, channels[static_cast<std::size_t>(i)], 5, 2));
+    m->add(std::make_unique<ReLU>("relu" + n));
+    m->add(std::make_unique<MaxPool2d>("pool" + n, 2));
+    in = channels[static_cast<std::size_t>(i)];
+  }
   m->add(std::make_unique<Flatten>("flatten"));
-  m->add(std::make_unique<Linear>("fc1", c2 * (H / 4) * (W / 4), hidden));
-  m->add(std::make_unique<ReLU>("relu3"));
+  m->add(std::make_unique<Linear>("fc1", in * (H >> stages) * (W >> stages), hidden));
+  m->add(std::make_unique<ReLU>("relu" + std::to_string(stages + 1)));
   m->add(std::make_unique<Linear>("fc2", hidden, outputs));
   check_outputs(*m);
   return m;

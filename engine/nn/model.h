@@ -118,6 +118,11 @@ std::unique_ptr<Model> build_mlp(const Shape& sample_shape, std::int64_t outputs
 // outputs). Needs an image sample [C, H, W] with H, W >= 4.
 std::unique_ptr<Model> build_cnn(const Shape& sample_shape, std::int64_t outputs, std::int64_t c1 = 32,
                                  std::int64_t c2 = 64, std::int64_t hidden = 128);
+// The same with one conv stage (conv5x5 + ReLU + maxpool2, leaves convN,
+// reluN, poolN) per entry of `channels`; the sides must be multiples of
+// 2^stages. {32, 64} is the model above, layer for layer.
+std::unique_ptr<Model> build_cnn(const Shape& sample_shape, std::int64_t outputs,
+                                 const std::vector<std::int64_t>& channels, std::int64_t hidden = 128);
 
 // Vision transformer: patch x patch patches (16 tokens of 49 values for 28x28
 // with patch 7) -> PatchEmbed(dim) with position embedding, `depth` pre-LN

@@ -1,4 +1,4 @@
-// Building a RunConfig's model: the one place that reads model and widths.
+// Building a RunConfig's model: the one place that reads the model and its shape.
 #include "train/build_model.h"
 
 #include <filesystem>
@@ -10,6 +10,7 @@
 
 #include "data/synthetic.h"
 #include "data/text.h"
+#include "train/model_defaults.h"
 
 namespace engine {
 
@@ -51,12 +52,18 @@ DataShape planned_data_shape(const std::string& dataset, std::int64_t context) {
 
 std::unique_ptr<Model> build_model(const RunConfig& c, const Shape& sample, std::int64_t outputs) {
   if (c.model == "mlp" && !c.widths.empty()) return build_mlp(sample, outputs, c.widths);
+  if (c.model == "cnn" && !c.channels.empty()) return build_cnn(sample, outputs, c.channels);
+  if (c.model == "transformer") {
+    const ModelShape s = model_shape(c);
+    return build_transformer(sample, outputs, s.width, s.heads, s.depth);
+  }
   if (c.model == "gpt") {
     // Token windows of c.context ids; outputs: the vocabulary.
     if (sample.size() != 1 || sample[0] != c.context)
       throw std::runtime_error("gpt: needs token windows of context " + std::to_string(c.context) + " (the data gives " +
                                shape_string(sample) + ")");
-    return build_gpt(outputs, GptShape{c.depth, c.width, c.heads, c.context, c.qk_norm});
+    const ModelShape s = model_shape(c);
+    return build_gpt(outputs, GptShape{s.depth, s.width, s.heads, c.context, c.qk_norm});
   }
   return build_model(c.model, sample, outputs);
 }

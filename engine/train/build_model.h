@@ -25,8 +25,10 @@ struct DataShape {
 };
 DataShape planned_data_shape(const std::string& dataset, std::int64_t context = 64);
 
-// c.model for samples of `sample` shape and `outputs` outputs: an mlp with
-// c.widths when they are given, else the named architecture's defaults.
+// c.model for samples of `sample` shape and `outputs` outputs, in the shape
+// c sets (model_defaults.h model_shape: the mlp's widths, the cnn's
+// channels, the transformer's and the gpt's depth, width and heads), the
+// model's defaults where it sets none.
 // Untrained and in FP32 (no recipe applied). Throws std::runtime_error for
 // an unknown model or a shape it cannot take.
 std::unique_ptr<Model> build_model(const RunConfig& c, const Shape& sample, std::int64_t outputs);

@@ -101,7 +101,9 @@ LayerCatalog build_catalog(const RunConfig& config) {
 // zero-fills every weight, gradient and master copy: 60-95 ms of the UI
 // thread for a 1024-wide mlp on a 2-core machine. The last answers are
 // kept, keyed by the only fields a catalog reads (the data set, the model's
-// shape, the recipe and the layer overrides) at a batch of one; a call's
+// shape: widths, channels, depth, width, heads, context, qk_norm; the
+// recipe and the layer overrides) at a batch of one, written by to_json,
+// which writes every shape field that differs from the model's default; a call's
 // batch scales the activations on the way out.
 LayerCatalog describe_layers(const RunConfig& config) {
   static std::mutex mutex;
@@ -112,6 +114,7 @@ LayerCatalog describe_layers(const RunConfig& config) {
   one.context = config.context;
   one.model = config.model;
   one.widths = config.widths;
+  one.channels = config.channels;
   one.depth = config.depth;
   one.width = config.width;
   one.heads = config.heads;

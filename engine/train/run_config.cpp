@@ -8,11 +8,13 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
 #include "amp/recipe.h"
 #include "numeric/format.h"
+#include "train/model_defaults.h"
 
 namespace engine {
 
@@ -164,11 +166,15 @@ void set_config_value(RunConfig& c, const std::string& key_in, const std::string
     else if (v == "false" || v == "0" || v == "off") c.qk_norm = false;
     else fail(origin, "'qk_norm' must be true or false (got '" + v + "')");
   } else if (key == "z_loss") c.z_loss = D();
-  else if (key == "widths") {
-    c.widths.clear();
+  else if (key == "widths" || key == "channels") {
+    std::vector<std::int64_t>& list = key == "widths" ? c.widths : c.channels;
+    list.clear();
     std::stringstream ss(v);
     std::string item;
-    while (std::getline(ss, item, ',')) c.widths.push_back(parse_int(origin, key, item));
+    while (std::getline(ss, item, ',')) list.push_back(parse_int(origin, key, item));
+    if (list.empty()) fail(origin, "'" + key + "' must be a comma-separated list of integers (got '" + v + "')");
+  } else if (key == "size") {
+    apply_size(c, v, {}, origin);
   } else if (key == "loss_scale" || key == "loss_scale_mode") {
     c.loss_scale.mode = parse_mode(origin, key, v);
     c.loss_scale_set = true;
@@ -215,10 +221,18 @@ void validate(const RunConfig& c, const std::string& origin) {
   }
   range("model", c.model == "mlp" || c.model == "cnn" || c.model == "transformer" || c.model == "gpt",
         "must be mlp, cnn, transformer or gpt (got '" + c.model + "')");
-  range("layers", c.depth >= 1 && c.depth <= 64, "must be in 1..64 (got " + std::to_string(c.depth) + ")");
-  range("width", c.width >= 1 && c.width <= 8192, "must be in 1..8192 (got " + std::to_string(c.width) + ")");
-  range("heads", c.heads >= 1 && c.heads <= c.width && c.width % c.heads == 0,
-        "must divide width " + std::to_string(c.width) + " (got " + std::to_string(c.heads) + ")");
+  {
+    // The transformer's shape, or the gpt's defaults for the other models
+    // (as before the transformer had a shape to set).
+    const bool vit = c.model == "transformer";
+    const std::int64_t depth = c.depth.value_or(vit ? kTransformerDepth : kGptDepth);
+    const std::int64_t width = c.width.value_or(vit ? kTransformerWidth : kGptWidth);
+    const std::int64_t heads = c.heads.value_or(vit ? kTransformerHeads : kGptHeads);
+    range(vit ? "depth" : "layers", depth >= 1 && depth <= 64, "must be in 1..64 (got " + std::to_string(depth) + ")");
+    range("width", width >= 1 && width <= 8192, "must be in 1..8192 (got " + std::to_string(width) + ")");
+    range("heads", heads >= 1 && heads <= width && width % heads == 0,
+          "must divide width " + std::to_string(width) + " (got " + std::to_string(heads) + ")");
+  }
   range("context", c.context >= 1 && c.context <= 4096,
         "must be in 1..4096 (got " + std::to_string(c.context) + ")");
   range("z_loss", std::isfinite(c.z_loss) && c.z_loss >= 0.0 && c.z_loss <= 1.0, "must be in [0, 1]");
@@ -264,7 +278,13 @@ void validate(const RunConfig& c, const std::string& origin) {
       fail(origin, "'compare': " + std::string(e.what()));
     }
   }
-  for (auto w : c.widths) range("widths", w >= 1 && w <= 65536, "entries must be in 1..65536");
+  for (auto w : c.widths)
+    range("widths", w >= 1 && w <= 65536, "entries must be in 1..65536 (got " + std::to_string(w) + ")");
+  // Each conv stage halves the image (maxpool 2): four stages take a 28x28
+  // image to 1x1 and more leave nothing; build_cnn checks the data's sides.
+  range("channels", c.channels.size() <= 4, "must list 1 to 4 conv stages (got " + std::to_string(c.channels.size()) + ")");
+  for (auto w : c.channels)
+    range("channels", w >= 1 && w <= 4096, "entries must be in 1..4096 (got " + std::to_string(w) + ")");
   try {
     validate(c.loss_scale);
   } catch (const std::invalid_argument& e) {
@@ -305,6 +325,7 @@ RunConfig parse_run_config_over(const RunConfig& base, const std::string& text, 
   }
   if (!j.is_object()) fail(origin, field.empty() ? "the config must be a JSON object" : "'" + field + "' must be a JSON object");
   RunConfig c = base;
+  std::string size;
   try {
     for (const auto& [key, v] : j.items()) {
       if (key == "layers" && !v.is_number()) {
@@ -323,12 +344,19 @@ RunConfig parse_run_config_over(const RunConfig& base, const std::string& text, 
         }
       } else if (key == "qk_norm" && v.is_boolean()) {
         c.qk_norm = v.get<bool>();
-      } else if (key == "widths" && v.is_array()) {
-        c.widths.clear();
+      } else if ((key == "widths" || key == "channels") && v.is_array()) {
+        std::vector<std::int64_t>& list = key == "widths" ? c.widths : c.channels;
+        list.clear();
         for (const auto& w : v) {
-          if (!w.is_number_integer()) fail(origin, "'widths' must be an array of integers");
-          c.widths.push_back(w.get<std::int64_t>());
+          if (!w.is_number_integer()) fail(origin, "'" + key + "' must be an array of integers");
+          list.push_back(w.get<std::int64_t>());
         }
+        if (key == "channels" && list.empty()) fail(origin, "'channels' must list 1 to 4 conv stages (got 0)");
+      } else if (key == "size") {
+        // Applied after the other keys, once the model is known; the
+        // fields the object names override the size.
+        if (!v.is_string()) fail(origin, "'size' must be a string (got " + v.dump() + ")");
+        size = v.get<std::string>();
       } else if (key == "compare" && v.is_array()) {
         c.compare.clear();
         for (const auto& r : v) {
@@ -357,6 +385,12 @@ RunConfig parse_run_config_over(const RunConfig& base, const std::string& text, 
           fail(origin, "'" + key + "' must be a string (got " + v.dump() + ")");
         set_config_value(c, key, scalar_string(origin, key, v), origin);
       }
+    }
+    if (!size.empty()) {
+      std::set<std::string> named;
+      for (const auto& [key, v] : j.items())
+        if (key != "layers" || v.is_number()) named.insert(key);  // "layers" as an object: precisions
+      apply_size(c, size, named, origin);
     }
     validate(c, origin);
   } catch (const std::runtime_error& e) {
@@ -396,10 +430,20 @@ std::string to_json(const RunConfig& c) {
   if (c.eval_batches > 0) j["eval_batches"] = c.eval_batches;
   j["stats_every"] = c.stats_every;
   if (!c.widths.empty()) j["widths"] = c.widths;
+  if (!c.channels.empty() && c.channels != default_shape("cnn").channels) j["channels"] = c.channels;
+  if (c.model == "transformer") {
+    // Only what differs from the transformer's default, so a default-sized
+    // transformer's config.json stays as it was.
+    const ModelShape s = model_shape(c);
+    if (s.depth != kTransformerDepth) j["depth"] = s.depth;
+    if (s.width != kTransformerWidth) j["width"] = s.width;
+    if (s.heads != kTransformerHeads) j["heads"] = s.heads;
+  }
   if (c.model == "gpt") {
-    j["depth"] = c.depth;
-    j["width"] = c.width;
-    j["heads"] = c.heads;
+    const ModelShape s = model_shape(c);
+    j["depth"] = s.depth;
+    j["width"] = s.width;
+    j["heads"] = s.heads;
     j["context"] = c.context;
     j["qk_norm"] = c.qk_norm;
     j["z_loss"] = c.z_loss;

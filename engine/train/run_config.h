@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,14 +33,19 @@ struct RunConfig {
   std::int64_t eval_batches = 0;         // batches of the validation split an evaluation reads, from its start; 0 = all
   std::int64_t stats_every = 100;        // steps between gradient statistics
   std::vector<std::int64_t> widths;      // mlp hidden widths (empty = model default)
-  // The gpt's shape (nn/model.h build_gpt). JSON and CLI key "layers" for
-  // the depth when it is a number ("layers" as an object holds the
-  // per-layer precisions); config.json writes it as "depth". Written only
-  // for a gpt, so the other models' config.json stay as they were.
-  std::int64_t depth = 4;                // transformer blocks
-  std::int64_t width = 128;              // channels
-  std::int64_t heads = 4;                // attention heads (width divisible by heads)
-  std::int64_t context = 64;             // tokens per sample
+  std::vector<std::int64_t> channels;    // cnn conv stages' output channels (empty = model default 32,64)
+  // The transformer's and the gpt's shape (nn/model.h build_transformer,
+  // build_gpt); unset = the model's default (train/model_defaults.h
+  // model_shape: transformer depth 2, width 64, heads 4; gpt 4, 128, 4).
+  // JSON and CLI key "layers" for the depth when it is a number ("layers"
+  // as an object holds the per-layer precisions); config.json writes it as
+  // "depth". config.json writes them always for a gpt, and for the
+  // transformer only where they are not its default, so the other models'
+  // config.json stay as they were.
+  std::optional<std::int64_t> depth;     // transformer blocks
+  std::optional<std::int64_t> width;     // channels (divisible by heads)
+  std::optional<std::int64_t> heads;     // attention heads
+  std::int64_t context = 64;             // gpt: tokens per sample
   bool qk_norm = false;                  // LayerNorm on each head's queries and keys
   double z_loss = 0.0;                   // C of the auxiliary C * mean(log^2 Z) loss
   LossScalerConfig loss_scale;           // mode/init/... (recipe default unless set)

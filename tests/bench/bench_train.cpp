@@ -21,6 +21,14 @@
 //   bench_train --backend=both --wide     adds "mlp-wide" (784-4096-4096-
 //                                         4096-10, batch 1024): a size where
 //                                         the GPU's advantage shows
+//   bench_train --size gpu                every model at the GPU size (train/
+//                                         model_defaults.h "gpu": the mlp
+//                                         784-4096-4096-4096-10 at batch 1024,
+//                                         the cnn 128,256 channels at 512, the
+//                                         transformer 8x1024, 16 heads at 512,
+//                                         the gpt 8x768, 12 heads, context 256
+//                                         at 64), as `run --size gpu` trains
+//                                         them; --size default is the above
 // GPU rows are named train/<model>@cuda/<recipe>.
 //   bench_train --threads=N               the CPU backend on N threads
 //                                         (default: every core)
@@ -60,6 +68,7 @@
 #include "fma_peak.h"
 #include "gpt_baby.h"
 #include "numeric/cast.h"
+#include "train/model_defaults.h"
 #include "train/run.h"
 #include "train/run_config.h"
 
@@ -70,6 +79,7 @@ std::shared_ptr<const engine::DatasetPair> g_data, g_text;
 std::unique_ptr<engine::Backend> g_cpu, g_cuda;
 std::map<std::string, std::map<std::string, double>> g_rate;  // model -> recipe -> samples/s
 std::map<std::string, std::map<std::string, std::vector<double>>> g_reps;  // every repetition's samples/s
+std::string g_size = "default";  // --size: every model's shape and batch (engine::apply_size)
 
 std::shared_ptr<const engine::DatasetPair> images() {
   if (std::filesystem::exists(engine::kFashionMnistDir))
@@ -90,7 +100,13 @@ std::shared_ptr<const engine::DatasetPair> images() {
   return std::make_shared<const engine::DatasetPair>(std::move(p));
 }
 
-using bench::kGptContext;
+// The gpt's context at the benchmark's size.
+std::int64_t gpt_context() {
+  engine::RunConfig c;
+  bench::set_gpt_baby(c);
+  if (g_size != "default") engine::apply_size(c, g_size);
+  return c.context;
+}
 
 // Training FLOPs per sample of the default mlp (784-256-128-10): forward
 // x W^T, dW = dy^T x for every layer, dx for every layer but the first.
@@ -113,7 +129,10 @@ std::unique_ptr<engine::Run> warm_run(engine::Backend& backend, const std::strin
     c.batch = 1024;
   }
   if (model == "gpt") bench::set_gpt_baby(c);
-  if (model == "gpt" && !g_text) g_text = bench::gpt_text();  // read once, on the first gpt row
+  // The shape and batch of the size (the optimizer settings stay): the
+  // engine's one sizing function, as the CLI's --size.
+  if (g_size != "default" && model != "mlp-wide") engine::apply_size(c, g_size);
+  if (model == "gpt" && !g_text) g_text = bench::gpt_text(c.context);  // read once, on the first gpt row
   auto run = std::make_unique<engine::Run>(0, c, model == "gpt" ? g_text : g_data, backend);
   std::vector<engine::Record> out;
   for (int i = 0; i < 3; ++i) {
@@ -257,7 +276,7 @@ void summary() {
       const double m = median(g_reps[model][recipe]);
       std::printf("  %-12s %-11s %10.0f samples/s  %5.2fx fp32   median %5.2fx", model.c_str(), recipe.c_str(), r,
                   base > 0 ? r / base : 0.0, base_median > 0 ? m / base_median : 0.0);
-      if (model.rfind("gpt", 0) == 0) std::printf("   %8.0f tokens/s", r * static_cast<double>(kGptContext));
+      if (model.rfind("gpt", 0) == 0) std::printf("   %8.0f tokens/s", r * static_cast<double>(gpt_context()));
       std::printf("\n");
     }
   }
@@ -271,7 +290,8 @@ void summary() {
       if (auto c = cpu->second.find(recipe); c != cpu->second.end() && c->second > 0)
         std::printf("  %-12s %-11s GPU / CPU %.1fx\n", model.substr(0, at).c_str(), recipe.c_str(), r / c->second);
   }
-  if (auto m = g_rate.find("mlp"); m != g_rate.end() && g_peak.all > 0) {
+  // The FLOP count is the default mlp's.
+  if (auto m = g_rate.find("mlp"); m != g_rate.end() && g_peak.all > 0 && g_size == "default") {
     for (const char* r : {"fp32", "mixed-bf16"}) {
       auto it = m->second.find(r);
       if (it == m->second.end()) continue;
@@ -318,6 +338,8 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a.rfind("--backend=", 0) == 0) backends = a.substr(10);
     else if (a == "--wide") wide = true;
+    else if (a.rfind("--size=", 0) == 0) g_size = a.substr(7);
+    else if (a == "--size" && i + 1 < argc) g_size = argv[++i];
     else if (a.rfind("--threads=", 0) == 0) threads = std::atoi(a.c_str() + 10);
     else if (a == "--no-native-bf16") native_bf16 = false;
     else if (a == "--paired") paired_rounds = 15;
@@ -333,6 +355,13 @@ int main(int argc, char** argv) {
     } else argv[kept++] = argv[i];
   }
   argc = kept;
+  {
+    const auto& sizes = engine::size_names();
+    if (std::find(sizes.begin(), sizes.end(), g_size) == sizes.end()) {
+      std::fprintf(stderr, "bench_train: --size must be default or gpu (got '%s')\n", g_size.c_str());
+      return 2;
+    }
+  }
   if (backends != "cpu" && backends != "cuda" && backends != "both") {
     std::fprintf(stderr, "bench_train: --backend must be cpu, cuda or both (got '%s')\n", backends.c_str());
     return 2;
@@ -361,6 +390,22 @@ int main(int argc, char** argv) {
                 g_peak.isa, g_peak.one, g_peak.threads, g_peak.all, info.name.c_str(), info.device.c_str(),
                 info.threads, info.native_bf16 ? "yes" : "no", engine::cpu_runs_avx512() ? "yes" : "no",
                 engine::cast_path_name(engine::best_cast_path()), g_data->train.name.c_str());
+  }
+  if (g_size != "default") {
+    for (const char* m : {"mlp", "cnn", "transformer", "gpt"}) {
+      engine::RunConfig c;
+      c.model = m;
+      if (c.model == "gpt") bench::set_gpt_baby(c);
+      engine::apply_size(c, g_size);
+      const engine::ModelShape sh = engine::model_shape(c);
+      std::string shape;
+      for (std::int64_t w : c.model == "mlp" ? sh.widths : sh.channels) shape += (shape.empty() ? "" : ",") + std::to_string(w);
+      if (c.model == "transformer" || c.model == "gpt")
+        shape = "depth " + std::to_string(sh.depth) + ", width " + std::to_string(sh.width) + ", heads " +
+                std::to_string(sh.heads) + (c.model == "gpt" ? ", context " + std::to_string(c.context) : "");
+      else shape = (c.model == "mlp" ? "widths " : "channels ") + shape;
+      std::printf("size %s: %-11s %s, batch %lld\n", g_size.c_str(), m, shape.c_str(), static_cast<long long>(c.batch));
+    }
   }
   if (paired_rounds > 0) {
     engine::Backend* be = g_cpu ? g_cpu.get() : g_cuda.get();

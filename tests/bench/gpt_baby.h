@@ -36,9 +36,10 @@ inline void set_gpt_baby(engine::RunConfig& c) {
 // The gpt's text: the Jargon File when jargon-text is installed, else a
 // seeded stream of printable ASCII (a step's cost does not depend on which
 // tokens it reads; the vocabulary is about the Jargon File's).
-inline std::shared_ptr<const engine::DatasetPair> gpt_text() {
+// `context`: the window (bench_train --size gpu trains a longer one).
+inline std::shared_ptr<const engine::DatasetPair> gpt_text(std::int64_t context = kGptContext) {
   if (std::filesystem::exists(engine::kJargonPath))
-    return std::make_shared<const engine::DatasetPair>(engine::load_dataset("jargon", 0, kGptContext));
+    return std::make_shared<const engine::DatasetPair>(engine::load_dataset("jargon", 0, context));
   std::string chars;
   std::uint64_t x = 0x9E3779B97F4A7C15ull;
   for (int i = 0; i < 400000; ++i) {
@@ -52,7 +53,7 @@ inline std::shared_ptr<const engine::DatasetPair> gpt_text() {
     if (f) std::fclose(f);
     if (!ok) throw std::runtime_error(path.string() + ": cannot write the stand-in text");
   }
-  auto p = std::make_shared<const engine::DatasetPair>(engine::load_dataset("text:" + path.string(), 0, kGptContext));
+  auto p = std::make_shared<const engine::DatasetPair>(engine::load_dataset("text:" + path.string(), 0, context));
   std::filesystem::remove(path);
   return p;
 }

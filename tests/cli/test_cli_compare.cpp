@@ -3,6 +3,7 @@
 // the memory and gradient figures of docs/numerics.md in the files it writes.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -69,3 +70,51 @@ TEST(CliCompare, Fp16NeedsAboutHalfOfFp32sMemoryAndFlushedGradientsReadAsUnderfl
 }
 
 }  // namespace
+
+namespace {
+
+std::string read_text(const fs::path& p) {
+  std::FILE* f = std::fopen(p.c_str(), "rb");
+  std::string s;
+  if (!f) return s;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
+  std::fclose(f);
+  return s;
+}
+
+}  // namespace
+
+// --size gpu sizes the model named anywhere on the line, and the fields
+// named beside it win (here the GPU cnn's stages made small enough for a
+// CPU test, at a small batch); config.json holds the fields themselves.
+// Bad sizes and shapes are one line naming the option, exit 2.
+TEST(CliCompare, SizeGpuWithFieldsThatOverrideIt) {
+  const fs::path dir = cli_test::temp_path("compare_size");
+  const RunResult r = run_cli("compare --size gpu --recipes fp32,mixed-bf16 --model cnn --channels 4,8 --batch 8 "
+                              "--steps 2 --stats-every 0 --eval-batches 1 --out '" + dir.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string config = read_text(dir / "config.json");
+  EXPECT_NE(config.find("\"channels\""), std::string::npos) << config;
+  EXPECT_NE(config.find("\"batch\": 8"), std::string::npos) << config;
+  fs::remove_all(dir);
+
+  const RunResult vit = run_cli("run --model transformer --size gpu --depth 1 --width 32 --heads 2 --batch 4 --steps 1 "
+                                "--stats-every 0 --eval-batches 1 --out '" + dir.string() + "'");
+  ASSERT_EQ(vit.exit_code, 0) << vit.out << vit.err;
+  const std::string vit_config = read_text(dir / "config.json");
+  for (const char* field : {"\"depth\": 1", "\"width\": 32", "\"heads\": 2", "\"batch\": 4"})
+    EXPECT_NE(vit_config.find(field), std::string::npos) << field << "\n" << vit_config;
+  fs::remove_all(dir);
+
+  const RunResult huge = run_cli("run --size huge --steps 1 --out '" + dir.string() + "'");
+  EXPECT_EQ(huge.exit_code, 2);
+  EXPECT_NE(huge.err.find("--size: 'size' must be default or gpu (got 'huge')"), std::string::npos) << huge.err;
+  const RunResult heads = run_cli("run --model transformer --width 48 --heads 5 --steps 1 --out '" + dir.string() + "'");
+  EXPECT_EQ(heads.exit_code, 2);
+  EXPECT_NE(heads.err.find("'heads' must divide width 48 (got 5)"), std::string::npos) << heads.err;
+  const RunResult zero = run_cli("run --model cnn --channels 0,8 --steps 1 --out '" + dir.string() + "'");
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_NE(zero.err.find("'channels' entries must be in 1..4096 (got 0)"), std::string::npos) << zero.err;
+  EXPECT_FALSE(fs::exists(dir / "steps.csv"));
+}

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "cli/cli_runner.h"
+#include "backend/registry.h"
 #include "lecture/preset.h"
 
 namespace {
@@ -35,12 +37,29 @@ TEST(CliLecture, ListsAtLeastTenPresets) {
 
 class EveryPreset : public testing::TestWithParam<std::string> {};
 
+// Whether this machine lacks the backend every claim of `name` needs (a
+// GPU lesson on a CPU: not trained, every claim skipped).
+bool backend_missing(const std::string& name) {
+  const std::string needed = engine::required_backend(engine::find_preset(name));
+  if (needed.empty()) return false;
+  for (const engine::BackendAvailability& b : engine::available_backends())
+    if (b.name == needed) return !b.available;
+  return true;
+}
+
 TEST_P(EveryPreset, ItsClaimsHold) {
   const fs::path dir = cli_test::temp_path("lecture_" + GetParam());
   const RunResult r = run_cli("lecture " + GetParam() + " --quick --check --out '" + dir.string() + "'");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find(" 0 failed"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+  if (backend_missing(GetParam())) {
+    EXPECT_NE(r.out.find("not trained: every claim of " + GetParam() + " needs the "), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("PASS"), std::string::npos) << r.out;
+    EXPECT_FALSE(fs::exists(dir / "steps.csv"));
+    fs::remove_all(dir);
+    return;
+  }
   if (engine::find_preset(GetParam()).kind == engine::PresetKind::Solve) {
     for (const char* f : {"iterations.csv", "summary.csv", "solution.csv", "config.json"})
       EXPECT_TRUE(fs::exists(dir / f)) << f;
@@ -210,6 +229,50 @@ TEST(CliLecture, ADivergedRunIsJudgedByTheClaims) {
   EXPECT_NE(judged.out.find("FAIL  final_loss wild = n/a"), std::string::npos) << judged.out;
   const RunResult unchecked = run_cli("lecture '" + file.string() + "' --out '" + (dir / "out3").string() + "'");
   EXPECT_EQ(unchecked.exit_code, 1) << unchecked.out << unchecked.err;
+  fs::remove_all(dir);
+}
+
+// The GPU lesson on this machine: without a CUDA device it trains nothing
+// (a GPU-sized transformer would take minutes a step on a CPU), every claim
+// is skipped with the reason and the check exits 0 at once; with one, the
+// claims are judged on the run's own figures.
+TEST(CliLecture, TheGpuLessonSkipsItsClaimsWithTheReasonWithoutAGpu) {
+  if (!backend_missing("gpu-mixed-precision-pays")) GTEST_SKIP() << "a CUDA device is here: the lesson trains";
+  const fs::path dir = cli_test::temp_path("lecture_gpu");
+  const auto t0 = std::chrono::steady_clock::now();
+  const RunResult r = run_cli("lecture gpu-mixed-precision-pays --check --out '" + dir.string() + "'");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_LT(seconds, 60.0);
+  EXPECT_NE(r.out.find("SKIP  samples_per_second mixed-bf16 / fp32: needs the cuda backend; this machine ran cpu ("),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("SKIP  device_memory mixed-bf16 / fp32: needs the cuda backend"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0 passed, 0 failed, 2 skipped"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir / "steps.csv"));
+  fs::remove_all(dir);
+}
+
+// A lesson with a claim that needs the GPU beside one that does not trains
+// on the CPU, judges the one and skips the other; "requires": "cpu" is
+// judged here.
+TEST(CliLecture, AClaimNeedingAnotherBackendIsSkippedBesideJudgedOnes) {
+  const fs::path dir = cli_test::temp_path("lecture_requires");
+  fs::create_directories(dir);
+  const fs::path file = dir / "mixed.json";
+  std::ofstream(file) << R"({"title": "Both", "explanation": "One claim holds on any machine, one only on a GPU, and one only on the CPU.",
+    "dataset": "spirals", "steps": 5, "batch": 32, "backend": "cpu", "recipes": ["fp32", "fp16"],
+    "expect": [{"metric": "samples_per_second", "run": "fp16", "vs": "fp32", "min": 100, "requires": "cuda"},
+               {"metric": "peak_memory", "run": "fp16", "vs": "fp32", "max": 0.9, "requires": "cpu"},
+               {"metric": "final_loss", "run": "fp16", "max": 100}]})";
+  const RunResult r = run_cli("lecture '" + file.string() + "' --check --out '" + (dir / "out").string() + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("SKIP  samples_per_second fp16 / fp32: needs the cuda backend; this machine ran cpu\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("PASS  peak_memory fp16 / fp32"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 passed, 0 failed, 1 skipped"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(dir / "out" / "steps.csv"));
   fs::remove_all(dir);
 }
 

@@ -133,6 +133,14 @@ void LecturePanel::showClaims() {
     if (!lines.isEmpty()) lines << tr("<i>Checked when the runs end.</i>");
   } else {
     for (const engine::ClaimResult& r : m_results) {
+      if (r.skipped) {
+        // Neither held nor broken: the machine could not measure it.
+        lines << QStringLiteral("<span style='color:%1'><b>%2</b></span> %3 %4: %5")
+                     .arg(palette().color(QPalette::PlaceholderText).name(), tr("SKIP"),
+                          QString::fromStdString(engine::claim_label(r.claim)).toHtmlEscaped(),
+                          bound(r.claim).toHtmlEscaped(), QString::fromStdString(r.reason).toHtmlEscaped());
+        continue;
+      }
       const QColor colour = r.pass ? chart_style::kPass : chart_style::kFail;
       lines << QStringLiteral("<span style='color:%1'><b>%2</b></span> %3 = %4 %5")
                    .arg(colour.name(), r.pass ? QStringLiteral("PASS") : QStringLiteral("FAIL"),

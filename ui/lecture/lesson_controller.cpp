@@ -11,6 +11,7 @@
 #include "charts/chart_area.h"
 #include "charts/gradient_panel.h"
 #include "compare/compare_view.h"
+#include "backend/registry.h"
 #include "lecture/claims.h"
 #include "lecture/lecture_menu.h"
 #include "lecture/lecture_panel.h"
@@ -21,6 +22,29 @@
 #include "session/run_store.h"
 #include "session/training_controller.h"
 #include "session/user_messages.h"
+
+namespace {
+
+// When every claim of `p` needs a backend this machine lacks (a GPU lesson
+// on a CPU), what the machine has, short ("cpu (no CUDA device)"),
+// else "" (as the CLI's lecture decides).
+std::string missingBackend(const engine::Preset& p) {
+  const std::string needed = engine::required_backend(p);
+  if (needed.empty()) return "";
+  for (const engine::BackendAvailability& b : engine::available_backends())
+    if (b.name == needed) {
+      if (b.available) return "";
+      // The reason's head ("no CUDA device", "libpl_cuda.so not found"):
+      // the details (paths without spaces) would widen the lesson panel
+      // past the charts' room.
+      std::string why = b.reason.substr(0, b.reason.find(" ("));
+      if (why.size() > 60) why = why.substr(0, 57) + "...";
+      return "cpu (" + why + ")";
+    }
+  return "cpu (no " + needed + " backend in this build)";
+}
+
+}  // namespace
 
 LessonController::LessonController(const Parts& parts, QObject* parent) : QObject(parent), m_parts(parts) {
   connect(m_parts.panel, &LecturePanel::closeRequested, this, &LessonController::leave);
@@ -61,6 +85,8 @@ bool LessonController::set(const engine::Preset& preset) {
   // model, length and seed; they differ in precision).
   m_parts.settings->setBaseConfig(preset.runs.front().config);
   m_parts.panel->setPreset(preset);
+  // A lesson this machine cannot train shows its claims skipped at once.
+  showSkippedClaims();
   m_parts.panel->show();
   QSplitter* live = m_parts.liveSplitter;
   live->setSizes({3 * live->width() / 4, live->width() / 4});
@@ -113,8 +139,27 @@ void LessonController::setPresentation(bool on) {
   }
 }
 
+bool LessonController::showSkippedClaims() {
+  const std::string here = m_lesson ? missingBackend(*m_lesson) : std::string();
+  if (here.empty()) return false;
+  m_parts.panel->setClaimResults(
+      engine::check_claims(*m_lesson, {}, here),
+      tr("Not trained here: every claim needs the %1 backend, and a GPU-sized model takes minutes a step on a CPU.")
+          .arg(QString::fromStdString(engine::required_backend(*m_lesson))));
+  return true;
+}
+
 bool LessonController::start(bool paused) {
   if (!m_lesson || !m_parts.launcher->readyToStart()) return false;
+  // A lesson whose every claim needs a backend this machine lacks is not
+  // trained: its claims stay skipped, with the reason.
+  if (showSkippedClaims()) {
+    m_parts.messages->status(tr("Lesson %1 needs the %2 backend: not trained on this machine")
+                                 .arg(QString::fromStdString(m_lesson->name),
+                                      QString::fromStdString(engine::required_backend(*m_lesson))),
+                             8000);
+    return false;
+  }
   std::vector<engine::RunConfig> configs;
   QStringList names;
   for (const engine::PresetRun& r : m_lesson->runs) {
@@ -153,8 +198,12 @@ void LessonController::checkClaims() {
   QString note;
   if (!shortRuns.isEmpty()) note = tr("%1: the claims are made for whole runs.").arg(shortRuns.join(QStringLiteral("; ")));
   m_parts.panel->setClaimResults(results, note);
-  int passed = 0;
-  for (const engine::ClaimResult& r : results) passed += r.pass ? 1 : 0;
-  m_parts.messages->status(tr("Lesson checked: %1 of %2 claims hold").arg(passed).arg(results.size()), 10000);
+  int passed = 0, skipped = 0;
+  for (const engine::ClaimResult& r : results) {
+    passed += r.pass ? 1 : 0;
+    skipped += r.skipped ? 1 : 0;
+  }
+  const QString line = tr("Lesson checked: %1 of %2 claims hold").arg(passed).arg(results.size() - skipped);
+  m_parts.messages->status(skipped ? line + tr(", %1 skipped").arg(skipped) : line, 10000);
   emit checked();
 }

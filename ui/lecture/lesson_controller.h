@@ -79,6 +79,9 @@ class LessonController : public QObject {
 
  private:
   Parts m_parts;
+  // When every claim of the lesson needs a backend this machine lacks:
+  // shows them skipped with the reason and returns true.
+  bool showSkippedClaims();
   std::unique_ptr<engine::Preset> m_lesson;
   QVector<int> m_runs;  // its title says whose precisions the table shows
 };

@@ -31,6 +31,7 @@
 #include "charts/chart_style.h"
 #include "data/text.h"
 #include "panels/gpt_fields.h"
+#include "panels/size_fields.h"
 #include "panels/layer_rows.h"
 #include "train/model_defaults.h"
 
@@ -157,6 +158,10 @@ SetupPanel::SetupPanel(QWidget* parent) : QWidget(parent) {
   layout->addWidget(m_gpt);
   connect(m_gpt, &GptFields::changed, this, &SetupPanel::settingsChanged);
   m_gpt->setVisible(false);
+  m_sizeFields = new SizeFields(this);
+  layout->addWidget(m_sizeFields);
+  connect(m_sizeFields, &SizeFields::changed, this, &SetupPanel::settingsChanged);
+  connect(m_sizeFields, &SizeFields::sizeChosen, this, &SetupPanel::onSizeChosen);
 
   // --- optimisation and schedule ---
   QGroupBox* training = makeGroup(tr("Training"), form, this);
@@ -306,11 +311,15 @@ SetupPanel::SetupPanel(QWidget* parent) : QWidget(parent) {
   // One signal for any edit, so callers need not know the controls.
   for (QComboBox* c : findChildren<QComboBox*>())
     connect(c, &QComboBox::currentIndexChanged, this, &SetupPanel::settingsChanged);
-  // (The gpt's fields say so through GptFields::changed.)
+  // (The gpt's and the size's fields say so through their changed().)
   for (QSpinBox* s : findChildren<QSpinBox*>())
-    if (!m_gpt->isAncestorOf(s)) connect(s, &QSpinBox::valueChanged, this, &SetupPanel::settingsChanged);
+    if (!m_gpt->isAncestorOf(s) && !m_sizeFields->isAncestorOf(s))
+      connect(s, &QSpinBox::valueChanged, this, &SetupPanel::settingsChanged);
   for (QDoubleSpinBox* s : findChildren<QDoubleSpinBox*>())
     if (!m_gpt->isAncestorOf(s)) connect(s, &QDoubleSpinBox::valueChanged, this, &SetupPanel::settingsChanged);
+  // Whatever changes, the Size choice says which size the shape is.
+  connect(this, &SetupPanel::settingsChanged, this, &SetupPanel::updateSizeChoice);
+  updateSizeChoice();
 }
 
 SetupSettings SetupPanel::settings() const {
@@ -358,6 +367,7 @@ engine::RunConfig SetupPanel::toConfig(const engine::RunConfig& base) const {
   c.recipe = s.recipe.toStdString();
   c.backend = s.backend.toStdString();
   c.threads = s.threads;
+  m_sizeFields->apply(c);
   if (c.model == "gpt") m_gpt->apply(c);
   const engine::LossScalerConfig scaler = lossScaler();
   engine::LossScalerConfig recipeDefault;
@@ -416,6 +426,7 @@ void SetupPanel::applyConfig(const engine::RunConfig& c) {
   }
   m_model->setCurrentText(QString::fromStdString(c.model));
   m_gpt->show(c);
+  m_sizeFields->show(c);
   m_optimizer->setCurrentText(QString::fromStdString(c.optimizer));
   m_learningRate->setValue(c.lr);
   m_batch->setValue(static_cast<int>(std::min<std::int64_t>(c.batch, m_batch->maximum())));
@@ -446,7 +457,22 @@ void SetupPanel::applyConfig(const engine::RunConfig& c) {
   updateModelChoices();
   if (items && m_model->currentText() != model) m_model->setCurrentText(model);
   --m_filling;
+  updateSizeChoice();
 }
+
+// A size chosen: the engine sizes the model the panel shows (its shape and
+// batch, train/model_defaults.h apply_size), and the fields show it.
+void SetupPanel::onSizeChosen(const QString& size) {
+  engine::RunConfig c = toConfig(engine::RunConfig{});
+  engine::apply_size(c, size.toStdString());
+  m_sizeFields->show(c);
+  if (c.model == "gpt") m_gpt->show(c);
+  m_batch->setValue(static_cast<int>(std::min<std::int64_t>(c.batch, m_batch->maximum())));
+  updateSizeChoice();
+  emit settingsChanged();
+}
+
+void SetupPanel::updateSizeChoice() { m_sizeFields->showSize(engine::size_of(toConfig(engine::RunConfig{}))); }
 
 // "folder…" asks for a directory of IDX files; the chosen path becomes
 // the item's data (and its text, elided), cancelling restores the previous
@@ -576,6 +602,7 @@ void SetupPanel::updateModelChoices() {
 void SetupPanel::onModelChanged(const QString& model) {
   const bool gpt = model == QLatin1String("gpt"), wasGpt = m_shownModel == QLatin1String("gpt");
   m_gpt->setVisible(gpt);
+  m_sizeFields->setModel(model);
   // The length too, while it is the panel's own default: an epoch of a text
   // is every window of it (jargon: 20,000 steps of 64, and one evaluation,
   // hence one sample, at its end), so a gpt starts at kGptSteps steps, the

@@ -8,6 +8,7 @@
 #include "train/run_config.h"
 
 class GptFields;
+class SizeFields;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
@@ -92,6 +93,8 @@ class SetupPanel : public QWidget {
  private:
   void onDatasetActivated(int index);
   void onModelChanged(const QString& model);
+  void onSizeChosen(const QString& size);
+  void updateSizeChoice();
   void onRecipeChanged(const QString& recipe);
   void onDurationUnitChanged(int index);
   void updateScalerControls();
@@ -102,6 +105,7 @@ class SetupPanel : public QWidget {
   int m_lastDatasetIndex = 0;
   QComboBox* m_model = nullptr;
   GptFields* m_gpt = nullptr;  // shown while the model is gpt
+  SizeFields* m_sizeFields = nullptr;  // the Size choice and the mlp's, cnn's, transformer's shape
   QString m_shownModel;        // the model whose optimizer defaults the controls may hold
   QComboBox* m_optimizer = nullptr;
   QDoubleSpinBox* m_learningRate = nullptr;

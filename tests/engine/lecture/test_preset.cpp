@@ -57,7 +57,7 @@ TEST(Preset, BadInputGetsOneLineNamingTheField) {
   EXPECT_EQ(error_of(preset(R"("recipes": ["fp32"], "expect": [{"metric": "loss", "run": "fp32", "min": 1}])")),
             "p.json: 'expect[0].metric' is not a metric: 'loss' (expected one of final_loss, val_loss, val_accuracy, "
             "peak_memory, overflow_steps, skipped_steps, scale_backoffs, scale_growths, underflow, output_error, "
-            "grad_error, grad_bias, attributed_overflows)");
+            "grad_error, grad_bias, attributed_overflows, samples_per_second, device_memory)");
   EXPECT_EQ(error_of(preset(R"("recipes": ["fp32"], "expect": [{"metric": "final_loss", "run": "fp16", "min": 1}])")),
             "p.json: 'expect[0].run' names no run of the preset: 'fp16' (runs: fp32)");
   EXPECT_EQ(error_of(preset(R"("recipes": ["fp32"], "expect": [{"metric": "final_loss", "run": "fp32"}])")),
@@ -188,6 +188,95 @@ TEST(Claims, ValidationLossNeedsAnEvaluation) {
   c.run = "fp32";
   c.vs = "fp16";
   EXPECT_TRUE(std::isnan(claim_value(c, runs)));
+}
+
+// The speed and memory a GPU lesson claims: samples/s is the median step
+// after the first two; memory the device's own peak where the backend
+// reports one, else the recipe's accounting.
+TEST(Claims, SpeedAndDeviceMemoryAsTheRunMeasuredThem) {
+  std::vector<RunExport> runs = {run("fp32", 0.5, 0.9, 1000), run("mixed-bf16", 0.5, 0.9, 600)};
+  const double fp32_rates[] = {10.0, 50.0, 100.0, 120.0, 80.0};   // median of 100, 120, 80: 100
+  const double bf16_rates[] = {5.0, 400.0, 250.0, 300.0, 200.0, 260.0};  // median of 250, 300, 200, 260: 255
+  for (double r : fp32_rates) {
+    StepMetrics m;
+    m.samples_per_second = r;
+    runs[0].history.add(m);
+  }
+  for (double r : bf16_rates) {
+    StepMetrics m;
+    m.samples_per_second = r;
+    runs[1].history.add(m);
+  }
+  Claim c;
+  c.metric = "samples_per_second";
+  c.run = "mixed-bf16";
+  c.min = 1.3;
+  EXPECT_EQ(claim_value(c, runs), 255.0);
+  c.vs = "fp32";
+  EXPECT_EQ(claim_value(c, runs), 2.55);
+  c.metric = "device_memory";
+  EXPECT_EQ(claim_value(c, runs), 0.6);  // no device figure: the accounting's peak_memory
+  runs[0].history.steps[3].device_used = 4000;
+  runs[1].history.steps[2].device_used = 3000;
+  EXPECT_EQ(claim_value(c, runs), 0.75);  // the device's own peaks
+  c.vs.clear();
+  EXPECT_EQ(claim_value(c, runs), 3000.0);
+  RunExport one = run("one", 1, 1, 1);
+  StepMetrics m;
+  m.samples_per_second = 7.0;
+  one.history.add(m);
+  c.metric = "samples_per_second";
+  c.run = "one";
+  EXPECT_EQ(claim_value(c, {one}), 7.0);  // fewer than three steps: all of them
+  c.run = "fp32";
+  EXPECT_TRUE(std::isnan(claim_value(c, {run("fp32", 1, 1, 1)})));  // no steps
+}
+
+// "requires": "cuda" claims are skipped with the reason on a CPU's runs and
+// judged on a GPU's; a lesson whose every claim needs it says so.
+TEST(Claims, ARequiredBackendSkipsTheClaimWithItsReasonElsewhere) {
+  const Preset p = parse_preset(preset(R"("recipes": ["fp32", "fp16"], "expect": [
+      {"metric": "peak_memory", "run": "fp16", "vs": "fp32", "max": 0.9, "requires": "cuda"},
+      {"metric": "final_loss", "run": "fp16", "max": 10}])"),
+                                "p.json", "p");
+  ASSERT_EQ(p.expect.size(), 2u);
+  EXPECT_EQ(p.expect[0].required_backend, "cuda");
+  EXPECT_EQ(p.expect[1].required_backend, "");
+  EXPECT_EQ(required_backend(p), "");  // not every claim needs it
+  std::vector<RunExport> runs = {run("fp32", 0.5, 0.9, 1000), run("fp16", 2.0, 0.8, 500)};
+  for (RunExport& r : runs) r.summary.backend = "cpu";
+  auto results = check_claims(p, runs);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_TRUE(results[0].skipped);
+  EXPECT_FALSE(results[0].pass);
+  EXPECT_EQ(results[0].reason, "needs the cuda backend; this machine ran cpu");
+  EXPECT_EQ(results[0].text, "SKIP  peak_memory fp16 / fp32: needs the cuda backend; this machine ran cpu");
+  EXPECT_FALSE(results[1].skipped);
+  EXPECT_TRUE(results[1].pass);
+  // On the GPU's runs the claim is judged, and can fail.
+  for (RunExport& r : runs) r.summary.backend = "cuda";
+  results = check_claims(p, runs);
+  EXPECT_FALSE(results[0].skipped);
+  EXPECT_TRUE(results[0].pass) << results[0].text;
+  runs[1].summary.peak_memory_bytes = 950;
+  EXPECT_FALSE(check_claims(p, runs)[0].pass);
+  // No runs at all (not trained): skipped with what the machine has.
+  results = check_claims(p, {}, "cpu (no CUDA device)");
+  EXPECT_EQ(results[0].text, "SKIP  peak_memory fp16 / fp32: needs the cuda backend; this machine ran cpu (no CUDA device)");
+  EXPECT_FALSE(results[1].pass);  // a claim without the requirement has nothing to judge
+  EXPECT_FALSE(results[1].skipped);
+
+  EXPECT_EQ(error_of(preset(R"("recipes": ["fp32"], "expect": [{"metric": "final_loss", "run": "fp32", "max": 1, "requires": "tpu"}])")),
+            "p.json: 'expect[0].requires' must be cuda or cpu (got 'tpu')");
+  const Preset gpu = find_preset("gpu-mixed-precision-pays");
+  EXPECT_EQ(required_backend(gpu), "cuda");
+  ASSERT_EQ(gpu.runs.size(), 2u);
+  EXPECT_EQ(gpu.runs[0].config.recipe, "fp32");
+  EXPECT_EQ(gpu.runs[1].config.recipe, "mixed-bf16");
+  EXPECT_EQ(gpu.runs[0].config.model, "transformer");
+  EXPECT_EQ(gpu.runs[0].config.batch, 512);
+  EXPECT_EQ(gpu.expect[0].metric, "samples_per_second");
+  EXPECT_EQ(gpu.expect[1].metric, "device_memory");
 }
 
 TEST(Preset, ANumberBeyondDoubleIsAnErrorNotACrash) {

@@ -143,4 +143,53 @@ TEST(LayerCatalog, KeptCatalogsAnswerOnlyTheConfigTheyDescribe) {
   wider.widths = {32, 8};
   EXPECT_EQ(engine::describe_layers(wider).layers[0].output, (engine::Shape{32}));
   EXPECT_TRUE(engine::describe_layers(a).layers[0].precision.is_fp32());
+
+  // Every shape field is part of the key: a kept catalog of one size never
+  // answers for another, and the default size is answered again after.
+  const auto leaf = [](const engine::LayerCatalog& c, const std::string& name) {
+    for (const engine::LayerInfo& l : c.layers)
+      if (l.name == name) return l;
+    ADD_FAILURE() << "no leaf " << name;
+    return engine::LayerInfo{};
+  };
+  RunConfig cnn;
+  cnn.model = "cnn";
+  EXPECT_EQ(leaf(engine::describe_layers(cnn), "conv2").output, (engine::Shape{64, 14, 14}));
+  RunConfig cnn_wide = cnn;
+  cnn_wide.channels = {8, 48};
+  EXPECT_EQ(leaf(engine::describe_layers(cnn_wide), "conv2").output, (engine::Shape{48, 14, 14}));
+  RunConfig cnn_one = cnn;
+  cnn_one.channels = {8};
+  EXPECT_EQ(engine::describe_layers(cnn_one).layers.size(), 7u);  // conv1 relu1 pool1 flatten fc1 relu2 fc2
+  EXPECT_EQ(leaf(engine::describe_layers(cnn), "conv2").output, (engine::Shape{64, 14, 14}));
+
+  RunConfig vit;
+  vit.model = "transformer";
+  const engine::LayerCatalog vit_default = engine::describe_layers(vit);
+  EXPECT_EQ(leaf(vit_default, "norm").output, (engine::Shape{16, 64}));
+  RunConfig vit_width = vit;
+  vit_width.width = 96;
+  EXPECT_EQ(leaf(engine::describe_layers(vit_width), "norm").output, (engine::Shape{16, 96}));
+  RunConfig vit_deep = vit;
+  vit_deep.depth = 3;
+  EXPECT_EQ(engine::describe_layers(vit_deep).layers.size(), vit_default.layers.size() * 3 / 2 - 2);
+  RunConfig vit_heads = vit;
+  vit_heads.heads = 8;  // 8 heads of 8: the scores hold twice the values of 4 heads of 16
+  EXPECT_EQ(leaf(engine::describe_layers(vit_heads), "block0.attn.scores").output,
+            (engine::Shape{8, 16, 16}));
+  EXPECT_EQ(leaf(engine::describe_layers(vit), "block0.attn.scores").output, (engine::Shape{4, 16, 16}));
+  EXPECT_EQ(engine::describe_layers(vit).layers.size(), vit_default.layers.size());
+
+  RunConfig gpt;
+  gpt.model = "gpt";
+  gpt.dataset = "spirals";  // no text file needed: the gpt reads windows of its context
+  RunConfig gpt_long = gpt;
+  gpt_long.context = 32;
+  RunConfig gpt_wide = gpt;
+  gpt_wide.width = 64;
+  gpt_wide.heads = 2;
+  EXPECT_EQ(leaf(engine::describe_layers(gpt), "ln_f").output, (engine::Shape{64, 128}));
+  EXPECT_EQ(leaf(engine::describe_layers(gpt_long), "ln_f").output, (engine::Shape{32, 128}));
+  EXPECT_EQ(leaf(engine::describe_layers(gpt_wide), "ln_f").output, (engine::Shape{64, 64}));
+  EXPECT_EQ(leaf(engine::describe_layers(gpt), "ln_f").output, (engine::Shape{64, 128}));
 }

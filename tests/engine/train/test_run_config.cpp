@@ -160,7 +160,7 @@ TEST(RunConfig, GptKeysParseRoundTripAndAreChecked) {
   EXPECT_EQ(engine::to_json(back), engine::to_json(c));
   // "layers" as an object is still the per-layer precisions, beside the depth.
   const RunConfig both = parse_run_config(R"({"model":"gpt","layers":{"head":"bf16"}})", "cfg.json");
-  EXPECT_EQ(both.depth, 4);
+  EXPECT_EQ(engine::model_shape(both).depth, 4);  // unset: the gpt's default
   EXPECT_EQ(both.layers.at("head").compute, engine::Format::BF16);
   // The other models' config.json carry no gpt keys.
   EXPECT_EQ(engine::to_json(RunConfig{}).find("width"), std::string::npos);
@@ -250,4 +250,89 @@ TEST(RunConfig, KeepInitialDecidesWhetherTheStartingPointIsKept) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("'keep_initial' must be auto, on or off"), std::string::npos) << e.what();
   }
+}
+
+TEST(RunConfig, TransformerAndCnnShapesParseRoundTripAndAreChecked) {
+  // The transformer reads the gpt's keys; config.json writes only what is
+  // not its default, so a default transformer's config.json is as before.
+  RunConfig vit = parse_run_config(R"({"model":"transformer"})", "cfg.json");
+  EXPECT_EQ(engine::to_json(vit).find("\"width\""), std::string::npos);
+  EXPECT_EQ(engine::to_json(vit).find("\"depth\""), std::string::npos);
+  EXPECT_EQ(engine::model_shape(vit), engine::default_shape("transformer"));
+  EXPECT_EQ(engine::model_shape(vit).width, 64);
+  vit = parse_run_config(R"({"model":"transformer","depth":3,"width":96,"heads":4})", "cfg.json");
+  const std::string j = engine::to_json(vit);
+  EXPECT_NE(j.find("\"depth\": 3"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"width\": 96"), std::string::npos) << j;
+  EXPECT_EQ(j.find("\"heads\""), std::string::npos) << j;  // 4 is the default
+  EXPECT_EQ(j.find("\"context\""), std::string::npos) << j;
+  const RunConfig back = parse_run_config(j, "config.json");
+  EXPECT_EQ(engine::model_shape(back), engine::model_shape(vit));
+  EXPECT_EQ(engine::to_json(back), j);
+  // Bad shapes: one line naming the field.
+  EXPECT_EQ(error_of(R"({"model":"transformer","width":90})"), "cfg.json: 'heads' must divide width 90 (got 4)");
+  EXPECT_EQ(error_of(R"({"model":"transformer","depth":0})"), "cfg.json: 'depth' must be in 1..64 (got 0)");
+  EXPECT_EQ(error_of(R"({"model":"transformer","width":-8})"), "cfg.json: 'width' must be in 1..8192 (got -8)");
+  EXPECT_EQ(error_of(R"({"model":"transformer","heads":0})"), "cfg.json: 'heads' must divide width 64 (got 0)");
+
+  RunConfig cnn = parse_run_config(R"({"model":"cnn","channels":[16,48]})", "cfg.json");
+  EXPECT_EQ(cnn.channels, (std::vector<std::int64_t>{16, 48}));
+  EXPECT_NE(engine::to_json(cnn).find("\"channels\""), std::string::npos);
+  EXPECT_EQ(parse_run_config(engine::to_json(cnn), "c").channels, cnn.channels);
+  // The default channels are not written (a default cnn's config.json is as before).
+  cnn.channels = {32, 64};
+  EXPECT_EQ(engine::to_json(cnn), engine::to_json(parse_run_config(R"({"model":"cnn"})", "c")));
+  RunConfig cli;
+  engine::set_config_value(cli, "channels", "8,24", "--channels");
+  EXPECT_EQ(cli.channels, (std::vector<std::int64_t>{8, 24}));
+  EXPECT_EQ(error_of(R"({"model":"cnn","channels":[0,8]})"), "cfg.json: 'channels' entries must be in 1..4096 (got 0)");
+  EXPECT_EQ(error_of(R"({"model":"cnn","channels":[]})"), "cfg.json: 'channels' must list 1 to 4 conv stages (got 0)");
+  EXPECT_EQ(error_of(R"({"model":"cnn","channels":[8,8,8,8,8]})"),
+            "cfg.json: 'channels' must list 1 to 4 conv stages (got 5)");
+  EXPECT_EQ(error_of(R"({"model":"cnn","channels":"8,x"})"), "cfg.json: 'channels' must be an integer (got 'x')");
+  EXPECT_EQ(error_of(R"({"model":"mlp","widths":[256,-1]})"), "cfg.json: 'widths' entries must be in 1..65536 (got -1)");
+}
+
+TEST(RunConfig, SizeGpuSetsEveryModelsShapeAndExplicitFieldsOverrideIt) {
+  const auto sized = [](const std::string& model) {
+    return parse_run_config(R"({"model":")" + model + R"(","size":"gpu"})", "cfg.json");
+  };
+  const RunConfig mlp = sized("mlp");
+  EXPECT_EQ(mlp.widths, (std::vector<std::int64_t>{4096, 4096, 4096}));
+  EXPECT_EQ(mlp.batch, 1024);
+  EXPECT_EQ(sized("cnn").channels, (std::vector<std::int64_t>{128, 256}));
+  const RunConfig vit = sized("transformer");
+  EXPECT_EQ(engine::model_shape(vit).depth, 8);
+  EXPECT_EQ(engine::model_shape(vit).width, 1024);
+  EXPECT_EQ(engine::model_shape(vit).heads, 16);
+  // Tensor Cores want big GEMMs: tokens per batch x width, 16 tokens a sample.
+  EXPECT_GE(vit.batch * 16, 4096);
+  const RunConfig gpt = sized("gpt");
+  EXPECT_EQ(engine::model_shape(gpt).width, 768);
+  EXPECT_EQ(gpt.context, 256);
+  EXPECT_GE(gpt.batch * gpt.context, 8192);
+  for (const char* m : {"mlp", "cnn", "transformer", "gpt"}) {
+    EXPECT_EQ(engine::size_of(sized(m)), "gpu") << m;
+    EXPECT_EQ(engine::size_of(parse_run_config(R"({"model":")" + std::string(m) + R"("})", "c")), "default") << m;
+    // config.json holds the shape itself (the PyTorch peer reads it), and reads back the same.
+    const RunConfig back = parse_run_config(engine::to_json(sized(m)), "config.json");
+    EXPECT_EQ(engine::model_shape(back), engine::model_shape(sized(m))) << m;
+    EXPECT_EQ(back.batch, sized(m).batch) << m;
+  }
+  EXPECT_NE(engine::to_json(vit).find("\"width\": 1024"), std::string::npos);
+  // Explicit fields win, wherever the key stands (JSON objects have no order).
+  const RunConfig over = parse_run_config(R"({"width":512,"model":"transformer","size":"gpu","batch":64})", "c");
+  EXPECT_EQ(engine::model_shape(over).width, 512);
+  EXPECT_EQ(engine::model_shape(over).depth, 8);
+  EXPECT_EQ(over.batch, 64);
+  EXPECT_EQ(engine::size_of(over), "");
+  // "layers" as an object is the precisions, not the depth: the size still sets the depth.
+  EXPECT_EQ(engine::model_shape(parse_run_config(R"({"model":"gpt","size":"gpu","layers":{"head":"bf16"}})", "c")).depth,
+            8);
+  // default resets; an unknown size names the field.
+  RunConfig back = vit;
+  engine::apply_size(back, "default");
+  EXPECT_EQ(engine::to_json(back), engine::to_json(parse_run_config(R"({"model":"transformer"})", "c")));
+  EXPECT_EQ(error_of(R"({"size":"huge"})"), "cfg.json: 'size' must be default or gpu (got 'huge')");
+  EXPECT_EQ(error_of(R"({"size":3})"), "cfg.json: 'size' must be a string (got 3)");
 }

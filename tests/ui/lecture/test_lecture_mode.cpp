@@ -20,10 +20,12 @@
 #include <QTemporaryDir>
 #include <QTimer>
 
+#include "backend/registry.h"
 #include "charts/chart_area.h"
 #include "charts/chart_style.h"
 #include "lecture/lecture_menu.h"
 #include "lecture/lecture_panel.h"
+#include "lecture/claims.h"
 #include "lecture/preset.h"
 #include "lecture/speed_control.h"
 #include "main_window.h"
@@ -161,6 +163,43 @@ TEST(LectureMode, StartRunsAllItsRunsAndTheClaimsAreCheckedWhenTheyEnd) {
   const QString text = w.part<LecturePanel>()->claimsText();
   EXPECT_TRUE(text.contains(QStringLiteral("PASS final_loss half / base"))) << text.toStdString();
   EXPECT_TRUE(text.contains(QStringLiteral("FAIL skipped_steps base"))) << text.toStdString();
+}
+
+// The GPU lesson on a machine without one: listed, chosen, its claims shown
+// skipped with the reason (not failed), and Start trains nothing (a
+// GPU-sized transformer takes minutes a step on a CPU).
+TEST(LectureMode, AGpuLessonWithoutAGpuShowsItsClaimsSkippedAndTrainsNothing) {
+  for (const engine::BackendAvailability& b : engine::available_backends())
+    if (b.name == "cuda" && b.available) GTEST_SKIP() << "a CUDA device is here: the lesson trains";
+  ui_test::ensureApplication();
+  MainWindow w;
+  w.part<UserMessages>()->setQuiet(true);
+  bool listed = false;
+  for (QAction* a : w.part<LectureMenu>()->presetActions())
+    listed = listed || a->data().toString() == QStringLiteral("gpu-mixed-precision-pays");
+  EXPECT_TRUE(listed);
+  ASSERT_TRUE(w.part<LessonController>()->open(QStringLiteral("gpu-mixed-precision-pays")))
+      << w.part<UserMessages>()->lastError().toStdString();
+  const auto check = [&] {
+    const auto& results = w.part<LecturePanel>()->claimResults();
+    ASSERT_EQ(results.size(), 2u);
+    for (const engine::ClaimResult& r : results) {
+      EXPECT_TRUE(r.skipped) << r.text;
+      EXPECT_FALSE(r.pass) << r.text;
+      EXPECT_EQ(r.reason.rfind("needs the cuda backend; this machine ran cpu (", 0), 0u) << r.reason;
+    }
+    const QString text = w.part<LecturePanel>()->claimsText();
+    EXPECT_TRUE(text.contains(QStringLiteral("SKIP samples_per_second mixed-bf16 / fp32"))) << text.toStdString();
+    EXPECT_TRUE(text.contains(QStringLiteral("SKIP device_memory mixed-bf16 / fp32"))) << text.toStdString();
+    EXPECT_TRUE(text.contains(QStringLiteral("needs the cuda backend"))) << text.toStdString();
+    EXPECT_FALSE(text.contains(QStringLiteral("FAIL"))) << text.toStdString();
+  };
+  check();
+  const int before = w.part<RunStore>()->count();
+  EXPECT_FALSE(w.part<RunLauncher>()->startRun());
+  EXPECT_EQ(w.part<RunStore>()->count(), before);
+  EXPECT_TRUE(w.part<LessonController>()->runs().isEmpty());
+  check();
 }
 
 TEST(LectureMode, ABadPresetFileIsAnErrorDialogWithItsOneLine) {

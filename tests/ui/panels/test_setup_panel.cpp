@@ -6,6 +6,7 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QLabel>
+#include <QLineEdit>
 #include <QSpinBox>
 #include <QTest>
 #include <QDir>
@@ -275,3 +276,77 @@ TEST_F(SetupPanelTest, TheGptStartsFromAdamWUnlessTheUserChose) {
 }
 
 }  // namespace
+
+// The Size choice sizes the chosen model through the engine (the shapes of
+// `run --size gpu`), the shape fields of the mlp, the cnn and the
+// transformer go into the RunConfig, and an edit makes the size "custom".
+TEST_F(SetupPanelTest, TheSizeChoiceAndTheShapeFieldsSizeEveryModel) {
+  SetupPanel panel;
+  auto* datasets = panel.findChild<QComboBox*>(QStringLiteral("datasetCombo"));
+  auto* models = panel.findChild<QComboBox*>(QStringLiteral("modelCombo"));
+  auto* size = panel.findChild<QComboBox*>(QStringLiteral("sizeCombo"));
+  auto* widths = panel.findChild<QLineEdit*>(QStringLiteral("mlpWidthsEdit"));
+  auto* channels = panel.findChild<QLineEdit*>(QStringLiteral("cnnChannelsEdit"));
+  auto* vitWidth = panel.findChild<QSpinBox*>(QStringLiteral("vitWidthSpin"));
+  ASSERT_TRUE(datasets && models && size && widths && channels && vitWidth);
+  const auto choose = [size](const char* data) {
+    const int i = size->findData(QString::fromLatin1(data));
+    ASSERT_GE(i, 0);
+    size->setCurrentIndex(i);
+    emit size->activated(i);  // as a click does
+  };
+  datasets->setCurrentIndex(datasets->findData(QStringLiteral("fashion-mnist")));
+  models->setCurrentText(QStringLiteral("transformer"));
+  EXPECT_EQ(size->currentData().toString(), QStringLiteral("default"));
+  EXPECT_FALSE(vitWidth->isHidden());
+  EXPECT_TRUE(widths->isHidden());
+  EXPECT_TRUE(channels->isHidden());
+  EXPECT_EQ(engine::to_json(panel.toConfig()).find("\"width\""), std::string::npos);  // the default is not written
+
+  choose("gpu");
+  engine::RunConfig c = panel.toConfig();
+  EXPECT_EQ(engine::model_shape(c), engine::sized_model("transformer", "gpu").shape);
+  EXPECT_EQ(engine::model_shape(c).width, 1024);
+  EXPECT_EQ(c.batch, 512);
+  EXPECT_EQ(vitWidth->value(), 1024);
+  EXPECT_EQ(size->currentData().toString(), QStringLiteral("gpu"));
+  vitWidth->setValue(512);
+  EXPECT_EQ(engine::model_shape(panel.toConfig()).width, 512);
+  EXPECT_EQ(size->currentData().toString(), QStringLiteral("custom"));
+  choose("default");
+  c = panel.toConfig();
+  EXPECT_FALSE(c.depth.has_value());
+  EXPECT_FALSE(c.width.has_value());
+  EXPECT_EQ(engine::model_shape(c), engine::default_shape("transformer"));
+
+  models->setCurrentText(QStringLiteral("mlp"));
+  EXPECT_FALSE(widths->isHidden());
+  EXPECT_TRUE(vitWidth->isHidden());
+  widths->setText(QStringLiteral("512,256,64"));
+  EXPECT_EQ(panel.toConfig().widths, (std::vector<std::int64_t>{512, 256, 64}));
+  EXPECT_EQ(size->currentData().toString(), QStringLiteral("custom"));
+  widths->setText(QStringLiteral("256,128"));
+  EXPECT_TRUE(panel.toConfig().widths.empty());  // the default: config.json as before
+  EXPECT_EQ(size->currentData().toString(), QStringLiteral("default"));
+  choose("gpu");
+  EXPECT_EQ(panel.toConfig().widths, (std::vector<std::int64_t>{4096, 4096, 4096}));
+  EXPECT_EQ(panel.toConfig().batch, 1024);
+
+  models->setCurrentText(QStringLiteral("cnn"));
+  EXPECT_FALSE(channels->isHidden());
+  channels->setText(QStringLiteral("16,32"));
+  EXPECT_EQ(panel.toConfig().channels, (std::vector<std::int64_t>{16, 32}));
+  choose("gpu");
+  EXPECT_EQ(panel.toConfig().channels, (std::vector<std::int64_t>{128, 256}));
+  EXPECT_EQ(channels->text(), QStringLiteral("128,256"));
+
+  // A GPU-sized config shows as GPU, and reads back the same.
+  SetupPanel other;
+  const engine::RunConfig gpu =
+      engine::parse_run_config(R"({"model":"transformer","size":"gpu"})", "test");
+  other.applyConfig(gpu);
+  EXPECT_EQ(other.findChild<QComboBox*>(QStringLiteral("sizeCombo"))->currentData().toString(), QStringLiteral("gpu"));
+  EXPECT_EQ(other.findChild<QSpinBox*>(QStringLiteral("vitWidthSpin"))->value(), 1024);
+  EXPECT_EQ(engine::model_shape(other.toConfig()), engine::model_shape(gpu));
+  EXPECT_EQ(other.toConfig().batch, 512);
+}
