@@ -76,9 +76,16 @@ double own_value(const Claim& c, const RunExport& r) {
     return rates.size() % 2 ? rates[h] : 0.5 * (rates[h - 1] + rates[h]);
   }
   if (m == "device_memory") {
-    std::int64_t peak = 0;
-    for (const StepMetrics& sm : r.history.steps) peak = std::max(peak, sm.device_used);
-    return peak > 0 ? static_cast<double>(peak) : static_cast<double>(s.peak_memory_bytes);
+    // The run's own allocation where the backend counts one (on a GPU each
+    // run of a trainer has its own context and memory pool), else the
+    // whole device's use, else the recipe's accounting.
+    std::int64_t own = 0, device = 0;
+    for (const StepMetrics& sm : r.history.steps) {
+      own = std::max(own, sm.device_allocated);
+      device = std::max(device, sm.device_used);
+    }
+    if (own > 0) return static_cast<double>(own);
+    return device > 0 ? static_cast<double>(device) : static_cast<double>(s.peak_memory_bytes);
   }
   if (m == "attributed_overflows") {
     std::int64_t n = 0;

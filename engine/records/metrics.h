@@ -53,7 +53,8 @@ struct StepMetrics {
   std::int64_t device_total = 0;
   // What the backend's own allocator holds live after the step
   // (Backend::allocated_bytes(): on CUDA the memory pool's used bytes, the
-  // tensors of every run on that backend and its workspaces), bytes; 0
+  // run's tensors and its context's workspaces: each run of a trainer has
+  // a context of its own on a GPU), bytes; 0
   // where the backend reports none (the CPU backend). steps.csv's last
   // column, device_allocated.
   std::int64_t device_allocated = 0;

@@ -318,6 +318,11 @@ void Trainer::thread_main() {
         lower_thread_priority(nice);
       });
       omp_set_num_threads(per_run);  // this thread is a worker too
+    } else if (choice.name == "cuda" && m_configs.size() >= 2) {
+      // On a GPU each run gets a context of its own (its stream, library
+      // handles and memory pool): the device memory a run reports
+      // (allocated_bytes) is then its own, not the comparison's.
+      for (std::size_t i = 0; i < m_configs.size(); ++i) m_run_backends.push_back(make_backend("cuda", threads).backend);
     }
   } catch (const std::exception& e) {
     for (std::size_t i = 0; i < m_configs.size(); ++i)

@@ -192,7 +192,8 @@ TEST(Claims, ValidationLossNeedsAnEvaluation) {
 
 // The speed and memory a GPU lesson claims: samples/s is the median step
 // after the first two; memory the device's own peak where the backend
-// reports one, else the recipe's accounting.
+// reports one (the run's own allocation before the whole device's use),
+// else the recipe's accounting.
 TEST(Claims, SpeedAndDeviceMemoryAsTheRunMeasuredThem) {
   std::vector<RunExport> runs = {run("fp32", 0.5, 0.9, 1000), run("mixed-bf16", 0.5, 0.9, 600)};
   const double fp32_rates[] = {10.0, 50.0, 100.0, 120.0, 80.0};   // median of 100, 120, 80: 100
@@ -218,9 +219,15 @@ TEST(Claims, SpeedAndDeviceMemoryAsTheRunMeasuredThem) {
   EXPECT_EQ(claim_value(c, runs), 0.6);  // no device figure: the accounting's peak_memory
   runs[0].history.steps[3].device_used = 4000;
   runs[1].history.steps[2].device_used = 3000;
-  EXPECT_EQ(claim_value(c, runs), 0.75);  // the device's own peaks
+  EXPECT_EQ(claim_value(c, runs), 0.75);  // the whole device's peaks
   c.vs.clear();
   EXPECT_EQ(claim_value(c, runs), 3000.0);
+  // Each run's own allocation (its context's pool) wins over the device's.
+  c.vs = "fp32";
+  runs[0].history.steps[1].device_allocated = 2000;
+  runs[1].history.steps[4].device_allocated = 900;
+  EXPECT_EQ(claim_value(c, runs), 0.45);
+  c.vs.clear();
   RunExport one = run("one", 1, 1, 1);
   StepMetrics m;
   m.samples_per_second = 7.0;
