@@ -34,6 +34,17 @@ void encode_scaled(Backend& be, const Tensor& master, float scale, Tensor& weigh
   fused::scale_amax_encode(be, master.f32(), scale, weight.format(), weight.data(), n, opt, amax, ws.f32());
 }
 
+// TF32 weights are stored as FP32 values rounded to TF32. In an FP8 layer
+// only the GEMM weight ("<layer>.weight") is an FP8 operand; its bias (and
+// a patch embedding's position table) stays FP32, as in Transformer Engine.
+Format stored_format(const Parameter& p, Format compute) {
+  const bool gemm_weight = ends_with(p.name, ".weight");
+  return (is_fp8(compute) && !gemm_weight) || is_block_format(compute) ? Format::FP32 : compute;
+}
+Format quantized_format(const Parameter& p, Format compute) {
+  return is_block_format(compute) && ends_with(p.name, ".weight") ? compute : Format::FP32;
+}
+
 // Rebuilds one parameter's tensors for compute format `compute`.
 void layout_parameter(Backend& be, Parameter& p, Format compute, bool master_weights, const DelayedScaling& scaling) {
   // Source of truth in FP32.
@@ -50,13 +61,8 @@ void layout_parameter(Backend& be, Parameter& p, Format compute, bool master_wei
   p.weight_history = DelayedScale();
   p.master = Tensor();
   p.weight = Tensor();
-  // TF32 weights are stored as FP32 values rounded to TF32. In an FP8 layer
-  // only the GEMM weight ("<layer>.weight") is an FP8 operand; its bias (and
-  // a patch embedding's position table) stays FP32, as in Transformer Engine.
-  const bool gemm_weight = ends_with(p.name, ".weight");
-  const bool block = is_block_format(compute);
-  const Format stored = (is_fp8(compute) && !gemm_weight) || block ? Format::FP32 : compute;
-  p.quantized = block && gemm_weight ? compute : Format::FP32;
+  const Format stored = stored_format(p, compute);
+  p.quantized = quantized_format(p, compute);
   if (master_weights) {
     p.master = std::move(truth);
     if (is_fp8(stored)) {
@@ -102,6 +108,24 @@ void apply_to_leaf(Backend& be, Layer& leaf, const LayerPrecision& prec, bool ma
 }
 
 }  // namespace
+
+void apply_recipe_shapes(Model& model, const Recipe& recipe) {
+  for (Layer* leaf : model.leaves()) {
+    const LayerPrecision prec = recipe.precision_for(*leaf);
+    leaf->set_precision(prec);
+    for (Parameter* p : leaf->parameters()) {
+      // layout_parameter's tensors, sized and not filled.
+      const Format stored = stored_format(*p, prec.compute);
+      p->quantized = quantized_format(*p, prec.compute);
+      p->master = Tensor();
+      p->weight = Tensor();
+      p->grad = Tensor();
+      if (recipe.master_weights) p->master.resize(p->shape, Format::FP32);
+      p->weight.resize(p->shape, stored);
+      p->grad.resize(p->shape, recipe.master_weights || stored == Format::TF32 ? Format::FP32 : stored);
+    }
+  }
+}
 
 void apply_recipe(Backend& be, Model& model, const Recipe& recipe) {
   for (Layer* leaf : model.leaves())

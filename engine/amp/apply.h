@@ -32,6 +32,10 @@ struct UpdateEncode;
 // parameters are stored FP32. Each leaf's activation scaling restarts
 // (Layer::set_delayed_scaling).
 void apply_recipe(Backend& be, Model& model, const Recipe& recipe);
+// The same layers' precisions and parameter layouts (formats, master copies,
+// gradients) without their values: for a model built in a ShapeOnlyScope,
+// whose tensors hold no memory (the layer catalog).
+void apply_recipe_shapes(Model& model, const Recipe& recipe);
 // Changes one leaf's precision the same way; throws std::invalid_argument
 // naming the layer when no leaf has that name.
 void apply_layer_precision(Backend& be, Model& model, const std::string& layer, const LayerPrecision& p,

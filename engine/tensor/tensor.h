@@ -30,6 +30,21 @@ class BackendScope {
   Backend* m_previous;
 };
 
+// While one is alive on a thread, tensors sized there take their shape and
+// format but no memory (data() is null, zero() does nothing): for
+// describing a model's layers and bytes without building it (the layer
+// catalog of a GPU-sized model would otherwise touch a gigabyte).
+class ShapeOnlyScope {
+ public:
+  ShapeOnlyScope();
+  ~ShapeOnlyScope();
+  ShapeOnlyScope(const ShapeOnlyScope&) = delete;
+  ShapeOnlyScope& operator=(const ShapeOnlyScope&) = delete;
+
+ private:
+  bool m_previous;
+};
+
 // Raw backend bytes (labels, counters, a step's results, and every
 // tensor's storage). Allocated by current_backend() (host heap when none)
 // and released through the backend that allocated it. Move-only.

@@ -56,20 +56,16 @@ LayerCatalog build_catalog(const RunConfig& config) {
   catalog.data = planned_data_shape(config.dataset, config.context);
   // A gpt reads windows of its context whatever the set (build_model).
   if (config.model == "gpt") catalog.data.sample = {config.context};
+  // Shapes and formats only: no tensor of this model holds memory, so a
+  // GPU-sized model is described as fast as a small one.
+  const ShapeOnlyScope shapes_only;
   std::unique_ptr<Model> model = build_model(config, catalog.data.sample, catalog.data.outputs);
 
   Recipe recipe = make_recipe(config.recipe);
   std::map<std::string, LayerPrecision> plain;
   for (Layer* l : model->leaves()) plain[l->name()] = recipe.precision_for(*l);
   for (const auto& [name, p] : config.layers) recipe.overrides[name] = p;
-  // Host memory and a backend apart from any trainer's; one at a time, since
-  // callers may be on any thread.
-  static std::mutex mutex;
-  static const std::unique_ptr<Backend> backend = make_backend("cpu", 1).backend;
-  {
-    const std::lock_guard<std::mutex> lock(mutex);
-    apply_recipe(*backend, *model, recipe);
-  }
+  apply_recipe_shapes(*model, recipe);
 
   const std::map<std::string, Shape> outputs = leaf_outputs(*model);
   for (Layer* l : model->leaves()) {
@@ -97,9 +93,8 @@ LayerCatalog build_catalog(const RunConfig& config) {
 
 // The window asks for the same model's catalog several times in a row (the
 // precision table, the setup panel's check, a run's start, each run of a
-// lesson, each lesson opened again), and building the model allocates and
-// zero-fills every weight, gradient and master copy: 60-95 ms of the UI
-// thread for a 1024-wide mlp on a 2-core machine. The last answers are
+// lesson, each lesson opened again). Building a shape-only model is cheap,
+// but not free (each layer's objects and names). The last answers are
 // kept, keyed by the only fields a catalog reads (the data set, the model's
 // shape: widths, channels, depth, width, heads, context, qk_norm; the
 // recipe and the layer overrides) at a batch of one, written by to_json,

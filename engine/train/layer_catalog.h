@@ -33,7 +33,7 @@ struct LayerCatalog {
   std::vector<LayerInfo> layers;  // the model's leaves in order
 };
 
-// Builds `config`'s model (shapes only, on a CPU backend of its own) and
+// Builds `config`'s model in a ShapeOnlyScope (no tensor holds memory) and
 // applies its recipe and layer overrides. Throws std::runtime_error with one
 // line when the model cannot take the data set (a cnn on 2-D spirals) or the
 // recipe is unknown. Any thread; a few milliseconds.

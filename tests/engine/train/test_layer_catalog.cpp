@@ -2,9 +2,22 @@
 // the config would build them, and the data set's shape without loading it.
 #include <gtest/gtest.h>
 
-#include <stdexcept>
+#include <sys/resource.h>
 
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "amp/apply.h"
+#include "amp/recipe.h"
+#include "backend/backend.h"
+#include "backend/registry.h"
+#include "nn/block_gemm.h"
+#include "nn/model.h"
+#include "train/build_model.h"
 #include "train/layer_catalog.h"
+#include "train/model_defaults.h"
 
 using engine::Format;
 using engine::RunConfig;
@@ -192,4 +205,56 @@ TEST(LayerCatalog, KeptCatalogsAnswerOnlyTheConfigTheyDescribe) {
   EXPECT_EQ(leaf(engine::describe_layers(gpt_long), "ln_f").output, (engine::Shape{32, 128}));
   EXPECT_EQ(leaf(engine::describe_layers(gpt_wide), "ln_f").output, (engine::Shape{64, 64}));
   EXPECT_EQ(leaf(engine::describe_layers(gpt), "ln_f").output, (engine::Shape{64, 128}));
+}
+
+// The catalog describes the model without building its tensors (shape-only
+// layouts): every leaf's precision and bytes equal what the recipe's real
+// layout on a CPU backend holds, for every model and recipe.
+TEST(LayerCatalog, ShapeOnlyLayoutsEqualTheRealOnes) {
+  const engine::BackendChoice cpu = engine::make_backend("cpu", 1);
+  for (const char* model : {"mlp", "cnn", "transformer", "gpt"}) {
+    for (const char* recipe : {"fp32", "fp16", "mixed-fp16", "mixed-bf16", "fp8", "mxfp8", "nvfp4"}) {
+      RunConfig c;
+      c.model = model;
+      c.dataset = std::string(model) == "gpt" ? "jargon" : "fashion-mnist";
+      c.recipe = recipe;
+      c.batch = 4;
+      const engine::LayerCatalog cat = engine::describe_layers(c);
+      const engine::BackendScope scope(*cpu.backend);
+      std::unique_ptr<engine::Model> m = engine::build_model(c, cat.data.sample, cat.data.outputs);
+      engine::apply_recipe(*cpu.backend, *m, engine::make_recipe(recipe));
+      const std::vector<engine::Layer*> leaves = m->leaves();
+      ASSERT_EQ(leaves.size(), cat.layers.size()) << model << " " << recipe;
+      for (std::size_t i = 0; i < leaves.size(); ++i) {
+        std::int64_t state = 0;
+        for (engine::Parameter* p : leaves[i]->parameters())
+          state += engine::weight_device_bytes(*p) + static_cast<std::int64_t>(p->master.bytes());
+        EXPECT_EQ(cat.layers[i].state_bytes, state) << model << " " << recipe << " " << cat.layers[i].name;
+        EXPECT_EQ(cat.layers[i].precision.compute, leaves[i]->precision().compute) << model << " " << recipe;
+        EXPECT_EQ(cat.layers[i].precision.storage, leaves[i]->precision().storage) << model << " " << recipe;
+      }
+    }
+  }
+}
+
+// A GPU-sized transformer is described without a gigabyte of tensors.
+TEST(LayerCatalog, AGpuSizedModelIsDescribedWithoutItsMemory) {
+  RunConfig c;
+  c.model = "transformer";
+  c.dataset = "fashion-mnist";
+  c.recipe = "mixed-bf16";
+  engine::apply_size(c, "gpu");
+  auto peak_mib = [] {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_maxrss / 1024;  // KiB on Linux
+  };
+  const long before = peak_mib();
+  const engine::LayerCatalog cat = engine::describe_layers(c);
+  std::int64_t params = 0;
+  for (const auto& l : cat.layers) params += l.parameters;
+  EXPECT_GT(params, 50'000'000);  // over 200 MB of FP32 weights alone
+  // Building it would touch weights, gradients and master copies (over
+  // 600 MB); the process's peak grows by far less.
+  EXPECT_LT(peak_mib() - before, 64) << "MiB";
 }
