@@ -171,7 +171,9 @@ int main(int argc, char** argv) {
         return;
       }
       const bool ok = options.compare.isEmpty() ? launcher->startRun() : launcher->startComparison(options.compare);
-      if (!ok) {
+      // A lesson this machine does not train (a GPU lesson on a CPU) shows
+      // its skipped claims instead: not an error.
+      if (!ok && !window.part<LessonController>()->notTrainedHere()) {
         std::fprintf(stderr, "precision-lab: %s\n", qPrintable(messages->lastError()));
         if (unattended) QApplication::exit(2);
       }

@@ -139,6 +139,8 @@ void LessonController::setPresentation(bool on) {
   }
 }
 
+bool LessonController::notTrainedHere() const { return m_lesson && !missingBackend(*m_lesson).empty(); }
+
 bool LessonController::showSkippedClaims() {
   const std::string here = m_lesson ? missingBackend(*m_lesson) : std::string();
   if (here.empty()) return false;

@@ -62,6 +62,9 @@ class LessonController : public QObject {
   // Runs the lesson's runs (a comparison group); `paused`: built and
   // waiting for Step.
   bool start(bool paused = false);
+  // True while the open lesson is one this machine does not train (every
+  // claim needs a backend it lacks): start() then shows why and returns false.
+  bool notTrainedHere() const;
   // The store ids of the lesson's last start.
   const QVector<int>& runs() const { return m_runs; }
 
