@@ -127,6 +127,26 @@ TEST_F(CommandLineTest, ABadConfigWithScreenshotExitsTwo) {
   EXPECT_FALSE(QFile::exists(dir.filePath(QStringLiteral("x.png"))));
 }
 
+// A lesson this machine does not train (every claim needs the cuda backend)
+// started from the command line shows its skipped claims: the screenshot is
+// written and the exit is 0 (it was 2, with an empty error).
+TEST_F(CommandLineTest, AGpuLessonStartedOnACpuIsNotAnError) {
+  QTemporaryDir dir;
+  QProcess p;
+  QProcessEnvironment env = withoutDisplay();
+  env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+  env.insert(QStringLiteral("XDG_DATA_HOME"), dir.path());
+  env.insert(QStringLiteral("PL_CUDA_MODULE"), dir.filePath(QStringLiteral("no-such-module.so")));  // no GPU either way
+  p.setProcessEnvironment(env);
+  p.start(QStringLiteral(PL_GUI_BINARY),
+          {QStringLiteral("--lecture"), QStringLiteral("gpu-mixed-precision-pays"), QStringLiteral("--start"),
+           QStringLiteral("--screenshot"), dir.filePath(QStringLiteral("x.png")), QStringLiteral("--screenshot-after-ms"),
+           QStringLiteral("500")});
+  ASSERT_TRUE(p.waitForFinished(60000));
+  EXPECT_EQ(p.exitCode(), 0) << p.readAllStandardError().toStdString();
+  EXPECT_TRUE(QFile::exists(dir.filePath(QStringLiteral("x.png"))));
+}
+
 TEST_F(CommandLineTest, TheStoreKeepsTheEngineRunHistory) {
   RunStore store;
   const int id = store.addRun(QStringLiteral("run 7"), QStringLiteral("fp16"), Qt::red, ui_test::config("fp16"));
