@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/cuda/block_reduce.cuh"
 #include "backend/cuda/context.cuh"
 #include "backend/cuda/cuda_check.cuh"
 #include "backend/cuda/fp_convert.cuh"
@@ -61,26 +62,6 @@ __global__ void convert_kernel(PlCudaFormat from, const void* src, PlCudaFormat 
 
 // ---- FP8 delayed scaling's whole cast in one pass (ABI 6, gpufuse) ----
 
-// The block's max of v in thread 0 (blockDim.x == kThreads).
-__device__ std::uint32_t block_max_bits(std::uint32_t v) {
-  __shared__ std::uint32_t warp_max[kThreads / 32];
-  for (int off = 16; off > 0; off >>= 1) {
-    const std::uint32_t o = __shfl_xor_sync(0xffffffffu, v, off);
-    v = o > v ? o : v;
-  }
-  if ((threadIdx.x & 31u) == 0) warp_max[threadIdx.x >> 5] = v;
-  __syncthreads();
-  v = threadIdx.x < kThreads / 32 ? warp_max[threadIdx.x] : 0u;
-  if (threadIdx.x < 32) {
-    for (int off = 16; off > 0; off >>= 1) {
-      const std::uint32_t o = __shfl_xor_sync(0xffffffffu, v, off);
-      v = o > v ? o : v;
-    }
-  }
-  __syncthreads();
-  return v;
-}
-
 // q[i] = encode(x[i] * scale) and, where decoded is set, decoded[i] = q[i]'s
 // value; each block's max |x| as bits. Per element the bits of its
 // composition: decode (convert to FP32: exact), scale_amax's product
@@ -107,7 +88,7 @@ __global__ void scale_amax_encode_kernel(PlCudaFormat from, const void* x, std::
     store_rounded(to, q, i, step_math::mul_rn(v, scale), saturate, stochastic, random);
     if (decoded) decoded[i] = load_value(to, q, i);
   }
-  m = block_max_bits(m);
+  m = block_max_u32(m);
   if (threadIdx.x == 0) partial[blockIdx.x] = m;
 }
 
@@ -130,7 +111,7 @@ __global__ void pointwise_coded_kernel(std::int32_t op, PlCudaFormat fa, const v
 __global__ void scale_amax_final_kernel(const std::uint32_t* partial, unsigned count, float* amax) {
   std::uint32_t m = 0;
   for (unsigned k = threadIdx.x; k < count; k += blockDim.x) m = partial[k] > m ? partial[k] : m;
-  m = block_max_bits(m);
+  m = block_max_u32(m);
   if (threadIdx.x == 0) *amax = step_math::amax_from_bits(m);
 }
 

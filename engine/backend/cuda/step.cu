@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/cuda/block_reduce.cuh"
 #include "backend/cuda/context.cuh"
 #include "backend/cuda/cuda_check.cuh"
 #include "backend/cuda/step_math.cuh"
@@ -37,25 +38,6 @@ bool overlap(const void* a, std::size_t a_bytes, const void* b, std::size_t b_by
 }
 
 // ---- block-wide reductions (blockDim.x == kThreads); result in thread 0 ----
-
-__device__ std::uint32_t block_max_u32(std::uint32_t v) {
-  __shared__ std::uint32_t warp_max[kThreads / 32];
-  for (int off = 16; off > 0; off >>= 1) {
-    const std::uint32_t o = __shfl_xor_sync(0xffffffffu, v, off);
-    v = o > v ? o : v;
-  }
-  if ((threadIdx.x & 31u) == 0) warp_max[threadIdx.x >> 5] = v;
-  __syncthreads();
-  v = threadIdx.x < kThreads / 32 ? warp_max[threadIdx.x] : 0u;
-  if (threadIdx.x < 32) {
-    for (int off = 16; off > 0; off >>= 1) {
-      const std::uint32_t o = __shfl_xor_sync(0xffffffffu, v, off);
-      v = o > v ? o : v;
-    }
-  }
-  __syncthreads();
-  return v;
-}
 
 // A fixed tree over the threads: the same bits on every run.
 __device__ double block_sum_f64(double v) {
