@@ -91,7 +91,6 @@ int gmres(const Matrix& a, const std::vector<float>& a32, const LuFactors& lu, c
   const double nn = static_cast<double>(n);
   constexpr bool kF64 = std::is_same_v<T, double>;
   // y = M^-1 x.
-  std::vector<double> xd(kF64 ? 0 : un), yd(kF64 ? 0 : un);
   auto precondition = [&](const T* x, T* y) {
     if constexpr (kF64) {
       lu_solve(lu, x, y, false);

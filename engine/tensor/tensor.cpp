@@ -1,9 +1,6 @@
 // Tensor storage: aligned allocation in the format's own width.
 #include "tensor/tensor.h"
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 #include <algorithm>
 #include <cassert>
@@ -14,6 +11,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/host_memory.h"
 #include "numeric/cast.h"
 
 namespace engine {
@@ -35,28 +33,6 @@ std::string shape_string(const Shape& s) {
 
 namespace {
 thread_local Backend* t_current = nullptr;
-
-void* host_allocate(std::size_t bytes) {
-  // 64-byte alignment: full AVX-512 vectors and no false sharing between
-  // threads. A large buffer is aligned to 2 MiB and asks for transparent
-  // huge pages: its first touch is then one page fault per 2 MiB instead of
-  // one per 4 KiB (a GPU-sized model's catalog touches about a gigabyte).
-  constexpr std::size_t kHuge = std::size_t{1} << 21;
-  if (bytes >= 2 * kHuge) {
-    void* p = std::aligned_alloc(kHuge, (bytes + kHuge - 1) / kHuge * kHuge);
-    if (!p) throw std::bad_alloc();
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    madvise(p, (bytes + kHuge - 1) / kHuge * kHuge, MADV_HUGEPAGE);
-#endif
-    return p;
-  }
-  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-  if (!p) throw std::bad_alloc();
-  return p;
-}
-}  // namespace
-
-namespace {
 thread_local bool t_shape_only = false;
 }  // namespace
 
@@ -104,7 +80,7 @@ void Buffer::reserve(std::size_t bytes) {
   if (bytes <= m_capacity && be == m_backend) return;
   if (bytes == 0 && !m_data) return;
   const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64;
-  void* p = be ? be->allocate(rounded) : host_allocate(rounded);
+  void* p = be ? be->allocate(rounded) : host_aligned_allocate(rounded);
   reset();
   m_data = p;
   m_capacity = rounded;

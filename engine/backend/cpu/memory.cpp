@@ -7,30 +7,12 @@
 
 #include "backend/cpu/cpu_backend.h"
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
+#include "backend/host_memory.h"
 #include "backend/cpu/parallel.h"
 
 namespace engine {
 
-void* CpuBackend::allocate(std::size_t bytes) {
-  // A large buffer on transparent huge pages (2 MiB aligned, asked for):
-  // one page fault per 2 MiB on its first touch instead of one per 4 KiB.
-  constexpr std::size_t kHuge = std::size_t{1} << 21;
-  if (bytes >= 2 * kHuge) {
-    const std::size_t size = (bytes + kHuge - 1) / kHuge * kHuge;
-    void* p = std::aligned_alloc(kHuge, size);
-    if (!p) throw std::bad_alloc();
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    madvise(p, size, MADV_HUGEPAGE);
-#endif
-    return p;
-  }
-  void* p = std::aligned_alloc(64, (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64);
-  if (!p) throw std::bad_alloc();
-  return p;
-}
+void* CpuBackend::allocate(std::size_t bytes) { return host_aligned_allocate(bytes); }
 
 void CpuBackend::release(void* p) noexcept { std::free(p); }
 
