@@ -21,6 +21,13 @@ namespace engine::solve_kernels {
 float dot_ff(const float* a, const float* x, std::int64_t n);
 double dot_fd(const float* a, const double* x, std::int64_t n);
 double dot_dd(const double* a, const double* x, std::int64_t n);
+// The same for four rows at once (row r at a + r * lda, its sum in
+// out[r]): each row's sum has the bits dot_xx gives it, but x is read once
+// for the four and four rows stream at a time, which a memory-bound
+// product needs to reach the memory's speed.
+void dot4_ff(const float* a, std::int64_t lda, const float* x, std::int64_t n, float* out);
+void dot4_fd(const float* a, std::int64_t lda, const double* x, std::int64_t n, double* out);
+void dot4_dd(const double* a, std::int64_t lda, const double* x, std::int64_t n, double* out);
 
 // y[i] = sum_j a[i * n + j] * x[j] for the n x n row-major a, the rows
 // split among the engine's threads.

@@ -106,6 +106,101 @@ PL_CPU_CLONES void update_rows(float* c, const float* l, std::int64_t ld, const 
   for (; k < kn; ++k) axpy_neg(c, l + k * ld, u[k], n);
 }
 
+// The panel's columns in groups of kGroup (FP32 storage and accumulation):
+// before a group's own left-looking LU, its rows below row j0 take the
+// updates of the panel's columns 0..j0-1 all at once: c_i,jj = c_i,jj -
+// l_i,k * u_k,jj for k = 0, 1, ..., j0 - 1 in turn (each product and each
+// difference rounded to FP32), 16 rows a vector. Every entry gets its
+// updates in the order update_rows gives them, but each column of L is
+// read once for the whole group instead of once for each of its columns.
+// c: the group's first column at its row r (column jj at c + jj * ld), l:
+// the panel's column 0 at the same row, u: the group's first column at row
+// 0 (u_k,jj at u[jj * ld + k]).
+constexpr std::int64_t kGroup = 8;
+// 16 floats (GCC's vector extension: one AVX-512 register, two AVX2 ones,
+// four SSE ones in the clones); loads and stores at any float's alignment.
+typedef float V16 __attribute__((vector_size(64), aligned(4)));
+PL_CPU_CLONES void update_group(float* c, const float* l, const float* u, std::int64_t ld, std::int64_t kn,
+                                std::int64_t rows) {
+  std::int64_t i = 0;
+  for (; i + 16 <= rows; i += 16) {
+    V16 acc[kGroup];
+    for (int jj = 0; jj < kGroup; ++jj) acc[jj] = *reinterpret_cast<const V16*>(c + jj * ld + i);
+    for (std::int64_t k = 0; k < kn; ++k) {
+      const V16 lv = *reinterpret_cast<const V16*>(l + k * ld + i);
+      for (int jj = 0; jj < kGroup; ++jj) acc[jj] = acc[jj] - lv * u[jj * ld + k];
+    }
+    for (int jj = 0; jj < kGroup; ++jj) *reinterpret_cast<V16*>(c + jj * ld + i) = acc[jj];
+  }
+  for (; i < rows; ++i)
+    for (int jj = 0; jj < kGroup; ++jj) {
+      float a = c[jj * ld + i];
+      for (std::int64_t k = 0; k < kn; ++k) a = a - l[k * ld + i] * u[jj * ld + k];
+      c[jj * ld + i] = a;
+    }
+}
+
+// Step 2 in FP32 (storage and accumulation): rows 1..rows-1 of the panel's
+// rows right of it, each taking the updates of the rows above it in order,
+// c_i,j = c_i,j - l_i,p * c_p,j for p = 0, 1, ..., i - 1 (each product and
+// difference rounded to FP32): rank1_row's sequence for every entry, but in
+// tiles of 64 columns that stay in registers through a row's updates. A
+// tile's rows are copied to `pack` (rows x 64 floats) first: in place, rows
+// a power of two apart fall on the same few L1 sets and evict each other.
+// c: row 0 at its first column, l: row 0's L at column 0 (l_i,p at
+// l[i * ld + p]), ld: the matrix's row length, cols: the columns to do.
+PL_CPU_CLONES void update_u12(float* c, const float* l, std::int64_t ld, std::int64_t rows, std::int64_t cols,
+                              float* pack) {
+  constexpr int kT = 4;  // vectors of 16 a tile
+  constexpr std::int64_t kW = 16 * kT;
+  std::int64_t j = 0;
+  for (; j + kW <= cols; j += kW) {
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (int t = 0; t < kT; ++t)
+        *reinterpret_cast<V16*>(pack + i * kW + 16 * t) = *reinterpret_cast<const V16*>(c + i * ld + j + 16 * t);
+    for (std::int64_t i = 1; i < rows; ++i) {
+      V16 acc[kT];
+      float* ci = pack + i * kW;
+      for (int t = 0; t < kT; ++t) acc[t] = *reinterpret_cast<const V16*>(ci + 16 * t);
+      for (std::int64_t p = 0; p < i; ++p) {
+        const float lip = l[i * ld + p];
+        const float* cp = pack + p * kW;
+        for (int t = 0; t < kT; ++t) acc[t] = acc[t] - *reinterpret_cast<const V16*>(cp + 16 * t) * lip;
+      }
+      for (int t = 0; t < kT; ++t) *reinterpret_cast<V16*>(c + i * ld + j + 16 * t) = acc[t];
+      for (int t = 0; t < kT; ++t) *reinterpret_cast<V16*>(ci + 16 * t) = acc[t];
+    }
+  }
+  if (j < cols)
+    for (std::int64_t i = 1; i < rows; ++i)
+      for (std::int64_t p = 0; p < i; ++p) axpy_neg(c + i * ld + j, c + p * ld + j, l[i * ld + p], cols - j);
+}
+
+// The first row of the largest magnitude in x[0..n) (the pivot's), and the
+// division of a column by its pivot: vectorized in the clones (no
+// contraction to change: the same bits).
+// As the scalar search: NaNs never win, except a NaN in row 0, which wins.
+PL_CPU_CLONES std::int64_t first_max_abs(const float* x, std::int64_t n) {
+  if (n <= 0 || std::isnan(x[0])) return 0;
+  typedef std::int32_t I16 __attribute__((vector_size(64)));
+  const I16 abs_mask = I16{} + 0x7fffffff;
+  V16 bv = V16{};
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const V16 a = (V16)((I16)(*reinterpret_cast<const V16*>(x + i)) & abs_mask);
+    bv = bv < a ? a : bv;
+  }
+  float best = 0.0f;
+  for (int v = 0; v < 16; ++v) best = best < bv[v] ? bv[v] : best;
+  for (; i < n; ++i) best = best < std::fabs(x[i]) ? std::fabs(x[i]) : best;
+  for (i = 0; i < n; ++i)
+    if (std::fabs(x[i]) == best) return i;
+  return 0;
+}
+PL_CPU_CLONES void divide(float* x, float d, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] = x[i] / d;
+}
+
 void rank1(float* c, const float* l, float u, std::int64_t n, const Rounder& round, const Rounder* acc, float* tmp) {
   if (!acc) {
     axpy_neg(c, l, u, n);
@@ -187,13 +282,19 @@ void lu_factor_lowp(const Matrix& a, LuFactors& out, bool scale, Backend& be) {
   round(w, n * n);
 
   std::vector<float> panel;
-  resize_huge(panel, static_cast<std::size_t>(n * nb));
-  std::vector<float> tmp_cols(static_cast<std::size_t>(omp_get_max_threads()) * static_cast<std::size_t>(n));
+  resize_huge(panel, static_cast<std::size_t>(((n + 15) / 16 * 16 + 16) * nb));
+  // A thread's scratch: a column of n, or update_u12's tile of nb x 64.
+  const std::size_t tmp_each = static_cast<std::size_t>(std::max(n, nb * 64));
+  std::vector<float> tmp_cols(static_cast<std::size_t>(omp_get_max_threads()) * tmp_each);
   std::vector<std::uint16_t> l_codes, u_codes;
   std::vector<float> l_vals, u_vals, op_rows;
   for (std::int64_t k0 = 0; k0 < n; k0 += nb) {
     const std::int64_t k1 = std::min(n, k0 + nb), wdt = k1 - k0, m = n - k0;
-    // The panel, column-major (column j at panel[j * m]): its columns are
+    // Its columns ldp apart: m rounded up to 16 floats and one vector more,
+    // so that the entries of a row (a swap, a group's update) do not all
+    // fall on the same L1 sets, as they would 2^k floats apart.
+    const std::int64_t ldp = (m + 15) / 16 * 16 + 16;
+    // The panel, column-major (column j at panel[j * ldp]): its columns are
     // contiguous for the pivot search and the column updates.
     // Tiles of 64 rows: a tile's rows stay in cache while its columns are
     // written out.
@@ -201,7 +302,7 @@ void lu_factor_lowp(const Matrix& a, LuFactors& out, bool scale, Backend& be) {
     for (std::int64_t i0 = 0; i0 < m; i0 += 64) {
       const std::int64_t i1 = std::min(m, i0 + 64);
       for (std::int64_t j = 0; j < wdt; ++j)
-        for (std::int64_t i = i0; i < i1; ++i) panel[static_cast<std::size_t>(j * m + i)] = w[(k0 + i) * n + k0 + j];
+        for (std::int64_t i = i0; i < i1; ++i) panel[static_cast<std::size_t>(j * ldp + i)] = w[(k0 + i) * n + k0 + j];
     }
     // Step 1: the unblocked LU of the panel, column by column (left-looking):
     // column j first gets the updates of columns 0..j-1 in order, then its
@@ -210,36 +311,63 @@ void lu_factor_lowp(const Matrix& a, LuFactors& out, bool scale, Backend& be) {
     // form of lu.h, so the bits are the same; but a column is updated while
     // it sits in cache, instead of the whole panel being rewritten for each
     // column. Its rows below the diagonal are split among the threads.
+    // In FP32 (storage and accumulation) the columns go in groups of
+    // kGroup: a group's rows below its first column take the updates of
+    // the columns before the group at once (update_group), then each of its
+    // columns the updates of the group's columns before it. The same
+    // operations on every entry in the same order again.
+    const bool fp32_panel = !acc && round.f == Format::FP32;
+    float* const pn = panel.data();
     for (std::int64_t j = 0; j < wdt; ++j) {
-      float* cj = panel.data() + j * m;
+      float* cj = pn + j * ldp;
+      // The columns whose updates this column has had: those before its group.
+      std::int64_t done = 0;
+      if (fp32_panel) {
+        const std::int64_t j0 = j - j % kGroup;
+        done = j0;
+        if (j == j0 && j0 > 0 && j0 + kGroup <= wdt) {
+          // The group's rows above row j0 (U's), column by column in order,
+          // then its rows from j0 down in one pass over columns 0..j0-1.
+          for (std::int64_t jj = j0; jj < j0 + kGroup; ++jj)
+            for (std::int64_t k = 0; k + 1 < j0; ++k)
+              rank1(pn + jj * ldp + k + 1, pn + k * ldp + k + 1, pn[jj * ldp + k], j0 - k - 1, round, acc, nullptr);
+          const std::int64_t rows = m - j0;
+          const int parts = rows * j0 * kGroup > 65536 ? omp_get_max_threads() : 1;
+          const std::int64_t chunk = ((rows + parts - 1) / parts + 15) / 16 * 16;
+#pragma omp parallel for schedule(static) num_threads(parts) if (parts > 1)
+          for (int t = 0; t < parts; ++t) {
+            const std::int64_t r0 = j0 + t * chunk, r1 = std::min(m, r0 + chunk);
+            if (r0 < r1) update_group(cj + r0, pn + r0, cj, ldp, j0, r1 - r0);
+          }
+        } else if (j + kGroup - j % kGroup > wdt) {
+          done = 0;  // the last, short group: column by column
+        }
+      }
       // The rows above the diagonal (U's column), in order.
-      for (std::int64_t k = 0; k + 1 < j; ++k)
-        rank1(cj + k + 1, panel.data() + k * m + k + 1, cj[k], j - k - 1, round, acc, tmp_cols.data());
+      for (std::int64_t k = done; k + 1 < j; ++k)
+        rank1(cj + k + 1, pn + k * ldp + k + 1, cj[k], j - k - 1, round, acc, tmp_cols.data());
       // The rows from the diagonal down: each row's updates in order of k.
-      if (j > 0) {
-        const std::int64_t rows = m - j;
-        const int parts = rows * j > 65536 ? omp_get_max_threads() : 1;
+      if (j > done) {
+        const std::int64_t rows = m - j, kn = j - done;
+        const int parts = rows * kn > 65536 ? omp_get_max_threads() : 1;
         const std::int64_t chunk = (rows + parts - 1) / parts;
 #pragma omp parallel for schedule(static) num_threads(parts) if (parts > 1)
         for (int t = 0; t < parts; ++t) {
           const std::int64_t r0 = j + t * chunk, r1 = std::min(m, r0 + chunk);
           if (r0 >= r1) continue;
-          float* tmp = tmp_cols.data() + static_cast<std::size_t>(omp_get_thread_num()) * static_cast<std::size_t>(n);
-          if (!acc && round.f == Format::FP32) {
-            update_rows(cj + r0, panel.data() + r0, m, cj, j, r1 - r0);
+          float* tmp = tmp_cols.data() + static_cast<std::size_t>(omp_get_thread_num()) * tmp_each;
+          if (fp32_panel) {
+            update_rows(cj + r0, pn + done * ldp + r0, ldp, cj + done, kn, r1 - r0);
           } else {
-            for (std::int64_t k = 0; k < j; ++k) rank1(cj + r0, panel.data() + k * m + r0, cj[k], r1 - r0, round, acc, tmp);
+            for (std::int64_t k = 0; k < j; ++k) rank1(cj + r0, pn + k * ldp + r0, cj[k], r1 - r0, round, acc, tmp);
           }
         }
       }
-      std::int64_t p = j;
-      float best = std::fabs(cj[j]);
-      for (std::int64_t i = j + 1; i < m; ++i)
-        if (std::fabs(cj[i]) > best) best = std::fabs(cj[i]), p = i;
+      const std::int64_t p = j + first_max_abs(cj + j, m - j);
       out.pivots[static_cast<std::size_t>(k0 + j)] = k0 + p;
       if (p != j)
-        for (std::int64_t c = 0; c < wdt; ++c) std::swap(panel[static_cast<std::size_t>(c * m + j)],
-                                                         panel[static_cast<std::size_t>(c * m + p)]);
+        for (std::int64_t c = 0; c < wdt; ++c) std::swap(panel[static_cast<std::size_t>(c * ldp + j)],
+                                                         panel[static_cast<std::size_t>(c * ldp + p)]);
       const float pivot = cj[j];
       if (pivot == 0.0f || !std::isfinite(pivot)) {
         out.ok = false;
@@ -247,7 +375,7 @@ void lu_factor_lowp(const Matrix& a, LuFactors& out, bool scale, Backend& be) {
                       std::to_string(k0 + j + 1) + " (" + factor_key(out.factor) + ")";
         return;
       }
-      for (std::int64_t i = j + 1; i < m; ++i) cj[i] = cj[i] / pivot;
+      divide(cj + j + 1, pivot, m - j - 1);
       round(cj + j + 1, m - j - 1);
     }
     // The panel's row swaps on the columns outside it (L to the left, A to the right).
@@ -274,7 +402,7 @@ void lu_factor_lowp(const Matrix& a, LuFactors& out, bool scale, Backend& be) {
     for (std::int64_t i0 = 0; i0 < m; i0 += 64) {
       const std::int64_t i1 = std::min(m, i0 + 64);
       for (std::int64_t i = i0; i < i1; ++i)
-        for (std::int64_t j = 0; j < wdt; ++j) w[(k0 + i) * n + k0 + j] = panel[static_cast<std::size_t>(j * m + i)];
+        for (std::int64_t j = 0; j < wdt; ++j) w[(k0 + i) * n + k0 + j] = panel[static_cast<std::size_t>(j * ldp + i)];
     }
     if (k1 == n) break;
     // Step 2: U12, the panel rows right of it, by the panel's rank-1
@@ -284,7 +412,11 @@ void lu_factor_lowp(const Matrix& a, LuFactors& out, bool scale, Backend& be) {
 #pragma omp parallel for schedule(static) if (rest * wdt > 32768)
     for (std::int64_t c0 = k1; c0 < n; c0 += chunk) {
       const std::int64_t len = std::min(chunk, n - c0);
-      float* tmp = tmp_cols.data() + static_cast<std::size_t>(omp_get_thread_num()) * static_cast<std::size_t>(n);
+      float* tmp = tmp_cols.data() + static_cast<std::size_t>(omp_get_thread_num()) * tmp_each;
+      if (fp32_panel) {
+        update_u12(w + k0 * n + c0, w + k0 * n + k0, n, wdt, len, tmp);
+        continue;
+      }
       for (std::int64_t i = k0 + 1; i < k1; ++i)
         for (std::int64_t p = k0; p < i; ++p) rank1_row(w + i * n + c0, w[i * n + p], w + p * n + c0, len, round, acc, tmp);
     }
@@ -385,13 +517,23 @@ LuFactors lu_factor(const Matrix& a, const LuConfig& config, Backend* be) {
 namespace {
 
 // The substitutions in blocks of rows: each block's sums over the columns
-// before it (after it, going back) are one matrix-vector product that the
-// threads split by rows, then the block's own triangle runs in order. Each
-// row's sum is one thread's, in a fixed order (solve/kernels.h): the same
-// bits on any thread count and CPU.
+// before it (after it, going back) are a matrix-vector product that the
+// threads split by rows, four rows at a time; then one thread runs the
+// block's own triangle in order. One parallel region for the whole solve,
+// a barrier between the parts. Each row's sum is one thread's, in a fixed
+// order (solve/kernels.h): the same bits on any thread count and CPU.
 float row_dot(const float* a, const float* v, std::int64_t n) { return solve_kernels::dot_ff(a, v, n); }
 double row_dot(const float* a, const double* v, std::int64_t n) { return solve_kernels::dot_fd(a, v, n); }
 double row_dot(const double* a, const double* v, std::int64_t n) { return solve_kernels::dot_dd(a, v, n); }
+void row_dot4(const float* a, std::int64_t lda, const float* v, std::int64_t n, float* out) {
+  solve_kernels::dot4_ff(a, lda, v, n, out);
+}
+void row_dot4(const float* a, std::int64_t lda, const double* v, std::int64_t n, double* out) {
+  solve_kernels::dot4_fd(a, lda, v, n, out);
+}
+void row_dot4(const double* a, std::int64_t lda, const double* v, std::int64_t n, double* out) {
+  solve_kernels::dot4_dd(a, lda, v, n, out);
+}
 
 template <class T, class F>
 void substitute(const F* lu, const std::int64_t* piv, std::int64_t n, T* v) {
@@ -399,22 +541,36 @@ void substitute(const F* lu, const std::int64_t* piv, std::int64_t n, T* v) {
   std::vector<T> part(static_cast<std::size_t>(kRows));
   for (std::int64_t i = 0; i < n; ++i)
     if (piv[i] != i) std::swap(v[i], v[piv[i]]);
-  for (std::int64_t i0 = 0; i0 < n; i0 += kRows) {
-    const std::int64_t i1 = std::min(n, i0 + kRows);
-#pragma omp parallel for schedule(static) if (i0 * (i1 - i0) > 65536)
-    for (std::int64_t i = i0; i < i1; ++i) part[static_cast<std::size_t>(i - i0)] = row_dot(lu + i * n, v, i0);
-    for (std::int64_t i = i0; i < i1; ++i)
-      v[i] = v[i] - (part[static_cast<std::size_t>(i - i0)] + row_dot(lu + i * n + i0, v + i0, i - i0));
-  }
-  for (std::int64_t i1 = n; i1 > 0; i1 -= kRows) {
-    const std::int64_t i0 = std::max<std::int64_t>(0, i1 - kRows);
-#pragma omp parallel for schedule(static) if ((n - i1) * (i1 - i0) > 65536)
-    for (std::int64_t i = i0; i < i1; ++i)
-      part[static_cast<std::size_t>(i - i0)] = row_dot(lu + i * n + i1, v + i1, n - i1);
-    for (std::int64_t i = i1 - 1; i >= i0; --i) {
-      const F* row = lu + i * n;
-      v[i] = (v[i] - (part[static_cast<std::size_t>(i - i0)] + row_dot(row + i + 1, v + i + 1, i1 - i - 1))) /
-             static_cast<T>(row[i]);
+  // part[i - r0] = row i's sum over columns [c0, c0 + len), for this
+  // thread's share of rows [i0, i1) (whole fours from i0).
+  auto sums = [&](std::int64_t i0, std::int64_t i1, std::int64_t c0, std::int64_t len) {
+    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const std::int64_t quads = (i1 - i0 + 3) / 4;
+    const std::int64_t r0 = i0 + 4 * (quads * t / nt), r1 = std::min(i1, i0 + 4 * (quads * (t + 1) / nt));
+    std::int64_t i = r0;
+    for (; i + 4 <= r1; i += 4) row_dot4(lu + i * n + c0, n, v + c0, len, part.data() + (i - i0));
+    for (; i < r1; ++i) part[static_cast<std::size_t>(i - i0)] = row_dot(lu + i * n + c0, v + c0, len);
+  };
+#pragma omp parallel if (n >= 512)
+  {
+    for (std::int64_t i0 = 0; i0 < n; i0 += kRows) {
+      const std::int64_t i1 = std::min(n, i0 + kRows);
+      sums(i0, i1, 0, i0);
+#pragma omp barrier
+#pragma omp single
+      for (std::int64_t i = i0; i < i1; ++i)
+        v[i] = v[i] - (part[static_cast<std::size_t>(i - i0)] + row_dot(lu + i * n + i0, v + i0, i - i0));
+    }
+    for (std::int64_t i1 = n; i1 > 0; i1 -= kRows) {
+      const std::int64_t i0 = std::max<std::int64_t>(0, i1 - kRows);
+      sums(i0, i1, i1, n - i1);
+#pragma omp barrier
+#pragma omp single
+      for (std::int64_t i = i1 - 1; i >= i0; --i) {
+        const F* row = lu + i * n;
+        v[i] = (v[i] - (part[static_cast<std::size_t>(i - i0)] + row_dot(row + i + 1, v + i + 1, i1 - i - 1))) /
+               static_cast<T>(row[i]);
+      }
     }
   }
 }

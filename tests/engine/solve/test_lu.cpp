@@ -10,6 +10,8 @@
 #include <memory>
 #include <vector>
 
+#include <omp.h>
+
 #include "backend/backend.h"
 #include "backend/registry.h"
 #include "engine/solve/lu_reference.h"
@@ -138,6 +140,35 @@ TEST(SolveLu, ALargePanelSplitAmongThreadsEqualsTheReferenceBitForBit) {
   }
 }
 
+TEST(SolveLu, TheFirstPanelAndItsRowsOfUAreAnFp32LusBitForBit) {
+  // Tensor Core mode, panels of 96: the first panel runs in groups of
+  // eight columns (each group's rows taking the earlier columns' updates
+  // in one pass) and its rows of U right of it in tiles of 64 columns plus
+  // a tail (300 - 96 = 204 = 3 x 64 + 12), all before any rounded operand:
+  // its pivots and its 96 rows of L and U equal the scalar FP32 LU's.
+  const engine::Matrix a = engine::random_matrix(300, 1e2, 21);
+  LuConfig c = config(Format::BF16, Format::FP32, 96);
+  c.storage = LuConfig::Storage::FP32;
+  const auto lu = engine::lu_factor(a, c, &cpu());
+  const auto f32 = solvetest::reference_lu(a, Format::FP32, Format::FP32, 96);
+  std::int64_t differ = 0;
+  for (int i = 0; i < 96; ++i) {
+    EXPECT_EQ(lu.pivots[i], f32.pivots[i]) << i;
+    for (int j = 0; j < 300; ++j) differ += std::memcmp(&lu.lu[i * 300 + j], &f32.lu[i * 300 + j], sizeof(float)) != 0;
+  }
+  // L's first 96 columns below the panel, in the row order the panel left
+  // them in (the later panels' swaps, which differ, undone).
+  auto first_columns = [](std::vector<float> w, const std::vector<std::int64_t>& piv) {
+    for (int k = 299; k >= 96; --k)
+      for (int j = 0; j < 96; ++j) std::swap(w[k * 300 + j], w[piv[k] * 300 + j]);
+    return w;
+  };
+  const auto ours = first_columns(lu.lu, lu.pivots), ref = first_columns(f32.lu, f32.pivots);
+  for (int i = 96; i < 300; ++i)
+    for (int j = 0; j < 96; ++j) differ += std::memcmp(&ours[i * 300 + j], &ref[i * 300 + j], sizeof(float)) != 0;
+  EXPECT_EQ(differ, 0);
+}
+
 TEST(SolveLu, LowPrecisionAccumulationIsInOrderSoBlocksEqualTheReference) {
   // Accumulating in FP16/BF16 the GEMM rounds after every addition, in
   // order: blocks of 8 equal the reference's in-order sums too.
@@ -261,6 +292,31 @@ TEST(SolveLu, TriangularSolvesSolve) {
   double err = 0.0;
   for (int i = 0; i < 64; ++i) err = std::max(err, std::fabs(got[i] - x[i]));
   EXPECT_LT(err / engine::norm_inf(x), 1e-13);
+}
+
+TEST(SolveLu, TheSolvesGiveTheSameBitsOnOneThreadAndOnAll) {
+  // n = 700: the substitutions' rows split among the threads in fours,
+  // a remainder row on its own; every row's sum is one thread's, in a fixed
+  // order, so the thread count moves no bit (FP32 and FP64 solves, and an
+  // FP64 factor's).
+  const engine::Matrix a = engine::random_matrix(700, 1e3, 4);
+  const std::vector<double> b = engine::random_vector(700, 5);
+  const auto lu = engine::lu_factor(a, config(Format::BF16, Format::FP32, 64), &cpu());
+  const auto lu64 = engine::lu_factor(a, LuConfig{SolveFormat::f64(), Format::FP32, 0, true}, &cpu());
+  const int threads = omp_get_max_threads();
+  auto solve_on = [&](int t, const engine::LuFactors& f, bool fp32) {
+    omp_set_num_threads(t);
+    std::vector<double> x(700);
+    engine::lu_solve(f, b.data(), x.data(), fp32);
+    omp_set_num_threads(threads);
+    return x;
+  };
+  for (bool fp32 : {false, true}) {
+    const auto one = solve_on(1, lu, fp32), all = solve_on(std::max(threads, 3), lu, fp32);
+    EXPECT_EQ(std::memcmp(one.data(), all.data(), 700 * sizeof(double)), 0) << fp32;
+  }
+  const auto one = solve_on(1, lu64, false), all = solve_on(std::max(threads, 3), lu64, false);
+  EXPECT_EQ(std::memcmp(one.data(), all.data(), 700 * sizeof(double)), 0);
 }
 
 TEST(SolveLu, ConfigProblemsAreNamed) {
