@@ -335,8 +335,9 @@ int cmd_solve(int argc, char** argv) {
               rhs_path.empty() ? ", b = A x for a random x" : (", b from " + rhs_path).c_str(),
               info.native_bf16 ? "native bf16 GEMM" : "bf16 GEMM decoded to f32");
   print_solve_header();
+  engine::SolveWorkspace ws;  // the compared runs share one set of buffers
   for (RunOut& r : runs) {
-    r.result = engine::solve_refine(a, b, x_true.empty() ? nullptr : &x_true, r.config, be.backend.get());
+    r.result = engine::solve_refine(a, b, x_true.empty() ? nullptr : &x_true, r.config, be.backend.get(), &ws);
     print_solve_row(r, !x_true.empty());
   }
 

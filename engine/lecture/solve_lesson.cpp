@@ -19,9 +19,10 @@ SolveLesson run_solve_lesson(const Preset& p, Backend* be, const std::function<v
   out.x_true = random_vector(s.n, s.seed + 1);
   out.b.resize(static_cast<std::size_t>(s.n));
   matvec(out.a, out.x_true.data(), out.b.data());
+  SolveWorkspace ws;  // the runs share one set of buffers
   for (const SolveRun& r : p.solve_runs) {
     SolveRun run = r;
-    run.result = solve_refine(out.a, out.b, &out.x_true, r.config, be);
+    run.result = solve_refine(out.a, out.b, &out.x_true, r.config, be, &ws);
     out.runs.push_back(std::move(run));
     if (on_run) on_run(out.runs.back());
   }

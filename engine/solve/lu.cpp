@@ -255,7 +255,7 @@ void lu_factor_fp64(const Matrix& a, LuFactors& out) {
 // exactly in FP32, TF32's are already rounded).
 bool gemm_as_bf16(Format f) { return f == Format::BF16 || is_fp8(f); }
 
-void lu_factor_lowp(const Matrix& a, LuFactors& out, bool scale, Backend& be) {
+void lu_factor_lowp(const Matrix& a, LuFactors& out, bool scale, Backend& be, LuWorkspace& ws) {
   const std::int64_t n = a.n;
   const Format F = out.factor.format;
   const bool tensor_core = out.storage == LuConfig::Storage::FP32;
@@ -269,25 +269,35 @@ void lu_factor_lowp(const Matrix& a, LuFactors& out, bool scale, Backend& be) {
   const Rounder* acc = out.accumulate == Format::FP32 ? nullptr : &acc_round;
 
   // Step 0: the scale and the rounding of mu * A.
-  double amax = 0.0;
-  for (double v : a.a) amax = std::max(amax, std::fabs(v));
   out.scale = 1.0;
-  if (scale && needs_scale(F) && amax > 0.0) {
-    const double target = (F == Format::E4M3 ? 0x1p-1 : 0x1p-6) * format_info(F).max;
-    out.scale = std::ldexp(1.0, static_cast<int>(std::floor(std::log2(target / amax))));
+  if (scale && needs_scale(F)) {
+    double amax = 0.0;
+#pragma omp parallel for schedule(static) reduction(max : amax) if (n >= 256)
+    for (std::int64_t i = 0; i < n * n; ++i) amax = std::max(amax, std::fabs(a.a[static_cast<std::size_t>(i)]));
+    if (amax > 0.0) {
+      const double target = (F == Format::E4M3 ? 0x1p-1 : 0x1p-6) * format_info(F).max;
+      out.scale = std::ldexp(1.0, static_cast<int>(std::floor(std::log2(target / amax))));
+    }
   }
   resize_huge(out.lu, static_cast<std::size_t>(n * n));
   float* w = out.lu.data();
-  for (std::size_t i = 0; i < out.lu.size(); ++i) w[i] = static_cast<float>(a.a[i] * out.scale);
-  round(w, n * n);
+  const double mu = out.scale;
+#pragma omp parallel for schedule(static) if (n >= 256)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double* src = a.a.data() + i * n;
+    float* dst = w + i * n;
+    for (std::int64_t j = 0; j < n; ++j) dst[j] = static_cast<float>(src[j] * mu);
+    round(dst, n);
+  }
 
-  std::vector<float> panel;
+  std::vector<float>& panel = ws.panel;
   resize_huge(panel, static_cast<std::size_t>(((n + 15) / 16 * 16 + 16) * nb));
   // A thread's scratch: a column of n, or update_u12's tile of nb x 64.
   const std::size_t tmp_each = static_cast<std::size_t>(std::max(n, nb * 64));
-  std::vector<float> tmp_cols(static_cast<std::size_t>(omp_get_max_threads()) * tmp_each);
-  std::vector<std::uint16_t> l_codes, u_codes;
-  std::vector<float> l_vals, u_vals, op_rows;
+  std::vector<float>& tmp_cols = ws.scratch;
+  tmp_cols.resize(static_cast<std::size_t>(omp_get_max_threads()) * tmp_each);
+  std::vector<std::uint16_t>&l_codes = ws.codes_l, &u_codes = ws.codes_u;
+  std::vector<float>&l_vals = ws.vals_l, &u_vals = ws.vals_u, &op_rows = ws.op_rows;
   for (std::int64_t k0 = 0; k0 < n; k0 += nb) {
     const std::int64_t k1 = std::min(n, k0 + nb), wdt = k1 - k0, m = n - k0;
     // Its columns ldp apart: m rounded up to 16 floats and one vector more,
@@ -301,8 +311,8 @@ void lu_factor_lowp(const Matrix& a, LuFactors& out, bool scale, Backend& be) {
 #pragma omp parallel for schedule(static) if (m * wdt > 65536)
     for (std::int64_t i0 = 0; i0 < m; i0 += 64) {
       const std::int64_t i1 = std::min(m, i0 + 64);
-      for (std::int64_t j = 0; j < wdt; ++j)
-        for (std::int64_t i = i0; i < i1; ++i) panel[static_cast<std::size_t>(j * ldp + i)] = w[(k0 + i) * n + k0 + j];
+      for (std::int64_t i = i0; i < i1; ++i)
+        for (std::int64_t j = 0; j < wdt; ++j) panel[static_cast<std::size_t>(j * ldp + i)] = w[(k0 + i) * n + k0 + j];
     }
     // Step 1: the unblocked LU of the panel, column by column (left-looking):
     // column j first gets the updates of columns 0..j-1 in order, then its
@@ -449,17 +459,25 @@ void lu_factor_lowp(const Matrix& a, LuFactors& out, bool scale, Backend& be) {
       // Core mode rounded to FP8 first).
       l_codes.resize(static_cast<std::size_t>(rest * wdt));
       u_codes.resize(static_cast<std::size_t>(wdt * rest));
-      op_rows.resize(static_cast<std::size_t>(std::max(rest, wdt)));
+      // A row of op_rows a thread (FP8 operands rounded before their codes).
+      const std::size_t row_each = static_cast<std::size_t>(std::max(rest, wdt));
+      op_rows.resize(static_cast<std::size_t>(omp_get_max_threads()) * row_each);
       auto encode = [&](const float* src, std::uint16_t* dst, std::int64_t len) {
         if (tensor_core && F != Format::BF16) {
-          std::memcpy(op_rows.data(), src, static_cast<std::size_t>(len) * sizeof(float));
-          operand(op_rows.data(), len);
-          src = op_rows.data();
+          float* row = op_rows.data() + static_cast<std::size_t>(omp_get_thread_num()) * row_each;
+          std::memcpy(row, src, static_cast<std::size_t>(len) * sizeof(float));
+          operand(row, len);
+          src = row;
         }
         cast_from_f32(Format::BF16, src, dst, static_cast<std::size_t>(len));
       };
-      for (std::int64_t i = 0; i < rest; ++i) encode(w + (k1 + i) * n + k0, l_codes.data() + i * wdt, wdt);
-      for (std::int64_t i = 0; i < wdt; ++i) encode(w + (k0 + i) * n + k1, u_codes.data() + i * rest, rest);
+#pragma omp parallel if (rest * wdt > 65536)
+      {
+#pragma omp for schedule(static) nowait
+        for (std::int64_t i = 0; i < rest; ++i) encode(w + (k1 + i) * n + k0, l_codes.data() + i * wdt, wdt);
+#pragma omp for schedule(static)
+        for (std::int64_t i = 0; i < wdt; ++i) encode(w + (k0 + i) * n + k1, u_codes.data() + i * rest, rest);
+      }
       g.a = {l_codes.data(), Format::BF16, false, wdt};
       g.b = {u_codes.data(), Format::BF16, false, rest};
     } else if (tensor_core && F != Format::FP32) {
@@ -487,20 +505,31 @@ void lu_factor_lowp(const Matrix& a, LuFactors& out, bool scale, Backend& be) {
 
 }  // namespace
 
-LuFactors lu_factor(const Matrix& a, const LuConfig& config, Backend* be) {
+const LuFactors& lu_factor_into(const Matrix& a, const LuConfig& config, LuWorkspace& ws, Backend* be) {
   const std::string problem = lu_config_problem(config);
   if (!problem.empty()) throw std::invalid_argument(problem);
-  LuFactors out;
+  LuFactors& out = ws.factors;
   out.n = a.n;
   out.factor = config.factor;
   out.accumulate = config.factor.fp64 ? Format::FP32 : config.accumulate;
   out.block = config.block > 0 ? config.block : (a.n >= 1024 ? 128 : 64);
   out.storage = config.factor.fp64 ? LuConfig::Storage::Factor : config.storage;
+  out.scale = 1.0;
+  out.ok = true;
+  out.failure.clear();
   out.pivots.resize(static_cast<std::size_t>(a.n));
   for (std::int64_t i = 0; i < a.n; ++i) out.pivots[static_cast<std::size_t>(i)] = i;
   const double n = static_cast<double>(a.n);
   out.flops = 2.0 * n * n * n / 3.0 - n * n / 2.0 - n / 6.0;
-  if (a.n == 0) return out;
+  // Only the storage this factorization uses stays (a workspace's FP64
+  // factors do not linger beside FP32 ones, nor the other way round).
+  if (config.factor.fp64) std::vector<float>().swap(out.lu);
+  else std::vector<double>().swap(out.lu64);
+  if (a.n == 0) {
+    out.lu.clear();
+    out.lu64.clear();
+    return out;
+  }
   if (config.factor.fp64) {
     lu_factor_fp64(a, out);
     return out;
@@ -510,8 +539,14 @@ LuFactors lu_factor(const Matrix& a, const LuConfig& config, Backend* be) {
     own = make_backend("cpu", 0);
     be = own.backend.get();
   }
-  lu_factor_lowp(a, out, config.scale, *be);
+  lu_factor_lowp(a, out, config.scale, *be, ws);
   return out;
+}
+
+LuFactors lu_factor(const Matrix& a, const LuConfig& config, Backend* be) {
+  LuWorkspace ws;
+  lu_factor_into(a, config, ws, be);
+  return std::move(ws.factors);
 }
 
 namespace {

@@ -108,6 +108,20 @@ struct LuFactors {
 // config with a problem. Any thread, one call at a time per backend.
 LuFactors lu_factor(const Matrix& a, const LuConfig& config, Backend* be = nullptr);
 
+// What a caller that factors one matrix after another keeps between calls,
+// as LAPACK's callers keep WORK and cuSOLVER's their workspace: the
+// factors' storage and the factorization's scratch. The first call of a
+// size allocates them (and the system maps their pages in: at n = 4096,
+// 64 MB for the factors alone); later ones of that size or smaller
+// allocate nothing.
+struct LuWorkspace {
+  LuFactors factors;  // the last factorization, which lu_factor_into writes
+  std::vector<float> panel, scratch, vals_l, vals_u, op_rows;
+  std::vector<std::uint16_t> codes_l, codes_u;
+};
+// lu_factor into ws.factors, reusing ws's buffers; returns ws.factors.
+const LuFactors& lu_factor_into(const Matrix& a, const LuConfig& config, LuWorkspace& ws, Backend* be = nullptr);
+
 // x = A^-1 b with the factors (x may alias b): the row swaps, then the
 // forward and backward substitutions, undoing the scale. `fp32`: in FP32
 // arithmetic (b scaled by a power of two into FP32's range first, as the

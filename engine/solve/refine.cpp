@@ -46,11 +46,10 @@ void residual(const Matrix& a, const std::vector<double>& b, const std::vector<d
   const std::int64_t n = a.n;
   switch (prec) {
     case Arith::FP64:
-#pragma omp parallel for schedule(static) if (n >= 256)
-      for (std::int64_t i = 0; i < n; ++i) {
-        const double* row = a.a.data() + i * n;
-        r[static_cast<std::size_t>(i)] = b[static_cast<std::size_t>(i)] - solve_kernels::dot_dd(row, x.data(), n);
-      }
+      // A x (each row's sum dot_dd's), then b minus it.
+      solve_kernels::matvec_dd(a.a.data(), n, x.data(), r.data());
+      for (std::int64_t i = 0; i < n; ++i)
+        r[static_cast<std::size_t>(i)] = b[static_cast<std::size_t>(i)] - r[static_cast<std::size_t>(i)];
       break;
     case Arith::FP32: {
       std::vector<float> xf(x.begin(), x.end());
@@ -191,7 +190,7 @@ double forward_error(const std::vector<double>& x, const std::vector<double>* x_
 }  // namespace
 
 SolveResult refine_with(const Matrix& a, const LuFactors& lu, const std::vector<double>& b,
-                        const std::vector<double>* x_true, const RefineConfig& config) {
+                        const std::vector<double>* x_true, const RefineConfig& config, SolveWorkspace* ws) {
   const auto t0 = Clock::now();
   const std::int64_t n = a.n;
   const double nn = static_cast<double>(n);
@@ -220,7 +219,9 @@ SolveResult refine_with(const Matrix& a, const LuFactors& lu, const std::vector<
   };
 
   std::vector<double> x(static_cast<std::size_t>(n)), r(static_cast<std::size_t>(n)), d(static_cast<std::size_t>(n));
-  std::vector<float> a32;  // A in FP32 for FP32 GMRES, made at its first use
+  std::vector<float> own_a32;
+  std::vector<float>& a32 = ws ? ws->a32 : own_a32;  // A in FP32 for FP32 GMRES, made at its first use
+  bool a32_made = false;
   lu_solve(lu, b.data(), x.data(), fp32_solve);
   count(2.0 * nn * nn, fp32_solve);
   to_working(x);
@@ -284,10 +285,14 @@ SolveResult refine_with(const Matrix& a, const LuFactors& lu, const std::vector<
       const double inner_tol =
           std::max(config.gmres_tol, std::min(0.5, 0.1 * config.tol / std::max(rec.backward_error, 1e-300)));
       if (config.gmres == Arith::FP32) {
-        if (a32.empty()) {
+        if (!a32_made) {
           solve_kernels::resize_huge(a32, a.a.size());  // A in FP32, once (round to nearest)
-          std::copy(a.a.begin(), a.a.end(), a32.begin());
+          const double* src = a.a.data();
+          float* dst = a32.data();
+#pragma omp parallel for schedule(static) if (n >= 256)
+          for (std::int64_t i = 0; i < n * n; ++i) dst[i] = static_cast<float>(src[i]);
           count(nn * nn, true);
+          a32_made = true;
         }
         inner = gmres<float>(a, a32, lu, r, gmres_max, std::max(inner_tol, 0x1p-20), d, flops);
       } else {
@@ -309,7 +314,7 @@ SolveResult refine_with(const Matrix& a, const LuFactors& lu, const std::vector<
 }
 
 SolveResult solve_refine(const Matrix& a, const std::vector<double>& b, const std::vector<double>* x_true,
-                         const RefineConfig& config, Backend* be) {
+                         const RefineConfig& config, Backend* be, SolveWorkspace* ws) {
   const std::string problem = refine_config_problem(config);
   if (!problem.empty()) throw std::invalid_argument(problem);
   if (static_cast<std::int64_t>(b.size()) != a.n)
@@ -318,9 +323,11 @@ SolveResult solve_refine(const Matrix& a, const std::vector<double>& b, const st
   if (x_true && static_cast<std::int64_t>(x_true->size()) != a.n)
     throw std::invalid_argument("the exact solution has the wrong length");
   const auto t0 = Clock::now();
-  const LuFactors lu = lu_factor(a, config.lu, be);
+  SolveWorkspace own;
+  SolveWorkspace& w = ws ? *ws : own;
+  const LuFactors& lu = lu_factor_into(a, config.lu, w.lu, be);
   const double factor_seconds = seconds_since(t0);
-  SolveResult res = refine_with(a, lu, b, x_true, config);
+  SolveResult res = refine_with(a, lu, b, x_true, config, &w);
   res.factor_seconds = factor_seconds;
   return res;
 }

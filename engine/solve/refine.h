@@ -101,15 +101,24 @@ struct SolveRun {
   SolveResult result;
 };
 
+// The buffers a caller solving one system after another keeps between
+// calls (lu.h's LuWorkspace, and A's FP32 copy for FP32 GMRES): a solve
+// then allocates only vectors of n.
+struct SolveWorkspace {
+  LuWorkspace lu;
+  std::vector<float> a32;
+};
+
 // Solves A x = b (b.size() == A.n). x_true, when given, is the exact
 // solution (forward errors). Throws std::invalid_argument for a bad config
 // or size; a breakdown or no convergence is a result (converged false).
-// `be`: as lu_factor.
+// `be`: as lu_factor. `ws`: buffers to reuse (null: the call's own).
 SolveResult solve_refine(const Matrix& a, const std::vector<double>& b, const std::vector<double>* x_true,
-                         const RefineConfig& config, Backend* be = nullptr);
+                         const RefineConfig& config, Backend* be = nullptr, SolveWorkspace* ws = nullptr);
 
-// The same with factors made earlier (their time is not counted).
+// The same with factors made earlier (their time is not counted); `ws`'s
+// a32 is the only part used.
 SolveResult refine_with(const Matrix& a, const LuFactors& lu, const std::vector<double>& b,
-                        const std::vector<double>* x_true, const RefineConfig& config);
+                        const std::vector<double>* x_true, const RefineConfig& config, SolveWorkspace* ws = nullptr);
 
 }  // namespace engine

@@ -42,15 +42,24 @@ inline LapackSolution lapack_dgesv(std::vector<double> a, const std::vector<doub
   return s;
 }
 
+// dsgesv's workspace (WORK, n doubles; SWORK, n (n + 1) floats), which a
+// caller may keep from one call to the next.
+struct LapackWork {
+  std::vector<double> work;
+  std::vector<float> swork;
+};
+
 // dsgesv: FP32 LU, FP64 refinement (ITERMAX 30), FP64 fallback.
-inline LapackSolution lapack_dsgesv(std::vector<double> a, std::vector<double> b, int n) {
+inline LapackSolution lapack_dsgesv(std::vector<double> a, std::vector<double> b, int n, LapackWork* kept = nullptr) {
   LapackSolution s;
   s.x.resize(static_cast<std::size_t>(n));
   std::vector<int> ipiv(static_cast<std::size_t>(n));
-  std::vector<double> work(static_cast<std::size_t>(n));
-  std::vector<float> swork(static_cast<std::size_t>(n) * static_cast<std::size_t>(n + 1));
+  LapackWork own;
+  LapackWork& w = kept ? *kept : own;
+  w.work.resize(static_cast<std::size_t>(n));
+  w.swork.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(n + 1));
   const int one = 1;
-  dsgesv_(&n, &one, a.data(), &n, ipiv.data(), b.data(), &n, s.x.data(), &n, work.data(), swork.data(), &s.iter,
+  dsgesv_(&n, &one, a.data(), &n, ipiv.data(), b.data(), &n, s.x.data(), &n, w.work.data(), w.swork.data(), &s.iter,
           &s.info);
   return s;
 }
