@@ -219,3 +219,48 @@ TEST(SolveRefine, BreakdownIsAResultNotAThrow) {
 }
 
 }  // namespace
+
+namespace {
+
+// The solution and the history in bits (NaNs, the first update's, compare equal).
+bool same_solve(const engine::SolveResult& a, const engine::SolveResult& b) {
+  if (a.x != b.x || a.converged != b.converged || a.reason != b.reason || a.iterations != b.iterations ||
+      a.gmres_iterations != b.gmres_iterations || a.scale != b.scale || a.history.size() != b.history.size())
+    return false;
+  for (std::size_t i = 0; i < a.history.size(); ++i) {
+    const auto &p = a.history[i], &q = b.history[i];
+    auto eq = [](double u, double v) { return u == v || (std::isnan(u) && std::isnan(v)); };
+    if (!eq(p.backward_error, q.backward_error) || !eq(p.update, q.update) || p.gmres_iterations != q.gmres_iterations)
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST(SolveRefine, AKeptWorkspaceGivesTheSameAnswersAsFreshBuffers) {
+  // One workspace through solves of two sizes, several formats, both
+  // methods, FP32 GMRES on two matrices of one size (its FP32 copy of A
+  // must be the current matrix's) and FP64 factors between FP32 ones:
+  // every answer is the one a solve with its own buffers gives, bit for bit.
+  const Problem big = problem(300, 1e3, 7), small = problem(200, 1e2, 8), other = problem(300, 1e2, 9);
+  engine::SolveWorkspace ws;
+  struct Step {
+    const Problem* p;
+    const char* factor;
+    Method m;
+    bool tc, fp32_gmres;
+  };
+  const Step steps[] = {{&big, "fp16", Method::LuIr, false, false},     {&big, "bf16", Method::GmresIr, true, true},
+                        {&small, "fp64", Method::LuIr, false, false},   {&other, "bf16", Method::GmresIr, true, true},
+                        {&small, "e4m3", Method::GmresIr, true, false}, {&big, "fp16", Method::LuIr, false, false}};
+  for (const Step& s : steps) {
+    engine::RefineConfig c = config(s.factor, s.m);
+    if (s.tc) c.lu.storage = engine::LuConfig::Storage::FP32;
+    if (s.fp32_gmres) c.gmres = engine::Arith::FP32;
+    const auto kept = engine::solve_refine(s.p->a, s.p->b, &s.p->x, c, &cpu(), &ws);
+    const auto fresh = engine::solve_refine(s.p->a, s.p->b, &s.p->x, c, &cpu());
+    EXPECT_TRUE(same_solve(kept, fresh)) << s.factor << " n = " << s.p->a.n;
+    EXPECT_EQ(ws.lu.factors.n, s.p->a.n);
+  }
+}
