@@ -140,7 +140,14 @@ void MainWindow::buildLayout() {
   m_tabs->addTab(m_samplesScroll, tr("Samples"));
   m_solver = new SolverView;
   m_solverScroll = scrollable(m_solver);
-  m_tabs->addTab(m_solverScroll, tr("Solver"));
+  // The Solver tab: the view, and beside it a solver lesson's panel (the
+  // lesson panel moves here from the Live tab while one is open).
+  m_solverSplitter = new QSplitter(Qt::Horizontal);
+  m_solverSplitter->setObjectName(QStringLiteral("solverTabSplitter"));
+  m_solverSplitter->addWidget(m_solverScroll);
+  m_solverSplitter->setStretchFactor(0, 4);
+  m_solverSplitter->setChildrenCollapsible(false);
+  m_tabs->addTab(m_solverSplitter, tr("Solver"));
 
   auto* bottom = new QSplitter(Qt::Horizontal);
   m_bottom = bottom;
@@ -195,10 +202,12 @@ void MainWindow::createFeatures() {
                                 m_messages, this},
                                this);
   m_lesson = new LessonController({m_store, m_controller, m_launcher, m_table, m_charts, m_compare, m_runs,
-                                   part<LecturePanel>(), m_actions->lectureMenu, m_liveSplitter, m_tabs, m_messages,
+                                   part<LecturePanel>(), m_actions->lectureMenu, m_liveSplitter, m_solver,
+                                   m_solverSplitter, m_tabs, m_messages,
                                    [this] { return presentation(); }},
                                   this);
   m_launcher->setLesson(m_lesson);
+  connect(m_solver, &SolverView::solveFinished, m_lesson, &LessonController::checkSolveClaims);
   m_export = new ExportController(m_store, m_controller, m_charts, m_compare, m_messages, this);
   m_faults = new FaultInjector(m_store, m_controller, m_notices, m_messages, liveFocus, this);
   m_history = new HistoryController({m_store, m_controller, part<HistoryPanel>(), m_runs, m_runsTabs,
@@ -327,7 +336,7 @@ void MainWindow::showCompare() { m_tabs->setCurrentWidget(m_compareScroll); }
 
 void MainWindow::showSamples() { m_tabs->setCurrentWidget(m_samplesScroll); }
 
-void MainWindow::showSolver() { m_tabs->setCurrentWidget(m_solverScroll); }
+void MainWindow::showSolver() { m_tabs->setCurrentWidget(m_solverSplitter); }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
   if (m_controller->active()) {
@@ -416,7 +425,7 @@ void MainWindow::presentationPart(bool on, int stage, unsigned toggle) {
       }
       // The Samples and Solver tabs stay when shown: a class reads the runs'
       // text large, or watches a solve.
-      if (on && m_tabs->currentWidget() != m_samplesScroll && m_tabs->currentWidget() != m_solverScroll)
+      if (on && m_tabs->currentWidget() != m_samplesScroll && m_tabs->currentWidget() != m_solverSplitter)
         m_tabs->setCurrentWidget(m_liveSplitter);
       break;
     case 1:

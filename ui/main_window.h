@@ -110,6 +110,7 @@ class MainWindow : public QMainWindow {
   QWidget* m_samplesScroll = nullptr;  // the Samples tab: each text run's latest continuation
   SolverView* m_solver = nullptr;      // the Solver tab: Ax = b, LU in a low precision, refined
   QWidget* m_solverScroll = nullptr;
+  QSplitter* m_solverSplitter = nullptr;  // the Solver tab
   QSplitter* m_liveSplitter = nullptr;
   QSplitter* m_bottom = nullptr;
   RunsList* m_runs = nullptr;

@@ -6,19 +6,22 @@
 
 namespace engine {
 
-SolveLesson run_solve_lesson(const Preset& p, Backend* be, const std::function<void(const SolveRun&)>& on_run) {
-  if (p.kind != PresetKind::Solve) throw std::invalid_argument(p.name + ": not a solver lesson");
-  SolveLesson out;
-  const SolveProblem& s = p.problem;
-  out.a = random_matrix(s.n, s.cond, s.seed);
+void build_solve_system(const SolveProblem& s, Matrix& a, std::vector<double>& x_true, std::vector<double>& b) {
+  a = random_matrix(s.n, s.cond, s.seed);
   // A scale that is a power of two changes no significand; any other
   // rounds each entry once, in FP64, before any low precision sees it.
   if (s.matrix_scale != 1.0)
-    for (double& v : out.a.a) v *= s.matrix_scale;
+    for (double& v : a.a) v *= s.matrix_scale;
   // The exact solution and b as the solve command draws them.
-  out.x_true = random_vector(s.n, s.seed + 1);
-  out.b.resize(static_cast<std::size_t>(s.n));
-  matvec(out.a, out.x_true.data(), out.b.data());
+  x_true = random_vector(s.n, s.seed + 1);
+  b.assign(static_cast<std::size_t>(s.n), 0.0);
+  matvec(a, x_true.data(), b.data());
+}
+
+SolveLesson run_solve_lesson(const Preset& p, Backend* be, const std::function<void(const SolveRun&)>& on_run) {
+  if (p.kind != PresetKind::Solve) throw std::invalid_argument(p.name + ": not a solver lesson");
+  SolveLesson out;
+  build_solve_system(p.problem, out.a, out.x_true, out.b);
   SolveWorkspace ws;  // the runs share one set of buffers
   for (const SolveRun& r : p.solve_runs) {
     SolveRun run = r;

@@ -20,6 +20,11 @@ struct SolveLesson {
   std::vector<SolveRun> runs;     // the preset's solve_runs with their results
 };
 
+// The system a SolveProblem describes: A = random_matrix(n, cond, seed)
+// times matrix_scale (each entry rounded once, in FP64), x_true =
+// random_vector(n, seed + 1), b = A x_true (as the CLI's solve draws them).
+void build_solve_system(const SolveProblem& s, Matrix& a, std::vector<double>& x_true, std::vector<double>& b);
+
 // Builds the preset's system (SolveProblem) and solves it with every run,
 // in order, on `be` (as solve_refine: null makes a CPU backend per call),
 // calling on_run (when given) with each run as it finishes. Throws

@@ -316,10 +316,28 @@ TEST_F(Layout, EveryLessonBeforeAndAfterItRuns) {
   MainWindow& w = *m_window;
   bool finished = false;
   QObject::connect(&w, &MainWindow::trainingFinished, [&] { finished = true; });
+  bool checked = false;
+  QObject::connect(w.part<LessonController>(), &LessonController::checked, [&] { checked = true; });
   for (const engine::Preset& p : engine::builtin_presets()) {
-    if (p.kind == engine::PresetKind::Solve) continue;  // CLI only for now: the app has no view for them yet
     const QString name = QString::fromStdString(p.name);
     SCOPED_TRACE(p.name);
+    if (p.kind == engine::PresetKind::Solve) {
+      // On the Solver tab, at the test suite's size (its quick n).
+      engine::Preset quick = p;
+      quick.problem.n = 128;
+      ASSERT_TRUE(w.part<LessonController>()->set(quick));
+      checkWindow(w, name + QStringLiteral(", chosen"));
+      setPresentation(w, true);
+      checkWindow(w, name + QStringLiteral(", presentation"));
+      checked = false;
+      ASSERT_TRUE(w.part<LessonController>()->start()) << qPrintable(w.part<UserMessages>()->lastError());
+      ASSERT_TRUE(ui_test::waitFor([&] { return checked; }, 180000)) << p.name;
+      checkWindow(w, name + QStringLiteral(", solved, presentation"));
+      EXPECT_EQ(w.part<LecturePanel>()->claimResults().size(), p.expect.size());
+      setPresentation(w, false);
+      checkWindow(w, name + QStringLiteral(", solved"));
+      continue;
+    }
     w.part<LessonController>()->set(shortened(p));
     checkWindow(w, name + QStringLiteral(", chosen"));
     setPresentation(w, true);

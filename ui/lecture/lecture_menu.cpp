@@ -1,4 +1,4 @@
-// LectureMenu: one action per built-in training preset, and a file chooser.
+// LectureMenu: one action per built-in preset (training, then solver), and a file chooser.
 #include "lecture/lecture_menu.h"
 
 #include <QFileDialog>
@@ -8,16 +8,19 @@
 LectureMenu::LectureMenu(QWidget* parent) : QMenu(tr("&Lecture"), parent) {
   setObjectName(QStringLiteral("lectureMenu"));
   setToolTipsVisible(true);
-  for (const engine::Preset& p : engine::builtin_presets()) {
-    // Solver lessons run in the CLI for now (precision-lab-cli lecture NAME).
-    if (p.kind != engine::PresetKind::Train) continue;
-    const QString name = QString::fromStdString(p.name);
-    QAction* a = addAction(QString::fromStdString(p.title));
-    a->setObjectName(QStringLiteral("lecture:") + name);
-    a->setData(name);
-    a->setToolTip(name);
-    connect(a, &QAction::triggered, this, [this, name] { emit presetChosen(name); });
-    m_presets << a;
+  // The training lessons, then the solver lessons (they open the Solver tab).
+  for (const engine::PresetKind kind : {engine::PresetKind::Train, engine::PresetKind::Solve}) {
+    if (kind == engine::PresetKind::Solve) addSection(tr("Solver"));
+    for (const engine::Preset& p : engine::builtin_presets()) {
+      if (p.kind != kind) continue;
+      const QString name = QString::fromStdString(p.name);
+      QAction* a = addAction(QString::fromStdString(p.title));
+      a->setObjectName(QStringLiteral("lecture:") + name);
+      a->setData(name);
+      a->setToolTip(name);
+      connect(a, &QAction::triggered, this, [this, name] { emit presetChosen(name); });
+      m_presets << a;
+    }
   }
   addSeparator();
   m_openFile = addAction(tr("Open preset file…"));

@@ -1,7 +1,7 @@
-// LectureMenu: the menu bar's Lecture menu — every built-in training preset
-// by its title (engine::builtin_presets(), leaving out the solver lessons,
-// which run in the CLI for now), "Open preset file…", and the lecture tools
-// the window adds below.
+// LectureMenu: the menu bar's Lecture menu — every built-in preset by its
+// title (engine::builtin_presets(): the training lessons, then the solver
+// lessons under a "Solver" heading), "Open preset file…", and the lecture
+// tools the window adds below.
 #pragma once
 
 #include <QMenu>

@@ -101,13 +101,23 @@ void LecturePanel::setPreset(const engine::Preset& preset) {
   m_title->setText(QString::fromStdString(preset.title));
   m_explanation->setText(QString::fromStdString(preset.explanation));
   QStringList names;
-  for (const engine::PresetRun& r : preset.runs) names << QString::fromStdString(r.name).toHtmlEscaped();
-  QString steps;
-  if (!preset.runs.empty() && preset.runs.front().config.steps > 0)
-    steps = tr(", %1 steps each").arg(preset.runs.front().config.steps);
-  m_runs->setText(tr("<b>Start</b> (F5) runs %1 side by side%2: %3")
-                      .arg(preset.runs.size())
-                      .arg(steps, names.join(QStringLiteral(", "))));
+  if (preset.kind == engine::PresetKind::Solve) {
+    for (const engine::SolveRun& r : preset.solve_runs) names << QString::fromStdString(r.name).toHtmlEscaped();
+    const engine::SolveProblem& p = preset.problem;
+    m_runs->setText(tr("<b>Start</b> (F5) solves a %1 x %1 system, κ = %2, with %3 runs: %4")
+                        .arg(p.n)
+                        .arg(QString::number(p.cond, 'g', 3))
+                        .arg(preset.solve_runs.size())
+                        .arg(names.join(QStringLiteral(", "))));
+  } else {
+    for (const engine::PresetRun& r : preset.runs) names << QString::fromStdString(r.name).toHtmlEscaped();
+    QString steps;
+    if (!preset.runs.empty() && preset.runs.front().config.steps > 0)
+      steps = tr(", %1 steps each").arg(preset.runs.front().config.steps);
+    m_runs->setText(tr("<b>Start</b> (F5) runs %1 side by side%2: %3")
+                        .arg(preset.runs.size())
+                        .arg(steps, names.join(QStringLiteral(", "))));
+  }
   resetClaims();
   fitPresentation();
 }

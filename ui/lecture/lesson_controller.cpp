@@ -22,6 +22,7 @@
 #include "session/run_store.h"
 #include "session/training_controller.h"
 #include "session/user_messages.h"
+#include "solver/solver_view.h"
 
 namespace {
 
@@ -67,12 +68,66 @@ bool LessonController::open(const QString& nameOrFile) {
   }
 }
 
+namespace {
+
+// A solver lesson's job: its system and its runs.
+SolverJob lessonJob(const engine::Preset& p) {
+  SolverJob j;
+  j.n = p.problem.n;
+  j.cond = p.problem.cond;
+  j.seed = p.problem.seed;
+  j.matrixScale = p.problem.matrix_scale;
+  j.runs = p.solve_runs;
+  for (engine::SolveRun& r : j.runs) r.result = {};
+  return j;
+}
+
+// Whether two jobs solve the same system with the same runs.
+bool sameJob(const SolverJob& a, const SolverJob& b) {
+  if (a.n != b.n || a.cond != b.cond || a.seed != b.seed || a.matrixScale != b.matrixScale ||
+      a.runs.size() != b.runs.size())
+    return false;
+  for (std::size_t i = 0; i < a.runs.size(); ++i)
+    if (a.runs[i].name != b.runs[i].name) return false;
+  return true;
+}
+
+}  // namespace
+
+void LessonController::placePanel(bool besideSolver) {
+  QSplitter* want = besideSolver ? m_parts.solverSplitter : m_parts.liveSplitter;
+  if (m_parts.panel->parentWidget() == want) return;
+  want->addWidget(m_parts.panel);  // takes it from the other splitter
+  want->setStretchFactor(1, 1);
+}
+
+bool LessonController::solverLesson() const { return m_lesson && m_lesson->kind == engine::PresetKind::Solve; }
+
 bool LessonController::set(const engine::Preset& preset) {
   if (preset.kind == engine::PresetKind::Solve) {
-    m_parts.messages->error(tr("Cannot open the lesson"),
-                            tr("%1 is a solver lesson. CLI only for now: precision-lab-cli lecture %1")
-                                .arg(QString::fromStdString(preset.name)));
-    return false;
+    if (preset.solve_runs.empty()) {
+      m_parts.messages->error(tr("Cannot open the lesson"),
+                              tr("%1: the preset has no runs").arg(QString::fromStdString(preset.name)));
+      return false;
+    }
+    m_lesson = std::make_unique<engine::Preset>(preset);
+    m_runs.clear();
+    m_parts.panel->setPreset(preset);
+    placePanel(true);
+    m_parts.panel->show();
+    m_parts.solver->setLessonJob(lessonJob(preset));
+    m_parts.tabs->setCurrentWidget(m_parts.solverSplitter);
+    setPresentation(m_parts.presentation());
+    applyWatch();
+    for (QAction* a : m_parts.menu->presetActions()) {
+      a->setCheckable(true);
+      a->setChecked(a->data().toString() == QString::fromStdString(preset.name));
+    }
+    m_parts.messages->status(tr("Lesson: %1 — Start (F5) solves its %2 runs")
+                                 .arg(QString::fromStdString(preset.title))
+                                 .arg(preset.solve_runs.size()),
+                             8000);
+    return true;
   }
   if (preset.runs.empty()) {
     m_parts.messages->error(tr("Cannot open the lesson"),
@@ -81,6 +136,8 @@ bool LessonController::set(const engine::Preset& preset) {
   }
   m_lesson = std::make_unique<engine::Preset>(preset);
   m_runs.clear();
+  m_parts.solver->clearLessonJob();
+  placePanel(false);
   // The setup panel shows the first run's settings (the runs share data,
   // model, length and seed; they differ in precision).
   m_parts.settings->setBaseConfig(preset.runs.front().config);
@@ -104,6 +161,7 @@ bool LessonController::set(const engine::Preset& preset) {
 }
 
 void LessonController::leave() {
+  if (solverLesson()) m_parts.solver->clearLessonJob();
   m_lesson.reset();
   m_runs.clear();
   m_parts.panel->hide();
@@ -133,9 +191,11 @@ void LessonController::setPresentation(bool on) {
   applyWatch();
   // The lesson takes a third of the width: its explanation in large type.
   if (m_lesson) {
-    QSplitter* live = m_parts.liveSplitter;
+    QSplitter* live = solverLesson() ? m_parts.solverSplitter : m_parts.liveSplitter;
     const int w = std::max(live->width(), 600);
-    live->setSizes(on ? QList<int>{w * 63 / 100, w * 37 / 100} : QList<int>{w * 3 / 4, w / 4});
+    // Beside the solver (its settings, chart and table) the lesson gets less.
+    const int share = solverLesson() ? 31 : 37;
+    live->setSizes(on ? QList<int>{w * (100 - share) / 100, w * share / 100} : QList<int>{w * 3 / 4, w / 4});
   }
 }
 
@@ -152,6 +212,19 @@ bool LessonController::showSkippedClaims() {
 }
 
 bool LessonController::start(bool paused) {
+  if (solverLesson()) {
+    if (paused) {
+      m_parts.messages->status(tr("A solve has no steps to take one at a time: Start (F5) solves the lesson"), 6000);
+      return false;
+    }
+    // Start runs the lesson's job, even after the controls were changed.
+    if (!m_parts.solver->lessonJobSet()) m_parts.solver->setLessonJob(lessonJob(*m_lesson));
+    m_parts.tabs->setCurrentWidget(m_parts.solverSplitter);
+    if (!m_parts.solver->solve()) return false;
+    m_parts.panel->resetClaims();
+    m_parts.messages->status(tr("Lesson: %1 — solving").arg(QString::fromStdString(m_lesson->title)), 8000);
+    return true;
+  }
   if (!m_lesson || !m_parts.launcher->readyToStart()) return false;
   // A lesson whose every claim needs a backend this machine lacks is not
   // trained: its claims stay skipped, with the reason.
@@ -180,9 +253,36 @@ bool LessonController::start(bool paused) {
   return true;
 }
 
+void LessonController::checkSolveClaims() {
+  if (!solverLesson() || !m_parts.solver->lastJobWasLesson()) return;
+  const SolverJob& job = m_parts.solver->lastJob();
+  if (!sameJob(job, lessonJob(*m_lesson))) return;
+  std::vector<engine::SolveRun> runs;
+  for (const SolverOutcome& o : m_parts.solver->outcomes()) {
+    engine::SolveRun r;
+    r.name = job.runs.at(static_cast<std::size_t>(o.index)).name;
+    r.config = o.config;
+    r.result = o.result;
+    runs.push_back(std::move(r));
+  }
+  const std::vector<engine::ClaimResult> results = engine::check_claims(*m_lesson, runs);
+  QString note;
+  if (runs.size() < job.runs.size())
+    note = tr("Stopped after %1 of %2 runs: a claim on a run not solved fails.").arg(runs.size()).arg(job.runs.size());
+  m_parts.panel->setClaimResults(results, note);
+  int passed = 0, skipped = 0;
+  for (const engine::ClaimResult& r : results) {
+    passed += r.pass ? 1 : 0;
+    skipped += r.skipped ? 1 : 0;
+  }
+  const QString line = tr("Lesson checked: %1 of %2 claims hold").arg(passed).arg(results.size() - skipped);
+  m_parts.messages->status(skipped ? line + tr(", %1 skipped").arg(skipped) : line, 10000);
+  emit checked();
+}
+
 // The claims are checked on the same data the CSV export holds.
 void LessonController::checkClaims() {
-  if (!m_lesson || m_runs.isEmpty() || m_parts.controller->currentRuns() != m_runs) return;
+  if (!m_lesson || solverLesson() || m_runs.isEmpty() || m_parts.controller->currentRuns() != m_runs) return;
   std::vector<engine::RunExport> exports;
   QStringList shortRuns;
   for (int id : m_runs) {

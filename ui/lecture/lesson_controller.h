@@ -19,6 +19,7 @@ class QTabWidget;
 class RunLauncher;
 class RunStore;
 class RunsList;
+class SolverView;
 class TrainingController;
 class UserMessages;
 namespace engine {
@@ -41,6 +42,8 @@ class LessonController : public QObject {
     LecturePanel* panel;
     LectureMenu* menu;
     QSplitter* liveSplitter;  // the charts and the lesson panel
+    SolverView* solver;
+    QSplitter* solverSplitter;  // the Solver tab: the view, and a solver lesson's panel
     QTabWidget* tabs;
     UserMessages* messages;
     std::function<bool()> presentation;  // whether presentation view is on
@@ -54,14 +57,17 @@ class LessonController : public QObject {
   bool open(const QString& nameOrFile);
   // Fills the setup panel with the lesson's settings, shows its title and
   // explanation beside the charts, enlarges the charts it watches. A
-  // preset the app cannot run (no runs; a solver lesson, CLI only for now)
-  // is shown as an error and false returned; the lesson before it stays.
+  // solver lesson instead opens the Solver tab with the lesson's system
+  // and runs, its panel beside the solver. A preset without runs is shown
+  // as an error and false returned; the lesson before it stays.
   bool set(const engine::Preset& preset);
   void leave();
   const engine::Preset* lesson() const { return m_lesson.get(); }
   // Runs the lesson's runs (a comparison group); `paused`: built and
-  // waiting for Step.
+  // waiting for Step. A solver lesson's runs are solved on the Solver
+  // tab's thread (not paused: a solve has no steps to take one at a time).
   bool start(bool paused = false);
+  bool solverLesson() const;
   // True while the open lesson is one this machine does not train (every
   // claim needs a backend it lacks): start() then shows why and returns false.
   bool notTrainedHere() const;
@@ -75,6 +81,9 @@ class LessonController : public QObject {
   void setPresentation(bool on);
   // After the lesson's runs end: its claims, checked on their output.
   void checkClaims();
+  // After a solve ends: a solver lesson's claims, when the job was the
+  // lesson's own.
+  void checkSolveClaims();
 
  signals:
   // The lesson's claims were checked on its runs' output.
@@ -85,6 +94,8 @@ class LessonController : public QObject {
   // When every claim of the lesson needs a backend this machine lacks:
   // shows them skipped with the reason and returns true.
   bool showSkippedClaims();
+  // The lesson panel beside the live charts, or beside the solver.
+  void placePanel(bool besideSolver);
   std::unique_ptr<engine::Preset> m_lesson;
   QVector<int> m_runs;  // its title says whose precisions the table shows
 };

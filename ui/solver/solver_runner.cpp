@@ -12,6 +12,7 @@
 
 #include "backend/backend.h"
 #include "backend/registry.h"
+#include "lecture/solve_lesson.h"
 #include "solve/matrix.h"
 
 namespace {
@@ -36,14 +37,21 @@ struct SolverRunner::Cache {
   std::int64_t n = 0;
   double cond = 0;
   std::uint64_t seed = 0;
+  double scale = 1.0;
   engine::Matrix a;
   std::vector<double> b, x;
   // The CPU backend, made (and warmed) by the first job, kept for the next.
   engine::BackendChoice backend;
+  // The solves' buffers, kept from one run and job to the next.
+  engine::SolveWorkspace workspace;
 };
 
 std::vector<engine::RefineConfig> runConfigs(const SolverJob& job) {
   std::vector<engine::RefineConfig> out;
+  if (!job.runs.empty()) {
+    for (const engine::SolveRun& r : job.runs) out.push_back(r.config);
+    return out;
+  }
   for (const engine::SolveFormat& f : job.formats)
     for (engine::Method m : job.methods) {
       engine::RefineConfig c;
@@ -57,6 +65,11 @@ std::vector<engine::RefineConfig> runConfigs(const SolverJob& job) {
       out.push_back(c);
     }
   return out;
+}
+
+QString runName(const SolverJob& job, int index) {
+  if (!job.runs.empty()) return QString::fromStdString(job.runs.at(static_cast<std::size_t>(index)).name);
+  return runName(runConfigs(job).at(static_cast<std::size_t>(index)));
 }
 
 QString runName(const engine::RefineConfig& c) {
@@ -97,15 +110,14 @@ bool SolverRunner::start(const SolverJob& job) {
     bool stopped = false;
     QString error;
     try {
-      if (!cache->valid || cache->n != job.n || cache->cond != job.cond || cache->seed != job.seed) {
+      if (!cache->valid || cache->n != job.n || cache->cond != job.cond || cache->seed != job.seed ||
+          cache->scale != job.matrixScale) {
         QElapsedTimer t;
         t.start();
         cache->valid = false;
-        cache->a = engine::random_matrix(job.n, job.cond, job.seed);
-        cache->x = engine::random_vector(job.n, job.seed + 1);
-        cache->b.assign(static_cast<std::size_t>(job.n), 0.0);
-        engine::matvec(cache->a, cache->x.data(), cache->b.data());
-        cache->n = job.n, cache->cond = job.cond, cache->seed = job.seed, cache->valid = true;
+        engine::build_solve_system({job.n, job.cond, job.seed, job.matrixScale}, cache->a, cache->x, cache->b);
+        cache->n = job.n, cache->cond = job.cond, cache->seed = job.seed, cache->scale = job.matrixScale;
+        cache->valid = true;
         const double seconds = t.elapsed() / 1000.0;
         QMetaObject::invokeMethod(this, [this, seconds] { emit matrixReady(seconds); }, Qt::QueuedConnection);
       } else {
@@ -131,7 +143,7 @@ bool SolverRunner::start(const SolverJob& job) {
         SolverOutcome o;
         o.index = static_cast<int>(i);
         o.config = configs[i];
-        o.result = engine::solve_refine(cache->a, cache->b, &cache->x, configs[i], be);
+        o.result = engine::solve_refine(cache->a, cache->b, &cache->x, configs[i], be, &cache->workspace);
         o.result.x.clear();  // the view shows errors, not the solution: n doubles less to copy
         QMetaObject::invokeMethod(this, [this, o = std::move(o)] { emit outcome(o); }, Qt::QueuedConnection);
       }

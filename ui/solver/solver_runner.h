@@ -27,12 +27,21 @@ struct SolverJob {
   bool tensorCore = false;  // the LU held in FP32, its update's operands rounded (LuConfig::Storage::FP32)
   engine::Arith residual = engine::Arith::FP64;
   int maxIter = 30;
+  // A solver lesson's job: every entry of A multiplied by this (its
+  // SolveProblem's matrix_scale), and its runs, named and configured as the
+  // preset has them, in place of formats x methods.
+  double matrixScale = 1.0;
+  std::vector<engine::SolveRun> runs;
 };
 
-// The refinement configs of a job, formats outer and methods inner (the
-// order the runs are done and shown in); the CLI's defaults otherwise
-// (products accumulated in FP32, x and its update in FP64).
+// The refinement configs of a job: its runs' where it has them, else
+// formats outer and methods inner (the order the runs are done and shown
+// in) with the CLI's defaults otherwise (products accumulated in FP32, x
+// and its update in FP64).
 std::vector<engine::RefineConfig> runConfigs(const SolverJob& job);
+// The name of the job's run `index`: the lesson's name for it, else
+// runName of its config.
+QString runName(const SolverJob& job, int index);
 // The run's name as the CLI spells it: "fp16-lu-ir", "bf16-tc-gmres-ir".
 QString runName(const engine::RefineConfig& c);
 

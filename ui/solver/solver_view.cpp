@@ -10,6 +10,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
+#include <QScopedValueRollback>
 #include <QScrollArea>
 #include <QSlider>
 #include <QSpinBox>
@@ -17,6 +18,7 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 
 #include "charts/chart_style.h"
@@ -182,6 +184,18 @@ SolverView::SolverView(QWidget* parent) : QWidget(parent) {
   layout->addWidget(right, 1);
 
   connect(m_cond, &QSlider::valueChanged, this, &SolverView::updateCondLabel);
+  // A control changed by hand: the controls' job again, not the lesson's.
+  auto byHand = [this] {
+    if (!m_settingJob) clearLessonJob();
+  };
+  connect(m_n, &QSpinBox::valueChanged, this, byHand);
+  connect(m_cond, &QSlider::valueChanged, this, byHand);
+  connect(m_seed, &QSpinBox::valueChanged, this, byHand);
+  for (const auto& f : m_formats) connect(f.second, &QCheckBox::toggled, this, byHand);
+  connect(m_tensorCore, &QCheckBox::toggled, this, byHand);
+  connect(m_method, &QComboBox::currentIndexChanged, this, byHand);
+  connect(m_residual, &QComboBox::currentIndexChanged, this, byHand);
+  connect(m_maxIter, &QSpinBox::valueChanged, this, byHand);
   connect(m_solve, &QPushButton::clicked, this, [this] { solve(); });
   connect(m_stop, &QPushButton::clicked, this, &SolverView::stop);
   connect(m_runner, &SolverRunner::matrixReady, this, [this](double seconds) {
@@ -206,6 +220,7 @@ void SolverView::updateButtons() {
 }
 
 SolverJob SolverView::job() const {
+  if (m_lessonSet) return m_lesson;
   SolverJob j;
   j.n = m_n->value();
   j.cond = condForSlider(m_cond->value());
@@ -224,7 +239,41 @@ SolverJob SolverView::job() const {
   return j;
 }
 
+void SolverView::setLessonJob(const SolverJob& lesson) {
+  // The controls show the lesson's system and what its runs use.
+  SolverJob shown = lesson;
+  shown.formats.clear();
+  shown.methods.clear();
+  shown.tensorCore = false;
+  for (const engine::SolveRun& r : lesson.runs) {
+    const engine::RefineConfig& c = r.config;
+    if (std::find(shown.formats.begin(), shown.formats.end(), c.lu.factor) == shown.formats.end())
+      shown.formats.push_back(c.lu.factor);
+    if (std::find(shown.methods.begin(), shown.methods.end(), c.method) == shown.methods.end())
+      shown.methods.push_back(c.method);
+    shown.tensorCore = shown.tensorCore || (!c.lu.factor.fp64 && c.lu.storage == engine::LuConfig::Storage::FP32);
+  }
+  if (!lesson.runs.empty()) {
+    shown.residual = lesson.runs.front().config.residual;
+    shown.maxIter = lesson.runs.front().config.max_iter;
+  }
+  setJob(shown);
+  m_lesson = lesson;
+  m_lessonSet = true;
+  QStringList names;
+  for (const engine::SolveRun& r : lesson.runs) names << QString::fromStdString(r.name);
+  m_status->setText(tr("The lesson's runs: %1. Solve (F5) runs them.").arg(names.join(QStringLiteral(", "))));
+}
+
+void SolverView::clearLessonJob() {
+  if (!m_lessonSet) return;
+  m_lessonSet = false;
+  m_lesson = SolverJob();
+  m_status->setText(tr("Your own settings now, not the lesson's."));
+}
+
 void SolverView::setJob(const SolverJob& j) {
+  const QScopedValueRollback<bool> guard(m_settingJob, true);
   m_n->setValue(static_cast<int>(j.n));
   m_cond->setValue(sliderForCond(j.cond));
   m_seed->setValue(static_cast<int>(j.seed));
@@ -248,18 +297,20 @@ QString SolverView::statusText() const { return m_status->text(); }
 bool SolverView::solve() {
   if (m_runner->running()) return false;
   const SolverJob j = job();
-  if (j.formats.empty()) {
+  if (j.runs.empty() && j.formats.empty()) {
     m_status->setText(tr("Tick at least one factorization format."));
     return false;
   }
   const std::vector<engine::RefineConfig> configs = runConfigs(j);
-  for (const engine::RefineConfig& c : configs) {
-    const std::string problem = engine::refine_config_problem(c);
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    const std::string problem = engine::refine_config_problem(configs[i]);
     if (!problem.empty()) {
-      m_status->setText(tr("%1: %2").arg(runName(c), QString::fromStdString(problem)));
+      m_status->setText(tr("%1: %2").arg(runName(j, static_cast<int>(i)), QString::fromStdString(problem)));
       return false;
     }
   }
+  m_last = j;
+  m_ranLesson = m_lessonSet;
   m_outcomes.clear();
   m_expected = static_cast<int>(configs.size());
   m_table->setRowCount(0);
@@ -279,7 +330,7 @@ void SolverView::stop() {
 
 void SolverView::onOutcome(const SolverOutcome& o) {
   m_outcomes.push_back(o);
-  const QString name = runName(o.config);
+  const QString name = runName(m_last, o.index);
   m_chart->addRun(name, o.config, o.result);
   const engine::SolveResult& r = o.result;
   const int row = m_table->rowCount();

@@ -32,9 +32,22 @@ class SolverView : public QWidget {
  public:
   explicit SolverView(QWidget* parent = nullptr);
 
-  // The job the controls describe, and the controls set from a job.
+  // The job the controls describe (or the lesson's, while it is set), and
+  // the controls set from a job.
   SolverJob job() const;
   void setJob(const SolverJob& job);
+  // A solver lesson's job (its runs, named, and its matrix scale): the
+  // controls show what they can of it and Solve runs it as it is, until a
+  // control is changed by hand or clearLessonJob(); then the controls'
+  // job again.
+  void setLessonJob(const SolverJob& job);
+  void clearLessonJob();
+  bool lessonJobSet() const { return m_lessonSet; }
+  // Whether the last job started was the lesson's (its outcomes are the
+  // lesson's runs, in order).
+  bool lastJobWasLesson() const { return m_ranLesson; }
+  // The last job started.
+  const SolverJob& lastJob() const { return m_last; }
   // Starts the job the controls describe; false (with the reason in the
   // status line) when nothing is chosen or a solve is running.
   bool solve();
@@ -86,5 +99,10 @@ class SolverView : public QWidget {
   SolverRunner* m_runner = nullptr;
   std::vector<SolverOutcome> m_outcomes;
   int m_expected = 0;
+  SolverJob m_lesson;       // setLessonJob's
+  bool m_lessonSet = false;
+  bool m_settingJob = false;  // setJob at work: its control changes are not the user's
+  SolverJob m_last;
+  bool m_ranLesson = false;
   QElapsedTimer m_clock;
 };

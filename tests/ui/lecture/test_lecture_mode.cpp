@@ -15,8 +15,12 @@
 #include <QFile>
 #include <QLineSeries>
 #include <QMessageBox>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStatusBar>
 #include <QTabBar>
 #include <QTabWidget>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTimer>
 
@@ -32,6 +36,7 @@
 #include "panels/setup_panel.h"
 #include "session/run_store.h"
 #include "session/training_controller.h"
+#include "solver/solver_view.h"
 #include "../ui_test_support.h"
 #include "../window_parts.h"
 
@@ -60,16 +65,17 @@ TEST(LectureMode, TheMenuListsEveryBuiltInPresetAndChoosingOneSetsTheLessonUp) {
   ui_test::ensureApplication();
   MainWindow w;
   w.part<UserMessages>()->setQuiet(true);
-  // The solver lessons are the CLI's for now: the menu leaves them out.
-  std::vector<engine::Preset> presets;
+  // The training lessons first, then the solver lessons.
+  std::vector<engine::Preset> presets, solvers;
   for (const engine::Preset& p : engine::builtin_presets())
-    if (p.kind == engine::PresetKind::Train) presets.push_back(p);
+    (p.kind == engine::PresetKind::Train ? presets : solvers).push_back(p);
   ASSERT_FALSE(presets.empty());
-  ASSERT_LT(presets.size(), engine::builtin_presets().size()) << "the solver lessons are built in";
+  ASSERT_FALSE(solvers.empty()) << "the solver lessons are built in";
   const QList<QAction*> actions = w.part<LectureMenu>()->presetActions();
-  ASSERT_EQ(actions.size(), static_cast<int>(presets.size()));
-  for (std::size_t i = 0; i < presets.size(); ++i) {
-    EXPECT_EQ(actions[static_cast<int>(i)]->text(), QString::fromStdString(presets[i].title));
+  ASSERT_EQ(actions.size(), static_cast<int>(presets.size() + solvers.size()));
+  for (std::size_t i = 0; i < presets.size() + solvers.size(); ++i) {
+    const engine::Preset& p = i < presets.size() ? presets[i] : solvers[i - presets.size()];
+    EXPECT_EQ(actions[static_cast<int>(i)]->text(), QString::fromStdString(p.title));
     EXPECT_TRUE(w.part<LectureMenu>()->actions().contains(actions[static_cast<int>(i)]));
   }
   EXPECT_TRUE(w.part<LectureMenu>()->actions().contains(w.part<LectureMenu>()->openFileAction()));
@@ -108,14 +114,36 @@ TEST(LectureMode, TheMenuListsEveryBuiltInPresetAndChoosingOneSetsTheLessonUp) {
     }
     EXPECT_EQ(w.part<ChartArea>()->watched(), expected);
   }
-  // A solver lesson (by name, as a file would give it) is refused in one
-  // message that says where it runs; the lesson shown stays.
-  const std::string shown = w.part<LessonController>()->lesson()->name;
-  EXPECT_FALSE(w.part<LessonController>()->open(QStringLiteral("solve-the-wall")));
-  EXPECT_TRUE(w.part<UserMessages>()->lastError().contains(
-      QStringLiteral("CLI only for now: precision-lab-cli lecture solve-the-wall")))
-      << qPrintable(w.part<UserMessages>()->lastError());
-  EXPECT_EQ(w.part<LessonController>()->lesson()->name, shown);
+  // A solver lesson opens the Solver tab with its system, its panel beside
+  // the solver; a training lesson after it brings the panel back beside the
+  // charts and the solver's own settings back.
+  auto* tabs = w.findChild<QTabWidget*>(QStringLiteral("centreTabs"));
+  auto* solverTab = w.findChild<QSplitter*>(QStringLiteral("solverTabSplitter"));
+  auto* live = w.findChild<QSplitter*>(QStringLiteral("liveSplitter"));
+  ASSERT_NE(tabs, nullptr);
+  ASSERT_NE(solverTab, nullptr);
+  ASSERT_NE(live, nullptr);
+  for (std::size_t i = 0; i < solvers.size(); ++i) {
+    const engine::Preset& p = solvers[i];
+    SCOPED_TRACE(p.name);
+    actions[static_cast<int>(presets.size() + i)]->trigger();
+    ASSERT_NE(w.part<LessonController>()->lesson(), nullptr);
+    EXPECT_EQ(w.part<LessonController>()->lesson()->name, p.name);
+    EXPECT_EQ(tabs->currentWidget(), solverTab);
+    EXPECT_EQ(w.part<LecturePanel>()->parentWidget(), solverTab);
+    EXPECT_FALSE(w.part<LecturePanel>()->isHidden());
+    EXPECT_EQ(w.part<LecturePanel>()->title(), QString::fromStdString(p.title));
+    const SolverJob job = w.part<SolverView>()->job();
+    EXPECT_EQ(job.n, p.problem.n);
+    EXPECT_EQ(job.cond, p.problem.cond);
+    EXPECT_EQ(job.matrixScale, p.problem.matrix_scale);
+    ASSERT_EQ(job.runs.size(), p.solve_runs.size());
+    for (std::size_t r = 0; r < job.runs.size(); ++r) EXPECT_EQ(job.runs[r].name, p.solve_runs[r].name);
+  }
+  actions[0]->trigger();
+  EXPECT_EQ(w.part<LecturePanel>()->parentWidget(), live);
+  EXPECT_FALSE(w.part<SolverView>()->lessonJobSet());
+  EXPECT_TRUE(w.part<SolverView>()->job().runs.empty());
   // Leaving the lesson gives the usual grid back.
   w.part<LessonController>()->leave();
   EXPECT_EQ(w.part<LessonController>()->lesson(), nullptr);
@@ -163,6 +191,70 @@ TEST(LectureMode, StartRunsAllItsRunsAndTheClaimsAreCheckedWhenTheyEnd) {
   const QString text = w.part<LecturePanel>()->claimsText();
   EXPECT_TRUE(text.contains(QStringLiteral("PASS final_loss half / base"))) << text.toStdString();
   EXPECT_TRUE(text.contains(QStringLiteral("FAIL skipped_steps base"))) << text.toStdString();
+}
+
+// A solver lesson in the app: Start (the F5 path) solves its runs on the
+// Solver tab under the lesson's names, and its claims are checked on what
+// the solves gave, the CLI's check (one holds, one cannot). A control
+// changed by hand makes Solve the user's own job: its result checks no
+// claim, and Start runs the lesson's job again. Step has nothing to do.
+TEST(LectureMode, ASolverLessonSolvesItsRunsAndItsClaimsAreChecked) {
+  ui_test::ensureApplication();
+  MainWindow w;
+  w.part<UserMessages>()->setQuiet(true);
+  const engine::Preset lesson = engine::parse_preset(R"({
+    "kind": "solve", "title": "Test solve", "explanation": "FP32 refines; FP16 GMRES-IR takes updates.",
+    "n": 96, "cond": 100, "seed": 2,
+    "runs": [{"name": "single", "factor": "fp32"}, {"name": "half-gmres", "factor": "fp16", "method": "gmres-ir"}],
+    "expect": [
+      {"metric": "converged", "run": "single", "min": 1},
+      {"metric": "iterations", "run": "half-gmres", "max": 0}
+    ]
+  })", "test.json", "test-solve");
+  ASSERT_TRUE(w.part<LessonController>()->set(lesson));
+  int checks = 0;
+  QObject::connect(w.part<LessonController>(), &LessonController::checked, [&] { ++checks; });
+  SolverView* solver = w.part<SolverView>();
+  EXPECT_FALSE(w.part<LessonController>()->start(true)) << "Step: a solve has no steps";
+  ASSERT_TRUE(w.part<RunLauncher>()->startRun()) << w.part<UserMessages>()->lastError().toStdString();
+  EXPECT_TRUE(w.part<LecturePanel>()->claimsText().contains(QStringLiteral("Checked when the runs end")));
+  ASSERT_TRUE(ui_test::waitFor([&] { return checks == 1; }, 60000));
+  ASSERT_EQ(solver->outcomes().size(), 2u);
+  ASSERT_EQ(solver->table()->rowCount(), 2);
+  EXPECT_EQ(solver->table()->item(0, SolverView::Run)->text(), QStringLiteral("single"));
+  EXPECT_EQ(solver->table()->item(1, SolverView::Run)->text(), QStringLiteral("half-gmres"));
+  // The claims are the CLI's on the same solves.
+  std::vector<engine::SolveRun> runs = lesson.solve_runs;
+  for (std::size_t i = 0; i < runs.size(); ++i) runs[i].result = solver->outcomes()[i].result;
+  const auto expected = engine::check_claims(lesson, runs);
+  const auto& results = w.part<LecturePanel>()->claimResults();
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_TRUE(results[0].pass) << results[0].text;
+  EXPECT_FALSE(results[1].pass) << results[1].text;
+  EXPECT_EQ(results[0].text, expected[0].text);
+  EXPECT_EQ(results[1].text, expected[1].text);
+  const QString text = w.part<LecturePanel>()->claimsText();
+  EXPECT_TRUE(text.contains(QStringLiteral("PASS converged single"))) << text.toStdString();
+  EXPECT_TRUE(text.contains(QStringLiteral("FAIL iterations half-gmres"))) << text.toStdString();
+  EXPECT_TRUE(w.statusBar()->currentMessage().contains(QStringLiteral("1 of 2 claims hold")))
+      << w.statusBar()->currentMessage().toStdString();
+
+  // By hand: the seed changed, Solve runs the controls' job, no check.
+  auto* seed = solver->findChild<QSpinBox*>(QStringLiteral("solverSeed"));
+  ASSERT_NE(seed, nullptr);
+  seed->setValue(7);
+  EXPECT_FALSE(solver->lessonJobSet());
+  EXPECT_TRUE(solver->job().runs.empty());
+  ASSERT_TRUE(solver->solve());
+  ASSERT_TRUE(ui_test::waitFor([&] { return !solver->running(); }, 60000));
+  ui_test::settle();
+  EXPECT_FALSE(solver->lastJobWasLesson());
+  EXPECT_EQ(checks, 1);
+  // Start: the lesson's job again, checked again.
+  ASSERT_TRUE(w.part<RunLauncher>()->startRun());
+  EXPECT_TRUE(solver->lessonJobSet());
+  ASSERT_TRUE(ui_test::waitFor([&] { return checks == 2; }, 60000));
+  EXPECT_EQ(solver->table()->item(0, SolverView::Run)->text(), QStringLiteral("single"));
 }
 
 // The GPU lesson on a machine without one: listed, chosen, its claims shown
