@@ -94,6 +94,25 @@ bool sameJob(const SolverJob& a, const SolverJob& b) {
 
 }  // namespace
 
+void LessonController::markChosen(const std::string& name) {
+  for (QAction* a : m_parts.menu->presetActions()) {
+    a->setCheckable(true);
+    a->setChecked(a->data().toString() == QString::fromStdString(name));
+  }
+}
+
+void LessonController::showChecked(const std::vector<engine::ClaimResult>& results, const QString& note) {
+  m_parts.panel->setClaimResults(results, note);
+  int passed = 0, skipped = 0;
+  for (const engine::ClaimResult& r : results) {
+    passed += r.pass ? 1 : 0;
+    skipped += r.skipped ? 1 : 0;
+  }
+  const QString line = tr("Lesson checked: %1 of %2 claims hold").arg(passed).arg(results.size() - skipped);
+  m_parts.messages->status(skipped ? line + tr(", %1 skipped").arg(skipped) : line, 10000);
+  emit checked();
+}
+
 void LessonController::placePanel(bool besideSolver) {
   QSplitter* want = besideSolver ? m_parts.solverSplitter : m_parts.liveSplitter;
   if (m_parts.panel->parentWidget() == want) return;
@@ -119,10 +138,7 @@ bool LessonController::set(const engine::Preset& preset) {
     m_parts.tabs->setCurrentWidget(m_parts.solverSplitter);
     setPresentation(m_parts.presentation());
     applyWatch();
-    for (QAction* a : m_parts.menu->presetActions()) {
-      a->setCheckable(true);
-      a->setChecked(a->data().toString() == QString::fromStdString(preset.name));
-    }
+    markChosen(preset.name);
     m_parts.messages->status(tr("Lesson: %1 — Start (F5) solves its %2 runs")
                                  .arg(QString::fromStdString(preset.title))
                                  .arg(preset.solve_runs.size()),
@@ -149,10 +165,7 @@ bool LessonController::set(const engine::Preset& preset) {
   live->setSizes({3 * live->width() / 4, live->width() / 4});
   m_parts.tabs->setCurrentWidget(live);
   applyWatch();
-  for (QAction* a : m_parts.menu->presetActions()) {
-    a->setCheckable(true);
-    a->setChecked(a->data().toString() == QString::fromStdString(preset.name));
-  }
+  markChosen(preset.name);
   m_parts.messages->status(tr("Lesson: %1 — Start (F5) runs its %2 runs side by side")
                                .arg(QString::fromStdString(preset.title))
                                .arg(preset.runs.size()),
@@ -269,15 +282,7 @@ void LessonController::checkSolveClaims() {
   QString note;
   if (runs.size() < job.runs.size())
     note = tr("Stopped after %1 of %2 runs: a claim on a run not solved fails.").arg(runs.size()).arg(job.runs.size());
-  m_parts.panel->setClaimResults(results, note);
-  int passed = 0, skipped = 0;
-  for (const engine::ClaimResult& r : results) {
-    passed += r.pass ? 1 : 0;
-    skipped += r.skipped ? 1 : 0;
-  }
-  const QString line = tr("Lesson checked: %1 of %2 claims hold").arg(passed).arg(results.size() - skipped);
-  m_parts.messages->status(skipped ? line + tr(", %1 skipped").arg(skipped) : line, 10000);
-  emit checked();
+  showChecked(results, note);
 }
 
 // The claims are checked on the same data the CSV export holds.
@@ -299,13 +304,5 @@ void LessonController::checkClaims() {
   const std::vector<engine::ClaimResult> results = engine::check_claims(*m_lesson, exports);
   QString note;
   if (!shortRuns.isEmpty()) note = tr("%1: the claims are made for whole runs.").arg(shortRuns.join(QStringLiteral("; ")));
-  m_parts.panel->setClaimResults(results, note);
-  int passed = 0, skipped = 0;
-  for (const engine::ClaimResult& r : results) {
-    passed += r.pass ? 1 : 0;
-    skipped += r.skipped ? 1 : 0;
-  }
-  const QString line = tr("Lesson checked: %1 of %2 claims hold").arg(passed).arg(results.size() - skipped);
-  m_parts.messages->status(skipped ? line + tr(", %1 skipped").arg(skipped) : line, 10000);
-  emit checked();
+  showChecked(results, note);
 }

@@ -8,6 +8,8 @@
 
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 class ChartArea;
 class CompareView;
@@ -23,6 +25,7 @@ class SolverView;
 class TrainingController;
 class UserMessages;
 namespace engine {
+struct ClaimResult;
 struct Preset;
 }
 
@@ -96,6 +99,10 @@ class LessonController : public QObject {
   bool showSkippedClaims();
   // The lesson panel beside the live charts, or beside the solver.
   void placePanel(bool besideSolver);
+  // The chosen lesson's menu action ticked, the others not.
+  void markChosen(const std::string& name);
+  // Checked claims: in the panel, counted in the status line, checked().
+  void showChecked(const std::vector<engine::ClaimResult>& results, const QString& note);
   std::unique_ptr<engine::Preset> m_lesson;
   QVector<int> m_runs;  // its title says whose precisions the table shows
 };
