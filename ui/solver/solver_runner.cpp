@@ -62,6 +62,7 @@ std::vector<engine::RefineConfig> runConfigs(const SolverJob& job) {
       c.residual = job.residual;
       c.working = engine::Arith::FP64;
       c.max_iter = job.maxIter;
+      c.gmres = job.gmres;
       out.push_back(c);
     }
   return out;
@@ -74,8 +75,9 @@ QString runName(const SolverJob& job, int index) {
 
 QString runName(const engine::RefineConfig& c) {
   const bool tc = !c.lu.factor.fp64 && c.lu.storage == engine::LuConfig::Storage::FP32;
+  const bool fp32_gmres = c.method == engine::Method::GmresIr && c.gmres == engine::Arith::FP32;
   return QString::fromStdString(engine::factor_key(c.lu.factor)) + (tc ? QStringLiteral("-tc-") : QStringLiteral("-")) +
-         QString::fromLatin1(engine::method_key(c.method));
+         QString::fromLatin1(engine::method_key(c.method)) + (fp32_gmres ? QStringLiteral("-fp32") : QString());
 }
 
 SolverRunner::SolverRunner(QObject* parent) : QObject(parent), m_cache(std::make_shared<Cache>()) {

@@ -27,6 +27,9 @@ struct SolverJob {
   bool tensorCore = false;  // the LU held in FP32, its update's operands rounded (LuConfig::Storage::FP32)
   engine::Arith residual = engine::Arith::FP64;
   int maxIter = 30;
+  // GMRES-IR's inner solve: FP64, or FP32 (five-precision GMRES-IR, the
+  // CLI's --gmres fp32).
+  engine::Arith gmres = engine::Arith::FP64;
   // A solver lesson's job: every entry of A multiplied by this (its
   // SolveProblem's matrix_scale), and its runs, named and configured as the
   // preset has them, in place of formats x methods.
@@ -42,7 +45,9 @@ std::vector<engine::RefineConfig> runConfigs(const SolverJob& job);
 // The name of the job's run `index`: the lesson's name for it, else
 // runName of its config.
 QString runName(const SolverJob& job, int index);
-// The run's name as the CLI spells it: "fp16-lu-ir", "bf16-tc-gmres-ir".
+// The run's name as the CLI spells it: "fp16-lu-ir", "bf16-tc-gmres-ir",
+// with "-fp32" after GMRES-IR's name where its inner solve is in FP32
+// ("bf16-tc-gmres-ir-fp32", as bench_solve names it).
 QString runName(const engine::RefineConfig& c);
 
 // One finished run, by value across the thread boundary.

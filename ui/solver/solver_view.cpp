@@ -123,6 +123,12 @@ SolverView::SolverView(QWidget* parent) : QWidget(parent) {
   m_residual->setCurrentIndex(1);
   m_residual->setToolTip(tr("The precision of the residual r = b - A x (fp80: x87 extended)"));
   form->addRow(tr("Residual"), m_residual);
+  m_gmres = new QComboBox;
+  m_gmres->setObjectName(QStringLiteral("solverGmres"));
+  m_gmres->addItems({QStringLiteral("fp64"), QStringLiteral("fp32")});
+  m_gmres->setToolTip(tr("GMRES-IR's inner solve: fp64, or fp32 (five-precision GMRES-IR: A and the substitutions in "
+                         "FP32, half the bytes a step, more outer steps)"));
+  form->addRow(tr("GMRES inner"), m_gmres);
   m_maxIter = new QSpinBox;
   m_maxIter->setObjectName(QStringLiteral("solverMaxIter"));
   m_maxIter->setRange(0, 1000);
@@ -195,6 +201,7 @@ SolverView::SolverView(QWidget* parent) : QWidget(parent) {
   connect(m_tensorCore, &QCheckBox::toggled, this, byHand);
   connect(m_method, &QComboBox::currentIndexChanged, this, byHand);
   connect(m_residual, &QComboBox::currentIndexChanged, this, byHand);
+  connect(m_gmres, &QComboBox::currentIndexChanged, this, byHand);
   connect(m_maxIter, &QSpinBox::valueChanged, this, byHand);
   connect(m_solve, &QPushButton::clicked, this, [this] { solve(); });
   connect(m_stop, &QPushButton::clicked, this, &SolverView::stop);
@@ -236,6 +243,7 @@ SolverJob SolverView::job() const {
                : r == QLatin1String("fp80") ? engine::Arith::FP80
                                             : engine::Arith::FP64;
   j.maxIter = m_maxIter->value();
+  j.gmres = m_gmres->currentText() == QLatin1String("fp32") ? engine::Arith::FP32 : engine::Arith::FP64;
   return j;
 }
 
@@ -256,6 +264,7 @@ void SolverView::setLessonJob(const SolverJob& lesson) {
   if (!lesson.runs.empty()) {
     shown.residual = lesson.runs.front().config.residual;
     shown.maxIter = lesson.runs.front().config.max_iter;
+    shown.gmres = lesson.runs.front().config.gmres;
   }
   setJob(shown);
   m_lesson = lesson;
@@ -288,6 +297,7 @@ void SolverView::setJob(const SolverJob& j) {
   m_tensorCore->setChecked(j.tensorCore);
   m_residual->setCurrentText(QString::fromLatin1(engine::arith_key(j.residual)));
   m_maxIter->setValue(j.maxIter);
+  m_gmres->setCurrentText(QString::fromLatin1(engine::arith_key(j.gmres)));
 }
 
 bool SolverView::running() const { return m_runner->running(); }

@@ -20,7 +20,7 @@ class SolverChart;
 
 // Settings on the left (size n, κ on a log slider 10^0..10^12, seed, the
 // factor formats to compare, Tensor Core mode, method, residual precision,
-// iteration limit), Solve and Stop; on the right the chart (SolverChart)
+// GMRES-IR's inner precision, iteration limit), Solve and Stop; on the right the chart (SolverChart)
 // above a summary table: one row per run (as the CLI's summary.csv:
 // converged or not and why, iterations, final backward and forward error,
 // the scale, time). The solve runs on SolverRunner's thread; each run's
@@ -90,6 +90,7 @@ class SolverView : public QWidget {
   QCheckBox* m_tensorCore = nullptr;
   QComboBox* m_method = nullptr;
   QComboBox* m_residual = nullptr;
+  QComboBox* m_gmres = nullptr;
   QSpinBox* m_maxIter = nullptr;
   QPushButton* m_solve = nullptr;
   QPushButton* m_stop = nullptr;

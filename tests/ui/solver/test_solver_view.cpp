@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <QCheckBox>
+#include <QComboBox>
 #include <QLabel>
 #include <QLogValueAxis>
 #include <QSlider>
@@ -185,6 +186,32 @@ TEST(SolverView, TensorCoreModeIsTheEnginesFp32Storage) {
   EXPECT_EQ(cell(v.table(), 0, SolverView::Converged), want.converged ? QStringLiteral("yes") : QStringLiteral("no"));
   EXPECT_EQ(cell(v.table(), 0, SolverView::Iterations), QString::number(want.iterations));
   EXPECT_EQ(cell(v.table(), 0, SolverView::Backward), QString::number(want.backward_error, 'e', 3));
+}
+
+// FP32 inner steps for GMRES-IR (the CLI's --gmres fp32): the engine's
+// five-precision GMRES-IR, named with -fp32, its result the engine's.
+TEST(SolverView, Fp32GmresIsTheEnginesFivePrecisionGmresIr) {
+  ui_test::ensureApplication();
+  SolverView v;
+  SolverJob j = smallJob(1e2, {kFp16}, {engine::Method::LuIr, engine::Method::GmresIr});
+  j.gmres = engine::Arith::FP32;
+  v.setJob(j);
+  EXPECT_EQ(v.findChild<QComboBox*>(QStringLiteral("solverGmres"))->currentText(), QStringLiteral("fp32"));
+  const std::vector<engine::RefineConfig> configs = runConfigs(v.job());
+  ASSERT_EQ(configs.size(), 2u);
+  EXPECT_EQ(configs[1].gmres, engine::Arith::FP32);
+  ASSERT_TRUE(solveAndWait(v)) << qPrintable(v.statusText());
+  ASSERT_EQ(v.table()->rowCount(), 2);
+  EXPECT_EQ(cell(v.table(), 0, SolverView::Run), QStringLiteral("fp16-lu-ir"));  // LU-IR has no inner solve
+  EXPECT_EQ(cell(v.table(), 1, SolverView::Run), QStringLiteral("fp16-gmres-ir-fp32"));
+  const engine::Matrix a = engine::random_matrix(64, 1e2, 3);
+  const std::vector<double> x = engine::random_vector(64, 4);
+  std::vector<double> b(64);
+  engine::matvec(a, x.data(), b.data());
+  const engine::SolveResult want = engine::solve_refine(a, b, &x, configs[1]);
+  EXPECT_TRUE(want.converged) << want.reason;
+  EXPECT_EQ(cell(v.table(), 1, SolverView::Gmres), QString::number(want.gmres_iterations));
+  EXPECT_EQ(cell(v.table(), 1, SolverView::Backward), QString::number(want.backward_error, 'e', 3));
 }
 
 // No format ticked: nothing starts, and the status line says why.
