@@ -13,12 +13,6 @@ namespace engine::solve_kernels {
 
 namespace {
 
-// Vectors of one AVX-512 register (two AVX2 ones, four SSE ones in the
-// baseline clone), loaded at any element's alignment.
-typedef double D8 __attribute__((vector_size(64), aligned(8)));
-typedef float F8 __attribute__((vector_size(32), aligned(4)));
-typedef float F16 __attribute__((vector_size(64), aligned(4)));
-
 // A vector from memory at any alignment (a template argument loses the
 // typedef's alignment, so the templates below load through this).
 template <class V, class T>

@@ -16,6 +16,14 @@
 
 namespace engine::solve_kernels {
 
+// Vectors of one AVX-512 register (two AVX2 ones, four SSE ones in a
+// baseline clone) for the solver's loops, loaded and stored at any
+// element's alignment (GCC's vector extension: each clone of a function
+// gets its own instructions, the same arithmetic lane by lane).
+typedef double D8 __attribute__((vector_size(64), aligned(8)));
+typedef float F8 __attribute__((vector_size(32), aligned(4)));
+typedef float F16 __attribute__((vector_size(64), aligned(4)));
+
 // sum_j a[j] * x[j], j < n: in FP32 (dot_ff), in double with FP32 matrix
 // values (dot_fd: each product exact in double), and in double (dot_dd).
 float dot_ff(const float* a, const float* x, std::int64_t n);

@@ -117,20 +117,18 @@ PL_CPU_CLONES void update_rows(float* c, const float* l, std::int64_t ld, const 
 // the panel's column 0 at the same row, u: the group's first column at row
 // 0 (u_k,jj at u[jj * ld + k]).
 constexpr std::int64_t kGroup = 8;
-// 16 floats (GCC's vector extension: one AVX-512 register, two AVX2 ones,
-// four SSE ones in the clones); loads and stores at any float's alignment.
-typedef float V16 __attribute__((vector_size(64), aligned(4)));
+using solve_kernels::F16;  // 16 floats (solve/kernels.h)
 PL_CPU_CLONES void update_group(float* c, const float* l, const float* u, std::int64_t ld, std::int64_t kn,
                                 std::int64_t rows) {
   std::int64_t i = 0;
   for (; i + 16 <= rows; i += 16) {
-    V16 acc[kGroup];
-    for (int jj = 0; jj < kGroup; ++jj) acc[jj] = *reinterpret_cast<const V16*>(c + jj * ld + i);
+    F16 acc[kGroup];
+    for (int jj = 0; jj < kGroup; ++jj) acc[jj] = *reinterpret_cast<const F16*>(c + jj * ld + i);
     for (std::int64_t k = 0; k < kn; ++k) {
-      const V16 lv = *reinterpret_cast<const V16*>(l + k * ld + i);
+      const F16 lv = *reinterpret_cast<const F16*>(l + k * ld + i);
       for (int jj = 0; jj < kGroup; ++jj) acc[jj] = acc[jj] - lv * u[jj * ld + k];
     }
-    for (int jj = 0; jj < kGroup; ++jj) *reinterpret_cast<V16*>(c + jj * ld + i) = acc[jj];
+    for (int jj = 0; jj < kGroup; ++jj) *reinterpret_cast<F16*>(c + jj * ld + i) = acc[jj];
   }
   for (; i < rows; ++i)
     for (int jj = 0; jj < kGroup; ++jj) {
@@ -157,18 +155,18 @@ PL_CPU_CLONES void update_u12(float* c, const float* l, std::int64_t ld, std::in
   for (; j + kW <= cols; j += kW) {
     for (std::int64_t i = 0; i < rows; ++i)
       for (int t = 0; t < kT; ++t)
-        *reinterpret_cast<V16*>(pack + i * kW + 16 * t) = *reinterpret_cast<const V16*>(c + i * ld + j + 16 * t);
+        *reinterpret_cast<F16*>(pack + i * kW + 16 * t) = *reinterpret_cast<const F16*>(c + i * ld + j + 16 * t);
     for (std::int64_t i = 1; i < rows; ++i) {
-      V16 acc[kT];
+      F16 acc[kT];
       float* ci = pack + i * kW;
-      for (int t = 0; t < kT; ++t) acc[t] = *reinterpret_cast<const V16*>(ci + 16 * t);
+      for (int t = 0; t < kT; ++t) acc[t] = *reinterpret_cast<const F16*>(ci + 16 * t);
       for (std::int64_t p = 0; p < i; ++p) {
         const float lip = l[i * ld + p];
         const float* cp = pack + p * kW;
-        for (int t = 0; t < kT; ++t) acc[t] = acc[t] - *reinterpret_cast<const V16*>(cp + 16 * t) * lip;
+        for (int t = 0; t < kT; ++t) acc[t] = acc[t] - *reinterpret_cast<const F16*>(cp + 16 * t) * lip;
       }
-      for (int t = 0; t < kT; ++t) *reinterpret_cast<V16*>(c + i * ld + j + 16 * t) = acc[t];
-      for (int t = 0; t < kT; ++t) *reinterpret_cast<V16*>(ci + 16 * t) = acc[t];
+      for (int t = 0; t < kT; ++t) *reinterpret_cast<F16*>(c + i * ld + j + 16 * t) = acc[t];
+      for (int t = 0; t < kT; ++t) *reinterpret_cast<F16*>(ci + 16 * t) = acc[t];
     }
   }
   if (j < cols)
@@ -184,10 +182,10 @@ PL_CPU_CLONES std::int64_t first_max_abs(const float* x, std::int64_t n) {
   if (n <= 0 || std::isnan(x[0])) return 0;
   typedef std::int32_t I16 __attribute__((vector_size(64)));
   const I16 abs_mask = I16{} + 0x7fffffff;
-  V16 bv = V16{};
+  F16 bv = F16{};
   std::int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    const V16 a = (V16)((I16)(*reinterpret_cast<const V16*>(x + i)) & abs_mask);
+    const F16 a = (F16)((I16)(*reinterpret_cast<const F16*>(x + i)) & abs_mask);
     bv = bv < a ? a : bv;
   }
   float best = 0.0f;
@@ -330,27 +328,25 @@ void lu_factor_lowp(const Matrix& a, LuFactors& out, bool scale, Backend& be, Lu
     float* const pn = panel.data();
     for (std::int64_t j = 0; j < wdt; ++j) {
       float* cj = pn + j * ldp;
-      // The columns whose updates this column has had: those before its group.
-      std::int64_t done = 0;
-      if (fp32_panel) {
-        const std::int64_t j0 = j - j % kGroup;
-        done = j0;
-        if (j == j0 && j0 > 0 && j0 + kGroup <= wdt) {
-          // The group's rows above row j0 (U's), column by column in order,
-          // then its rows from j0 down in one pass over columns 0..j0-1.
-          for (std::int64_t jj = j0; jj < j0 + kGroup; ++jj)
-            for (std::int64_t k = 0; k + 1 < j0; ++k)
-              rank1(pn + jj * ldp + k + 1, pn + k * ldp + k + 1, pn[jj * ldp + k], j0 - k - 1, round, acc, nullptr);
-          const std::int64_t rows = m - j0;
-          const int parts = rows * j0 * kGroup > 65536 ? omp_get_max_threads() : 1;
-          const std::int64_t chunk = ((rows + parts - 1) / parts + 15) / 16 * 16;
+      // A whole group after the first: its columns have had the updates of
+      // the columns before it (`done`) once its first column is reached.
+      // The first group and a last, short one go column by column.
+      const std::int64_t j0 = j - j % kGroup;
+      const bool grouped = fp32_panel && j0 > 0 && j0 + kGroup <= wdt;
+      const std::int64_t done = grouped ? j0 : 0;
+      if (grouped && j == j0) {
+        // The group's rows above row j0 (U's), column by column in order,
+        // then its rows from j0 down in one pass over columns 0..j0-1.
+        for (std::int64_t jj = j0; jj < j0 + kGroup; ++jj)
+          for (std::int64_t k = 0; k + 1 < j0; ++k)
+            rank1(pn + jj * ldp + k + 1, pn + k * ldp + k + 1, pn[jj * ldp + k], j0 - k - 1, round, acc, nullptr);
+        const std::int64_t rows = m - j0;
+        const int parts = rows * j0 * kGroup > 65536 ? omp_get_max_threads() : 1;
+        const std::int64_t chunk = ((rows + parts - 1) / parts + 15) / 16 * 16;
 #pragma omp parallel for schedule(static) num_threads(parts) if (parts > 1)
-          for (int t = 0; t < parts; ++t) {
-            const std::int64_t r0 = j0 + t * chunk, r1 = std::min(m, r0 + chunk);
-            if (r0 < r1) update_group(cj + r0, pn + r0, cj, ldp, j0, r1 - r0);
-          }
-        } else if (j + kGroup - j % kGroup > wdt) {
-          done = 0;  // the last, short group: column by column
+        for (int t = 0; t < parts; ++t) {
+          const std::int64_t r0 = j0 + t * chunk, r1 = std::min(m, r0 + chunk);
+          if (r0 < r1) update_group(cj + r0, pn + r0, cj, ldp, j0, r1 - r0);
         }
       }
       // The rows above the diagonal (U's column), in order.
@@ -523,13 +519,9 @@ const LuFactors& lu_factor_into(const Matrix& a, const LuConfig& config, LuWorks
   out.flops = 2.0 * n * n * n / 3.0 - n * n / 2.0 - n / 6.0;
   // Only the storage this factorization uses stays (a workspace's FP64
   // factors do not linger beside FP32 ones, nor the other way round).
-  if (config.factor.fp64) std::vector<float>().swap(out.lu);
-  else std::vector<double>().swap(out.lu64);
-  if (a.n == 0) {
-    out.lu.clear();
-    out.lu64.clear();
-    return out;
-  }
+  if (config.factor.fp64 || a.n == 0) std::vector<float>().swap(out.lu);
+  if (!config.factor.fp64 || a.n == 0) std::vector<double>().swap(out.lu64);
+  if (a.n == 0) return out;
   if (config.factor.fp64) {
     lu_factor_fp64(a, out);
     return out;

@@ -137,11 +137,6 @@ Reflectors householder_qr(std::vector<double>& cols, std::int64_t n) {
   return r;
 }
 
-// B (n x n, row-major) = H_k B for k = first, first + step, ... (step +-1,
-// count reflectors), each H_k B[k:, :] -= tau v (v^T B[k:, :]). The threads
-// own chunks of 64 columns, and each chunk takes every reflector in turn
-// while it is in cache: the sums' order depends on neither the thread
-// count nor the chunking.
 // One chunk of B's columns [j0, j1) (j1 - j0 <= 64) through all the
 // reflectors (vectorized across the columns in the clones: each column's
 // sums stay in order, so every clone gives the same bits).
@@ -167,6 +162,11 @@ PL_CPU_CLONES void apply_chunk(const Reflectors& q, std::int64_t first, std::int
   }
 }
 
+// B (n x n, row-major) = H_k B for k = first, first + step, ... (step +-1,
+// count reflectors), each H_k B[k:, :] -= tau v (v^T B[k:, :]). The threads
+// own chunks of 64 columns, and each chunk takes every reflector in turn
+// while it is in cache: the sums' order depends on neither the thread
+// count nor the chunking.
 void apply_reflectors(const Reflectors& q, std::int64_t first, std::int64_t step, std::vector<double>& b) {
   const std::int64_t n = q.n;
   constexpr std::int64_t kChunk = 64;

@@ -123,49 +123,38 @@ void LessonController::placePanel(bool besideSolver) {
 bool LessonController::solverLesson() const { return m_lesson && m_lesson->kind == engine::PresetKind::Solve; }
 
 bool LessonController::set(const engine::Preset& preset) {
-  if (preset.kind == engine::PresetKind::Solve) {
-    if (preset.solve_runs.empty()) {
-      m_parts.messages->error(tr("Cannot open the lesson"),
-                              tr("%1: the preset has no runs").arg(QString::fromStdString(preset.name)));
-      return false;
-    }
-    m_lesson = std::make_unique<engine::Preset>(preset);
-    m_runs.clear();
-    m_parts.panel->setPreset(preset);
-    placePanel(true);
-    m_parts.panel->show();
-    m_parts.solver->setLessonJob(lessonJob(preset));
-    m_parts.tabs->setCurrentWidget(m_parts.solverSplitter);
-    setPresentation(m_parts.presentation());
-    applyWatch();
-    markChosen(preset.name);
-    m_parts.messages->status(tr("Lesson: %1 — Start (F5) solves its %2 runs")
-                                 .arg(QString::fromStdString(preset.title))
-                                 .arg(preset.solve_runs.size()),
-                             8000);
-    return true;
-  }
-  if (preset.runs.empty()) {
+  const bool solve = preset.kind == engine::PresetKind::Solve;
+  if (solve ? preset.solve_runs.empty() : preset.runs.empty()) {
     m_parts.messages->error(tr("Cannot open the lesson"),
                             tr("%1: the preset has no runs").arg(QString::fromStdString(preset.name)));
     return false;
   }
   m_lesson = std::make_unique<engine::Preset>(preset);
   m_runs.clear();
+  placePanel(solve);
+  m_parts.panel->setPreset(preset);
+  m_parts.panel->show();
+  markChosen(preset.name);
+  if (solve) {
+    m_parts.solver->setLessonJob(lessonJob(preset));
+    m_parts.tabs->setCurrentWidget(m_parts.solverSplitter);
+    setPresentation(m_parts.presentation());  // the lesson's share of the width, the watched charts
+    m_parts.messages->status(tr("Lesson: %1 — Start (F5) solves its %2 runs")
+                                 .arg(QString::fromStdString(preset.title))
+                                 .arg(preset.solve_runs.size()),
+                             8000);
+    return true;
+  }
   m_parts.solver->clearLessonJob();
-  placePanel(false);
   // The setup panel shows the first run's settings (the runs share data,
   // model, length and seed; they differ in precision).
   m_parts.settings->setBaseConfig(preset.runs.front().config);
-  m_parts.panel->setPreset(preset);
   // A lesson this machine cannot train shows its claims skipped at once.
   showSkippedClaims();
-  m_parts.panel->show();
   QSplitter* live = m_parts.liveSplitter;
   live->setSizes({3 * live->width() / 4, live->width() / 4});
   m_parts.tabs->setCurrentWidget(live);
   applyWatch();
-  markChosen(preset.name);
   m_parts.messages->status(tr("Lesson: %1 — Start (F5) runs its %2 runs side by side")
                                .arg(QString::fromStdString(preset.title))
                                .arg(preset.runs.size()),

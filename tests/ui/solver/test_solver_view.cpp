@@ -14,6 +14,7 @@
 
 #include <cmath>
 
+#include "lecture/solve_lesson.h"
 #include "main_window.h"
 #include "session/command_line.h"
 #include "solve/matrix.h"
@@ -31,6 +32,15 @@ SolverJob smallJob(double cond, std::vector<engine::SolveFormat> formats, std::v
   j.formats = std::move(formats);
   j.methods = std::move(methods);
   return j;
+}
+
+// The engine's own solve of smallJob's system (the view's matrix: n = 64,
+// seed 3, b = A x for x of seed 4) with config c.
+engine::SolveResult engineSolve(double cond, const engine::RefineConfig& c) {
+  engine::Matrix a;
+  std::vector<double> x, b;
+  engine::build_solve_system({64, cond, 3, 1.0}, a, x, b);
+  return engine::solve_refine(a, b, &x, c);
 }
 
 bool solveAndWait(SolverView& v, int ms = 120000) {
@@ -85,14 +95,10 @@ TEST(SolverView, SmallCaseMatchesTheEngine) {
   QTableWidget* t = v.table();
   ASSERT_EQ(t->rowCount(), 2);
 
-  const engine::Matrix a = engine::random_matrix(64, 1e2, 3);
-  const std::vector<double> x = engine::random_vector(64, 4);
-  std::vector<double> b(64);
-  engine::matvec(a, x.data(), b.data());
   const std::vector<engine::RefineConfig> configs = runConfigs(job);
   const auto shown = v.chart()->shown();
   for (int row = 0; row < 2; ++row) {
-    const engine::SolveResult want = engine::solve_refine(a, b, &x, configs[static_cast<std::size_t>(row)]);
+    const engine::SolveResult want = engineSolve(1e2, configs[static_cast<std::size_t>(row)]);
     const QString name = runName(configs[static_cast<std::size_t>(row)]);
     SCOPED_TRACE(name.toStdString());
     EXPECT_EQ(cell(t, row, SolverView::Run), name);
@@ -178,11 +184,7 @@ TEST(SolverView, TensorCoreModeIsTheEnginesFp32Storage) {
   ASSERT_TRUE(solveAndWait(v)) << qPrintable(v.statusText());
   ASSERT_EQ(v.table()->rowCount(), 1);
   EXPECT_EQ(cell(v.table(), 0, SolverView::Run), QStringLiteral("fp16-tc-lu-ir"));
-  const engine::Matrix a = engine::random_matrix(64, 1e4, 3);
-  const std::vector<double> x = engine::random_vector(64, 4);
-  std::vector<double> b(64);
-  engine::matvec(a, x.data(), b.data());
-  const engine::SolveResult want = engine::solve_refine(a, b, &x, configs[0]);
+  const engine::SolveResult want = engineSolve(1e4, configs[0]);
   EXPECT_EQ(cell(v.table(), 0, SolverView::Converged), want.converged ? QStringLiteral("yes") : QStringLiteral("no"));
   EXPECT_EQ(cell(v.table(), 0, SolverView::Iterations), QString::number(want.iterations));
   EXPECT_EQ(cell(v.table(), 0, SolverView::Backward), QString::number(want.backward_error, 'e', 3));
@@ -204,11 +206,7 @@ TEST(SolverView, Fp32GmresIsTheEnginesFivePrecisionGmresIr) {
   ASSERT_EQ(v.table()->rowCount(), 2);
   EXPECT_EQ(cell(v.table(), 0, SolverView::Run), QStringLiteral("fp16-lu-ir"));  // LU-IR has no inner solve
   EXPECT_EQ(cell(v.table(), 1, SolverView::Run), QStringLiteral("fp16-gmres-ir-fp32"));
-  const engine::Matrix a = engine::random_matrix(64, 1e2, 3);
-  const std::vector<double> x = engine::random_vector(64, 4);
-  std::vector<double> b(64);
-  engine::matvec(a, x.data(), b.data());
-  const engine::SolveResult want = engine::solve_refine(a, b, &x, configs[1]);
+  const engine::SolveResult want = engineSolve(1e2, configs[1]);
   EXPECT_TRUE(want.converged) << want.reason;
   EXPECT_EQ(cell(v.table(), 1, SolverView::Gmres), QString::number(want.gmres_iterations));
   EXPECT_EQ(cell(v.table(), 1, SolverView::Backward), QString::number(want.backward_error, 'e', 3));
