@@ -129,10 +129,13 @@ void GuiHarness::armScreenshot() {
   QObject::connect(once, &QTimer::timeout, window, shoot);
   if (m_options.screenshotAfterMs >= 0) {
     once->start(m_options.screenshotAfterMs);
-    // A deadline when training: a lesson shot as its runs end, with its
-    // claims checked (scripts/screenshots.sh), or at the deadline.
-    if (m_options.start)
+    // A deadline when training or solving: a lesson shot as its runs end
+    // (a solver lesson's as its solves end), with its claims checked
+    // (scripts/screenshots.sh), or at the deadline.
+    if (m_options.start) {
       QObject::connect(window, &MainWindow::trainingFinished, once, [once] { once->start(300); });
+      QObject::connect(window->part<SolverView>(), &SolverView::solveFinished, once, [once] { once->start(300); });
+    }
   } else if (m_options.start && m_options.view == QLatin1String("solver")) {
     // The Solver tab's curves are drawn as each run ends: shoot when all have.
     QObject::connect(window->part<SolverView>(), &SolverView::solveFinished, once, [once] { once->start(300); });

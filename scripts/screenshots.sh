@@ -60,6 +60,8 @@ for lesson in why-loss-scaling fp4-blocks scale-sawtooth overflow-caught memory-
               fp16-accumulation layernorm-softmax-fp16 lm-fp16-adam lm-loss-scaling lm-norms-fp16 lm-attention-memory; do
   both 720 "lecture-$lesson" --lecture "$lesson" --presentation --start --screenshot-after-ms 300000
 done
+# A solver lesson in presentation view, shot when its solves end.
+both 720 lecture-solve-the-wall --lecture solve-the-wall --presentation --start --screenshot-after-ms 300000
 # A lesson in the usual view, after its runs (setup panel, tables, runs).
 both 720 lecture-why-loss-scaling-window --lecture why-loss-scaling --start --screenshot-after-ms 300000
 
